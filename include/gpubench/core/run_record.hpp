@@ -1,0 +1,138 @@
+#pragma once
+// RunRecord: the one contract between the engine and everything that prints, stores or compares results.
+// Field names carry their unit (_s seconds, _ms milliseconds, _bytes, _per_s per second, flops = FLOPs).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpubench/core/json_optional.hpp"
+#include "gpubench/core/scenario.hpp"
+#include "gpubench/core/stats.hpp"
+
+namespace gpubench {
+
+/// Version of the JSON layout written by gpubench; bumped on any incompatible change (docs/record-schema.md).
+inline constexpr int kRecordSchemaVersion = 1;
+
+/// How a run ended. Anything but kOk makes `gpubench run` exit with code 1.
+enum class RunStatus { kOk, kOom, kNan, kInterrupted, kFailed };
+std::string to_string(RunStatus s);
+RunStatus run_status_from_string(const std::string& s);  ///< throws std::invalid_argument
+
+/// Host, device and software the run used.
+struct EnvironmentRecord {
+  std::string hostname, os, cpu_model;
+  int64_t cpu_cores = 0;
+  std::string device;                 ///< resolved device string, e.g. "cuda:0"
+  std::string device_type;            ///< cpu | cuda | rocm | mps
+  std::string device_name;            ///< e.g. "NVIDIA H200"
+  std::optional<int64_t> device_memory_bytes;
+  std::string compute_capability;     ///< "9.0" (CUDA), gfx arch (ROCm), empty otherwise
+  std::optional<int64_t> multiprocessors;
+  std::string driver_version;         ///< CUDA driver API version, e.g. "13.0"
+  std::string cuda_runtime_version;   ///< CUDA runtime LibTorch was built with, e.g. "13.0"
+  std::string cudnn_version;          ///< e.g. "9.19.0"
+  std::string libtorch_version;       ///< e.g. "2.11.0"
+  std::string gpubench_version, git_revision, build_type, compiler;
+  std::string command_line;
+  std::string start_time_utc;         ///< ISO 8601, e.g. "2026-11-29T23:41:07Z"
+  bool operator==(const EnvironmentRecord& o) const;
+};
+
+/// The model that was trained.
+struct ModelRecord {
+  std::string name;
+  int64_t parameters = 0;              ///< trainable parameters
+  double train_flops_per_sample = 0;   ///< analytic FLOPs per sample per training step (3 x forward)
+  std::string sample_unit;             ///< "images", "sequences", ...
+  bool operator==(const ModelRecord& o) const;
+};
+
+/// How the precision request was carried out on the device.
+struct PrecisionRecord {
+  std::string requested;      ///< as in the scenario, e.g. "amp"
+  std::string resolved;       ///< fp32 | tf32 | bf16 | fp16
+  std::string autocast_dtype; ///< "bfloat16", "float16" or "none"
+  bool tf32_matmul = false;   ///< cuBLAS matmuls may use TF32
+  bool tf32_cudnn = false;    ///< cuDNN convolutions may use TF32
+  bool loss_scaling = false;  ///< dynamic loss scaling (fp16)
+  std::string memory_format;  ///< contiguous | channels_last
+  bool operator==(const PrecisionRecord& o) const;
+};
+
+/// One timed epoch.
+struct EpochRecord {
+  int64_t index = 0;               ///< 0-based
+  int64_t steps = 0;
+  int64_t samples = 0;             ///< steps x batch_size
+  double seconds = 0;              ///< wall time of the epoch, device synchronised at both ends (s)
+  double samples_per_s = 0;        ///< samples / seconds (never a mean of per-step rates)
+  StepTimeStats step_time;         ///< device-event (CUDA) or host-clock (CPU) step times
+  std::optional<int64_t> peak_allocated_bytes;  ///< device memory held by tensors, peak in the epoch
+  std::optional<int64_t> peak_reserved_bytes;   ///< device memory held by the caching allocator, peak
+  std::optional<int64_t> peak_host_rss_bytes;   ///< process resident set size, peak so far (CPU runs)
+  double loss_first = 0, loss_last = 0;
+  int64_t skipped_steps = 0;       ///< fp16 steps skipped by the loss scaler (inf/NaN gradients)
+  bool complete = true;            ///< false when the epoch was cut by the time budget, an interrupt or a failure
+  bool operator==(const EpochRecord& o) const;
+};
+
+/// Whole-run figures over all timed epochs.
+struct RunSummary {
+  int64_t epochs = 0, steps = 0, samples = 0;
+  double seconds = 0;                  ///< sum of epoch wall times (s)
+  double samples_per_s = 0;            ///< samples / seconds
+  double epoch_seconds_mean = 0;       ///< mean wall time of complete epochs (s); 0 if none completed
+  double achieved_tflops = 0;          ///< samples_per_s x train_flops_per_sample / 1e12 (TFLOP/s)
+  StepTimeStats step_time;             ///< over all timed steps
+  std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes;
+  int64_t warmup_steps = 0;
+  double warmup_seconds = 0;           ///< untimed warm-up, including cuDNN autotuning (s)
+  std::string bounded_by;              ///< "", "time_budget", "interrupt": what cut the run short
+  bool operator==(const RunSummary& o) const;
+};
+
+/// Everything one run produced.
+struct RunRecord {
+  int schema_version = kRecordSchemaVersion;
+  RunStatus status = RunStatus::kOk;
+  std::string reason;                  ///< why status is not ok (empty when ok)
+  Scenario scenario;                   ///< resolved: every value concrete
+  PrecisionRecord precision;
+  EnvironmentRecord environment;
+  ModelRecord model;
+  std::vector<EpochRecord> epochs;
+  RunSummary summary;
+  std::vector<std::string> notes;      ///< things a reader must know (CPU bounds, fallbacks, ...)
+  bool operator==(const RunRecord& o) const;
+};
+
+/// Recomputes `summary` totals from `epochs` and the per-step samples (ms) of all timed steps.
+void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms);
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvironmentRecord, hostname, os, cpu_model, cpu_cores, device,
+                                                device_type, device_name, device_memory_bytes,
+                                                compute_capability, multiprocessors, driver_version,
+                                                cuda_runtime_version, cudnn_version, libtorch_version,
+                                                gpubench_version, git_revision, build_type, compiler,
+                                                command_line, start_time_utc)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, train_flops_per_sample, sample_unit)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, resolved, autocast_dtype, tf32_matmul,
+                                                tf32_cudnn, loss_scaling, memory_format)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
+                                                step_time, peak_allocated_bytes, peak_reserved_bytes,
+                                                peak_host_rss_bytes, loss_first, loss_last, skipped_steps,
+                                                complete)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, samples, seconds, samples_per_s,
+                                                epoch_seconds_mean, achieved_tflops, step_time,
+                                                peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes,
+                                                warmup_steps, warmup_seconds, bounded_by)
+
+void to_json(nlohmann::json& j, const RunRecord& r);
+void from_json(const nlohmann::json& j, RunRecord& r);
+
+}  // namespace gpubench

@@ -1,0 +1,75 @@
+#pragma once
+// Scenario: everything that defines one benchmark run, validated, with the origin of every value.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpubench {
+
+/// Where a scenario value came from, so an error (or a reader of the record) can point at it.
+struct Origin {
+  std::string source;  ///< file path, "command line --flag", or "default"
+  int line = 0;        ///< 1-based; 0 when the source has no lines (flags, defaults)
+  int column = 0;      ///< 1-based; 0 when unknown
+
+  /// "file.yaml:3:7", "command line --batch-size" or "default".
+  std::string describe() const;
+};
+
+/// Optimizer choice and hyper-parameters. Unset values take the model's default at run time.
+struct OptimizerSettings {
+  std::string name;                     ///< "sgd" or "adamw"; empty = the model's default
+  std::optional<double> lr;             ///< learning rate
+  std::optional<double> momentum;       ///< SGD momentum
+  std::optional<double> weight_decay;   ///< L2 (SGD) or decoupled (AdamW) weight decay
+  std::optional<bool> nesterov;         ///< SGD Nesterov momentum
+  std::optional<double> beta1, beta2;   ///< AdamW moment decay rates
+  std::optional<double> eps;            ///< AdamW denominator epsilon
+
+  bool operator==(const OptimizerSettings& o) const;
+};
+
+/// One benchmark run, as requested. Optional fields are resolved (device-, model-dependent defaults) by the
+/// engine; the record stores the resolved scenario, so every value in a record is concrete.
+struct Scenario {
+  std::string name;                       ///< free-form label
+  std::string model = "resnet50";         ///< a name from `gpubench list`
+  std::optional<int64_t> batch_size;      ///< samples per step; default from the model (CPU: bounded)
+  std::string precision = "fp32";         ///< fp32 | tf32 | bf16 | fp16 | amp (the device's preferred mixed precision)
+  std::string memory_format = "auto";     ///< auto | contiguous | channels_last
+  std::string device = "auto";            ///< auto | cpu | cuda | cuda:N | rocm | rocm:N | mps
+  int64_t epochs = 1;                     ///< timed epochs
+  int64_t dataset_size = 100000;          ///< samples per epoch (the seeds' 100k-image ImageNet subset)
+  std::optional<int64_t> warmup_steps;    ///< untimed steps before the first epoch (default 10; CPU: 2)
+  OptimizerSettings optimizer;
+  uint64_t seed = 0;                      ///< seeds model initialisation and the synthetic data
+  std::optional<double> time_budget_s;    ///< stop timing after this many measured seconds (s); CPU default 60
+  int64_t image_size = 224;               ///< image models: square input side (pixels)
+  int64_t num_classes = 1000;             ///< classification models: output classes
+  bool cudnn_benchmark = true;            ///< let cuDNN autotune convolution algorithms
+  std::string output;                     ///< record path; empty = runs/<generated name>.json
+
+  /// Where each key that was set came from (dotted key -> origin). Keys absent here hold defaults.
+  std::map<std::string, Origin> origins;
+
+  bool is_set(const std::string& key) const { return origins.count(key) != 0; }
+  /// Values only (origins are provenance, not identity): two runs of the same scenario compare equal.
+  bool operator==(const Scenario& o) const;
+};
+
+/// Preferred-precision values accepted by `precision`.
+const std::vector<std::string>& precision_names();
+
+void to_json(nlohmann::json& j, const Origin& o);
+void from_json(const nlohmann::json& j, Origin& o);
+void to_json(nlohmann::json& j, const OptimizerSettings& o);
+void from_json(const nlohmann::json& j, OptimizerSettings& o);
+void to_json(nlohmann::json& j, const Scenario& s);
+void from_json(const nlohmann::json& j, Scenario& s);
+
+}  // namespace gpubench

@@ -1,0 +1,81 @@
+#pragma once
+// The engine's public face: no torch types, so the CLI and reporters never see LibTorch's headers.
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpubench/core/run_record.hpp"
+#include "gpubench/core/scenario.hpp"
+
+namespace gpubench {
+
+/// A model the registry can build.
+struct ModelInfo {
+  std::string name;               ///< registry name, e.g. "resnet50"
+  std::string description;        ///< one line, with the reference it matches
+  std::string sample_unit;        ///< "images", "sequences", ...
+  int64_t default_batch_size = 0; ///< on accelerators; CPU runs are bounded further
+  std::string default_optimizer;  ///< "sgd" or "adamw"
+};
+
+/// Models known to the registry, in listing order.
+std::vector<ModelInfo> available_models();
+/// Just their names (what a scenario's `model` may say).
+std::vector<std::string> model_names();
+
+/// A device gpubench could run on, or one it cannot use with the reason.
+struct DeviceInfo {
+  std::string id;                 ///< "cpu", "cuda:0", "rocm:0", "mps"
+  std::string name;               ///< e.g. "NVIDIA H200"
+  std::optional<int64_t> memory_bytes;
+  std::string compute_capability; ///< CUDA "9.0" / ROCm gfx name / empty
+  bool available = true;
+  std::string note;               ///< why it is unavailable, or a remark
+};
+
+/// Devices on this machine, CPU first; backends compiled in but unusable appear with available=false.
+std::vector<DeviceInfo> list_devices();
+
+/// Host, device and software versions for `device_id` ("cpu", "cuda:0", ...). Never throws.
+EnvironmentRecord describe_environment(const std::string& device_id);
+
+/// Progress of the running benchmark, for progress lines.
+struct StepProgress {
+  bool warmup = false;
+  int64_t epoch = 0, epochs = 0;  ///< 0-based epoch index and count (warm-up: 0 of 0)
+  int64_t step = 0, steps = 0;    ///< steps done in this epoch (or warm-up) and its length
+  int64_t batch_size = 0;
+  double elapsed_s = 0;           ///< host time since this epoch (or warm-up) started (s)
+};
+
+/// Receives events while a benchmark runs. Called on the training thread: keep handlers cheap.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  /// Once the scenario is resolved (defaults filled, device chosen), before any training step. `header` has
+  /// the resolved scenario, environment, model and precision; no epochs yet.
+  virtual void on_start(const RunRecord& /*header*/) {}
+  /// Something the user must know, e.g. "ran on the CPU with a 60 s budget".
+  virtual void on_note(const std::string& /*message*/) {}
+  /// A phase begins: "building model", "warm-up", "epoch 1/3", ...
+  virtual void on_phase(const std::string& /*phase*/) {}
+  /// After every step (timed or warm-up). No device synchronisation happens for this.
+  virtual void on_step(const StepProgress& /*progress*/) {}
+  /// After every timed epoch, with its finished record.
+  virtual void on_epoch(const EpochRecord& /*epoch*/) {}
+};
+
+/// Things about the invocation that are not part of the scenario.
+struct RunOptions {
+  std::string command_line;                          ///< recorded verbatim
+  const std::atomic<bool>* stop_requested = nullptr; ///< set (e.g. by SIGINT) to end the run as "interrupted"
+};
+
+/// Trains `scenario` and returns its record. Run failures (no device, OOM, non-finite loss, interrupt) come back
+/// as a record with that status and a reason, never as an exception.
+RunRecord run_benchmark(const Scenario& scenario, RunObserver& observer, const RunOptions& options);
+
+}  // namespace gpubench

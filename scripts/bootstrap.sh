@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 machine (and the GPU machine, where everything is preinstalled):
+#   1. Debian packages (compiler, CMake, CLI11, fmt, spdlog, nlohmann-json, yaml-cpp, GoogleTest), only if missing;
+#   2. LibTorch = the C++ side of pip torch 2.11.0: a python3 that already has it, or a project venv (.venv);
+#   3. CMake configure (once) and an incremental build.
+# Source it (it sets GPUBENCH_BUILD_DIR and GPUBENCH_PYTHON) or run it. Output goes to stderr.
+# Knobs: GPUBENCH_BUILD_DIR (default build/), GPUBENCH_NO_APT=1 (never call apt-get), GPUBENCH_PYTHON (a python3
+# with torch 2.11), GPUBENCH_WITH_TESTS=ON|OFF (default ON), CMAKE_BUILD_TYPE (default Release).
+set -euo pipefail
+
+GPUBENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+GPUBENCH_BUILD_DIR="${GPUBENCH_BUILD_DIR:-$GPUBENCH_ROOT/build}"
+TORCH_PIN="2.11.0"
+TORCHVISION_PIN="0.26.0"
+
+_log() { echo "[bootstrap] $*" >&2; }
+_die() { echo "[bootstrap] error: $*" >&2; exit 1; }
+
+_apt_packages=(g++ cmake ninja-build git python3 python3-venv python3-pip
+               libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev)
+
+_install_debian_packages() {
+  command -v dpkg-query >/dev/null 2>&1 || { _log "not a Debian system: skipping package checks"; return 0; }
+  local missing=()
+  for p in "${_apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "${GPUBENCH_NO_APT:-0}" = 1 ] || ! command -v apt-get >/dev/null 2>&1; then
+    _log "not installing ${missing[*]} (GPUBENCH_NO_APT=1 or no apt-get); CMake will say if anything is really missing"
+    return 0
+  fi
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  _log "installing Debian packages: ${missing[*]}"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+}
+
+# A python3 whose torch is 2.11.x (and torchvision, needed by the tests' reference export).
+_has_torch() {
+  "$1" - <<'PY' >/dev/null 2>&1
+import torch, torchvision
+assert torch.__version__.startswith("2.11.")
+PY
+}
+
+_pick_python() {
+  local cand
+  for cand in "${GPUBENCH_PYTHON:-}" python3 "$GPUBENCH_ROOT/.venv/bin/python"; do
+    [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1 && _has_torch "$cand" && { command -v "$cand"; return 0; }
+  done
+  _log "no python3 with torch ${TORCH_PIN} found: installing it into $GPUBENCH_ROOT/.venv (about 5 GB, once)"
+  python3 -m venv "$GPUBENCH_ROOT/.venv" >&2 || _die "python3 -m venv failed (install python3-venv)"
+  "$GPUBENCH_ROOT/.venv/bin/python" -m pip install -q --upgrade pip >&2
+  "$GPUBENCH_ROOT/.venv/bin/python" -m pip install -q --progress-bar off \
+      "torch==${TORCH_PIN}" "torchvision==${TORCHVISION_PIN}" >&2
+  _has_torch "$GPUBENCH_ROOT/.venv/bin/python" || _die "torch ${TORCH_PIN} did not install into .venv"
+  echo "$GPUBENCH_ROOT/.venv/bin/python"
+}
+
+_configure_and_build() {
+  local py="$1" prefix generator=()
+  prefix="$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+  if [ ! -f "$GPUBENCH_BUILD_DIR/CMakeCache.txt" ] || ! grep -q "GPUBENCH_PYTHON:FILEPATH=$py\$" "$GPUBENCH_BUILD_DIR/CMakeCache.txt"; then
+    _log "configuring $GPUBENCH_BUILD_DIR (LibTorch from $prefix)"
+    cmake -S "$GPUBENCH_ROOT" -B "$GPUBENCH_BUILD_DIR" "${generator[@]}" \
+        -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DGPUBENCH_PYTHON="$py" -DGPUBENCH_BUILD_TESTS="${GPUBENCH_WITH_TESTS:-ON}" >&2
+  fi
+  _log "building (incremental)"
+  cmake --build "$GPUBENCH_BUILD_DIR" -j "$(nproc)" >&2
+}
+
+gpubench_bootstrap() {
+  _install_debian_packages
+  command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] || \
+    _log "warning: no CUDA toolkit (nvcc) found; the CUDA build of LibTorch needs one at configure time"
+  [ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
+  GPUBENCH_PYTHON="$(_pick_python)"
+  export GPUBENCH_PYTHON GPUBENCH_BUILD_DIR
+  _configure_and_build "$GPUBENCH_PYTHON"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  gpubench_bootstrap
+fi

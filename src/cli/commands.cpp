@@ -1,0 +1,182 @@
+#include "cli/commands.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "cli/progress.h"
+#include "gpubench/core/build_info.hpp"
+#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/scenario_loader.hpp"
+#include "gpubench/engine/engine.hpp"
+#include "gpubench/report/console.hpp"
+
+namespace gpubench::cli {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_signal(int sig) {
+  if (g_stop.exchange(true)) {
+    std::signal(sig, SIG_DFL);  // a second Ctrl-C ends the process at once
+    std::raise(sig);
+  }
+}
+
+std::string local_timestamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+std::string sanitize(std::string s) {
+  for (char& c : s) {
+    if (c == ':' || c == '/' || c == ' ') c = '-';
+  }
+  return s;
+}
+
+std::string default_output(const Scenario& s, const std::string& precision) {
+  return fmt::format("runs/{}_{}_{}_bs{}_{}.json", sanitize(s.model), sanitize(s.device), precision,
+                     s.batch_size ? std::to_string(*s.batch_size) : "default", local_timestamp());
+}
+
+/// Builds the scenario from --config, the positional model and flags; throws ScenarioError.
+Scenario build_scenario(const RunArgs& a) {
+  ScenarioLoader loader(model_names());
+  Scenario s;
+  if (a.config) loader.load_file(*a.config, s);
+  if (a.model) loader.apply_override("model", *a.model, "MODEL", s);
+  if (a.amp && a.overrides.count("precision")) {
+    throw ScenarioError(Origin{"command line --amp", 0, 0}, "precision",
+                        "--amp and --precision both set the precision; give one of them");
+  }
+  if (a.amp) loader.apply_override("precision", "amp", "--amp", s);
+  if (a.channels_last) loader.apply_override("memory_format", "channels_last", "--channels-last", s);
+  for (const auto& [key, value] : a.overrides) loader.apply_override(key, value, a.override_flag.at(key), s);
+  loader.check(s);
+  return s;
+}
+
+}  // namespace
+
+int run_command(const RunArgs& args) {
+  Scenario scenario;
+  try {
+    scenario = build_scenario(args);
+  } catch (const ScenarioError& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  if (build_info().build_type != "Release") {
+    spdlog::warn("this gpubench is a {} build: its timings are not representative", build_info().build_type);
+  }
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  ConsoleObserver observer(args.quiet, [&scenario](const RunRecord& h) {
+    return scenario.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario.output;
+  });
+  RunOptions options;
+  options.command_line = args.command_line;
+  options.stop_requested = &g_stop;
+  RunRecord record = run_benchmark(scenario, observer, options);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+
+  std::string path = observer.output_path();
+  if (path.empty()) path = scenario.output.empty() ? default_output(record.scenario, record.scenario.precision) : scenario.output;
+  record.scenario.output = path;
+  try {
+    write_record(path, record);
+    if (!observer.stream_path().empty()) std::filesystem::remove(observer.stream_path());
+  } catch (const std::exception& e) {
+    spdlog::error("could not write the record: {}", e.what());
+    std::fputs(format_run_summary(record).c_str(), stdout);
+    return kExitRunFailed;
+  }
+  std::fputs(format_run_summary(record).c_str(), stdout);
+  std::printf("record: %s\n", path.c_str());
+  if (record.status != RunStatus::kOk) {
+    spdlog::error("run {}: {}", to_string(record.status), record.reason);
+    return kExitRunFailed;
+  }
+  return kExitOk;
+}
+
+int list_command() {
+  std::printf("Models:\n");
+  for (const auto& m : available_models()) {
+    std::printf("  %-12s %s; default batch %lld, %s, unit: %s\n", m.name.c_str(), m.description.c_str(),
+                static_cast<long long>(m.default_batch_size), m.default_optimizer.c_str(), m.sample_unit.c_str());
+  }
+  std::printf("Devices:\n");
+  for (const auto& d : list_devices()) {
+    std::string detail = d.name;
+    if (d.memory_bytes) detail += ", " + format_bytes(*d.memory_bytes);
+    if (!d.compute_capability.empty()) detail += ", compute capability " + d.compute_capability;
+    if (!d.note.empty()) detail += (detail.empty() ? "" : ", ") + d.note;
+    std::printf("  %-12s %s%s\n", d.id.c_str(), d.available ? "" : "(unavailable) ", detail.c_str());
+  }
+  return kExitOk;
+}
+
+int info_command() {
+  std::string device = "cpu";
+  for (const auto& d : list_devices()) {
+    if (d.available && d.id != "cpu" && d.id != "mps") {
+      device = d.id;
+      break;
+    }
+  }
+  const EnvironmentRecord e = describe_environment(device);
+  auto row = [](const char* k, const std::string& v) { std::printf("  %-22s %s\n", k, v.empty() ? "-" : v.c_str()); };
+  std::printf("gpubench %s (%s, %s build, %s)\n", e.gpubench_version.c_str(), e.git_revision.c_str(),
+              e.build_type.c_str(), e.compiler.c_str());
+  row("host", e.hostname);
+  row("os", e.os);
+  row("cpu", e.cpu_model + " (" + std::to_string(e.cpu_cores) + " threads)");
+  row("libtorch", e.libtorch_version);
+  row("cuda runtime", e.cuda_runtime_version);
+  row("cuda driver", e.driver_version);
+  row("cudnn", e.cudnn_version);
+  row("default device", e.device + (e.device_name.empty() ? "" : " (" + e.device_name + ")"));
+  if (e.device_memory_bytes) row("device memory", format_bytes(*e.device_memory_bytes));
+  row("compute capability", e.compute_capability);
+  row("telemetry", "none: this version records no power, clock or temperature readings");
+  std::printf("Devices:\n");
+  for (const auto& d : list_devices()) {
+    std::printf("  %-12s %s %s\n", d.id.c_str(), d.available ? "available  " : "unavailable", (d.name + (d.note.empty() ? "" : " - " + d.note)).c_str());
+  }
+  return kExitOk;
+}
+
+int validate_command(const std::vector<std::string>& files) {
+  ScenarioLoader loader(model_names());
+  int rc = kExitOk;
+  for (const auto& f : files) {
+    try {
+      Scenario s;
+      loader.load_file(f, s);
+      loader.check(s);
+      std::printf("%s: ok (model %s, precision %s, device %s, %zu keys set)\n", f.c_str(), s.model.c_str(),
+                  s.precision.c_str(), s.device.c_str(), s.origins.size());
+    } catch (const ScenarioError& e) {
+      spdlog::error("{}", e.what());
+      rc = kExitUsage;
+    }
+  }
+  return rc;
+}
+
+}  // namespace gpubench::cli

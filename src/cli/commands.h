@@ -1,0 +1,30 @@
+#pragma once
+// The gpubench subcommands. Each returns the process exit code (docs/cli.md).
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpubench::cli {
+
+/// Exit codes shared by all subcommands.
+enum ExitCode : int { kExitOk = 0, kExitRunFailed = 1, kExitUsage = 2, kExitRegression = 3 };
+
+struct RunArgs {
+  std::optional<std::string> model;                 ///< positional MODEL
+  std::optional<std::string> config;                ///< --config FILE
+  std::map<std::string, std::string> overrides;     ///< scenario key -> flag text, in flag order of the key table
+  std::map<std::string, std::string> override_flag; ///< scenario key -> the flag's name, for messages
+  bool amp = false;
+  bool channels_last = false;
+  bool quiet = false;
+  std::string command_line;
+};
+
+int run_command(const RunArgs& args);
+int list_command();
+int info_command();
+int validate_command(const std::vector<std::string>& files);
+
+}  // namespace gpubench::cli

@@ -1,0 +1,75 @@
+// gpubench: GPU training benchmarks on LibTorch. See README.md and docs/cli.md.
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+#include "cli/commands.h"
+#include "gpubench/core/build_info.hpp"
+#include "gpubench/core/scenario_loader.hpp"
+
+int main(int argc, char** argv) {
+  using gpubench::cli::kExitUsage;
+  auto logger = spdlog::stderr_color_mt("gpubench");
+  logger->set_pattern("%^[%l]%$ %v");
+  spdlog::set_default_logger(logger);
+
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+
+  CLI::App app{"gpubench: how fast does this chip really train, and why?\n"
+               "Trains real models (ResNet-50, ...) on CUDA, ROCm, MPS or the CPU and writes a JSON record."};
+  app.set_version_flag("--version", "gpubench " + gpubench::build_info().version + " (" +
+                                        gpubench::build_info().git_revision + ")");
+  app.require_subcommand(1);
+  app.footer("Exit codes: 0 ok; 1 the run failed (the record says why: oom, nan, interrupted, failed);\n"
+             "2 usage or scenario error; 3 regression found by compare.");
+
+  gpubench::cli::RunArgs run_args;
+  run_args.command_line = command_line;
+  auto* run = app.add_subcommand("run", "Train a model and write a JSON run record");
+  run->add_option("model", run_args.model, "Model to train (see `gpubench list`); overrides the file's `model`");
+  run->add_option("-c,--config", run_args.config, "Scenario file (YAML or JSON); flags override its values")
+      ->check(CLI::ExistingFile);
+  run->add_flag("--amp", run_args.amp, "Mixed precision preferred by the device (bf16 on Ampere and newer)");
+  run->add_flag("--channels-last", run_args.channels_last, "Same as --memory-format channels_last");
+  run->add_flag("-q,--quiet", run_args.quiet, "Only warnings, errors and the final summary");
+  // One flag per scenario key (batch_size <-> --batch-size), generated from the key table so they never drift.
+  std::map<std::string, std::string> raw;
+  for (const auto& k : gpubench::scenario_keys()) {
+    if (k.key == "model") continue;  // the positional argument (and --model below)
+    run->add_option(k.flag, raw[k.key], k.description + " [" + k.key + "]");
+    run_args.override_flag[k.key] = k.flag;
+  }
+  run->add_option("--model", raw["model"], "Same as the positional MODEL [model]");
+  run_args.override_flag["model"] = "--model";
+  run->footer("Scenario keys in files use the names in [brackets]. Exit codes: 0 ok, 1 run failed, 2 usage/scenario error.");
+
+  auto* list = app.add_subcommand("list", "List models and devices");
+  auto* info = app.add_subcommand("info", "Show versions, devices and available telemetry");
+  std::vector<std::string> files;
+  auto* validate = app.add_subcommand("validate", "Check scenario files without running them");
+  validate->add_option("files", files, "Scenario files (YAML or JSON)")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+
+  if (run->parsed()) {
+    for (const auto& k : gpubench::scenario_keys()) {
+      const auto* opt = run->get_option(k.key == "model" ? "--model" : k.flag);
+      if (opt->count() > 0) run_args.overrides[k.key] = raw[k.key];
+    }
+    if (run_args.quiet) spdlog::set_level(spdlog::level::warn);
+    return gpubench::cli::run_command(run_args);
+  }
+  if (list->parsed()) return gpubench::cli::list_command();
+  if (info->parsed()) return gpubench::cli::info_command();
+  if (validate->parsed()) return gpubench::cli::validate_command(files);
+  return kExitUsage;
+}

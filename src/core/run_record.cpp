@@ -1,0 +1,120 @@
+#include "gpubench/core/run_record.hpp"
+
+#include <stdexcept>
+
+#include "gpubench/core/json_optional.hpp"
+
+namespace gpubench {
+
+std::string to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::kOk: return "ok";
+    case RunStatus::kOom: return "oom";
+    case RunStatus::kNan: return "nan";
+    case RunStatus::kInterrupted: return "interrupted";
+    case RunStatus::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+RunStatus run_status_from_string(const std::string& s) {
+  for (auto v : {RunStatus::kOk, RunStatus::kOom, RunStatus::kNan, RunStatus::kInterrupted, RunStatus::kFailed}) {
+    if (to_string(v) == s) return v;
+  }
+  throw std::invalid_argument("unknown run status '" + s + "'");
+}
+
+void to_json(nlohmann::json& j, const RunRecord& r) {
+  nlohmann::json sources = nlohmann::json::object();
+  for (const auto& [key, origin] : r.scenario.origins) sources[key] = origin.describe();
+  j = {{"schema", "gpubench.run"},
+       {"schema_version", r.schema_version},
+       {"status", to_string(r.status)},
+       {"reason", r.reason},
+       {"scenario", r.scenario},
+       {"scenario_sources", sources},
+       {"precision", r.precision},
+       {"environment", r.environment},
+       {"model", r.model},
+       {"epochs", r.epochs},
+       {"summary", r.summary},
+       {"notes", r.notes}};
+}
+
+void from_json(const nlohmann::json& j, RunRecord& r) {
+  if (j.value("schema", std::string()) != "gpubench.run") {
+    throw std::runtime_error("not a gpubench run record (missing \"schema\": \"gpubench.run\")");
+  }
+  r.schema_version = j.at("schema_version").get<int>();
+  if (r.schema_version > kRecordSchemaVersion) {
+    throw std::runtime_error("record schema version " + std::to_string(r.schema_version) +
+                             " is newer than this gpubench understands (" +
+                             std::to_string(kRecordSchemaVersion) + ")");
+  }
+  r.status = run_status_from_string(j.at("status").get<std::string>());
+  r.reason = j.value("reason", std::string());
+  r.scenario = j.at("scenario").get<Scenario>();
+  r.scenario.origins.clear();
+  const nlohmann::json sources = j.value("scenario_sources", nlohmann::json::object());
+  for (const auto& [key, where] : sources.items()) {
+    r.scenario.origins[key] = Origin{where.get<std::string>(), 0, 0};
+  }
+  r.precision = j.value("precision", PrecisionRecord{});
+  r.environment = j.value("environment", EnvironmentRecord{});
+  r.model = j.value("model", ModelRecord{});
+  r.epochs = j.value("epochs", std::vector<EpochRecord>{});
+  r.summary = j.value("summary", RunSummary{});
+  r.notes = j.value("notes", std::vector<std::string>{});
+}
+
+namespace {
+template <typename T>
+bool same_json(const T& a, const T& b) {
+  return nlohmann::json(a) == nlohmann::json(b);
+}
+}  // namespace
+
+bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const { return same_json(*this, o); }
+bool ModelRecord::operator==(const ModelRecord& o) const { return same_json(*this, o); }
+bool PrecisionRecord::operator==(const PrecisionRecord& o) const { return same_json(*this, o); }
+bool EpochRecord::operator==(const EpochRecord& o) const { return same_json(*this, o); }
+bool RunSummary::operator==(const RunSummary& o) const { return same_json(*this, o); }
+bool RunRecord::operator==(const RunRecord& o) const {
+  nlohmann::json a = *this, b = o;
+  a.erase("scenario_sources");
+  b.erase("scenario_sources");
+  return a == b;
+}
+
+void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {
+  RunSummary& s = r.summary;
+  s.epochs = static_cast<int64_t>(r.epochs.size());
+  s.steps = s.samples = 0;
+  s.seconds = 0;
+  double complete_seconds = 0;
+  int64_t complete_epochs = 0;
+  auto max_opt = [](std::optional<int64_t>& acc, const std::optional<int64_t>& v) {
+    if (v && (!acc || *v > *acc)) acc = v;
+  };
+  s.peak_allocated_bytes.reset();
+  s.peak_reserved_bytes.reset();
+  s.peak_host_rss_bytes.reset();
+  for (const auto& e : r.epochs) {
+    s.steps += e.steps;
+    s.samples += e.samples;
+    s.seconds += e.seconds;
+    if (e.complete) {
+      complete_seconds += e.seconds;
+      ++complete_epochs;
+    }
+    max_opt(s.peak_allocated_bytes, e.peak_allocated_bytes);
+    max_opt(s.peak_reserved_bytes, e.peak_reserved_bytes);
+    max_opt(s.peak_host_rss_bytes, e.peak_host_rss_bytes);
+  }
+  s.samples_per_s = s.seconds > 0 ? static_cast<double>(s.samples) / s.seconds : 0.0;
+  s.epoch_seconds_mean = complete_epochs > 0 ? complete_seconds / static_cast<double>(complete_epochs) : 0.0;
+  s.achieved_tflops = s.samples_per_s * r.model.train_flops_per_sample / 1e12;
+  s.step_time = summarize_step_times(all_step_ms);
+}
+
+}  // namespace gpubench

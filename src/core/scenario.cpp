@@ -1,0 +1,87 @@
+#include "gpubench/core/scenario.hpp"
+
+#include "gpubench/core/json_optional.hpp"
+
+namespace gpubench {
+
+std::string Origin::describe() const {
+  if (line <= 0) return source;
+  return source + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+const std::vector<std::string>& precision_names() {
+  static const std::vector<std::string> names{"fp32", "tf32", "bf16", "fp16", "amp"};
+  return names;
+}
+
+void to_json(nlohmann::json& j, const Origin& o) {
+  j = {{"source", o.source}, {"line", o.line}, {"column", o.column}};
+}
+void from_json(const nlohmann::json& j, Origin& o) {
+  o.source = j.value("source", std::string());
+  o.line = j.value("line", 0);
+  o.column = j.value("column", 0);
+}
+
+void to_json(nlohmann::json& j, const OptimizerSettings& o) {
+  j = {{"name", o.name},   {"lr", o.lr},       {"momentum", o.momentum}, {"weight_decay", o.weight_decay},
+       {"nesterov", o.nesterov}, {"beta1", o.beta1}, {"beta2", o.beta2},       {"eps", o.eps}};
+}
+void from_json(const nlohmann::json& j, OptimizerSettings& o) {
+  OptimizerSettings d;
+  o.name = j.value("name", d.name);
+  o.lr = j.value("lr", d.lr);
+  o.momentum = j.value("momentum", d.momentum);
+  o.weight_decay = j.value("weight_decay", d.weight_decay);
+  o.nesterov = j.value("nesterov", d.nesterov);
+  o.beta1 = j.value("beta1", d.beta1);
+  o.beta2 = j.value("beta2", d.beta2);
+  o.eps = j.value("eps", d.eps);
+}
+
+// The keys written here are exactly the keys a scenario file accepts, so a record's scenario can be re-run.
+void to_json(nlohmann::json& j, const Scenario& s) {
+  j = nlohmann::json::object();
+  j["name"] = s.name;
+  j["model"] = s.model;
+  j["batch_size"] = s.batch_size;
+  j["precision"] = s.precision;
+  j["memory_format"] = s.memory_format;
+  j["device"] = s.device;
+  j["epochs"] = s.epochs;
+  j["dataset_size"] = s.dataset_size;
+  j["warmup_steps"] = s.warmup_steps;
+  j["optimizer"] = s.optimizer;
+  j["seed"] = s.seed;
+  j["time_budget_s"] = s.time_budget_s;
+  j["image_size"] = s.image_size;
+  j["num_classes"] = s.num_classes;
+  j["cudnn_benchmark"] = s.cudnn_benchmark;
+  j["output"] = s.output;
+}
+void from_json(const nlohmann::json& j, Scenario& s) {
+  Scenario d;
+  s.name = j.value("name", d.name);
+  s.model = j.value("model", d.model);
+  s.batch_size = j.value("batch_size", d.batch_size);
+  s.precision = j.value("precision", d.precision);
+  s.memory_format = j.value("memory_format", d.memory_format);
+  s.device = j.value("device", d.device);
+  s.epochs = j.value("epochs", d.epochs);
+  s.dataset_size = j.value("dataset_size", d.dataset_size);
+  s.warmup_steps = j.value("warmup_steps", d.warmup_steps);
+  s.optimizer = j.value("optimizer", d.optimizer);
+  s.seed = j.value("seed", d.seed);
+  s.time_budget_s = j.value("time_budget_s", d.time_budget_s);
+  s.image_size = j.value("image_size", d.image_size);
+  s.num_classes = j.value("num_classes", d.num_classes);
+  s.cudnn_benchmark = j.value("cudnn_benchmark", d.cudnn_benchmark);
+  s.output = j.value("output", d.output);
+}
+
+bool OptimizerSettings::operator==(const OptimizerSettings& o) const {
+  return nlohmann::json(*this) == nlohmann::json(o);
+}
+bool Scenario::operator==(const Scenario& o) const { return nlohmann::json(*this) == nlohmann::json(o); }
+
+}  // namespace gpubench

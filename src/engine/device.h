@@ -1,0 +1,49 @@
+#pragma once
+// Device resolution, synchronisation and memory statistics behind one small interface.
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace gpubench::engine {
+
+/// The requested device is not usable here; what() says why and what to check.
+class DeviceUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ResolvedDevice {
+  c10::Device device{c10::kCPU};
+  std::string id;    ///< "cpu", "cuda:0", "rocm:0", "mps"
+  std::string type;  ///< "cpu", "cuda", "rocm", "mps"
+  bool is_cuda_like() const { return device.is_cuda(); }  ///< CUDA or ROCm (HIP presents as CUDA)
+};
+
+/// Resolves "auto", "cpu", "cuda[:N]", "rocm[:N]", "mps". Throws DeviceUnavailable with a clear reason.
+ResolvedDevice resolve_device(const std::string& spec);
+
+/// Blocks until all work queued on `d` has finished (no-op on the CPU).
+void synchronize(const ResolvedDevice& d);
+
+/// Peak device memory since the last reset, in bytes; empty where the backend keeps no such counters.
+struct DeviceMemoryPeaks {
+  std::optional<int64_t> allocated_bytes, reserved_bytes;
+};
+void reset_memory_peaks(const ResolvedDevice& d);
+DeviceMemoryPeaks read_memory_peaks(const ResolvedDevice& d);
+/// Releases cached device memory (after an OOM, before writing the record).
+void release_cached_memory(const ResolvedDevice& d);
+
+/// Peak resident set size of this process, in bytes (getrusage).
+int64_t host_peak_rss_bytes();
+
+/// Whether the CUDA backend was compiled in and a device is visible.
+bool cuda_available();
+bool is_rocm_build();
+bool mps_available();
+
+}  // namespace gpubench::engine

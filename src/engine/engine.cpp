@@ -1,0 +1,153 @@
+// run_benchmark(): resolves a scenario against the device and model registry, trains, and turns every
+// failure into a record with a status and a reason.
+
+#include <c10/util/Exception.h>
+#include <torch/utils.h>
+
+#include <iomanip>
+#include <sstream>
+
+#include "device.h"
+#include "gpubench/engine/engine.hpp"
+#include "models/registry.h"
+#include "precision.h"
+#include "trainer.h"
+
+namespace gpubench {
+
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+/// Defaults that depend on the device and model, plus the CPU bounds that keep a GPU-less run short.
+void resolve_defaults(Scenario& s, const engine::ResolvedDevice& d, const engine::ModelEntry& model,
+                      bool uses_images, RunObserver& observer, std::vector<std::string>& notes) {
+  const bool cpu = d.device.is_cpu();
+  s.device = d.id;
+  std::vector<std::string> bounded;
+  if (!s.batch_size) {
+    s.batch_size = cpu ? 16 : model.info.default_batch_size;
+    if (cpu) bounded.push_back("batch size 16 (GPU default " + std::to_string(model.info.default_batch_size) + ")");
+  }
+  if (!s.warmup_steps) {
+    s.warmup_steps = cpu ? 2 : 10;
+    if (cpu) bounded.push_back("2 warm-up steps");
+  }
+  if (!s.time_budget_s && cpu) {
+    s.time_budget_s = 60.0;
+    bounded.push_back("a 60 s time budget for the timed epochs");
+  }
+  if (cpu) {
+    std::string msg = "No GPU in use: training on the CPU (" + d.id + ").";
+    if (!bounded.empty()) {
+      msg += " Bounded so the run ends in minutes: ";
+      for (size_t i = 0; i < bounded.size(); ++i) msg += (i ? ", " : "") + bounded[i];
+      msg += ". Set --batch-size/--warmup-steps/--time-budget to change this.";
+    }
+    msg += " CPU numbers are not comparable with GPU numbers.";
+    notes.push_back(msg);
+    observer.on_note(msg);
+  }
+  if (s.memory_format == "auto") {
+    s.memory_format = (uses_images && (d.device.is_cuda() || d.device.is_mps())) ? "channels_last" : "contiguous";
+  }
+  OptimizerSettings& o = s.optimizer;
+  if (o.name.empty()) o.name = model.info.default_optimizer;
+  if (o.name == "sgd") {
+    o.lr = o.lr.value_or(0.1);  // torchvision's ResNet recipe
+    o.momentum = o.momentum.value_or(0.9);
+    o.weight_decay = o.weight_decay.value_or(1e-4);
+    o.nesterov = o.nesterov.value_or(false);
+    o.beta1 = o.beta2 = o.eps = std::nullopt;
+  } else {
+    o.lr = o.lr.value_or(1e-3);  // torch.optim.AdamW defaults
+    o.beta1 = o.beta1.value_or(0.9);
+    o.beta2 = o.beta2.value_or(0.999);
+    o.eps = o.eps.value_or(1e-8);
+    o.weight_decay = o.weight_decay.value_or(1e-2);
+    o.momentum = std::nullopt;
+    o.nesterov = std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::vector<ModelInfo> available_models() {
+  std::vector<ModelInfo> out;
+  for (const auto& e : engine::model_registry()) out.push_back(e.info);
+  return out;
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> out;
+  for (const auto& e : engine::model_registry()) out.push_back(e.info.name);
+  return out;
+}
+
+RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const RunOptions& options) {
+  RunRecord record;
+  record.scenario = requested;
+  record.precision.requested = requested.precision;
+  engine::ResolvedDevice device;
+  std::unique_ptr<engine::Workload> workload;
+  auto fail = [&](RunStatus status, const std::string& reason) {
+    record.status = status;
+    record.reason = reason;
+    summarize_run(record, {});
+  };
+
+  try {
+    device = engine::resolve_device(requested.device);
+  } catch (const engine::DeviceUnavailable& e) {
+    record.environment = describe_environment(requested.device);
+    record.environment.command_line = options.command_line;
+    fail(RunStatus::kFailed, e.what());
+    return record;
+  }
+  record.environment = describe_environment(device.id);
+  record.environment.command_line = options.command_line;
+
+  try {
+    const engine::ModelEntry& entry = engine::find_model(requested.model);
+    Scenario s = requested;
+    torch::manual_seed(s.seed);
+    observer.on_phase("building " + entry.info.name);
+    workload = entry.make(s);
+    resolve_defaults(s, device, entry, workload->uses_images(), observer, record.notes);
+
+    engine::TrainingPlan plan;
+    plan.scenario = s;
+    plan.device = device;
+    plan.precision = engine::resolve_precision(s.precision, device);
+    plan.channels_last = s.memory_format == "channels_last";
+    plan.stop_requested = options.stop_requested;
+    if (!plan.precision.note.empty()) {
+      record.notes.push_back(plan.precision.note);
+      observer.on_note(plan.precision.note);
+    }
+    engine::apply_math_flags(plan.precision, device, s.cudnn_benchmark);
+
+    record.scenario = s;
+    record.precision = engine::to_record(plan.precision, s.memory_format);
+    record.model.name = entry.info.name;
+    record.model.parameters = engine::count_parameters(*workload->module());
+    record.model.train_flops_per_sample = workload->train_flops_per_sample();
+    record.model.sample_unit = entry.info.sample_unit;
+
+    observer.on_start(record);
+    engine::train(plan, *workload, observer, record);
+  } catch (const c10::OutOfMemoryError& e) {
+    workload.reset();
+    engine::release_cached_memory(device);
+    fail(RunStatus::kOom, "out of device memory at batch size " +
+                              (record.scenario.batch_size ? std::to_string(*record.scenario.batch_size) : "?") +
+                              ": " + first_line(e.what_without_backtrace()));
+  } catch (const c10::Error& e) {
+    fail(RunStatus::kFailed, first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    fail(RunStatus::kFailed, first_line(e.what()));
+  }
+  return record;
+}
+
+}  // namespace gpubench

@@ -1,0 +1,143 @@
+// describe_environment() and list_devices(): host, device and software facts for records and `gpubench info`.
+
+#include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <sys/utsname.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "device.h"
+#include "gpubench/core/build_info.hpp"
+#include "gpubench/engine/engine.hpp"
+
+#ifdef GPUBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace gpubench {
+
+namespace {
+
+std::string read_key(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) {
+      auto pos = line.find_first_of(":=", key.size());
+      if (pos == std::string::npos) continue;
+      std::string v = line.substr(pos + 1);
+      v.erase(0, v.find_first_not_of(" \t\""));
+      while (!v.empty() && (v.back() == '"' || v.back() == ' ')) v.pop_back();
+      return v;
+    }
+  }
+  return "";
+}
+
+std::string version_string(long v, long major_div, long minor_div) {
+  if (v <= 0) return "";
+  return std::to_string(v / major_div) + "." + std::to_string((v % major_div) / minor_div) +
+         (minor_div > 1 ? "." + std::to_string(v % minor_div) : "");
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+EnvironmentRecord describe_environment(const std::string& device_id) {
+  EnvironmentRecord e;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) e.hostname = host;
+  struct utsname u {};
+  if (uname(&u) == 0) e.os = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  const std::string pretty = read_key("/etc/os-release", "PRETTY_NAME");
+  if (!pretty.empty()) e.os = pretty + " (" + e.os + ")";
+  e.cpu_model = read_key("/proc/cpuinfo", "model name");
+  e.cpu_cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  e.libtorch_version = TORCH_VERSION;
+  const BuildInfo& b = build_info();
+  e.gpubench_version = b.version;
+  e.git_revision = b.git_revision;
+  e.build_type = b.build_type;
+  e.compiler = b.compiler;
+  e.start_time_utc = utc_now_iso8601();
+  e.device = device_id;
+  e.device_type = device_id.substr(0, device_id.find(':'));
+  if (e.device_type == "cpu") e.device_name = e.cpu_model;
+  if (e.device_type == "mps") e.device_name = "Apple GPU (MPS)";
+
+#ifdef GPUBENCH_WITH_CUDA
+  if (engine::cuda_available()) {
+    int driver = 0, runtime = 0;
+    if (cudaDriverGetVersion(&driver) == cudaSuccess) e.driver_version = version_string(driver, 1000, 10);
+    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) e.cuda_runtime_version = version_string(runtime, 1000, 10);
+    e.cudnn_version = version_string(at::detail::getCUDAHooks().versionCuDNN(), 10000, 100);
+    if (e.device_type == "cuda" || e.device_type == "rocm") {
+      const auto colon = device_id.find(':');
+      const int index = colon == std::string::npos ? 0 : std::stoi(device_id.substr(colon + 1));
+      const cudaDeviceProp* p = at::cuda::getDeviceProperties(index);
+      e.device_name = p->name;
+      e.device_memory_bytes = static_cast<int64_t>(p->totalGlobalMem);
+      e.compute_capability = std::to_string(p->major) + "." + std::to_string(p->minor);
+      e.multiprocessors = p->multiProcessorCount;
+    }
+  }
+#endif
+  return e;
+}
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> out;
+  DeviceInfo cpu;
+  cpu.id = "cpu";
+  cpu.name = read_key("/proc/cpuinfo", "model name");
+  cpu.note = std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
+  out.push_back(cpu);
+
+  const auto n = static_cast<int>(torch::cuda::device_count());
+  const std::string gpu_type = engine::is_rocm_build() ? "rocm" : "cuda";
+#ifdef GPUBENCH_WITH_CUDA
+  for (int i = 0; i < n; ++i) {
+    const cudaDeviceProp* p = at::cuda::getDeviceProperties(i);
+    DeviceInfo d;
+    d.id = gpu_type + ":" + std::to_string(i);
+    d.name = p->name;
+    d.memory_bytes = static_cast<int64_t>(p->totalGlobalMem);
+    d.compute_capability = std::to_string(p->major) + "." + std::to_string(p->minor);
+    out.push_back(d);
+  }
+#endif
+  if (n == 0) {
+    DeviceInfo d;
+    d.id = gpu_type;
+    d.available = false;
+#ifdef GPUBENCH_WITH_CUDA
+    d.note = "no GPU visible: no NVIDIA/AMD driver loaded here, or CUDA_VISIBLE_DEVICES hides them";
+#else
+    d.note = "this gpubench was built against a LibTorch without CUDA/ROCm";
+#endif
+    out.push_back(d);
+  }
+  DeviceInfo mps;
+  mps.id = "mps";
+  mps.available = engine::mps_available();
+  mps.note = mps.available ? "Apple Metal" : "Apple Metal is available on macOS with Apple silicon only";
+  out.push_back(mps);
+  return out;
+}
+
+}  // namespace gpubench

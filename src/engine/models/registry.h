@@ -1,0 +1,51 @@
+#pragma once
+// Workloads: a model plus its synthetic data and loss. The registry maps scenario names to factories.
+
+#include <torch/nn/module.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpubench/core/scenario.hpp"
+#include "gpubench/engine/engine.hpp"
+
+namespace gpubench::engine {
+
+/// One synthetic batch, already on the device.
+struct Batch {
+  std::vector<torch::Tensor> inputs;
+  torch::Tensor target;
+};
+
+/// A trainable model with its data and objective. Implementations own their module.
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::shared_ptr<torch::nn::Module> module() = 0;
+  /// Random inputs and targets for `batch_size` samples, generated with `options` (device) and `gen`.
+  virtual Batch make_batch(int64_t batch_size, const torch::TensorOptions& options, torch::Generator& gen) = 0;
+  /// Forward pass and loss (called inside the autocast scope).
+  virtual torch::Tensor loss(const Batch& batch) = 0;
+  /// Analytic training FLOPs per sample (3 x forward: forward, input-gradient and weight-gradient passes).
+  virtual double train_flops_per_sample() const = 0;
+  /// Whether channels_last applies (4-D activations).
+  virtual bool uses_images() const = 0;
+};
+
+/// A registered model: its description and how to build it for a scenario.
+struct ModelEntry {
+  ModelInfo info;
+  std::function<std::unique_ptr<Workload>(const Scenario&)> make;
+};
+
+/// All registered models.
+const std::vector<ModelEntry>& model_registry();
+/// The entry named `name`; throws std::invalid_argument listing the known names.
+const ModelEntry& find_model(const std::string& name);
+
+/// Number of trainable parameters (elements) of `m`.
+int64_t count_parameters(const torch::nn::Module& m);
+
+}  // namespace gpubench::engine

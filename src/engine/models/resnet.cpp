@@ -1,0 +1,102 @@
+#include "models/resnet.h"
+
+#include <torch/nn/init.h>
+
+namespace gpubench::models {
+
+namespace {
+torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, k).stride(stride).padding(pad).bias(false));
+}
+int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad) { return (in + 2 * pad - k) / stride + 1; }
+}  // namespace
+
+BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride, bool with_downsample) {
+  // Registration order = torchvision's attribute order, so parameters enumerate identically.
+  conv1 = register_module("conv1", conv(inplanes, planes, 1, 1, 0));
+  bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+  conv2 = register_module("conv2", conv(planes, planes, 3, stride, 1));
+  bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+  conv3 = register_module("conv3", conv(planes, planes * kExpansion, 1, 1, 0));
+  bn3 = register_module("bn3", torch::nn::BatchNorm2d(planes * kExpansion));
+  if (with_downsample) {
+    downsample = register_module(
+        "downsample", torch::nn::Sequential(conv(inplanes, planes * kExpansion, 1, stride, 0),
+                                            torch::nn::BatchNorm2d(planes * kExpansion)));
+  }
+}
+
+torch::Tensor BottleneckImpl::forward(torch::Tensor x) {
+  torch::Tensor identity = downsample ? downsample->forward(x) : x;
+  torch::Tensor out = bn1(conv1(x)).relu_();
+  out = bn2(conv2(out)).relu_();
+  out = bn3(conv3(out));
+  out += identity;
+  return out.relu_();
+}
+
+ResNetImpl::ResNetImpl(const ResNetOptions& options) {
+  conv1 = register_module("conv1", conv(3, 64, 7, 2, 3));
+  bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
+  layer1 = make_stage(64, options.layers[0], 1, "layer1");
+  layer2 = make_stage(128, options.layers[1], 2, "layer2");
+  layer3 = make_stage(256, options.layers[2], 2, "layer3");
+  layer4 = make_stage(512, options.layers[3], 2, "layer4");
+  fc = register_module("fc", torch::nn::Linear(512 * BottleneckImpl::kExpansion, options.num_classes));
+
+  // torchvision: kaiming_normal_(fan_out, relu) for convs, BN weight 1 / bias 0, Linear keeps its default init.
+  torch::NoGradGuard no_grad;
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* c = m->as<torch::nn::Conv2dImpl>()) {
+      torch::nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
+    } else if (auto* b = m->as<torch::nn::BatchNorm2dImpl>()) {
+      torch::nn::init::ones_(b->weight);
+      torch::nn::init::zeros_(b->bias);
+    }
+  }
+}
+
+torch::nn::Sequential ResNetImpl::make_stage(int64_t planes, int64_t blocks, int64_t stride,
+                                             const std::string& name) {
+  torch::nn::Sequential stage;
+  const bool down = stride != 1 || inplanes_ != planes * BottleneckImpl::kExpansion;
+  stage->push_back(Bottleneck(inplanes_, planes, stride, down));
+  inplanes_ = planes * BottleneckImpl::kExpansion;
+  for (int64_t i = 1; i < blocks; ++i) stage->push_back(Bottleneck(inplanes_, planes, 1, false));
+  return register_module(name, stage);
+}
+
+torch::Tensor ResNetImpl::forward(torch::Tensor x) {
+  x = bn1(conv1(x)).relu_();
+  x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
+  x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
+  x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+  return fc(x);
+}
+
+int64_t resnet_forward_macs(const ResNetOptions& options, int64_t image_size) {
+  int64_t macs = 0;
+  int64_t h = conv_out(image_size, 7, 2, 3);
+  macs += 64 * 3 * 7 * 7 * h * h;
+  h = conv_out(h, 3, 2, 1);  // max pool
+  int64_t inplanes = 64;
+  const std::array<int64_t, 4> planes{64, 128, 256, 512};
+  for (size_t s = 0; s < 4; ++s) {
+    const int64_t p = planes[s];
+    const int64_t out_planes = p * BottleneckImpl::kExpansion;
+    for (int64_t b = 0; b < options.layers[s]; ++b) {
+      const int64_t stride = (b == 0 && s > 0) ? 2 : 1;
+      const int64_t ho = conv_out(h, 3, stride, 1);
+      macs += inplanes * p * h * h;          // 1x1 reduce, at the input resolution
+      macs += p * p * 9 * ho * ho;           // 3x3, strided
+      macs += p * out_planes * ho * ho;      // 1x1 expand
+      if (b == 0) macs += inplanes * out_planes * ho * ho;  // 1x1 downsample shortcut
+      h = ho;
+      inplanes = out_planes;
+    }
+  }
+  macs += inplanes * options.num_classes;  // fc
+  return macs;
+}
+
+}  // namespace gpubench::models

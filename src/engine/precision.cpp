@@ -1,0 +1,104 @@
+#include "precision.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/cuda.h>
+
+#ifdef GPUBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace gpubench::engine {
+
+PrecisionPlan resolve_precision(const std::string& requested, const ResolvedDevice& device) {
+  PrecisionPlan p;
+  p.requested = requested;
+  std::string r = requested;
+  if (r == "amp") {
+    if (device.device.is_cuda() && device.type == "cuda") {
+      int major = 0;
+#ifdef GPUBENCH_WITH_CUDA
+      major = at::cuda::getDeviceProperties(device.device.index())->major;
+#endif
+      r = major >= 8 ? "bf16" : "fp16";
+      p.note = "--amp resolved to " + r + (major >= 8 ? " (compute capability >= 8.0 has bf16 tensor cores)"
+                                                     : " (this GPU has no fast bf16)");
+    } else if (device.device.is_cpu()) {
+      r = "bf16";
+      p.note = "--amp resolved to bf16 (PyTorch's CPU autocast type)";
+    } else {
+      r = "fp16";
+      p.note = "--amp resolved to fp16 on " + device.type;
+    }
+  }
+  p.resolved = r;
+  if (r == "bf16") p.autocast = at::kBFloat16;
+  if (r == "fp16") {
+    p.autocast = at::kHalf;
+    p.loss_scaling = true;
+  }
+  p.tf32 = r == "tf32";
+  return p;
+}
+
+void apply_math_flags(const PrecisionPlan& plan, const ResolvedDevice& device, bool cudnn_benchmark) {
+  auto& ctx = at::globalContext();
+  ctx.setAllowTF32CuBLAS(plan.tf32);
+  ctx.setAllowTF32CuDNN(plan.tf32);
+  ctx.setFloat32MatmulPrecision(plan.tf32 ? "high" : "highest");
+  if (device.device.is_cuda()) ctx.setBenchmarkCuDNN(cudnn_benchmark);
+}
+
+PrecisionRecord to_record(const PrecisionPlan& plan, const std::string& memory_format) {
+  PrecisionRecord r;
+  r.requested = plan.requested;
+  r.resolved = plan.resolved;
+  r.autocast_dtype = !plan.autocast ? "none" : (*plan.autocast == at::kBFloat16 ? "bfloat16" : "float16");
+  r.tf32_matmul = r.tf32_cudnn = plan.tf32;
+  r.loss_scaling = plan.loss_scaling;
+  r.memory_format = memory_format;
+  return r;
+}
+
+AutocastScope::AutocastScope(at::DeviceType device_type, std::optional<at::ScalarType> dtype)
+    : device_type_(device_type) {
+  if (!dtype) return;
+  active_ = true;
+  prev_enabled_ = at::autocast::is_autocast_enabled(device_type_);
+  prev_dtype_ = at::autocast::get_autocast_dtype(device_type_);
+  at::autocast::set_autocast_enabled(device_type_, true);
+  at::autocast::set_autocast_dtype(device_type_, *dtype);
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (!active_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_autocast_enabled(device_type_, prev_enabled_);
+  at::autocast::set_autocast_dtype(device_type_, prev_dtype_);
+}
+
+LossScaler::LossScaler(const at::Device& device, double init_scale, double growth, double backoff,
+                       int64_t interval)
+    : scale_(at::full({1}, init_scale, at::TensorOptions().device(device).dtype(at::kFloat))),
+      growth_tracker_(at::zeros({1}, at::TensorOptions().device(device).dtype(at::kInt))),
+      growth_(growth),
+      backoff_(backoff),
+      interval_(interval) {}
+
+at::Tensor LossScaler::unscale(const std::vector<at::Tensor>& params) {
+  at::Tensor found_inf = at::zeros({1}, scale_.options());
+  const at::Tensor inv_scale = scale_.to(at::kDouble).reciprocal().to(at::kFloat);
+  std::vector<at::Tensor> grads;
+  grads.reserve(params.size());
+  for (const auto& p : params) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
+  return found_inf;
+}
+
+void LossScaler::update(const at::Tensor& found_inf) {
+  at::_amp_update_scale_(scale_, growth_tracker_, found_inf, growth_, backoff_, interval_);
+}
+
+}  // namespace gpubench::engine

@@ -1,0 +1,211 @@
+#include "trainer.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <sstream>
+
+#include "optimizers.h"
+#include "step_timer.h"
+
+namespace gpubench::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+bool stop_requested(const TrainingPlan& plan) {
+  return plan.stop_requested != nullptr && plan.stop_requested->load(std::memory_order_relaxed);
+}
+
+void to_channels_last(torch::nn::Module& m) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.parameters()) {
+    if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
+/// One optimisation step: forward (autocast), backward, optimizer; loss scaling for fp16.
+class StepRunner {
+ public:
+  StepRunner(const TrainingPlan& plan, Workload& w, const Batch& batch, Optimizer& opt)
+      : plan_(plan), workload_(w), batch_(batch), opt_(opt) {
+    if (plan.precision.loss_scaling) scaler_.emplace(plan.device.device);
+  }
+
+  /// Returns the (unscaled, detached) loss; counts steps the scaler skipped.
+  at::Tensor run() {
+    opt_.zero_grad();
+    at::Tensor loss;
+    {
+      AutocastScope autocast(plan_.device.device.type(), plan_.precision.autocast);
+      loss = workload_.loss(batch_);
+    }
+    if (!scaler_) {
+      loss.backward();
+      opt_.step();
+      return loss.detach();
+    }
+    scaler_->scale(loss).backward();
+    const at::Tensor found_inf = scaler_->unscale(opt_.params());
+    // As PyTorch's GradScaler.step: the skip decision needs the flag on the host (one sync per fp16 step).
+    if (found_inf.item<float>() == 0.0f) {
+      opt_.step();
+    } else {
+      ++skipped_;
+    }
+    scaler_->update(found_inf);
+    return loss.detach();
+  }
+
+  int64_t take_skipped() { return std::exchange(skipped_, 0); }
+
+ private:
+  const TrainingPlan& plan_;
+  Workload& workload_;
+  const Batch& batch_;
+  Optimizer& opt_;
+  std::optional<LossScaler> scaler_;
+  int64_t skipped_ = 0;
+};
+
+std::string describe_loss(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, RunRecord& record) {
+  const Scenario& s = plan.scenario;
+  const int64_t batch_size = *s.batch_size;
+  const at::Device dev = plan.device.device;
+
+  observer.on_phase("preparing model and data on " + plan.device.id);
+  auto module = workload.module();
+  module->to(dev);
+  if (plan.channels_last) to_channels_last(*module);
+  module->train();
+
+  // Synthetic data: one batch generated on the device and reused every step, as PyTorch's synthetic
+  // benchmarks do. This times the training step, not an input pipeline.
+  at::Generator gen = at::globalContext().defaultGenerator(dev);
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(s.seed);
+  }
+  Batch batch = workload.make_batch(batch_size, at::TensorOptions().device(dev), gen);
+  if (plan.channels_last) {
+    for (auto& t : batch.inputs) {
+      if (t.dim() == 4) t = t.contiguous(at::MemoryFormat::ChannelsLast);
+    }
+  }
+
+  auto optimizer = make_optimizer(s.optimizer, module->parameters());
+  StepRunner runner(plan, workload, batch, *optimizer);
+  auto timer = make_step_timer(plan.device);
+  record.notes.push_back(std::string("step times: ") + timer->method());
+
+  // Warm-up: cuDNN autotuning, allocator growth, lazy initialisation; not timed.
+  const int64_t warmup = *s.warmup_steps;
+  observer.on_phase("warm-up (" + std::to_string(warmup) + " steps)");
+  const auto warm_t0 = Clock::now();
+  for (int64_t i = 0; i < warmup; ++i) {
+    if (stop_requested(plan)) break;
+    runner.run();
+    observer.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size, seconds_since(warm_t0)});
+  }
+  synchronize(plan.device);
+  record.summary.warmup_steps = warmup;
+  record.summary.warmup_seconds = seconds_since(warm_t0);
+  runner.take_skipped();
+
+  const int64_t steps_per_epoch = s.dataset_size / batch_size;
+  const double budget_s = s.time_budget_s.value_or(0.0);
+  double measured_s = 0;
+  std::vector<double> all_step_ms;
+  std::vector<at::Tensor> losses;
+  losses.reserve(static_cast<size_t>(steps_per_epoch));
+
+  for (int64_t e = 0; e < s.epochs; ++e) {
+    if (stop_requested(plan)) {
+      record.summary.bounded_by = "interrupt";
+      break;
+    }
+    observer.on_phase("epoch " + std::to_string(e + 1) + "/" + std::to_string(s.epochs));
+    reset_memory_peaks(plan.device);
+    losses.clear();
+    synchronize(plan.device);
+    const auto t0 = Clock::now();
+    timer->begin_epoch(steps_per_epoch);
+    int64_t done = 0;
+    while (done < steps_per_epoch) {
+      if (stop_requested(plan)) {
+        record.summary.bounded_by = "interrupt";
+        break;
+      }
+      losses.push_back(runner.run());
+      timer->mark();
+      ++done;
+      const double elapsed = seconds_since(t0);
+      observer.on_step(StepProgress{false, e, s.epochs, done, steps_per_epoch, batch_size, elapsed});
+      if (budget_s > 0 && measured_s + elapsed >= budget_s && done < steps_per_epoch) {
+        record.summary.bounded_by = "time_budget";
+        break;
+      }
+    }
+    synchronize(plan.device);
+    const double seconds = seconds_since(t0);
+    measured_s += seconds;
+
+    EpochRecord ep;
+    ep.index = e;
+    ep.steps = done;
+    ep.samples = done * batch_size;
+    ep.seconds = seconds;
+    ep.samples_per_s = seconds > 0 ? static_cast<double>(ep.samples) / seconds : 0.0;
+    std::vector<double> step_ms = timer->end_epoch_ms();
+    ep.step_time = summarize_step_times(step_ms);
+    all_step_ms.insert(all_step_ms.end(), step_ms.begin(), step_ms.end());
+    const DeviceMemoryPeaks peaks = read_memory_peaks(plan.device);
+    ep.peak_allocated_bytes = peaks.allocated_bytes;
+    ep.peak_reserved_bytes = peaks.reserved_bytes;
+    if (dev.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
+    ep.skipped_steps = runner.take_skipped();
+    ep.complete = done == steps_per_epoch;
+
+    if (!losses.empty()) {
+      const at::Tensor l = at::stack(losses).to(at::kCPU, at::kDouble);
+      const double* v = l.data_ptr<double>();
+      ep.loss_first = v[0];
+      ep.loss_last = v[l.numel() - 1];
+      for (int64_t i = 0; i < l.numel(); ++i) {
+        if (!std::isfinite(v[i])) {
+          record.status = RunStatus::kNan;
+          record.reason = "loss became non-finite (" + describe_loss(v[i]) + ") at epoch " + std::to_string(e + 1) +
+                          ", step " + std::to_string(i + 1) + "; lower the learning rate or use bf16/fp32";
+          ep.loss_last = v[i];
+          break;
+        }
+      }
+    }
+    record.epochs.push_back(ep);
+    observer.on_epoch(ep);
+    if (record.status != RunStatus::kOk || !record.summary.bounded_by.empty()) break;
+  }
+
+  summarize_run(record, all_step_ms);
+  if (record.summary.bounded_by == "interrupt" && record.status == RunStatus::kOk) {
+    record.status = RunStatus::kInterrupted;
+    record.reason = "interrupted (SIGINT/SIGTERM) after " + std::to_string(record.summary.steps) +
+                    " timed steps; completed epochs are kept";
+  }
+}
+
+}  // namespace gpubench::engine

@@ -1,0 +1,27 @@
+#pragma once
+// The timed training loop for one resolved scenario.
+
+#include <atomic>
+
+#include "device.h"
+#include "gpubench/core/run_record.hpp"
+#include "gpubench/engine/engine.hpp"
+#include "models/registry.h"
+#include "precision.h"
+
+namespace gpubench::engine {
+
+/// Everything the loop needs, resolved: no defaults left to decide.
+struct TrainingPlan {
+  Scenario scenario;          ///< resolved (batch size, warm-up, optimizer, memory format all concrete)
+  ResolvedDevice device;
+  PrecisionPlan precision;
+  bool channels_last = false;
+  const std::atomic<bool>* stop_requested = nullptr;
+};
+
+/// Runs warm-up and the timed epochs, filling `record.epochs`, `record.summary`, `record.status`.
+/// `record.model` must already be filled. Throws c10::OutOfMemoryError and other errors to the caller.
+void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, RunRecord& record);
+
+}  // namespace gpubench::engine

@@ -1,0 +1,156 @@
+// The gpubench binary end to end: exit codes, messages, and the JSON it writes.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "gpubench/core/record_io.hpp"
+
+namespace gpubench {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gpubench_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+
+  Result gpubench(const std::string& args) {
+    const std::string cmd = std::string(GPUBENCH_BINARY) + " " + args + " > " + (dir_ / "stdout").string() +
+                            " 2> " + (dir_ / "stderr").string();
+    const int status = std::system(cmd.c_str());
+    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"), slurp(dir_ / "stderr")};
+  }
+
+  std::string tiny() const { return std::string(GPUBENCH_TEST_DATA) + "/tiny_resnet.yaml"; }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, RunWritesACompleteRecordAndExitsZero) {
+  const std::string out = (dir_ / "runs" / "tiny.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --epochs 2 --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["schema"], "gpubench.run");
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["scenario"]["batch_size"], 4);
+  EXPECT_EQ(j["scenario"]["output"], out);
+  EXPECT_EQ(j["scenario_sources"]["epochs"], "command line --epochs");
+  EXPECT_NE(j["scenario_sources"]["batch_size"].get<std::string>().find("tiny_resnet.yaml:"), std::string::npos);
+  EXPECT_EQ(j["model"]["parameters"], 23'528'522);
+  EXPECT_EQ(j["environment"]["libtorch_version"].get<std::string>().substr(0, 4), "2.11");
+  EXPECT_FALSE(j["environment"]["command_line"].get<std::string>().empty());
+  ASSERT_EQ(j["epochs"].size(), 2u);
+  for (const auto& e : j["epochs"]) EXPECT_EQ(e["samples"], e["steps"].get<int>() * 4);
+  const double rate = j["summary"]["samples_per_s"];
+  EXPECT_NEAR(rate, j["summary"]["samples"].get<double>() / j["summary"]["seconds"].get<double>(), 1e-9 * rate);
+  // Nothing half-written left beside the record: no temporary file, and the epoch stream is folded in.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "runs"), {}), 1);
+  EXPECT_NE(r.out.find("images/s"), std::string::npos) << r.out;
+  EXPECT_EQ(read_record(out).epochs.size(), 2u);
+}
+
+TEST_F(CliTest, BadScenarioFileExitsTwoNamingFileLineAndKey) {
+  const fs::path bad = dir_ / "bad.yaml";
+  std::ofstream(bad) << "model: resnet50\nbatch_size: many\n";
+  const Result r = gpubench("run --config " + bad.string() + " --output " + (dir_ / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.yaml:2:13: key 'batch_size'"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "x.json"));
+}
+
+TEST_F(CliTest, BadFlagValueExitsTwo) {
+  const Result r = gpubench("run resnet50 --precision fp8 --output " + (dir_ / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("command line --precision"), std::string::npos) << r.err;
+  const Result unknown = gpubench("run resnet5");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("did you mean 'resnet50'"), std::string::npos) << unknown.err;
+}
+
+TEST_F(CliTest, ValidateChecksWithoutRunning) {
+  EXPECT_EQ(gpubench("validate " + tiny()).exit_code, 0);
+  const fs::path bad = dir_ / "bad.json";
+  std::ofstream(bad) << "{\"epochs\": 0}";
+  const Result r = gpubench("validate " + bad.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.json:1:12: key 'epochs'"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, MissingGpuGivesAFailedRecordAndExitOne) {
+  if (gpubench("list").out.find("cuda:0") != std::string::npos) GTEST_SKIP() << "this machine has a GPU";
+  const std::string out = (dir_ / "nogpu.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --device cuda --output " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no CUDA device is visible"), std::string::npos) << r.err;
+  const RunRecord rec = read_record(out);
+  EXPECT_EQ(rec.status, RunStatus::kFailed);
+  EXPECT_TRUE(rec.epochs.empty());
+}
+
+TEST_F(CliTest, CtrlCEndsTheRunCleanlyWithAnInterruptedRecord) {
+  const std::string out = (dir_ / "int.json").string();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string err = (dir_ / "stderr").string();
+    freopen(err.c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl(GPUBENCH_BINARY, GPUBENCH_BINARY, "run", "--config", tiny().c_str(), "--dataset-size", "100000",
+          "--epochs", "1", "--time-budget", "10m", "--output", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until the timed epoch has started (the log says so), then interrupt.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (slurp(dir_ / "stderr").find("epoch 1/1") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const RunRecord rec = read_record(out);
+  EXPECT_EQ(rec.status, RunStatus::kInterrupted);
+  ASSERT_EQ(rec.epochs.size(), 1u);
+  EXPECT_FALSE(rec.epochs[0].complete);
+  EXPECT_GT(rec.epochs[0].steps, 0);
+}
+
+TEST_F(CliTest, HelpListsScenarioFlagsAndExitCodes) {
+  const Result r = gpubench("run --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"--batch-size", "--precision", "--amp", "--device", "--dataset-size", "--time-budget"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_NE(gpubench("--help").out.find("Exit codes"), std::string::npos);
+  EXPECT_EQ(gpubench("--version").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gpubench

@@ -1,0 +1,239 @@
+#include "gpubench/core/scenario_loader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gpubench {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ScenarioFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gpubench_scenario_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  /// Loads `text` as file `name` and returns the error message (fails the test if it loads).
+  std::string error_of(const std::string& name, const std::string& text) {
+    const std::string path = write(name, text);
+    Scenario s;
+    try {
+      loader_.load_file(path, s);
+      loader_.check(s);
+    } catch (const ScenarioError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "expected " << name << " to be rejected";
+    return "";
+  }
+
+  fs::path dir_;
+  ScenarioLoader loader_{{"resnet50", "bert-base"}};
+};
+
+TEST_F(ScenarioFileTest, YamlSetsEveryKindOfValueAndRecordsWhereItCameFrom) {
+  const std::string path = write("s.yaml",
+                                 "name: demo\n"
+                                 "model: resnet50\n"
+                                 "batch_size: 128\n"
+                                 "precision: bf16\n"
+                                 "device: cuda:1\n"
+                                 "epochs: 3\n"
+                                 "dataset_size: 100000\n"
+                                 "memory_format: channels_last\n"
+                                 "time_budget_s: 2m\n"
+                                 "optimizer:\n"
+                                 "  name: sgd\n"
+                                 "  lr: 0.2\n"
+                                 "  nesterov: true\n");
+  Scenario s;
+  loader_.load_file(path, s);
+  EXPECT_EQ(s.name, "demo");
+  EXPECT_EQ(s.batch_size, 128);
+  EXPECT_EQ(s.precision, "bf16");
+  EXPECT_EQ(s.device, "cuda:1");
+  EXPECT_EQ(s.epochs, 3);
+  EXPECT_EQ(s.memory_format, "channels_last");
+  EXPECT_DOUBLE_EQ(*s.time_budget_s, 120.0);
+  EXPECT_EQ(s.optimizer.name, "sgd");
+  EXPECT_DOUBLE_EQ(*s.optimizer.lr, 0.2);
+  EXPECT_EQ(s.optimizer.nesterov, true);
+  ASSERT_TRUE(s.is_set("batch_size"));
+  EXPECT_EQ(s.origins.at("batch_size").line, 3);
+  EXPECT_EQ(s.origins.at("batch_size").column, 13);
+  EXPECT_EQ(s.origins.at("optimizer.lr").line, 12);
+  EXPECT_FALSE(s.is_set("warmup_steps"));
+}
+
+TEST_F(ScenarioFileTest, JsonAndYamlWithTheSameContentGiveTheSameScenario) {
+  Scenario from_yaml, from_json;
+  loader_.load_file(write("a.yaml", "model: resnet50\nbatch_size: 64\nprecision: fp16\noptimizer: {name: adamw, lr: 3e-4}\n"),
+                    from_yaml);
+  loader_.load_file(write("a.json", "{\n\t\"model\": \"resnet50\",\n\t\"batch_size\": 64,\n\t\"precision\": \"fp16\",\n"
+                                    "\t\"optimizer\": {\"name\": \"adamw\", \"lr\": 3e-4}\n}\n"),
+                    from_json);
+  EXPECT_EQ(from_yaml, from_json);
+  EXPECT_EQ(from_json.origins.at("batch_size").line, 3);
+}
+
+TEST_F(ScenarioFileTest, OptimizerShorthandNamesTheOptimizer) {
+  Scenario s;
+  loader_.load_file(write("o.yaml", "optimizer: adamw\n"), s);
+  EXPECT_EQ(s.optimizer.name, "adamw");
+}
+
+TEST_F(ScenarioFileTest, FlagsOverrideFileValuesAndSayWhereTheyCameFrom) {
+  Scenario s;
+  loader_.load_file(write("s.yaml", "batch_size: 128\nepochs: 2\n"), s);
+  loader_.apply_override("batch_size", "256", "--batch-size", s);
+  EXPECT_EQ(s.batch_size, 256);
+  EXPECT_EQ(s.epochs, 2);
+  EXPECT_EQ(s.origins.at("batch_size").describe(), "command line --batch-size");
+}
+
+TEST_F(ScenarioFileTest, UnknownKeyNamesFileLineAndSuggestsTheRightKey) {
+  const std::string msg = error_of("u.yaml", "model: resnet50\nbatch_sise: 64\n");
+  EXPECT_NE(msg.find("u.yaml:2:1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'batch_size'"), std::string::npos) << msg;
+}
+
+TEST_F(ScenarioFileTest, UnknownOptimizerKeyIsNamedWithItsSection) {
+  const std::string msg = error_of("u.yaml", "optimizer:\n  name: sgd\n  lrr: 0.1\n");
+  EXPECT_NE(msg.find("u.yaml:3:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("optimizer.lrr"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'lr'"), std::string::npos) << msg;
+}
+
+TEST_F(ScenarioFileTest, WrongTypeNamesFileLineColumnAndKey) {
+  const std::string msg = error_of("t.yaml", "model: resnet50\nbatch_size: lots\n");
+  EXPECT_NE(msg.find("t.yaml:2:13: key 'batch_size'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected an integer"), std::string::npos) << msg;
+}
+
+TEST_F(ScenarioFileTest, QuotedNumberIsAStringNotANumber) {
+  const std::string msg = error_of("q.json", "{\"batch_size\": \"256\"}");
+  EXPECT_NE(msg.find("q.json:1:16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("got the string \"256\""), std::string::npos) << msg;
+}
+
+TEST_F(ScenarioFileTest, OutOfRangeValuesAreRejected) {
+  EXPECT_NE(error_of("r.yaml", "epochs: 0\n").find("key 'epochs'"), std::string::npos);
+  EXPECT_NE(error_of("r.yaml", "batch_size: -3\n").find("expected an integer from 1"), std::string::npos);
+  EXPECT_NE(error_of("r.yaml", "optimizer: {momentum: 1.5}\n").find("key 'optimizer.momentum'"), std::string::npos);
+  EXPECT_NE(error_of("r.yaml", "time_budget_s: soon\n").find("a duration"), std::string::npos);
+}
+
+TEST_F(ScenarioFileTest, EnumValuesListTheChoices) {
+  const std::string msg = error_of("p.yaml", "precision: bf61\n");
+  EXPECT_NE(msg.find("one of fp32, tf32, bf16, fp16, amp"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'bf16'"), std::string::npos) << msg;
+  EXPECT_NE(error_of("d.yaml", "device: gpu\n").find("expected auto, cpu, cuda"), std::string::npos);
+}
+
+TEST_F(ScenarioFileTest, UnknownModelListsKnownModels) {
+  const std::string msg = error_of("m.yaml", "\nmodel: resnet5\n");
+  EXPECT_NE(msg.find("m.yaml:2:8: key 'model'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("known models: resnet50, bert-base"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'resnet50'"), std::string::npos) << msg;
+}
+
+TEST_F(ScenarioFileTest, SyntaxErrorsPointAtTheLine) {
+  const std::string yaml = error_of("y.yaml", "model: resnet50\nbatch_size: [1, 2\n");
+  EXPECT_NE(yaml.find("y.yaml:"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("YAML syntax error"), std::string::npos) << yaml;
+  const std::string json = error_of("j.json", "{\n  \"model\": \"resnet50\",\n  \"epochs\": 2,\n}\n");
+  EXPECT_NE(json.find("j.json:4:1"), std::string::npos) << json;
+  EXPECT_NE(json.find("JSON syntax error"), std::string::npos) << json;
+}
+
+TEST_F(ScenarioFileTest, DuplicateKeysAndNonMappingsAreRejected) {
+  EXPECT_NE(error_of("d.yaml", "epochs: 1\nepochs: 2\n").find("d.yaml:2:1: key 'epochs': duplicate key"),
+            std::string::npos);
+  EXPECT_NE(error_of("l.yaml", "- resnet50\n").find("expected a mapping"), std::string::npos);
+}
+
+TEST_F(ScenarioFileTest, MissingFileIsNamed) {
+  Scenario s;
+  try {
+    loader_.load_file((dir_ / "nope.yaml").string(), s);
+    FAIL() << "missing file accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("nope.yaml: cannot read file"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ScenarioFileTest, DatasetSmallerThanABatchIsRejectedAtTheDatasetKey) {
+  const std::string msg = error_of("c.yaml", "batch_size: 64\ndataset_size: 10\n");
+  EXPECT_NE(msg.find("c.yaml:2:15: key 'dataset_size'"), std::string::npos) << msg;
+}
+
+TEST(ScenarioOverrideTest, BadFlagValueNamesTheFlag) {
+  ScenarioLoader loader({"resnet50"});
+  Scenario s;
+  try {
+    loader.apply_override("batch_size", "abc", "--batch-size", s);
+    FAIL() << "accepted a non-integer batch size";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()), "command line --batch-size: key 'batch_size': expected an integer from 1 to 16777216, got 'abc'");
+  }
+}
+
+TEST(ScenarioOverrideTest, FlagStringsAreTakenVerbatim) {
+  ScenarioLoader loader({});
+  Scenario s;
+  loader.apply_override("name", "a: b", "--name", s);  // not parsed as YAML
+  EXPECT_EQ(s.name, "a: b");
+  loader.apply_override("time_budget_s", "90s", "--time-budget", s);
+  EXPECT_DOUBLE_EQ(*s.time_budget_s, 90.0);
+}
+
+TEST(ScenarioKeysTest, EveryKeyHasAFlagInKebabCase) {
+  for (const auto& k : scenario_keys()) {
+    EXPECT_EQ(k.flag.rfind("--", 0), 0u) << k.key;
+    EXPECT_FALSE(k.description.empty()) << k.key;
+  }
+}
+
+TEST(ShippedConfigsTest, EveryScenarioUnderConfigsValidates) {
+  ScenarioLoader loader({"resnet50"});
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(GPUBENCH_SOURCE_DIR) / "configs")) {
+    const auto ext = entry.path().extension();
+    if (ext != ".yaml" && ext != ".yml" && ext != ".json") continue;
+    Scenario s;
+    EXPECT_NO_THROW({
+      loader.load_file(entry.path().string(), s);
+      loader.check(s);
+    }) << entry.path();
+    ++n;
+  }
+  EXPECT_GE(n, 3);
+}
+
+TEST(ScenarioJsonTest, ResolvedScenarioRoundTripsThroughJson) {
+  Scenario s;
+  s.batch_size = 32;
+  s.optimizer.name = "adamw";
+  s.optimizer.beta2 = 0.98;
+  s.time_budget_s = 12.5;
+  const Scenario back = nlohmann::json(s).get<Scenario>();
+  EXPECT_EQ(back, s);
+  EXPECT_TRUE(nlohmann::json(s)["warmup_steps"].is_null());
+}
+
+}  // namespace
+}  // namespace gpubench

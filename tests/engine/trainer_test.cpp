@@ -1,0 +1,151 @@
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include "gpubench/engine/engine.hpp"
+
+namespace gpubench {
+namespace {
+
+/// ResNet-50 at 32x32 with 10 classes: the real architecture, seconds per run on 2 CPU cores.
+Scenario tiny(const std::string& device = "cpu") {
+  Scenario s;
+  s.model = "resnet50";
+  s.device = device;
+  s.image_size = 32;
+  s.num_classes = 10;
+  s.batch_size = 4;
+  s.dataset_size = 16;
+  s.epochs = 2;
+  s.warmup_steps = 1;
+  s.optimizer.name = "sgd";
+  s.optimizer.lr = 0.01;
+  return s;
+}
+
+struct CountingObserver : RunObserver {
+  int starts = 0, steps = 0, epochs = 0;
+  std::atomic<bool>* stop_after_first_step = nullptr;
+  void on_start(const RunRecord&) override { ++starts; }
+  void on_step(const StepProgress& p) override {
+    ++steps;
+    if (stop_after_first_step && !p.warmup) stop_after_first_step->store(true);
+  }
+  void on_epoch(const EpochRecord&) override { ++epochs; }
+};
+
+TEST(TrainerTest, TinyResNetTrainsAndTheLossGoesDown) {
+  CountingObserver obs;
+  const RunRecord r = run_benchmark(tiny(), obs, {});
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
+  ASSERT_EQ(r.epochs.size(), 2u);
+  EXPECT_LT(r.epochs[1].loss_last, r.epochs[0].loss_first);
+  for (const auto& e : r.epochs) {
+    EXPECT_EQ(e.steps, 4);
+    EXPECT_EQ(e.samples, 16);
+    EXPECT_TRUE(e.complete);
+    EXPECT_EQ(e.step_time.count, 4);
+    EXPECT_GT(e.seconds, 0);
+    EXPECT_DOUBLE_EQ(e.samples_per_s, 16 / e.seconds);
+    EXPECT_TRUE(e.peak_host_rss_bytes.has_value());
+    EXPECT_FALSE(e.peak_allocated_bytes.has_value());  // no device allocator on the CPU
+  }
+  EXPECT_EQ(r.summary.samples, 32);
+  EXPECT_EQ(r.model.parameters, 23'528'522);  // ResNet-50 with a 10-class head
+  EXPECT_EQ(obs.starts, 1);
+  EXPECT_EQ(obs.epochs, 2);
+  EXPECT_EQ(obs.steps, 1 + 8);  // warm-up + timed
+}
+
+TEST(TrainerTest, DefaultsAreResolvedIntoTheRecord) {
+  Scenario s = tiny();
+  s.optimizer = {};
+  s.memory_format = "auto";
+  CountingObserver obs;
+  const RunRecord r = run_benchmark(s, obs, {});
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
+  EXPECT_EQ(r.scenario.device, "cpu");
+  EXPECT_EQ(r.scenario.memory_format, "contiguous");
+  EXPECT_EQ(r.scenario.optimizer.name, "sgd");
+  EXPECT_DOUBLE_EQ(*r.scenario.optimizer.momentum, 0.9);
+  EXPECT_FALSE(r.scenario.optimizer.beta1.has_value());
+  EXPECT_DOUBLE_EQ(*r.scenario.time_budget_s, 60.0);  // the CPU bound, said in the notes
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.front().find("CPU"), std::string::npos);
+}
+
+TEST(TrainerTest, TimeBudgetCutsTheEpochAndSaysSo) {
+  Scenario s = tiny();
+  s.dataset_size = 4000;
+  s.epochs = 1;
+  s.time_budget_s = 0.001;
+  CountingObserver obs;
+  const RunRecord r = run_benchmark(s, obs, {});
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
+  ASSERT_EQ(r.epochs.size(), 1u);
+  EXPECT_EQ(r.epochs[0].steps, 1);
+  EXPECT_FALSE(r.epochs[0].complete);
+  EXPECT_EQ(r.summary.bounded_by, "time_budget");
+}
+
+TEST(TrainerTest, StopRequestEndsTheRunAsInterruptedAndKeepsTheEpoch) {
+  std::atomic<bool> stop{false};
+  CountingObserver obs;
+  obs.stop_after_first_step = &stop;
+  RunOptions o;
+  o.stop_requested = &stop;
+  const RunRecord r = run_benchmark(tiny(), obs, o);
+  EXPECT_EQ(r.status, RunStatus::kInterrupted);
+  ASSERT_EQ(r.epochs.size(), 1u);
+  EXPECT_EQ(r.epochs[0].steps, 1);
+  EXPECT_FALSE(r.epochs[0].complete);
+}
+
+TEST(TrainerTest, NonFiniteLossEndsTheRunWithStatusNan) {
+  Scenario s = tiny();
+  s.optimizer.lr = 1e30;
+  s.epochs = 3;
+  CountingObserver obs;
+  const RunRecord r = run_benchmark(s, obs, {});
+  EXPECT_EQ(r.status, RunStatus::kNan) << r.reason;
+  EXPECT_NE(r.reason.find("non-finite"), std::string::npos);
+}
+
+TEST(TrainerTest, MissingDeviceIsAFailedRecordNotACrash) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "this machine has a CUDA device";
+  CountingObserver obs;
+  const RunRecord r = run_benchmark(tiny("cuda"), obs, {});
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_NE(r.reason.find("'cuda'"), std::string::npos) << r.reason;
+  EXPECT_EQ(obs.starts, 0);
+}
+
+TEST(TrainerTest, Fp16LossScalingTrainsOnTheCpu) {
+  Scenario s = tiny();
+  s.precision = "fp16";
+  CountingObserver obs;
+  const RunRecord r = run_benchmark(s, obs, {});
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
+  EXPECT_TRUE(r.precision.loss_scaling);
+  EXPECT_EQ(r.precision.autocast_dtype, "float16");
+}
+
+TEST(TrainerTest, ResNetTrainsOnTheGpuWithEventTimingAndMemoryPeaks_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const std::string precision : {"bf16", "fp16", "fp32"}) {
+    Scenario s = tiny("cuda");
+    s.precision = precision;
+    s.memory_format = "channels_last";
+    CountingObserver obs;
+    const RunRecord r = run_benchmark(s, obs, {});
+    ASSERT_EQ(r.status, RunStatus::kOk) << precision << ": " << r.reason;
+    EXPECT_LT(r.epochs[1].loss_last, r.epochs[0].loss_first) << precision;
+    EXPECT_GT(r.epochs[0].step_time.median_ms, 0.0);
+    ASSERT_TRUE(r.epochs[0].peak_allocated_bytes.has_value());
+    EXPECT_GT(*r.epochs[0].peak_allocated_bytes, 25'000'000 * 4);  // at least the fp32 weights
+    EXPECT_FALSE(r.environment.device_name.empty());
+    EXPECT_FALSE(r.environment.cudnn_version.empty());
+  }
+}
+
+}  // namespace
+}  // namespace gpubench
