@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   gpubench::cli::RunArgs run_args;
   run_args.command_line = command_line;
   auto* run = app.add_subcommand("run", "Train a model and write a JSON run record");
-  run->add_option("model", run_args.model, "Model to train (see `gpubench list`); overrides the file's `model`");
+  run->add_option("MODEL", run_args.model, "Model to train (see `gpubench list`); overrides the file's `model`");
   run->add_option("-c,--config", run_args.config, "Scenario file (YAML or JSON); flags override its values")
       ->check(CLI::ExistingFile);
   run->add_flag("--amp", run_args.amp, "Mixed precision preferred by the device (bf16 on Ampere and newer)");

@@ -117,8 +117,7 @@ TEST_F(CliTest, CtrlCEndsTheRunCleanlyWithAnInterruptedRecord) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     const std::string err = (dir_ / "stderr").string();
-    freopen(err.c_str(), "w", stderr);
-    freopen("/dev/null", "w", stdout);
+    if (freopen(err.c_str(), "w", stderr) == nullptr || freopen("/dev/null", "w", stdout) == nullptr) _exit(126);
     execl(GPUBENCH_BINARY, GPUBENCH_BINARY, "run", "--config", tiny().c_str(), "--dataset-size", "100000",
           "--epochs", "1", "--time-budget", "10m", "--output", out.c_str(), static_cast<char*>(nullptr));
     _exit(127);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# One GPU-machine session, in phases (run several in one call: `scripts/device_run.sh build test main pairs`):
+#   build  - bootstrap without apt (the machine has everything), Release build in build-device/
+#   test   - the whole ctest suite, *_CUDA tests included
+#   main   - the README's main job: gpubench run resnet50 --amp (one full 100k-sample epoch)
+#   pairs  - gpubench and scripts/pytorch_reference.py on the same scenarios, alternating A B A B
+# Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/device-out}"
+mkdir -p "$OUT/records"
+export GPUBENCH_NO_APT=1 GPUBENCH_BUILD_DIR="$PWD/build-device" NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+GB="$GPUBENCH_BUILD_DIR/gpubench"
+PY="$(command -v python3)"
+REPS="${REPS:-2}"
+
+bundle() { tar -C "$OUT" -czf "$OUT/records.tar.gz" records; }
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/session.log"; }
+
+phase_build() {
+  log "build"
+  nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
+  nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv >> "$OUT/session.log" 2>&1
+  scripts/bootstrap.sh > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; log "BUILD FAILED"; return 1; }
+  tail -3 "$OUT/build.log"
+}
+
+phase_test() {
+  log "test"
+  # 8 tests at once on 16 cores: two OpenMP threads each, or the CPU tests oversubscribe the machine.
+  (cd "$GPUBENCH_BUILD_DIR" && OMP_NUM_THREADS=2 ctest --output-on-failure -j 8 > "$OUT/ctest.log" 2>&1)
+  local rc=$?
+  grep -E "tests passed|tests failed|Failed|_CUDA" "$OUT/ctest.log" | tail -20
+  log "ctest exit $rc"
+}
+
+phase_main() {
+  log "main: gpubench run resnet50 --amp"
+  "$GB" run resnet50 --amp --output "$OUT/records/main_resnet50_amp.json" 2>&1 | tail -8
+}
+
+# name | gpubench flags | the same scenario for the reference
+pair() {
+  local name="$1" flags="$2" r
+  for r in $(seq 1 "$REPS"); do
+    log "pair $name rep $r: gpubench"
+    # shellcheck disable=SC2086
+    "$GB" run resnet50 $flags --quiet --output "$OUT/records/gpubench_${name}_r$r.json" > /dev/null 2>> "$OUT/session.log"
+    log "pair $name rep $r: pytorch"
+    # shellcheck disable=SC2086
+    "$PY" scripts/pytorch_reference.py $flags --json "$OUT/records/pytorch_${name}_r$r.json" > /dev/null 2>> "$OUT/session.log"
+    bundle
+  done
+}
+
+phase_pairs() {
+  pair amp_bs256 "--precision amp --batch-size 256 --dataset-size 25600 --warmup-steps 15"
+  pair amp_bs128 "--precision amp --batch-size 128 --dataset-size 19200 --warmup-steps 15"
+  pair fp32_bs128 "--precision fp32 --memory-format channels_last --batch-size 128 --dataset-size 6400 --warmup-steps 10"
+  pair fp32_bs256 "--precision fp32 --memory-format channels_last --batch-size 256 --dataset-size 12800 --warmup-steps 10"
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/summary.json" | tee "$OUT/summary.md"
+}
+
+for phase in "$@"; do
+  "phase_$phase" || { bundle; rm -rf "$OUT/records"; exit 1; }
+  bundle
+done
+rm -rf "$OUT/records"
+log "done"

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""PyTorch's own number for a gpubench scenario, measured the way gpubench measures it.
+
+Trains torchvision's resnet50 on one synthetic batch already on the GPU (reused every step), with the scenario's batch
+size, precision, memory format and optimizer, `warmup_steps` untimed steps, then `dataset_size // batch_size` timed
+steps. The device is synchronised at both ends of the timed region and timed on the host clock, with CUDA events per step,
+as gpubench does. Prints one JSON object (and writes it to --json).
+
+  python3 scripts/pytorch_reference.py --config configs/resnet50.yaml --batch-size 128 --json out.json
+
+Precision names mean what they mean in gpubench: fp32 = TF32 off everywhere; tf32 = TF32 on for matmuls and cuDNN;
+bf16 / fp16 = autocast (fp16 with GradScaler); amp = bf16 on compute capability >= 8.0, else fp16.
+The optimizer is torch.optim.SGD / AdamW with PyTorch's default implementation (foreach on CUDA).
+"""
+import argparse
+import json
+import sys
+import time
+
+
+def load_scenario(path):
+    if not path:
+        return {}
+    with open(path) as f:
+        text = f.read()
+    if path.endswith(".json"):
+        return json.loads(text)
+    import yaml  # PyYAML
+
+    return yaml.safe_load(text) or {}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", help="gpubench scenario file (YAML or JSON)")
+    p.add_argument("--model", choices=["resnet50"])
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16", "amp"])
+    p.add_argument("--memory-format", choices=["auto", "contiguous", "channels_last"])
+    p.add_argument("--dataset-size", type=int, help="samples per timed epoch")
+    p.add_argument("--warmup-steps", type=int)
+    p.add_argument("--image-size", type=int)
+    p.add_argument("--device", default=None)
+    p.add_argument("--json", help="also write the result here")
+    a = p.parse_args(argv)
+    s = load_scenario(a.config)
+    opt = s.get("optimizer", {})
+    if isinstance(opt, str):
+        opt = {"name": opt}
+    cfg = {
+        "model": a.model or s.get("model", "resnet50"),
+        "batch_size": a.batch_size or s.get("batch_size", 256),
+        "precision": a.precision or s.get("precision", "fp32"),
+        "memory_format": a.memory_format or s.get("memory_format", "auto"),
+        "dataset_size": a.dataset_size or s.get("dataset_size", 100000),
+        "warmup_steps": a.warmup_steps if a.warmup_steps is not None else s.get("warmup_steps", 10),
+        "image_size": a.image_size or s.get("image_size", 224),
+        "num_classes": s.get("num_classes", 1000),
+        "device": a.device or s.get("device", "cuda"),
+        "optimizer": {"name": opt.get("name", "sgd"), "lr": opt.get("lr", 0.1), "momentum": opt.get("momentum", 0.9),
+                      "weight_decay": opt.get("weight_decay", 1e-4), "nesterov": opt.get("nesterov", False)},
+        "json": a.json,
+    }
+    if cfg["model"] != "resnet50":
+        p.error("only resnet50 has a reference so far")
+    if cfg["dataset_size"] < cfg["batch_size"]:
+        p.error("dataset_size is smaller than batch_size")
+    return cfg
+
+
+def main(argv):
+    cfg = parse_args(argv)
+    import torch
+    import torchvision
+
+    dev = torch.device("cuda" if cfg["device"] in ("auto", "rocm") else cfg["device"])
+    precision = cfg["precision"]
+    if precision == "amp":
+        precision = "bf16" if dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 8 else "fp16"
+    tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = True
+    channels_last = cfg["memory_format"] == "channels_last" or (cfg["memory_format"] == "auto" and dev.type == "cuda")
+    mf = torch.channels_last if channels_last else torch.contiguous_format
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50(num_classes=cfg["num_classes"]).to(dev, memory_format=mf)
+    o = cfg["optimizer"]
+    if o["name"] == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=o["lr"], momentum=o["momentum"],
+                              weight_decay=o["weight_decay"], nesterov=o["nesterov"])
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=o["lr"])
+    bs, size = cfg["batch_size"], cfg["image_size"]
+    x = torch.randn(bs, 3, size, size, device=dev).contiguous(memory_format=mf)
+    y = torch.randint(0, cfg["num_classes"], (bs,), device=dev)
+    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(dev.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+            loss = loss_fn(model(x), y)
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        return loss.detach()
+
+    model.train()
+    t_w = time.perf_counter()
+    for _ in range(cfg["warmup_steps"]):
+        step()
+    torch.cuda.synchronize(dev)
+    warmup_s = time.perf_counter() - t_w
+    steps = cfg["dataset_size"] // bs
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+    torch.cuda.reset_peak_memory_stats(dev)
+    torch.cuda.synchronize(dev)
+    t0 = time.perf_counter()
+    events[0].record()
+    losses = []
+    for i in range(steps):
+        losses.append(step())
+        events[i + 1].record()
+    torch.cuda.synchronize(dev)
+    seconds = time.perf_counter() - t0
+    step_ms = sorted(events[i].elapsed_time(events[i + 1]) for i in range(steps))
+    result = {
+        "tool": "pytorch",
+        "torch_version": torch.__version__,
+        "torchvision_version": torchvision.__version__,
+        "cudnn_version": torch.backends.cudnn.version(),
+        "device_name": torch.cuda.get_device_name(dev),
+        "scenario": {k: v for k, v in cfg.items() if k != "json"},
+        "precision_resolved": precision,
+        "channels_last": channels_last,
+        "steps": steps,
+        "samples": steps * bs,
+        "seconds": seconds,
+        "samples_per_s": steps * bs / seconds,
+        "step_ms_median": step_ms[len(step_ms) // 2],
+        "peak_allocated_bytes": torch.cuda.max_memory_allocated(dev),
+        "peak_reserved_bytes": torch.cuda.max_memory_reserved(dev),
+        "warmup_seconds": warmup_s,
+        "loss_first": float(losses[0]),
+        "loss_last": float(losses[-1]),
+    }
+    text = json.dumps(result, indent=2)
+    if cfg["json"]:
+        with open(cfg["json"], "w") as f:
+            f.write(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
