@@ -61,6 +61,7 @@ TEST(TrainerTest, DefaultsAreResolvedIntoTheRecord) {
   Scenario s = tiny();
   s.optimizer = {};
   s.memory_format = "auto";
+  s.time_budget_s.reset();
   CountingObserver obs;
   const RunRecord r = run_benchmark(s, obs, {});
   ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
