@@ -10,12 +10,13 @@
 #include <filesystem>
 #include <fmt/format.h>
 
-#include "cli/progress.h"
+#include "cli/run_session.h"
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/record_io.hpp"
 #include "gpubench/core/scenario_loader.hpp"
 #include "gpubench/engine/engine.hpp"
 #include "gpubench/report/console.hpp"
+#include "gpubench/telemetry/readers.hpp"
 
 namespace gpubench::cli {
 
@@ -84,7 +85,7 @@ int run_command(const RunArgs& args) {
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  ConsoleObserver observer(args.quiet, [&scenario](const RunRecord& h) {
+  RunSession observer(args.quiet, [&scenario](const RunRecord& h) {
     return scenario.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario.output;
   });
   RunOptions options;
@@ -93,6 +94,7 @@ int run_command(const RunArgs& args) {
   RunRecord record = run_benchmark(scenario, observer, options);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  observer.complete(record);
 
   std::string path = observer.output_path();
   if (path.empty()) path = scenario.output.empty() ? default_output(record.scenario, record.scenario.precision) : scenario.output;
@@ -153,7 +155,10 @@ int info_command() {
   row("default device", e.device + (e.device_name.empty() ? "" : " (" + e.device_name + ")"));
   if (e.device_memory_bytes) row("device memory", format_bytes(*e.device_memory_bytes));
   row("compute capability", e.compute_capability);
-  row("telemetry", "none: this version records no power, clock or temperature readings");
+  std::printf("Telemetry readers:\n");
+  for (const auto& r : telemetry::probe_readers()) {
+    std::printf("  %-10s %s %s\n", r.name.c_str(), r.available ? "available  " : "unavailable", r.detail.c_str());
+  }
   std::printf("Devices:\n");
   for (const auto& d : list_devices()) {
     std::printf("  %-12s %s %s\n", d.id.c_str(), d.available ? "available  " : "unavailable", (d.name + (d.note.empty() ? "" : " - " + d.note)).c_str());

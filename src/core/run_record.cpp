@@ -38,7 +38,8 @@ void to_json(nlohmann::json& j, const RunRecord& r) {
        {"model", r.model},
        {"epochs", r.epochs},
        {"summary", r.summary},
-       {"notes", r.notes}};
+       {"notes", r.notes},
+       {"telemetry", r.telemetry}};
 }
 
 void from_json(const nlohmann::json& j, RunRecord& r) {
@@ -65,6 +66,7 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.epochs = j.value("epochs", std::vector<EpochRecord>{});
   r.summary = j.value("summary", RunSummary{});
   r.notes = j.value("notes", std::vector<std::string>{});
+  r.telemetry = j.value("telemetry", TelemetryInfo{});
 }
 
 namespace {
@@ -115,6 +117,33 @@ void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {
   s.epoch_seconds_mean = complete_epochs > 0 ? complete_seconds / static_cast<double>(complete_epochs) : 0.0;
   s.achieved_tflops = s.samples_per_s * r.model.train_flops_per_sample / 1e12;
   s.step_time = summarize_step_times(all_step_ms);
+  compute_drift(r);
+}
+
+void compute_drift(RunRecord& r) {
+  RunSummary& s = r.summary;
+  s.throughput_drift_pct.reset();
+  s.sm_clock_drift_pct.reset();
+  s.temperature_drift_c.reset();
+  const EpochRecord* first = nullptr;
+  const EpochRecord* last = nullptr;
+  for (const auto& e : r.epochs) {
+    if (!e.complete) continue;
+    if (first == nullptr) first = &e;
+    last = &e;
+  }
+  if (first == nullptr || first == last) return;
+  if (first->samples_per_s > 0) {
+    s.throughput_drift_pct = (last->samples_per_s - first->samples_per_s) / first->samples_per_s * 100;
+  }
+  if (first->telemetry && last->telemetry) {
+    const auto& a = *first->telemetry;
+    const auto& b = *last->telemetry;
+    if (a.sm_clock_avg_mhz && b.sm_clock_avg_mhz && *a.sm_clock_avg_mhz > 0) {
+      s.sm_clock_drift_pct = (*b.sm_clock_avg_mhz - *a.sm_clock_avg_mhz) / *a.sm_clock_avg_mhz * 100;
+    }
+    if (a.temperature_avg_c && b.temperature_avg_c) s.temperature_drift_c = *b.temperature_avg_c - *a.temperature_avg_c;
+  }
 }
 
 }  // namespace gpubench

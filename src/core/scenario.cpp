@@ -54,10 +54,14 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["optimizer"] = s.optimizer;
   j["seed"] = s.seed;
   j["time_budget_s"] = s.time_budget_s;
+  j["duration_s"] = s.duration_s;
   j["image_size"] = s.image_size;
   j["num_classes"] = s.num_classes;
   j["cudnn_benchmark"] = s.cudnn_benchmark;
   j["output"] = s.output;
+  j["telemetry"] = s.telemetry;
+  j["telemetry_interval_s"] = s.telemetry_interval_s;
+  j["telemetry_trace"] = s.telemetry_trace;
 }
 void from_json(const nlohmann::json& j, Scenario& s) {
   Scenario d;
@@ -73,10 +77,14 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.optimizer = j.value("optimizer", d.optimizer);
   s.seed = j.value("seed", d.seed);
   s.time_budget_s = j.value("time_budget_s", d.time_budget_s);
+  s.duration_s = j.value("duration_s", d.duration_s);
   s.image_size = j.value("image_size", d.image_size);
   s.num_classes = j.value("num_classes", d.num_classes);
   s.cudnn_benchmark = j.value("cudnn_benchmark", d.cudnn_benchmark);
   s.output = j.value("output", d.output);
+  s.telemetry = j.value("telemetry", d.telemetry);
+  s.telemetry_interval_s = j.value("telemetry_interval_s", d.telemetry_interval_s);
+  s.telemetry_trace = j.value("telemetry_trace", d.telemetry_trace);
 }
 
 bool OptimizerSettings::operator==(const OptimizerSettings& o) const {

@@ -221,6 +221,17 @@ const std::vector<Field>& fields() {
         });
     add("time_budget_s", "--time-budget", "stop after this much measured time: seconds or 90s/2m/1h (CPU default 60s)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.time_budget_s = as_duration_s(n, c); });
+    add("duration_s", "--duration", "sustained run: train whole epochs for this long, e.g. 2h (reports drift)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.duration_s = as_duration_s(n, c); });
+    add("telemetry", "--telemetry", "sample power, clocks and temperature (true/false, default true)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.telemetry = as_bool(n, c); });
+    add("telemetry_interval_s", "--telemetry-interval", "telemetry sampling period: seconds or 100ms (default 100ms)",
+        [](auto& n, auto& c, Scenario& s, const Models&) {
+          s.telemetry_interval_s = as_duration_s(n, c);
+          if (s.telemetry_interval_s < 0.005) fail(c, "the sampling period must be at least 5ms");
+        });
+    add("telemetry_trace", "--telemetry-trace", "write the raw telemetry samples to this CSV file",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.telemetry_trace = as_string(n, c); });
     add("image_size", "--image-size", "image models: input side in pixels (default 224)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.image_size = as_int(n, c, 32, 4096); });
     add("num_classes", "--num-classes", "classification models: number of classes (default 1000)",

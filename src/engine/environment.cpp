@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <string>
@@ -94,6 +95,9 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
       e.device_memory_bytes = static_cast<int64_t>(p->totalGlobalMem);
       e.compute_capability = std::to_string(p->major) + "." + std::to_string(p->minor);
       e.multiprocessors = p->multiProcessorCount;
+      char bus[32];
+      std::snprintf(bus, sizeof bus, "%08x:%02x:%02x.0", p->pciDomainID, p->pciBusID, p->pciDeviceID);
+      e.pci_bus_id = bus;
     }
   }
 #endif

@@ -133,15 +133,21 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
   std::vector<at::Tensor> losses;
   losses.reserve(static_cast<size_t>(steps_per_epoch));
 
-  for (int64_t e = 0; e < s.epochs; ++e) {
+  // A sustained run (duration_s) trains whole epochs until its time is up; `epochs`, if set, is then a maximum.
+  const double duration_s = s.duration_s.value_or(0.0);
+  const int64_t max_epochs = (duration_s > 0 && !s.is_set("epochs")) ? INT64_MAX : s.epochs;
+  const std::string of_epochs = max_epochs == INT64_MAX ? "" : "/" + std::to_string(max_epochs);
+  for (int64_t e = 0; e < max_epochs; ++e) {
     if (stop_requested(plan)) {
       record.summary.bounded_by = "interrupt";
       break;
     }
-    observer.on_phase("epoch " + std::to_string(e + 1) + "/" + std::to_string(s.epochs));
+    if (duration_s > 0 && measured_s >= duration_s) break;
+    observer.on_phase("epoch " + std::to_string(e + 1) + of_epochs);
     reset_memory_peaks(plan.device);
     losses.clear();
     synchronize(plan.device);
+    observer.on_epoch_begin(e);
     const auto t0 = Clock::now();
     timer->begin_epoch(steps_per_epoch);
     int64_t done = 0;
@@ -154,7 +160,8 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
       timer->mark();
       ++done;
       const double elapsed = seconds_since(t0);
-      observer.on_step(StepProgress{false, e, s.epochs, done, steps_per_epoch, batch_size, elapsed});
+      observer.on_step(StepProgress{false, e, max_epochs == INT64_MAX ? 0 : max_epochs, done, steps_per_epoch,
+                                    batch_size, elapsed});
       if (budget_s > 0 && measured_s + elapsed >= budget_s && done < steps_per_epoch) {
         record.summary.bounded_by = "time_budget";
         break;
@@ -200,6 +207,12 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
     if (record.status != RunStatus::kOk || !record.summary.bounded_by.empty()) break;
   }
 
+  if (duration_s > 0) {
+    record.scenario.epochs = static_cast<int64_t>(record.epochs.size());
+    record.notes.push_back("sustained run: " + std::to_string(record.epochs.size()) + " epochs in " +
+                           std::to_string(static_cast<int64_t>(measured_s)) + " s (duration_s " +
+                           std::to_string(static_cast<int64_t>(duration_s)) + " s); scenario.epochs is the count run");
+  }
   summarize_run(record, all_step_ms);
   if (record.summary.bounded_by == "interrupt" && record.status == RunStatus::kOk) {
     record.status = RunStatus::kInterrupted;

@@ -12,6 +12,7 @@
 #include "gpubench/core/json_optional.hpp"
 #include "gpubench/core/scenario.hpp"
 #include "gpubench/core/stats.hpp"
+#include "gpubench/core/telemetry.hpp"
 
 namespace gpubench {
 
@@ -33,6 +34,7 @@ struct EnvironmentRecord {
   std::optional<int64_t> device_memory_bytes;
   std::string compute_capability;     ///< "9.0" (CUDA), gfx arch (ROCm), empty otherwise
   std::optional<int64_t> multiprocessors;
+  std::string pci_bus_id;             ///< "00000000:19:00.0" (NVML's form), empty where not applicable
   std::string driver_version;         ///< CUDA driver API version, e.g. "13.0"
   std::string cuda_runtime_version;   ///< CUDA runtime LibTorch was built with, e.g. "13.0"
   std::string cudnn_version;          ///< e.g. "9.19.0"
@@ -78,6 +80,7 @@ struct EpochRecord {
   double loss_first = 0, loss_last = 0;
   int64_t skipped_steps = 0;       ///< fp16 steps skipped by the loss scaler (inf/NaN gradients)
   bool complete = true;            ///< false when the epoch was cut by the time budget, an interrupt or a failure
+  std::optional<EpochTelemetry> telemetry;  ///< power, energy, clocks, temperature, throttling; null when off
   bool operator==(const EpochRecord& o) const;
 };
 
@@ -93,6 +96,8 @@ struct RunSummary {
   int64_t warmup_steps = 0;
   double warmup_seconds = 0;           ///< untimed warm-up, including cuDNN autotuning (s)
   std::string bounded_by;              ///< "", "time_budget", "interrupt": what cut the run short
+  /// Last complete epoch against the first (sustained runs): throughput and SM clock change (%), temperature (C).
+  std::optional<double> throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c;
   bool operator==(const RunSummary& o) const;
 };
 
@@ -108,15 +113,18 @@ struct RunRecord {
   std::vector<EpochRecord> epochs;
   RunSummary summary;
   std::vector<std::string> notes;      ///< things a reader must know (CPU bounds, fallbacks, ...)
+  TelemetryInfo telemetry;             ///< which reader sampled the device, and static device facts
   bool operator==(const RunRecord& o) const;
 };
 
 /// Recomputes `summary` totals from `epochs` and the per-step samples (ms) of all timed steps.
 void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms);
+/// Fills the summary's drift fields from the first and last complete epochs (needs two of them).
+void compute_drift(RunRecord& r);
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvironmentRecord, hostname, os, cpu_model, cpu_cores, device,
                                                 device_type, device_name, device_memory_bytes,
-                                                compute_capability, multiprocessors, driver_version,
+                                                compute_capability, multiprocessors, pci_bus_id, driver_version,
                                                 cuda_runtime_version, cudnn_version, libtorch_version,
                                                 gpubench_version, git_revision, build_type, compiler,
                                                 command_line, start_time_utc)
@@ -126,11 +134,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, reso
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
                                                 step_time, peak_allocated_bytes, peak_reserved_bytes,
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,
-                                                complete)
+                                                complete, telemetry)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, samples, seconds, samples_per_s,
                                                 epoch_seconds_mean, achieved_tflops, step_time,
                                                 peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes,
-                                                warmup_steps, warmup_seconds, bounded_by)
+                                                warmup_steps, warmup_seconds, bounded_by,
+                                                throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c)
 
 void to_json(nlohmann::json& j, const RunRecord& r);
 void from_json(const nlohmann::json& j, RunRecord& r);

@@ -49,10 +49,14 @@ struct Scenario {
   OptimizerSettings optimizer;
   uint64_t seed = 0;                      ///< seeds model initialisation and the synthetic data
   std::optional<double> time_budget_s;    ///< stop timing after this many measured seconds (s); CPU default 60
+  std::optional<double> duration_s;       ///< sustained run: keep training whole epochs for this long (s)
   int64_t image_size = 224;               ///< image models: square input side (pixels)
   int64_t num_classes = 1000;             ///< classification models: output classes
   bool cudnn_benchmark = true;            ///< let cuDNN autotune convolution algorithms
   std::string output;                     ///< record path; empty = runs/<generated name>.json
+  bool telemetry = true;                  ///< sample power, clocks and temperature during the timed epochs
+  double telemetry_interval_s = 0.1;      ///< sampling period (s)
+  std::string telemetry_trace;            ///< CSV file for the raw samples; empty = none
 
   /// Where each key that was set came from (dotted key -> origin). Keys absent here hold defaults.
   std::map<std::string, Origin> origins;

@@ -62,6 +62,8 @@ class RunObserver {
   virtual void on_note(const std::string& /*message*/) {}
   /// A phase begins: "building model", "warm-up", "epoch 1/3", ...
   virtual void on_phase(const std::string& /*phase*/) {}
+  /// A timed epoch is about to start (the device has just been synchronised). 0-based index.
+  virtual void on_epoch_begin(int64_t /*index*/) {}
   /// After every step (timed or warm-up). No device synchronisation happens for this.
   virtual void on_step(const StepProgress& /*progress*/) {}
   /// After every timed epoch, with its finished record.

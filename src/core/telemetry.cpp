@@ -1,0 +1,188 @@
+#include "gpubench/core/telemetry.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+namespace gpubench {
+
+const std::vector<std::pair<uint64_t, std::string>>& clock_event_reason_names() {
+  static const std::vector<std::pair<uint64_t, std::string>> names{
+      {0x1, "gpu_idle"},          {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
+      {0x8, "hw_slowdown"},       {0x10, "sync_boost"},         {0x20, "sw_thermal_slowdown"},
+      {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake"},  {0x100, "display_clocks"}};
+  return names;
+}
+
+namespace {
+
+using Getter = std::function<std::optional<double>(const TelemetrySample&)>;
+
+struct Series {
+  std::vector<std::pair<double, double>> points;  // (t, value)
+  int64_t missing = 0;
+};
+
+Series collect(const std::vector<const TelemetrySample*>& window, const Getter& get) {
+  Series s;
+  for (const auto* x : window) {
+    if (auto v = get(*x)) {
+      s.points.emplace_back(x->t_s, *v);
+    } else {
+      ++s.missing;
+    }
+  }
+  return s;
+}
+
+/// Time-weighted (trapezoidal) mean; the plain value for a single point.
+std::optional<double> time_mean(const Series& s) {
+  if (s.points.empty()) return std::nullopt;
+  if (s.points.size() == 1) return s.points.front().second;
+  double area = 0;
+  for (size_t i = 1; i < s.points.size(); ++i) {
+    area += 0.5 * (s.points[i].second + s.points[i - 1].second) * (s.points[i].first - s.points[i - 1].first);
+  }
+  const double span = s.points.back().first - s.points.front().first;
+  if (span <= 0) {
+    double sum = 0;
+    for (const auto& p : s.points) sum += p.second;
+    return sum / static_cast<double>(s.points.size());
+  }
+  return area / span;
+}
+
+std::optional<double> max_of(const Series& s) {
+  if (s.points.empty()) return std::nullopt;
+  double m = s.points.front().second;
+  for (const auto& p : s.points) m = std::max(m, p.second);
+  return m;
+}
+
+std::optional<double> min_of(const Series& s) {
+  if (s.points.empty()) return std::nullopt;
+  double m = s.points.front().second;
+  for (const auto& p : s.points) m = std::min(m, p.second);
+  return m;
+}
+
+}  // namespace
+
+EpochTelemetry aggregate_epoch(const std::vector<TelemetrySample>& samples, double t_begin, double t_end,
+                               int64_t epoch_samples) {
+  EpochTelemetry out;
+  std::vector<const TelemetrySample*> window;
+  for (const auto& s : samples) {
+    if (s.t_s >= t_begin && s.t_s <= t_end) window.push_back(&s);
+  }
+  out.samples = static_cast<int64_t>(window.size());
+  if (window.empty()) return out;
+  const double duration = t_end - t_begin;
+
+  auto note_missing = [&out](const char* name, const Series& s) {
+    if (s.missing > 0) out.missing_readings[name] = s.missing;
+  };
+
+  const Series power = collect(window, [](const TelemetrySample& s) { return s.power_w; });
+  note_missing("power_w", power);
+  out.power_avg_w = time_mean(power);
+  out.power_peak_w = max_of(power);
+  if (out.power_avg_w && duration > 0) out.energy_integrated_j = *out.power_avg_w * duration;
+
+  const Series energy = collect(window, [](const TelemetrySample& s) { return s.energy_j; });
+  note_missing("energy_j", energy);
+  if (energy.points.size() >= 2) {
+    // Sum the increments; a decrease means the counter was reset, and that interval is left out.
+    double used = 0, covered = 0;
+    for (size_t i = 1; i < energy.points.size(); ++i) {
+      const double de = energy.points[i].second - energy.points[i - 1].second;
+      if (de >= 0) {
+        used += de;
+        covered += energy.points[i].first - energy.points[i - 1].first;
+      }
+    }
+    if (covered > 0 && duration > 0) out.energy_counter_j = used * duration / covered;
+  }
+  if (out.energy_counter_j) {
+    out.energy_j = out.energy_counter_j;
+    out.energy_source = "counter";
+    if (out.energy_integrated_j && *out.energy_counter_j > 0) {
+      out.energy_disagreement_pct = (*out.energy_integrated_j - *out.energy_counter_j) / *out.energy_counter_j * 100;
+    }
+  } else if (out.energy_integrated_j) {
+    out.energy_j = out.energy_integrated_j;
+    out.energy_source = "integrated power";
+  }
+  if (out.energy_j && epoch_samples > 0) out.joules_per_sample = *out.energy_j / static_cast<double>(epoch_samples);
+
+  const Series sm = collect(window, [](const TelemetrySample& s) { return s.sm_clock_mhz; });
+  note_missing("sm_clock_mhz", sm);
+  out.sm_clock_avg_mhz = time_mean(sm);
+  out.sm_clock_min_mhz = min_of(sm);
+  const Series mem = collect(window, [](const TelemetrySample& s) { return s.mem_clock_mhz; });
+  note_missing("mem_clock_mhz", mem);
+  out.mem_clock_avg_mhz = time_mean(mem);
+  const Series temp = collect(window, [](const TelemetrySample& s) { return s.temperature_c; });
+  note_missing("temperature_c", temp);
+  out.temperature_avg_c = time_mean(temp);
+  out.temperature_peak_c = max_of(temp);
+  const Series gu = collect(window, [](const TelemetrySample& s) { return s.gpu_util_pct; });
+  note_missing("gpu_util_pct", gu);
+  out.gpu_util_avg_pct = time_mean(gu);
+  const Series mu = collect(window, [](const TelemetrySample& s) { return s.mem_util_pct; });
+  note_missing("mem_util_pct", mu);
+  out.mem_util_avg_pct = time_mean(mu);
+
+  int64_t with_reasons = 0;
+  std::map<std::string, int64_t> counts;
+  for (const auto* s : window) {
+    if (!s->clock_event_reasons) continue;
+    ++with_reasons;
+    for (const auto& [bit, name] : clock_event_reason_names()) {
+      if (*s->clock_event_reasons & bit) ++counts[name];
+    }
+  }
+  if (with_reasons < out.samples) out.missing_readings["clock_event_reasons"] = out.samples - with_reasons;
+  if (with_reasons > 0) {
+    for (const auto& [bit, name] : clock_event_reason_names()) {
+      out.clock_event_fraction[name] = static_cast<double>(counts[name]) / static_cast<double>(with_reasons);
+    }
+  }
+  return out;
+}
+
+std::string samples_to_csv(const std::vector<TelemetrySample>& samples) {
+  std::string out = "t_s,power_w,energy_j,sm_clock_mhz,mem_clock_mhz,temperature_c,gpu_util_pct,mem_util_pct,"
+                    "clock_event_reasons\n";
+  char buf[64];
+  auto cell = [&](const std::optional<double>& v) {
+    out += ',';
+    if (v) {
+      std::snprintf(buf, sizeof buf, "%.6g", *v);
+      out += buf;
+    }
+  };
+  for (const auto& s : samples) {
+    std::snprintf(buf, sizeof buf, "%.4f", s.t_s);
+    out += buf;
+    cell(s.power_w);
+    cell(s.energy_j);
+    cell(s.sm_clock_mhz);
+    cell(s.mem_clock_mhz);
+    cell(s.temperature_c);
+    cell(s.gpu_util_pct);
+    cell(s.mem_util_pct);
+    out += ',';
+    if (s.clock_event_reasons) {
+      std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(*s.clock_event_reasons));
+      out += buf;
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+bool EpochTelemetry::operator==(const EpochTelemetry& o) const { return nlohmann::json(*this) == nlohmann::json(o); }
+bool TelemetryInfo::operator==(const TelemetryInfo& o) const { return nlohmann::json(*this) == nlohmann::json(o); }
+
+}  // namespace gpubench

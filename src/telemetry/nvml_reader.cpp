@@ -1,0 +1,162 @@
+// NVIDIA power, energy, clocks, temperature, utilisation and clock-event reasons through NVML, loaded with dlopen.
+// The few NVML types used are declared here (nvml.h is not on every build machine); the functions are NVML's
+// stable, versioned C ABI.
+
+#include <cstdlib>
+#include <memory>
+
+#include "dynamic_library.h"
+#include "gpubench/telemetry/readers.hpp"
+
+namespace gpubench::telemetry {
+
+namespace {
+
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st*;
+struct nvmlUtilization_t {
+  unsigned int gpu;
+  unsigned int memory;
+};
+constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr int NVML_CLOCK_SM = 1;
+constexpr int NVML_CLOCK_MEM = 2;
+constexpr int NVML_TEMPERATURE_GPU = 0;
+
+class NvmlReader final : public Reader {
+ public:
+  static std::unique_ptr<NvmlReader> open(const DeviceSelector& d, std::string* why_not) {
+    auto lib = std::make_unique<DynamicLibrary>(nvml_library_path());
+    if (!lib->loaded()) {
+      *why_not = "NVML (" + nvml_library_path() + ") not loadable: " + lib->error();
+      return nullptr;
+    }
+    std::unique_ptr<NvmlReader> r(new NvmlReader(std::move(lib)));
+    if (r->init_ == nullptr || r->by_index_ == nullptr) {
+      *why_not = "NVML library lacks nvmlInit_v2/nvmlDeviceGetHandleByIndex_v2";
+      return nullptr;
+    }
+    if (const nvmlReturn_t rc = r->init_(); rc != NVML_SUCCESS) {
+      *why_not = "nvmlInit_v2 failed: " + r->error_string(rc);
+      return nullptr;
+    }
+    r->initialised_ = true;
+    nvmlReturn_t rc = -1;
+    if (!d.pci_bus_id.empty() && r->by_bus_ != nullptr) rc = r->by_bus_(d.pci_bus_id.c_str(), &r->dev_);
+    if (rc != NVML_SUCCESS) rc = r->by_index_(static_cast<unsigned>(d.index), &r->dev_);
+    if (rc != NVML_SUCCESS) {
+      *why_not = "NVML has no device " + (d.pci_bus_id.empty() ? std::to_string(d.index) : d.pci_bus_id) + ": " +
+                 r->error_string(rc);
+      return nullptr;
+    }
+    return r;
+  }
+
+  ~NvmlReader() override {
+    if (initialised_ && shutdown_ != nullptr) shutdown_();
+  }
+
+  std::string name() const override { return "nvml"; }
+
+  TelemetrySample read() override {
+    TelemetrySample s;
+    unsigned int u = 0;
+    unsigned long long ull = 0;
+    if (power_ && power_(dev_, &u) == NVML_SUCCESS) s.power_w = u / 1000.0;
+    if (energy_ && energy_(dev_, &ull) == NVML_SUCCESS) s.energy_j = static_cast<double>(ull) / 1000.0;
+    if (clock_ && clock_(dev_, NVML_CLOCK_SM, &u) == NVML_SUCCESS) s.sm_clock_mhz = u;
+    if (clock_ && clock_(dev_, NVML_CLOCK_MEM, &u) == NVML_SUCCESS) s.mem_clock_mhz = u;
+    if (temp_ && temp_(dev_, NVML_TEMPERATURE_GPU, &u) == NVML_SUCCESS) s.temperature_c = u;
+    nvmlUtilization_t util{};
+    if (util_ && util_(dev_, &util) == NVML_SUCCESS) {
+      s.gpu_util_pct = util.gpu;
+      s.mem_util_pct = util.memory;
+    }
+    if (reasons_ && reasons_(dev_, &ull) == NVML_SUCCESS) s.clock_event_reasons = ull;
+    return s;
+  }
+
+  TelemetryInfo info() override {
+    TelemetryInfo t;
+    t.reader = name();
+    t.available = true;
+    char buf[96] = {};
+    if (driver_ && driver_(buf, sizeof buf) == NVML_SUCCESS) t.driver_version = buf;
+    unsigned int u = 0, pending = 0;
+    if (limit_ && limit_(dev_, &u) == NVML_SUCCESS) t.power_limit_w = u / 1000.0;
+    int mode = 0, pending_mode = 0;
+    if (persistence_ && persistence_(dev_, &mode) == NVML_SUCCESS) t.persistence_mode = mode != 0;
+    if (ecc_ && ecc_(dev_, &mode, &pending_mode) == NVML_SUCCESS) t.ecc_enabled = mode != 0;
+    if (mig_ && mig_(dev_, &u, &pending) == NVML_SUCCESS) t.mig_enabled = u != 0;
+    if (pcie_gen_ && pcie_gen_(dev_, &u) == NVML_SUCCESS) t.pcie_link_gen = u;
+    if (pcie_width_ && pcie_width_(dev_, &u) == NVML_SUCCESS) t.pcie_link_width = u;
+    std::string lacking;
+    if (energy_ == nullptr) lacking += " energy counter";
+    if (reasons_ == nullptr) lacking += " clock-event reasons";
+    if (!lacking.empty()) t.reason = "this NVML lacks:" + lacking;
+    return t;
+  }
+
+ private:
+  explicit NvmlReader(std::unique_ptr<DynamicLibrary> lib) : lib_(std::move(lib)) {
+    init_ = lib_->symbol<nvmlReturn_t (*)()>("nvmlInit_v2");
+    shutdown_ = lib_->symbol<nvmlReturn_t (*)()>("nvmlShutdown");
+    error_string_ = lib_->symbol<const char* (*)(nvmlReturn_t)>("nvmlErrorString");
+    by_index_ = lib_->symbol<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>("nvmlDeviceGetHandleByIndex_v2");
+    by_bus_ = lib_->symbol<nvmlReturn_t (*)(const char*, nvmlDevice_t*)>("nvmlDeviceGetHandleByPciBusId_v2");
+    power_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetPowerUsage");
+    energy_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>("nvmlDeviceGetTotalEnergyConsumption");
+    clock_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetClockInfo");
+    temp_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetTemperature");
+    util_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*)>("nvmlDeviceGetUtilizationRates");
+    reasons_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>("nvmlDeviceGetCurrentClocksEventReasons");
+    if (reasons_ == nullptr) {  // drivers before R535
+      reasons_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>("nvmlDeviceGetCurrentClocksThrottleReasons");
+    }
+    limit_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetEnforcedPowerLimit");
+    driver_ = lib_->symbol<nvmlReturn_t (*)(char*, unsigned)>("nvmlSystemGetDriverVersion");
+    persistence_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, int*)>("nvmlDeviceGetPersistenceMode");
+    ecc_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, int*, int*)>("nvmlDeviceGetEccMode");
+    mig_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*)>("nvmlDeviceGetMigMode");
+    pcie_gen_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetCurrPcieLinkGeneration");
+    pcie_width_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetCurrPcieLinkWidth");
+  }
+
+  std::string error_string(nvmlReturn_t rc) const {
+    const char* s = error_string_ != nullptr ? error_string_(rc) : nullptr;
+    return s != nullptr ? s : "NVML error " + std::to_string(rc);
+  }
+
+  std::unique_ptr<DynamicLibrary> lib_;
+  bool initialised_ = false;
+  nvmlDevice_t dev_ = nullptr;
+  nvmlReturn_t (*init_)() = nullptr;
+  nvmlReturn_t (*shutdown_)() = nullptr;
+  const char* (*error_string_)(nvmlReturn_t) = nullptr;
+  nvmlReturn_t (*by_index_)(unsigned, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*by_bus_)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*power_)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*energy_)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*clock_)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*temp_)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*util_)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  nvmlReturn_t (*reasons_)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*limit_)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*driver_)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*persistence_)(nvmlDevice_t, int*) = nullptr;
+  nvmlReturn_t (*ecc_)(nvmlDevice_t, int*, int*) = nullptr;
+  nvmlReturn_t (*mig_)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*pcie_gen_)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*pcie_width_)(nvmlDevice_t, unsigned*) = nullptr;
+};
+
+}  // namespace
+
+std::string nvml_library_path() {
+  const char* env = std::getenv("GPUBENCH_NVML_LIBRARY");
+  return env != nullptr && *env != '\0' ? env : "libnvidia-ml.so.1";
+}
+
+std::unique_ptr<Reader> open_nvml(const DeviceSelector& d, std::string* why_not) { return NvmlReader::open(d, why_not); }
+
+}  // namespace gpubench::telemetry
