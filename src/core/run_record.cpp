@@ -114,6 +114,8 @@ void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {
     max_opt(s.peak_host_rss_bytes, e.peak_host_rss_bytes);
   }
   s.samples_per_s = s.seconds > 0 ? static_cast<double>(s.samples) / s.seconds : 0.0;
+  s.steps_per_s = s.seconds > 0 ? static_cast<double>(s.steps) / s.seconds : 0.0;
+  s.tokens_per_s = s.samples_per_s * static_cast<double>(r.model.tokens_per_sample);
   s.epoch_seconds_mean = complete_epochs > 0 ? complete_seconds / static_cast<double>(complete_epochs) : 0.0;
   s.achieved_tflops = s.samples_per_s * r.model.train_flops_per_sample / 1e12;
   s.step_time = summarize_step_times(all_step_ms);

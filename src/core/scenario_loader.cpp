@@ -236,6 +236,24 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) { s.image_size = as_int(n, c, 32, 4096); });
     add("num_classes", "--num-classes", "classification models: number of classes (default 1000)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.num_classes = as_int(n, c, 2, 1 << 24); });
+    add("seq_len", "--seq-len", "sequence models: tokens per sequence (default 128)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.seq_len = as_int(n, c, 1, 1 << 20); });
+    add("num_labels", "--num-labels", "sequence classification: number of labels (default 2)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.num_labels = as_int(n, c, 2, 1 << 20); });
+    add("latent_size", "--latent-size", "diffusion UNet: latent side, 64 for 512-px images (default 64)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.latent_size = as_int(n, c, 8, 1024); });
+    add("attention", "--attention", "sdpa (fused kernels, default) | math (explicit softmax attention)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.attention = as_enum(n, c, {"sdpa", "math"}); });
+    add("layers", "--layers", "reduced model: transformer layers (BERT) or resnets per block (UNet)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.layers = as_int(n, c, 1, 1024); });
+    add("width", "--width", "reduced model: hidden size (BERT) or first block's channels (UNet)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.width = as_int(n, c, 8, 1 << 16); });
+    add("heads", "--heads", "reduced model: attention heads",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.heads = as_int(n, c, 1, 1024); });
+    add("dropout", "--dropout", "override the model's dropout probability, in [0, 1)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.dropout = as_double(n, c, 0, 0.999, false); });
+    add("grad_accumulation", "--grad-accumulation", "micro-batches of batch_size per optimizer step (default 1)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.grad_accumulation = as_int(n, c, 1, 1 << 16); });
     add("cudnn_benchmark", "--cudnn-benchmark", "let cuDNN autotune convolutions (true/false, default true)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.cudnn_benchmark = as_bool(n, c); });
     add("output", "--output", "record path (default runs/<model>_<precision>_bs<N>_<time>.json)",
@@ -380,12 +398,13 @@ void ScenarioLoader::apply_override(const std::string& key, const std::string& v
 }
 
 void ScenarioLoader::check(const Scenario& s) const {
-  if (s.batch_size && s.dataset_size < *s.batch_size) {
+  if (s.batch_size && s.dataset_size < *s.batch_size * s.grad_accumulation) {
     const auto it = s.origins.find("dataset_size");
     const Origin o = it != s.origins.end() ? it->second : Origin{"default", 0, 0};
     throw ScenarioError(o, "dataset_size",
-                        "dataset_size (" + std::to_string(s.dataset_size) + ") is smaller than batch_size (" +
-                            std::to_string(*s.batch_size) + "): an epoch would contain no step");
+                        "dataset_size (" + std::to_string(s.dataset_size) + ") is smaller than one step (batch_size " +
+                            std::to_string(*s.batch_size) + " x grad_accumulation " +
+                            std::to_string(s.grad_accumulation) + "): an epoch would contain no step");
   }
 }
 

@@ -21,7 +21,7 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 /// Defaults that depend on the device and model, plus the CPU bounds that keep a GPU-less run short.
 void resolve_defaults(Scenario& s, const engine::ResolvedDevice& d, const engine::ModelEntry& model,
-                      bool uses_images, RunObserver& observer, std::vector<std::string>& notes) {
+                      bool channels_last_helps, RunObserver& observer, std::vector<std::string>& notes) {
   const bool cpu = d.device.is_cpu();
   s.device = d.id;
   std::vector<std::string> bounded;
@@ -49,22 +49,29 @@ void resolve_defaults(Scenario& s, const engine::ResolvedDevice& d, const engine
     observer.on_note(msg);
   }
   if (s.memory_format == "auto") {
-    s.memory_format = (uses_images && (d.device.is_cuda() || d.device.is_mps())) ? "channels_last" : "contiguous";
+    s.memory_format =
+        (channels_last_helps && (d.device.is_cuda() || d.device.is_mps())) ? "channels_last" : "contiguous";
   }
+  // The model's recipe fills what the scenario leaves open, if it names the same optimizer; then PyTorch's defaults.
   OptimizerSettings& o = s.optimizer;
-  if (o.name.empty()) o.name = model.info.default_optimizer;
+  const OptimizerSettings& recipe = model.default_optimizer;
+  if (o.name.empty()) o.name = recipe.name;
+  const bool same = o.name == recipe.name;
+  auto fill = [same](std::optional<double>& v, const std::optional<double>& from_recipe, double fallback) {
+    if (!v) v = (same && from_recipe) ? *from_recipe : fallback;
+  };
   if (o.name == "sgd") {
-    o.lr = o.lr.value_or(0.1);  // torchvision's ResNet recipe
-    o.momentum = o.momentum.value_or(0.9);
-    o.weight_decay = o.weight_decay.value_or(1e-4);
+    fill(o.lr, recipe.lr, 0.1);  // torchvision's ResNet recipe
+    fill(o.momentum, recipe.momentum, 0.9);
+    fill(o.weight_decay, recipe.weight_decay, 1e-4);
     o.nesterov = o.nesterov.value_or(false);
     o.beta1 = o.beta2 = o.eps = std::nullopt;
   } else {
-    o.lr = o.lr.value_or(1e-3);  // torch.optim.AdamW defaults
-    o.beta1 = o.beta1.value_or(0.9);
-    o.beta2 = o.beta2.value_or(0.999);
-    o.eps = o.eps.value_or(1e-8);
-    o.weight_decay = o.weight_decay.value_or(1e-2);
+    fill(o.lr, recipe.lr, 1e-3);  // torch.optim.AdamW defaults
+    fill(o.beta1, recipe.beta1, 0.9);
+    fill(o.beta2, recipe.beta2, 0.999);
+    fill(o.eps, recipe.eps, 1e-8);
+    fill(o.weight_decay, recipe.weight_decay, 1e-2);
     o.momentum = std::nullopt;
     o.nesterov = std::nullopt;
   }
@@ -113,7 +120,7 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     torch::manual_seed(s.seed);
     observer.on_phase("building " + entry.info.name);
     workload = entry.make(s);
-    resolve_defaults(s, device, entry, workload->uses_images(), observer, record.notes);
+    resolve_defaults(s, device, entry, workload->prefers_channels_last(), observer, record.notes);
 
     engine::TrainingPlan plan;
     plan.scenario = s;
@@ -133,6 +140,7 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     record.model.parameters = engine::count_parameters(*workload->module());
     record.model.train_flops_per_sample = workload->train_flops_per_sample();
     record.model.sample_unit = entry.info.sample_unit;
+    record.model.tokens_per_sample = workload->tokens_per_sample();
 
     observer.on_start(record);
     engine::train(plan, *workload, observer, record);

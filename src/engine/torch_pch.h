@@ -8,6 +8,10 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/normalization.h>
 #include <torch/nn/init.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>

@@ -38,20 +38,28 @@ class StepRunner {
     if (plan.precision.loss_scaling) scaler_.emplace(plan.device.device);
   }
 
-  /// Returns the (unscaled, detached) loss; counts steps the scaler skipped.
+  /// Returns the (unscaled, detached) loss, averaged over micro-batches; counts steps the scaler skipped.
   at::Tensor run() {
     opt_.zero_grad();
-    at::Tensor loss;
-    {
-      AutocastScope autocast(plan_.device.device.type(), plan_.precision.autocast);
-      loss = workload_.loss(batch_);
+    const int64_t k = plan_.scenario.grad_accumulation;
+    const int64_t micro = *plan_.scenario.batch_size;
+    at::Tensor loss_sum;
+    for (int64_t m = 0; m < k; ++m) {
+      at::Tensor loss;
+      {
+        AutocastScope autocast(plan_.device.device.type(), plan_.precision.autocast);
+        loss = workload_.loss(k == 1 ? batch_ : slice_batch(batch_, m * micro, micro));
+      }
+      // The mean over k micro-batches: the same gradient as one batch k times larger (without BatchNorm).
+      const at::Tensor scaled = k == 1 ? loss : loss / static_cast<double>(k);
+      (scaler_ ? scaler_->scale(scaled) : scaled).backward();
+      loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
     }
+    const at::Tensor loss = k == 1 ? loss_sum : loss_sum / static_cast<double>(k);
     if (!scaler_) {
-      loss.backward();
       opt_.step();
-      return loss.detach();
+      return loss;
     }
-    scaler_->scale(loss).backward();
     const at::Tensor found_inf = scaler_->unscale(opt_.params());
     // As PyTorch's GradScaler.step: the skip decision needs the flag on the host (one sync per fp16 step).
     if (found_inf.item<float>() == 0.0f) {
@@ -60,7 +68,7 @@ class StepRunner {
       ++skipped_;
     }
     scaler_->update(found_inf);
-    return loss.detach();
+    return loss;
   }
 
   int64_t take_skipped() { return std::exchange(skipped_, 0); }
@@ -84,7 +92,7 @@ std::string describe_loss(double v) {
 
 void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, RunRecord& record) {
   const Scenario& s = plan.scenario;
-  const int64_t batch_size = *s.batch_size;
+  const int64_t batch_size = *s.batch_size * s.grad_accumulation;  // samples per optimizer step
   const at::Device dev = plan.device.device;
 
   observer.on_phase("preparing model and data on " + plan.device.id);
@@ -100,7 +108,7 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(s.seed);
   }
-  Batch batch = workload.make_batch(batch_size, at::TensorOptions().device(dev), gen);
+  Batch batch = workload.make_batch(batch_size, at::TensorOptions().device(dev), gen);  // all micro-batches
   if (plan.channels_last) {
     for (auto& t : batch.inputs) {
       if (t.dim() == 4) t = t.contiguous(at::MemoryFormat::ChannelsLast);

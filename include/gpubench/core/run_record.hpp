@@ -51,6 +51,7 @@ struct ModelRecord {
   int64_t parameters = 0;              ///< trainable parameters
   double train_flops_per_sample = 0;   ///< analytic FLOPs per sample per training step (3 x forward)
   std::string sample_unit;             ///< "images", "sequences", ...
+  int64_t tokens_per_sample = 0;       ///< sequence models: tokens per sample (for tokens/s); 0 otherwise
   bool operator==(const ModelRecord& o) const;
 };
 
@@ -89,6 +90,8 @@ struct RunSummary {
   int64_t epochs = 0, steps = 0, samples = 0;
   double seconds = 0;                  ///< sum of epoch wall times (s)
   double samples_per_s = 0;            ///< samples / seconds
+  double steps_per_s = 0;              ///< optimizer steps / seconds ("it/s")
+  double tokens_per_s = 0;             ///< samples_per_s x tokens_per_sample (sequence models; 0 otherwise)
   double epoch_seconds_mean = 0;       ///< mean wall time of complete epochs (s); 0 if none completed
   double achieved_tflops = 0;          ///< samples_per_s x train_flops_per_sample / 1e12 (TFLOP/s)
   StepTimeStats step_time;             ///< over all timed steps
@@ -128,7 +131,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvironmentRecord, hostname, os,
                                                 cuda_runtime_version, cudnn_version, libtorch_version,
                                                 gpubench_version, git_revision, build_type, compiler,
                                                 command_line, start_time_utc)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, train_flops_per_sample, sample_unit)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, train_flops_per_sample, sample_unit,
+                                                tokens_per_sample)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, resolved, autocast_dtype, tf32_matmul,
                                                 tf32_cudnn, loss_scaling, memory_format)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
@@ -136,6 +140,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, sampl
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,
                                                 complete, telemetry)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, samples, seconds, samples_per_s,
+                                                steps_per_s, tokens_per_s,
                                                 epoch_seconds_mean, achieved_tflops, step_time,
                                                 peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes,
                                                 warmup_steps, warmup_seconds, bounded_by,

@@ -52,6 +52,15 @@ struct Scenario {
   std::optional<double> duration_s;       ///< sustained run: keep training whole epochs for this long (s)
   int64_t image_size = 224;               ///< image models: square input side (pixels)
   int64_t num_classes = 1000;             ///< classification models: output classes
+  int64_t seq_len = 128;                  ///< sequence models: tokens per sequence
+  int64_t num_labels = 2;                 ///< sequence classification: labels
+  int64_t latent_size = 64;               ///< diffusion UNet: latent side (64 = 512-px images)
+  std::string attention = "sdpa";         ///< sdpa (fused kernels) | math (explicit softmax attention)
+  std::optional<int64_t> layers;          ///< reduced model: transformer layers (BERT) / resnets per block (UNet)
+  std::optional<int64_t> width;           ///< reduced model: hidden size (BERT) / first block channels (UNet)
+  std::optional<int64_t> heads;           ///< reduced model: attention heads
+  std::optional<double> dropout;          ///< override the model's dropout probability (e.g. 0 for exact tests)
+  int64_t grad_accumulation = 1;          ///< micro-batches of batch_size per optimizer step
   bool cudnn_benchmark = true;            ///< let cuDNN autotune convolution algorithms
   std::string output;                     ///< record path; empty = runs/<generated name>.json
   bool telemetry = true;                  ///< sample power, clocks and temperature during the timed epochs

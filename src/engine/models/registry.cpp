@@ -4,7 +4,9 @@
 
 #include <stdexcept>
 
+#include "models/bert.h"
 #include "models/resnet.h"
+#include "models/unet.h"
 
 namespace gpubench::engine {
 
@@ -33,7 +35,7 @@ class ImageClassification final : public Workload {
     return 3.0 * 2.0 * static_cast<double>(models::resnet_forward_macs(options_, image_size_));
   }
 
-  bool uses_images() const override { return true; }
+  bool prefers_channels_last() const override { return true; }
 
  private:
   models::ResNet model_;
@@ -41,16 +43,143 @@ class ImageClassification final : public Workload {
   int64_t image_size_;
 };
 
+/// Fine-tuning a sequence classifier: random token ids (no padding), uniform labels, cross-entropy.
+class SequenceClassification final : public Workload {
+ public:
+  SequenceClassification(const models::BertOptions& o, int64_t seq_len)
+      : model_(o), options_(o), seq_len_(seq_len) {}
+
+  std::shared_ptr<torch::nn::Module> module() override { return model_.ptr(); }
+
+  Batch make_batch(int64_t batch_size, const torch::TensorOptions& options, torch::Generator& gen) override {
+    Batch b;
+    // Ids from 1: id 0 is [PAD]. Full-length sequences, so no attention mask is needed (as transformers drops an
+    // all-ones mask before its SDPA call).
+    b.inputs.push_back(at::randint(1, options_.vocab_size, {batch_size, seq_len_}, gen, options.dtype(torch::kLong)));
+    b.target = at::randint(0, options_.num_labels, {batch_size}, gen, options.dtype(torch::kLong));
+    return b;
+  }
+
+  torch::Tensor loss(const Batch& batch) override {
+    return torch::nn::functional::cross_entropy(model_->forward(batch.inputs[0]), batch.target);
+  }
+
+  double train_flops_per_sample() const override { return models::bert_train_flops_per_sequence(options_, seq_len_); }
+  bool prefers_channels_last() const override { return false; }
+  int64_t tokens_per_sample() const override { return seq_len_; }
+
+ private:
+  models::BertForSequenceClassification model_;
+  models::BertOptions options_;
+  int64_t seq_len_;
+};
+
+/// The SD fine-tuning objective on precomputed latents: x_t = sqrt(a_t) x0 + sqrt(1 - a_t) eps with the
+/// scaled-linear schedule, random t, a 77 x 768 text context, MSE between predicted and true noise.
+class LatentDiffusion final : public Workload {
+ public:
+  LatentDiffusion(const models::UNetOptions& o, int64_t latent) : model_(o), options_(o), latent_(latent) {}
+
+  std::shared_ptr<torch::nn::Module> module() override { return model_.ptr(); }
+
+  Batch make_batch(int64_t batch_size, const torch::TensorOptions& options, torch::Generator& gen) override {
+    const auto f = options.dtype(torch::kFloat);
+    const at::Tensor x0 = at::randn({batch_size, options_.in_channels, latent_, latent_}, gen, f);
+    const at::Tensor noise = at::randn(x0.sizes(), gen, f);
+    const at::Tensor context = at::randn({batch_size, 77, options_.cross_dim}, gen, f);
+    const at::Tensor t = at::randint(0, 1000, {batch_size}, gen, options.dtype(torch::kLong));
+    const at::Tensor betas = at::pow(at::linspace(std::sqrt(0.00085), std::sqrt(0.012), 1000, f), 2);
+    const at::Tensor alpha_bar = at::cumprod(1 - betas, 0).index_select(0, t).view({batch_size, 1, 1, 1});
+    Batch b;
+    b.inputs = {at::sqrt(alpha_bar) * x0 + at::sqrt(1 - alpha_bar) * noise, t, context};
+    b.target = noise;
+    return b;
+  }
+
+  torch::Tensor loss(const Batch& batch) override {
+    const at::Tensor pred = model_->forward(batch.inputs[0], batch.inputs[1], batch.inputs[2]);
+    return torch::nn::functional::mse_loss(pred.to(torch::kFloat), batch.target);  // in fp32, as diffusers does
+  }
+
+  double train_flops_per_sample() const override {
+    return 3.0 * 2.0 * models::unet_forward_macs(options_, latent_).total();
+  }
+  bool prefers_channels_last() const override { return false; }  // diffusers' training scripts keep NCHW
+
+ private:
+  models::UNet2DCondition model_;
+  models::UNetOptions options_;
+  int64_t latent_;
+};
+
+OptimizerSettings adamw(double lr, double weight_decay) {
+  OptimizerSettings o;
+  o.name = "adamw";
+  o.lr = lr;
+  o.weight_decay = weight_decay;
+  return o;
+}
+
 }  // namespace
+
+Batch slice_batch(const Batch& b, int64_t start, int64_t length) {
+  Batch out;
+  for (const auto& t : b.inputs) out.inputs.push_back(t.narrow(0, start, length));
+  out.target = b.target.narrow(0, start, length);
+  return out;
+}
 
 const std::vector<ModelEntry>& model_registry() {
   static const std::vector<ModelEntry> entries{
       {ModelInfo{"resnet50", "ResNet-50 v1.5 as torchvision's resnet50 (25.6M parameters), ImageNet-style",
                  "images", 256, "sgd"},
+       OptimizerSettings{"sgd", 0.1, 0.9, 1e-4, false, std::nullopt, std::nullopt, std::nullopt},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          models::ResNetOptions o;
          o.num_classes = s.num_classes;
          return std::make_unique<ImageClassification>(models::ResNet(o), o, s.image_size);
+       }},
+      {ModelInfo{"bert-base", "BERT-base fine-tuning as transformers' BertForSequenceClassification (109.5M parameters)",
+                 "sequences", 32, "adamw"},
+       adamw(2e-5, 0.01),
+       [](const Scenario& s) -> std::unique_ptr<Workload> {
+         models::BertOptions o;
+         o.layers = s.layers.value_or(o.layers);
+         o.hidden = s.width.value_or(o.hidden);
+         o.intermediate = 4 * o.hidden;
+         o.heads = s.heads.value_or(o.heads);
+         o.num_labels = s.num_labels;
+         o.dropout = s.dropout.value_or(o.dropout);
+         o.math_attention = s.attention == "math";
+         if (o.hidden % o.heads != 0) {
+           throw std::invalid_argument("bert-base: width " + std::to_string(o.hidden) + " is not divisible by " +
+                                       std::to_string(o.heads) + " heads");
+         }
+         if (s.seq_len > o.max_positions) {
+           throw std::invalid_argument("bert-base: seq_len " + std::to_string(s.seq_len) + " exceeds its " +
+                                       std::to_string(o.max_positions) + " positions");
+         }
+         return std::make_unique<SequenceClassification>(o, s.seq_len);
+       }},
+      {ModelInfo{"sd-unet", "Stable Diffusion v1.5 UNet as diffusers' UNet2DConditionModel (859.5M parameters), "
+                            "latent-space fine-tuning",
+                 "images", 16, "adamw"},
+       adamw(1e-4, 1e-2),
+       [](const Scenario& s) -> std::unique_ptr<Workload> {
+         models::UNetOptions o;
+         if (s.width) o.channels = {*s.width, 2 * *s.width, 4 * *s.width, 4 * *s.width};
+         o.layers_per_block = s.layers.value_or(o.layers_per_block);
+         o.heads = s.heads.value_or(o.heads);
+         o.dropout = s.dropout.value_or(o.dropout);
+         o.math_attention = s.attention == "math";
+         if (o.channels[0] % o.groups != 0 || o.channels[0] % o.heads != 0) {
+           throw std::invalid_argument("sd-unet: width " + std::to_string(o.channels[0]) +
+                                       " must be divisible by 32 (GroupNorm groups) and by the head count");
+         }
+         if (s.latent_size % 8 != 0) {
+           throw std::invalid_argument("sd-unet: latent_size must be a multiple of 8 (three 2x downsamplings)");
+         }
+         return std::make_unique<LatentDiffusion>(o, s.latent_size);
        }},
   };
   return entries;

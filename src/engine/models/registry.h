@@ -30,13 +30,19 @@ class Workload {
   virtual torch::Tensor loss(const Batch& batch) = 0;
   /// Analytic training FLOPs per sample (3 x forward: forward, input-gradient and weight-gradient passes).
   virtual double train_flops_per_sample() const = 0;
-  /// Whether channels_last applies (4-D activations).
-  virtual bool uses_images() const = 0;
+  /// Whether `memory_format: auto` picks channels_last on GPUs (4-D activations that profit from it).
+  virtual bool prefers_channels_last() const = 0;
+  /// Tokens per sample for sequence models (tokens/s); 0 otherwise.
+  virtual int64_t tokens_per_sample() const { return 0; }
 };
+
+/// Samples [start, start + length) of every tensor in `b` (micro-batches for gradient accumulation).
+Batch slice_batch(const Batch& b, int64_t start, int64_t length);
 
 /// A registered model: its description and how to build it for a scenario.
 struct ModelEntry {
   ModelInfo info;
+  OptimizerSettings default_optimizer;  ///< the recipe's optimizer and hyper-parameters
   std::function<std::unique_ptr<Workload>(const Scenario&)> make;
 };
 

@@ -1,0 +1,29 @@
+#include "models/attention.h"
+
+#include <cmath>
+
+namespace gpubench::models {
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& keep_mask,
+                     double dropout_p, bool math) {
+  if (!math) {
+    return at::scaled_dot_product_attention(q, k, v, keep_mask.defined() ? std::optional<at::Tensor>(keep_mask)
+                                                                           : std::nullopt,
+                                            dropout_p, /*is_causal=*/false);
+  }
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  if (keep_mask.defined()) scores = scores.masked_fill(keep_mask.logical_not(), -std::numeric_limits<float>::infinity());
+  at::Tensor probs = at::softmax(scores, -1);
+  if (dropout_p > 0) probs = at::dropout(probs, dropout_p, /*train=*/true);
+  return at::matmul(probs, v);
+}
+
+at::Tensor split_heads(const at::Tensor& x, int64_t heads) {
+  return x.view({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
+}
+
+at::Tensor merge_heads(const at::Tensor& x) {
+  return x.transpose(1, 2).reshape({x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+
+}  // namespace gpubench::models
