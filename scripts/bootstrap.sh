@@ -12,6 +12,7 @@ GPUBENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GPUBENCH_BUILD_DIR="${GPUBENCH_BUILD_DIR:-$GPUBENCH_ROOT/build}"
 TORCH_PIN="2.11.0"
 TORCHVISION_PIN="0.26.0"
+TRANSFORMERS_PIN="5.17.0"  # the GPU machine's version; used only by the tests' reference export
 
 _log() { echo "[bootstrap] $*" >&2; }
 _die() { echo "[bootstrap] error: $*" >&2; exit 1; }
@@ -38,10 +39,10 @@ _install_debian_packages() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 }
 
-# A python3 whose torch is 2.11.x (and torchvision, needed by the tests' reference export).
+# A python3 whose torch is 2.11.x (and torchvision and transformers, needed by the tests' reference exports).
 _has_torch() {
   "$1" - <<'PY' >/dev/null 2>&1
-import torch, torchvision
+import torch, torchvision, transformers
 assert torch.__version__.startswith("2.11.")
 PY
 }
@@ -51,11 +52,12 @@ _pick_python() {
   for cand in "${GPUBENCH_PYTHON:-}" python3 "$GPUBENCH_ROOT/.venv/bin/python"; do
     [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1 && _has_torch "$cand" && { command -v "$cand"; return 0; }
   done
-  _log "no python3 with torch ${TORCH_PIN} found: installing it into $GPUBENCH_ROOT/.venv (about 5 GB, once)"
-  python3 -m venv "$GPUBENCH_ROOT/.venv" >&2 || _die "python3 -m venv failed (install python3-venv)"
+  _log "no python3 with torch ${TORCH_PIN}, torchvision and transformers found: installing into $GPUBENCH_ROOT/.venv (about 5 GB, once)"
+  [ -x "$GPUBENCH_ROOT/.venv/bin/python" ] || python3 -m venv "$GPUBENCH_ROOT/.venv" >&2 || \
+    _die "python3 -m venv failed (install python3-venv)"
   "$GPUBENCH_ROOT/.venv/bin/python" -m pip install -q --upgrade pip >&2
   "$GPUBENCH_ROOT/.venv/bin/python" -m pip install -q --progress-bar off \
-      "torch==${TORCH_PIN}" "torchvision==${TORCHVISION_PIN}" >&2
+      "torch==${TORCH_PIN}" "torchvision==${TORCHVISION_PIN}" "transformers==${TRANSFORMERS_PIN}" >&2
   _has_torch "$GPUBENCH_ROOT/.venv/bin/python" || _die "torch ${TORCH_PIN} did not install into .venv"
   echo "$GPUBENCH_ROOT/.venv/bin/python"
 }

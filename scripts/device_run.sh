@@ -3,7 +3,10 @@
 #   build  - bootstrap without apt (the machine has everything), Release build in build-device/
 #   test   - the whole ctest suite, *_CUDA tests included
 #   main   - the README's main job: gpubench run resnet50 --amp (one full 100k-sample epoch)
+#   cudatest - only the *_CUDA tests (the CPU suite runs in CI)
 #   pairs  - gpubench and scripts/pytorch_reference.py on the same scenarios, alternating A B A B
+#   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
+#            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +35,58 @@ phase_test() {
   local rc=$?
   grep -E "tests passed|tests failed|Failed|_CUDA" "$OUT/ctest.log" | tail -20
   log "ctest exit $rc"
+}
+
+phase_cudatest() {
+  log "cudatest"
+  (cd "$GPUBENCH_BUILD_DIR" && ctest --output-on-failure -R "_CUDA" > "$OUT/ctest_cuda.log" 2>&1)
+  local rc=$?
+  grep -E "tests passed|tests failed|Failed|_CUDA" "$OUT/ctest_cuda.log" | tail -12
+  log "ctest (CUDA) exit $rc"
+}
+
+run_gb() {  # name, flags...
+  local name="$1"
+  shift
+  log "gpubench $name"
+  "$GB" run "$@" --quiet --output "$OUT/records/$name.json" > /dev/null 2>> "$OUT/session.log"
+  bundle
+}
+
+run_pt() {  # name, flags...
+  local name="$1"
+  shift
+  log "pytorch $name"
+  "$PY" scripts/pytorch_reference.py "$@" --json "$OUT/records/$name.json" > /dev/null 2>> "$OUT/session.log"
+  bundle
+}
+
+phase_workloads() {
+  local rn="resnet50 --precision amp --batch-size 256 --dataset-size 25600 --epochs 3 --warmup-steps 15"
+  log "telemetry on, with nvidia-smi sampling power every 100 ms alongside"
+  nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm,temperature.gpu --format=csv,nounits -lms 100 \
+      > "$OUT/records/nvidia_smi_during_telemetry_on_r1.csv" 2>&1 &
+  local smi=$!
+  # shellcheck disable=SC2086
+  run_gb telemetry_on_r1 $rn --telemetry-trace "$OUT/records/telemetry_on_r1_trace.csv"
+  kill $smi 2>/dev/null
+  local bert="--precision bf16 --batch-size 32 --seq-len 128 --dataset-size 9600 --warmup-steps 10"
+  for r in 1 2; do
+    # shellcheck disable=SC2086
+    run_gb "gpubench_bert_bs32_r$r" bert-base $bert
+    # shellcheck disable=SC2086
+    run_pt "pytorch_bert_bs32_r$r" --model bert-base $bert
+  done
+  # shellcheck disable=SC2086
+  run_pt pytorch_fused_bert_bs32 --model bert-base $bert --fused
+  run_gb sd_unet_bs8 sd-unet --precision bf16 --batch-size 8 --dataset-size 240 --warmup-steps 5
+  # shellcheck disable=SC2086
+  run_gb telemetry_off_r1 $rn --telemetry false
+  run_gb sd_unet_bs32 sd-unet --precision bf16 --batch-size 32 --dataset-size 640 --warmup-steps 3
+  # shellcheck disable=SC2086
+  run_gb telemetry_on_r2 $rn
+  # shellcheck disable=SC2086
+  run_gb telemetry_off_r2 $rn --telemetry false
 }
 
 phase_main() {

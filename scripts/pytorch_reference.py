@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch's own number for a gpubench scenario, measured the way gpubench measures it.
 
-Trains torchvision's resnet50 on one synthetic batch already on the GPU (reused every step), with the scenario's batch
-size, precision, memory format and optimizer, `warmup_steps` untimed steps, then `dataset_size // batch_size` timed
+Trains torchvision's resnet50 or transformers' BertForSequenceClassification on one synthetic batch already on the
+GPU (reused every step), with the scenario's batch size, precision, memory format and optimizer, `warmup_steps` untimed steps, then `dataset_size // batch_size` timed
 steps. The device is synchronised at both ends of the timed region and timed on the host clock, with CUDA events per step,
 as gpubench does. Prints one JSON object (and writes it to --json).
 
@@ -10,7 +10,8 @@ as gpubench does. Prints one JSON object (and writes it to --json).
 
 Precision names mean what they mean in gpubench: fp32 = TF32 off everywhere; tf32 = TF32 on for matmuls and cuDNN;
 bf16 / fp16 = autocast (fp16 with GradScaler); amp = bf16 on compute capability >= 8.0, else fp16.
-The optimizer is torch.optim.SGD / AdamW with PyTorch's default implementation (foreach on CUDA).
+The optimizer is torch.optim.SGD / AdamW with PyTorch's default implementation (foreach on CUDA); --fused asks for
+the fused kernel instead.
 """
 import argparse
 import json
@@ -33,7 +34,10 @@ def load_scenario(path):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", help="gpubench scenario file (YAML or JSON)")
-    p.add_argument("--model", choices=["resnet50"])
+    p.add_argument("--model", choices=["resnet50", "bert-base"])
+    p.add_argument("--seq-len", type=int)
+    p.add_argument("--lr", type=float)
+    p.add_argument("--fused", action="store_true", help="fused optimizer kernel (PyTorch's default is foreach)")
     p.add_argument("--batch-size", type=int)
     p.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16", "amp"])
     p.add_argument("--memory-format", choices=["auto", "contiguous", "channels_last"])
@@ -47,9 +51,14 @@ def parse_args(argv):
     opt = s.get("optimizer", {})
     if isinstance(opt, str):
         opt = {"name": opt}
+    model = a.model or s.get("model", "resnet50")
+    bert = model == "bert-base"
     cfg = {
-        "model": a.model or s.get("model", "resnet50"),
-        "batch_size": a.batch_size or s.get("batch_size", 256),
+        "model": model,
+        "seq_len": a.seq_len or s.get("seq_len", 128),
+        "num_labels": s.get("num_labels", 2),
+        "fused": a.fused,
+        "batch_size": a.batch_size or s.get("batch_size", 32 if bert else 256),
         "precision": a.precision or s.get("precision", "fp32"),
         "memory_format": a.memory_format or s.get("memory_format", "auto"),
         "dataset_size": a.dataset_size or s.get("dataset_size", 100000),
@@ -57,12 +66,12 @@ def parse_args(argv):
         "image_size": a.image_size or s.get("image_size", 224),
         "num_classes": s.get("num_classes", 1000),
         "device": a.device or s.get("device", "cuda"),
-        "optimizer": {"name": opt.get("name", "sgd"), "lr": opt.get("lr", 0.1), "momentum": opt.get("momentum", 0.9),
-                      "weight_decay": opt.get("weight_decay", 1e-4), "nesterov": opt.get("nesterov", False)},
+        "optimizer": {"name": opt.get("name", "adamw" if bert else "sgd"),
+                      "lr": a.lr or opt.get("lr", 2e-5 if bert else 0.1), "momentum": opt.get("momentum", 0.9),
+                      "weight_decay": opt.get("weight_decay", 0.01 if bert else 1e-4),
+                      "nesterov": opt.get("nesterov", False)},
         "json": a.json,
     }
-    if cfg["model"] != "resnet50":
-        p.error("only resnet50 has a reference so far")
     if cfg["dataset_size"] < cfg["batch_size"]:
         p.error("dataset_size is smaller than batch_size")
     return cfg
@@ -85,16 +94,31 @@ def main(argv):
     mf = torch.channels_last if channels_last else torch.contiguous_format
 
     torch.manual_seed(0)
-    model = torchvision.models.resnet50(num_classes=cfg["num_classes"]).to(dev, memory_format=mf)
+    bs = cfg["batch_size"]
+    if cfg["model"] == "bert-base":
+        import transformers
+
+        model = transformers.BertForSequenceClassification(
+            transformers.BertConfig(num_labels=cfg["num_labels"])).to(dev)
+        channels_last = False
+        x = torch.randint(1, model.config.vocab_size, (bs, cfg["seq_len"]), device=dev)  # full length: no mask
+        y = torch.randint(0, cfg["num_labels"], (bs,), device=dev)
+        forward = lambda: loss_fn(model(input_ids=x).logits, y)
+        torch_version_of_model = transformers.__version__
+    else:
+        model = torchvision.models.resnet50(num_classes=cfg["num_classes"]).to(dev, memory_format=mf)
+        size = cfg["image_size"]
+        x = torch.randn(bs, 3, size, size, device=dev).contiguous(memory_format=mf)
+        y = torch.randint(0, cfg["num_classes"], (bs,), device=dev)
+        forward = lambda: loss_fn(model(x), y)
+        torch_version_of_model = torchvision.__version__
     o = cfg["optimizer"]
+    fused = {"fused": True} if cfg["fused"] else {}
     if o["name"] == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=o["lr"], momentum=o["momentum"],
-                              weight_decay=o["weight_decay"], nesterov=o["nesterov"])
+                              weight_decay=o["weight_decay"], nesterov=o["nesterov"], **fused)
     else:
-        opt = torch.optim.AdamW(model.parameters(), lr=o["lr"])
-    bs, size = cfg["batch_size"], cfg["image_size"]
-    x = torch.randn(bs, 3, size, size, device=dev).contiguous(memory_format=mf)
-    y = torch.randint(0, cfg["num_classes"], (bs,), device=dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=o["lr"], weight_decay=o["weight_decay"], **fused)
     autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -102,7 +126,7 @@ def main(argv):
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast(dev.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-            loss = loss_fn(model(x), y)
+            loss = forward()
         if scaler:
             scaler.scale(loss).backward()
             scaler.step(opt)
@@ -134,7 +158,7 @@ def main(argv):
     result = {
         "tool": "pytorch",
         "torch_version": torch.__version__,
-        "torchvision_version": torchvision.__version__,
+        "model_library_version": torch_version_of_model,
         "cudnn_version": torch.backends.cudnn.version(),
         "device_name": torch.cuda.get_device_name(dev),
         "scenario": {k: v for k, v in cfg.items() if k != "json"},

@@ -66,6 +66,7 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["heads"] = s.heads;
   j["dropout"] = s.dropout;
   j["grad_accumulation"] = s.grad_accumulation;
+  j["gradient_checkpointing"] = s.gradient_checkpointing;
   j["cudnn_benchmark"] = s.cudnn_benchmark;
   j["output"] = s.output;
   j["telemetry"] = s.telemetry;
@@ -98,6 +99,7 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.heads = j.value("heads", d.heads);
   s.dropout = j.value("dropout", d.dropout);
   s.grad_accumulation = j.value("grad_accumulation", d.grad_accumulation);
+  s.gradient_checkpointing = j.value("gradient_checkpointing", d.gradient_checkpointing);
   s.cudnn_benchmark = j.value("cudnn_benchmark", d.cudnn_benchmark);
   s.output = j.value("output", d.output);
   s.telemetry = j.value("telemetry", d.telemetry);

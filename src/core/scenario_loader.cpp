@@ -254,6 +254,9 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) { s.dropout = as_double(n, c, 0, 0.999, false); });
     add("grad_accumulation", "--grad-accumulation", "micro-batches of batch_size per optimizer step (default 1)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.grad_accumulation = as_int(n, c, 1, 1 << 16); });
+    add("gradient_checkpointing", "--gradient-checkpointing",
+        "recompute each transformer layer / UNet block in backward to save memory (true/false)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.gradient_checkpointing = as_bool(n, c); });
     add("cudnn_benchmark", "--cudnn-benchmark", "let cuDNN autotune convolutions (true/false, default true)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.cudnn_benchmark = as_bool(n, c); });
     add("output", "--output", "record path (default runs/<model>_<precision>_bs<N>_<time>.json)",

@@ -61,6 +61,7 @@ struct Scenario {
   std::optional<int64_t> heads;           ///< reduced model: attention heads
   std::optional<double> dropout;          ///< override the model's dropout probability (e.g. 0 for exact tests)
   int64_t grad_accumulation = 1;          ///< micro-batches of batch_size per optimizer step
+  bool gradient_checkpointing = false;    ///< recompute each block in backward instead of keeping activations
   bool cudnn_benchmark = true;            ///< let cuDNN autotune convolution algorithms
   std::string output;                     ///< record path; empty = runs/<generated name>.json
   bool telemetry = true;                  ///< sample power, clocks and temperature during the timed epochs

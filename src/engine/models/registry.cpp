@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "checkpoint.h"
 #include "models/bert.h"
 #include "models/resnet.h"
 #include "models/unet.h"
@@ -46,8 +47,16 @@ class ImageClassification final : public Workload {
 /// Fine-tuning a sequence classifier: random token ids (no padding), uniform labels, cross-entropy.
 class SequenceClassification final : public Workload {
  public:
-  SequenceClassification(const models::BertOptions& o, int64_t seq_len)
-      : model_(o), options_(o), seq_len_(seq_len) {}
+  SequenceClassification(const models::BertOptions& o, int64_t seq_len, bool checkpointing)
+      : model_(o), options_(o), seq_len_(seq_len) {
+    if (checkpointing) {
+      auto* m = model_.get();
+      m->run_layer = [m](size_t i, const torch::Tensor& x, const torch::Tensor& keep) {
+        return checkpoint([m, i, keep](const std::vector<at::Tensor>& in) { return m->layers[i]->forward(in[0], keep); },
+                          {x});
+      };
+    }
+  }
 
   std::shared_ptr<torch::nn::Module> module() override { return model_.ptr(); }
 
@@ -78,7 +87,14 @@ class SequenceClassification final : public Workload {
 /// scaled-linear schedule, random t, a 77 x 768 text context, MSE between predicted and true noise.
 class LatentDiffusion final : public Workload {
  public:
-  LatentDiffusion(const models::UNetOptions& o, int64_t latent) : model_(o), options_(o), latent_(latent) {}
+  LatentDiffusion(const models::UNetOptions& o, int64_t latent, bool checkpointing)
+      : model_(o), options_(o), latent_(latent) {
+    if (checkpointing) {
+      model_->run_block = [](const models::UNet2DConditionImpl::Block& f, const std::vector<at::Tensor>& in) {
+        return checkpoint(f, in);
+      };
+    }
+  }
 
   std::shared_ptr<torch::nn::Module> module() override { return model_.ptr(); }
 
@@ -135,6 +151,9 @@ const std::vector<ModelEntry>& model_registry() {
                  "images", 256, "sgd"},
        OptimizerSettings{"sgd", 0.1, 0.9, 1e-4, false, std::nullopt, std::nullopt, std::nullopt},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
+         if (s.gradient_checkpointing) {
+           throw std::invalid_argument("resnet50: gradient_checkpointing is implemented for bert-base and sd-unet only");
+         }
          models::ResNetOptions o;
          o.num_classes = s.num_classes;
          return std::make_unique<ImageClassification>(models::ResNet(o), o, s.image_size);
@@ -159,7 +178,7 @@ const std::vector<ModelEntry>& model_registry() {
            throw std::invalid_argument("bert-base: seq_len " + std::to_string(s.seq_len) + " exceeds its " +
                                        std::to_string(o.max_positions) + " positions");
          }
-         return std::make_unique<SequenceClassification>(o, s.seq_len);
+         return std::make_unique<SequenceClassification>(o, s.seq_len, s.gradient_checkpointing);
        }},
       {ModelInfo{"sd-unet", "Stable Diffusion v1.5 UNet as diffusers' UNet2DConditionModel (859.5M parameters), "
                             "latent-space fine-tuning",
@@ -179,7 +198,7 @@ const std::vector<ModelEntry>& model_registry() {
          if (s.latent_size % 8 != 0) {
            throw std::invalid_argument("sd-unet: latent_size must be a multiple of 8 (three 2x downsamplings)");
          }
-         return std::make_unique<LatentDiffusion>(o, s.latent_size);
+         return std::make_unique<LatentDiffusion>(o, s.latent_size, s.gradient_checkpointing);
        }},
   };
   return entries;

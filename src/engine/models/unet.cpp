@@ -192,10 +192,12 @@ torch::Tensor UNet2DConditionImpl::forward(const torch::Tensor& sample, const to
   std::vector<torch::Tensor> skips{x};
   for (auto& blk : down_) {
     for (size_t j = 0; j < blk->resnets.size(); ++j) {
-      x = wrap_block([&] {
-        torch::Tensor h = blk->resnets[j](x, temb);
-        return blk->attentions.empty() ? h : blk->attentions[j](h, context);
-      });
+      x = run_block(
+          [&blk, j](const std::vector<torch::Tensor>& in) {
+            torch::Tensor h = blk->resnets[j](in[0], in[1]);
+            return blk->attentions.empty() ? h : blk->attentions[j](h, in[2]);
+          },
+          {x, temb, context});
       skips.push_back(x);
     }
     if (blk->sampler) {
@@ -203,18 +205,22 @@ torch::Tensor UNet2DConditionImpl::forward(const torch::Tensor& sample, const to
       skips.push_back(x);
     }
   }
-  x = wrap_block([&] {
-    torch::Tensor h = mid_->resnets[0](x, temb);
-    return mid_->resnets[1](mid_->attentions[0](h, context), temb);
-  });
+  x = run_block(
+      [this](const std::vector<torch::Tensor>& in) {
+        torch::Tensor h = mid_->resnets[0](in[0], in[1]);
+        return mid_->resnets[1](mid_->attentions[0](h, in[2]), in[1]);
+      },
+      {x, temb, context});
   for (auto& blk : up_) {
     for (size_t j = 0; j < blk->resnets.size(); ++j) {
       const torch::Tensor skip = skips.back();
       skips.pop_back();
-      x = wrap_block([&] {
-        torch::Tensor h = blk->resnets[j](torch::cat({x, skip}, 1), temb);
-        return blk->attentions.empty() ? h : blk->attentions[j](h, context);
-      });
+      x = run_block(
+          [&blk, j](const std::vector<torch::Tensor>& in) {
+            torch::Tensor h = blk->resnets[j](torch::cat({in[0], in[3]}, 1), in[1]);
+            return blk->attentions.empty() ? h : blk->attentions[j](h, in[2]);
+          },
+          {x, temb, context, skip});
     }
     if (blk->sampler) {
       x = blk->sampler(torch::upsample_nearest2d(x, std::vector<int64_t>{x.size(2) * 2, x.size(3) * 2}));

@@ -87,8 +87,11 @@ class UNet2DConditionImpl : public torch::nn::Module {
   /// Parameter count of each top-level part, in diffusers' order (for tests against MODELS.md).
   std::vector<std::pair<std::string, int64_t>> part_parameter_counts() const;
 
-  /// Wraps each block's call (gradient checkpointing); identity by default.
-  std::function<torch::Tensor(const std::function<torch::Tensor()>&)> wrap_block = [](const auto& f) { return f(); };
+  /// A resnet (+ attention) unit of the UNet as a function of the tensors it reads.
+  using Block = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
+  /// How each unit is run: directly by default; the registry swaps in gradient checkpointing.
+  std::function<torch::Tensor(const Block&, const std::vector<torch::Tensor>&)> run_block =
+      [](const Block& f, const std::vector<torch::Tensor>& in) { return f(in); };
 
  private:
   torch::Tensor time_embedding(const torch::Tensor& timesteps);
