@@ -79,18 +79,19 @@ EpochTelemetry aggregate_epoch(const std::vector<TelemetrySample>& samples, doub
   if (window.empty()) return out;
   const double duration = t_end - t_begin;
 
-  auto note_missing = [&out](const char* name, const Series& s) {
+  // One metric's readings in the window; readings that failed are counted as missing under `name`.
+  auto series = [&](const char* name, const Getter& get) {
+    Series s = collect(window, get);
     if (s.missing > 0) out.missing_readings[name] = s.missing;
+    return s;
   };
 
-  const Series power = collect(window, [](const TelemetrySample& s) { return s.power_w; });
-  note_missing("power_w", power);
+  const Series power = series("power_w", [](const TelemetrySample& s) { return s.power_w; });
   out.power_avg_w = time_mean(power);
   out.power_peak_w = max_of(power);
   if (out.power_avg_w && duration > 0) out.energy_integrated_j = *out.power_avg_w * duration;
 
-  const Series energy = collect(window, [](const TelemetrySample& s) { return s.energy_j; });
-  note_missing("energy_j", energy);
+  const Series energy = series("energy_j", [](const TelemetrySample& s) { return s.energy_j; });
   if (energy.points.size() >= 2) {
     // Sum the increments; a decrease means the counter was reset, and that interval is left out.
     double used = 0, covered = 0;
@@ -115,23 +116,15 @@ EpochTelemetry aggregate_epoch(const std::vector<TelemetrySample>& samples, doub
   }
   if (out.energy_j && epoch_samples > 0) out.joules_per_sample = *out.energy_j / static_cast<double>(epoch_samples);
 
-  const Series sm = collect(window, [](const TelemetrySample& s) { return s.sm_clock_mhz; });
-  note_missing("sm_clock_mhz", sm);
+  const Series sm = series("sm_clock_mhz", [](const TelemetrySample& s) { return s.sm_clock_mhz; });
   out.sm_clock_avg_mhz = time_mean(sm);
   out.sm_clock_min_mhz = min_of(sm);
-  const Series mem = collect(window, [](const TelemetrySample& s) { return s.mem_clock_mhz; });
-  note_missing("mem_clock_mhz", mem);
-  out.mem_clock_avg_mhz = time_mean(mem);
-  const Series temp = collect(window, [](const TelemetrySample& s) { return s.temperature_c; });
-  note_missing("temperature_c", temp);
+  out.mem_clock_avg_mhz = time_mean(series("mem_clock_mhz", [](const TelemetrySample& s) { return s.mem_clock_mhz; }));
+  const Series temp = series("temperature_c", [](const TelemetrySample& s) { return s.temperature_c; });
   out.temperature_avg_c = time_mean(temp);
   out.temperature_peak_c = max_of(temp);
-  const Series gu = collect(window, [](const TelemetrySample& s) { return s.gpu_util_pct; });
-  note_missing("gpu_util_pct", gu);
-  out.gpu_util_avg_pct = time_mean(gu);
-  const Series mu = collect(window, [](const TelemetrySample& s) { return s.mem_util_pct; });
-  note_missing("mem_util_pct", mu);
-  out.mem_util_avg_pct = time_mean(mu);
+  out.gpu_util_avg_pct = time_mean(series("gpu_util_pct", [](const TelemetrySample& s) { return s.gpu_util_pct; }));
+  out.mem_util_avg_pct = time_mean(series("mem_util_pct", [](const TelemetrySample& s) { return s.mem_util_pct; }));
 
   int64_t with_reasons = 0;
   std::map<std::string, int64_t> counts;

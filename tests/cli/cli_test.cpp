@@ -100,6 +100,18 @@ TEST_F(CliTest, ValidateChecksWithoutRunning) {
   EXPECT_NE(r.err.find("bad.json:1:12: key 'epochs'"), std::string::npos) << r.err;
 }
 
+TEST_F(CliTest, EveryShippedScenarioValidatesAgainstTheModelRegistry) {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(GPUBENCH_SOURCE_DIR) / "configs")) {
+    const auto ext = entry.path().extension();
+    if (ext != ".yaml" && ext != ".yml" && ext != ".json") continue;
+    const Result r = gpubench("validate " + entry.path().string());
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
+    ++n;
+  }
+  EXPECT_GE(n, 6);
+}
+
 TEST_F(CliTest, MissingGpuGivesAFailedRecordAndExitOne) {
   if (gpubench("list").out.find("cuda:0") != std::string::npos) GTEST_SKIP() << "this machine has a GPU";
   const std::string out = (dir_ / "nogpu.json").string();

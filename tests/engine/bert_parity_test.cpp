@@ -2,25 +2,16 @@
 // tests/reference/export_transformers_bert.py): same parameters in the same order, same logits with its weights.
 
 #include <gtest/gtest.h>
-#include <torch/csrc/jit/serialization/pickle.h>
-
-#include <fstream>
-
 #include "models/bert.h"
+#include "reference_file.h"
 
 namespace gpubench::engine {
 namespace {
 
-c10::Dict<c10::IValue, c10::IValue> load_reference() {
-  const std::string path = std::string(GPUBENCH_REFERENCE_DIR) + "/bert_transformers.pt";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("missing " + path + " (made by the transformers_reference_export test)");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
-  return torch::jit::pickle_load(bytes).toGenericDict();
-}
+c10::Dict<c10::IValue, c10::IValue> load_bert() { return load_reference("bert_transformers.pt"); }
 
 TEST(BertParityTest, ParametersMatchTransformersInNameShapeAndOrder) {
-  const auto ref = load_reference();
+  const auto ref = load_bert();
   models::BertForSequenceClassification bert;
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> shapes;
@@ -28,20 +19,12 @@ TEST(BertParityTest, ParametersMatchTransformersInNameShapeAndOrder) {
     names.push_back(p.key());
     shapes.push_back(p.value().sizes().vec());
   }
-  std::vector<std::string> ref_names;
-  for (const auto& v : ref.at("param_names").toListRef()) ref_names.push_back(v.toStringRef());
-  std::vector<std::vector<int64_t>> ref_shapes;
-  for (const auto& v : ref.at("param_shapes").toListRef()) {
-    std::vector<int64_t> s;
-    for (const auto& d : v.toListRef()) s.push_back(d.toInt());
-    ref_shapes.push_back(s);
-  }
-  EXPECT_EQ(names, ref_names);
-  EXPECT_EQ(shapes, ref_shapes);
+  EXPECT_EQ(names, reference_names(ref, "param_names"));
+  EXPECT_EQ(shapes, reference_shapes(ref, "param_shapes"));
 }
 
 TEST(BertParityTest, TransformersWeightsGiveTransformersLogitsWithPadding) {
-  const auto ref = load_reference();
+  const auto ref = load_bert();
   models::BertForSequenceClassification bert;
   const auto state = ref.at("state").toGenericDict();
   torch::NoGradGuard no_grad;

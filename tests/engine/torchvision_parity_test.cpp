@@ -3,46 +3,22 @@
 // same initialisation statistics.
 
 #include <gtest/gtest.h>
-#include <torch/csrc/jit/serialization/pickle.h>
-
-#include <fstream>
-
 #include "models/resnet.h"
+#include "reference_file.h"
 
 namespace gpubench::engine {
 namespace {
 
 class TorchvisionParityTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = std::string(GPUBENCH_REFERENCE_DIR) + "/resnet50_torchvision.pt";
-    std::ifstream in(path, std::ios::binary);
-    ASSERT_TRUE(in) << "missing " << path << " (made by the torchvision_reference_export test)";
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
-    reference_ = new c10::Dict<c10::IValue, c10::IValue>(torch::jit::pickle_load(bytes).toGenericDict());
-  }
-  static void TearDownTestSuite() {
-    delete reference_;
-    reference_ = nullptr;
-  }
+  static void SetUpTestSuite() { reference_ = load_reference("resnet50_torchvision.pt"); }
+  static void TearDownTestSuite() { reference_.reset(); }
   static c10::IValue get(const std::string& key) { return reference_->at(key); }
-  static std::vector<std::string> names(const std::string& key) {
-    std::vector<std::string> out;
-    for (const auto& v : get(key).toListRef()) out.push_back(v.toStringRef());
-    return out;
-  }
-  static std::vector<std::vector<int64_t>> shapes(const std::string& key) {
-    std::vector<std::vector<int64_t>> out;
-    for (const auto& v : get(key).toListRef()) {
-      std::vector<int64_t> shape;
-      for (const auto& d : v.toListRef()) shape.push_back(d.toInt());
-      out.push_back(shape);
-    }
-    return out;
-  }
-  static c10::Dict<c10::IValue, c10::IValue>* reference_;
+  static std::vector<std::string> names(const std::string& key) { return reference_names(*reference_, key); }
+  static std::vector<std::vector<int64_t>> shapes(const std::string& key) { return reference_shapes(*reference_, key); }
+  static std::optional<c10::Dict<c10::IValue, c10::IValue>> reference_;
 };
-c10::Dict<c10::IValue, c10::IValue>* TorchvisionParityTest::reference_ = nullptr;
+std::optional<c10::Dict<c10::IValue, c10::IValue>> TorchvisionParityTest::reference_;
 
 TEST_F(TorchvisionParityTest, ParametersAndBuffersEnumerateInTheSameOrderWithTheSameShapes) {
   models::ResNet net;
