@@ -15,6 +15,8 @@
 #include "gpubench/core/record_io.hpp"
 #include "gpubench/core/scenario_loader.hpp"
 #include "gpubench/engine/engine.hpp"
+#include "gpubench/core/compare.hpp"
+#include "gpubench/report/compare_report.hpp"
 #include "gpubench/report/console.hpp"
 #include "gpubench/telemetry/readers.hpp"
 
@@ -182,6 +184,49 @@ int validate_command(const std::vector<std::string>& files) {
     }
   }
   return rc;
+}
+
+int compare_command(const CompareArgs& a) {
+  CompareOptions options;
+  options.seed = a.seed;
+  {
+    std::string t = a.threshold;
+    const bool percent = !t.empty() && t.back() == '%';
+    if (percent) t.pop_back();
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size() || !(v >= 0)) {
+      spdlog::error("--threshold: expected a fraction such as 0.02 or a percentage such as 2%, got '{}'", a.threshold);
+      return kExitUsage;
+    }
+    options.threshold = percent ? v / 100.0 : v;
+  }
+  std::vector<LoadedRecord> base, candidate;
+  std::vector<std::string> skipped;
+  try {
+    base = load_records({a.base}, &skipped);
+    candidate = load_records({a.candidate}, &skipped);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  for (const auto& s : skipped) spdlog::info("skipped {} (not a gpubench run record)", s);
+  if (base.empty() || candidate.empty()) {
+    spdlog::error("nothing to compare: {} baseline and {} candidate records", base.size(), candidate.size());
+    return kExitUsage;
+  }
+  const CompareResult result = compare_runs(base, candidate, options);
+  std::fputs(format_compare_console(result, options.threshold).c_str(), stdout);
+  try {
+    if (!a.markdown.empty()) write_file_atomic(a.markdown, format_compare_markdown(result, options.threshold));
+    if (!a.junit.empty()) write_file_atomic(a.junit, format_compare_junit(result, options.threshold));
+    if (!a.json.empty()) write_file_atomic(a.json, compare_to_json(result, options.threshold).dump(2) + "\n");
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitRunFailed;
+  }
+  if (!result.environment.like_for_like) spdlog::warn("the two sides ran on different hardware or builds");
+  return result.any_regression() ? kExitRegression : kExitOk;
 }
 
 }  // namespace gpubench::cli

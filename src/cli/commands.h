@@ -27,4 +27,12 @@ int list_command();
 int info_command();
 int validate_command(const std::vector<std::string>& files);
 
+struct CompareArgs {
+  std::string base, candidate;               ///< a record file or a directory of records, each
+  std::string threshold = "2%";             ///< "2%" or "0.02"
+  std::string markdown, junit, json;         ///< optional output files
+  uint64_t seed = 1;
+};
+int compare_command(const CompareArgs& args);
+
 }  // namespace gpubench::cli

@@ -53,6 +53,19 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Check scenario files without running them");
   validate->add_option("files", files, "Scenario files (YAML or JSON)")->required();
 
+  gpubench::cli::CompareArgs compare_args;
+  auto* compare = app.add_subcommand("compare", "Compare candidate runs with baseline runs; exit 3 on a regression");
+  compare->add_option("BASE", compare_args.base, "Baseline: a record file or a directory of records")->required();
+  compare->add_option("NEW", compare_args.candidate, "Candidate: a record file or a directory of records")->required();
+  compare->add_option("--threshold", compare_args.threshold,
+                      "Significant slowdowns larger than this are regressions (2% or 0.02; default 2%)");
+  compare->add_option("--markdown", compare_args.markdown, "Also write a Markdown table here");
+  compare->add_option("--junit", compare_args.junit, "Also write JUnit XML here");
+  compare->add_option("--json", compare_args.json, "Also write the comparison as JSON here");
+  compare->add_option("--seed", compare_args.seed, "Bootstrap seed (default 1)");
+  compare->footer("Pairs runs by resolved scenario (repeats are pooled). The 95% interval of the throughput ratio is a "
+                  "bootstrap over runs and their steps.\nExit codes: 0 no regression, 2 usage error, 3 regression.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -71,5 +84,6 @@ int main(int argc, char** argv) {
   if (list->parsed()) return gpubench::cli::list_command();
   if (info->parsed()) return gpubench::cli::info_command();
   if (validate->parsed()) return gpubench::cli::validate_command(files);
+  if (compare->parsed()) return gpubench::cli::compare_command(compare_args);
   return kExitUsage;
 }

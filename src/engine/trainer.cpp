@@ -187,6 +187,8 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
     ep.samples_per_s = seconds > 0 ? static_cast<double>(ep.samples) / seconds : 0.0;
     std::vector<double> step_ms = timer->end_epoch_ms();
     ep.step_time = summarize_step_times(step_ms);
+    ep.step_times_ms.reserve(step_ms.size());
+    for (double v : step_ms) ep.step_times_ms.push_back(std::round(v * 1e4) / 1e4);
     all_step_ms.insert(all_step_ms.end(), step_ms.begin(), step_ms.end());
     const DeviceMemoryPeaks peaks = read_memory_peaks(plan.device);
     ep.peak_allocated_bytes = peaks.allocated_bytes;

@@ -153,6 +153,32 @@ TEST_F(CliTest, CtrlCEndsTheRunCleanlyWithAnInterruptedRecord) {
   EXPECT_GT(rec.epochs[0].steps, 0);
 }
 
+TEST_F(CliTest, CompareExitsThreeOnARegressionAndWritesItsReports) {
+  // A real record whose step times are replaced by a steady series (a loaded CPU is too noisy to call anything),
+  // and a copy 20% slower.
+  const std::string base = (dir_ / "base").string(), cand = (dir_ / "new").string();
+  ASSERT_EQ(gpubench("run --config " + tiny() + " --output " + base + "/a.json").exit_code, 0);
+  RunRecord steady = read_record(base + "/a.json");
+  for (auto& e : steady.epochs) {
+    e.step_times_ms.clear();
+    for (int i = 0; i < 100; ++i) e.step_times_ms.push_back(50.0 + 0.1 * (i % 7));
+  }
+  write_record(base + "/a.json", steady);
+  for (auto& e : steady.epochs) {
+    for (auto& t : e.step_times_ms) t *= 1.25;
+  }
+  write_record(cand + "/a.json", steady);
+  const std::string md = (dir_ / "c.md").string(), junit = (dir_ / "c.xml").string();
+  const Result r = gpubench("compare " + base + " " + cand + " --markdown " + md + " --junit " + junit);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("regression"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(md).find("**regression**"), std::string::npos);
+  EXPECT_NE(slurp(junit).find("failures=\"1\""), std::string::npos);
+  EXPECT_EQ(gpubench("compare " + base + " " + base).exit_code, 0);
+  EXPECT_EQ(gpubench("compare " + base + " " + (dir_ / "missing").string()).exit_code, 2);
+  EXPECT_EQ(gpubench("compare " + base + " " + cand + " --threshold lots").exit_code, 2);
+}
+
 TEST_F(CliTest, HelpListsScenarioFlagsAndExitCodes) {
   const Result r = gpubench("run --help");
   EXPECT_EQ(r.exit_code, 0);

@@ -75,6 +75,7 @@ struct EpochRecord {
   double seconds = 0;              ///< wall time of the epoch, device synchronised at both ends (s)
   double samples_per_s = 0;        ///< samples / seconds (never a mean of per-step rates)
   StepTimeStats step_time;         ///< device-event (CUDA) or host-clock (CPU) step times
+  std::vector<double> step_times_ms;  ///< every timed step (ms, 4 decimals), for statistics recomputed later
   std::optional<int64_t> peak_allocated_bytes;  ///< device memory held by tensors, peak in the epoch
   std::optional<int64_t> peak_reserved_bytes;   ///< device memory held by the caching allocator, peak
   std::optional<int64_t> peak_host_rss_bytes;   ///< process resident set size, peak so far (CPU runs)
@@ -136,7 +137,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, t
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, resolved, autocast_dtype, tf32_matmul,
                                                 tf32_cudnn, loss_scaling, memory_format)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
-                                                step_time, peak_allocated_bytes, peak_reserved_bytes,
+                                                step_time, step_times_ms, peak_allocated_bytes, peak_reserved_bytes,
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,
                                                 complete, telemetry)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, samples, seconds, samples_per_s,

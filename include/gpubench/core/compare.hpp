@@ -1,0 +1,68 @@
+#pragma once
+// Comparing two sets of run records (a baseline and a candidate) with a verdict that is not fooled by noise.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpubench/core/run_record.hpp"
+
+namespace gpubench {
+
+struct CompareOptions {
+  double threshold = 0.02;   ///< a significant slowdown larger than this fraction is a regression
+  double confidence = 0.95;  ///< two-sided confidence level of the interval
+  int resamples = 2000;      ///< bootstrap resamples
+  uint64_t seed = 1;         ///< bootstrap seed: the same inputs give the same interval
+};
+
+enum class Verdict { kFaster, kNoChange, kSlower, kRegression, kNotComparable, kNoBaseline };
+std::string to_string(Verdict v);
+
+/// A record with the file it came from.
+struct LoadedRecord {
+  std::string path;
+  RunRecord record;
+};
+
+/// One scenario's baseline against its candidate.
+struct Comparison {
+  std::string label;                   ///< "resnet50 bs256 bf16 cuda:0"
+  std::vector<std::string> base_paths, new_paths;
+  double base_samples_per_s = 0, new_samples_per_s = 0;  ///< pooled means over the runs
+  double ratio = 0;                    ///< new / base throughput (> 1 is faster)
+  double ci_low = 0, ci_high = 0;      ///< confidence interval of `ratio`
+  std::string interval_basis;          ///< what was resampled: "runs and steps", "steps", "none"
+  Verdict verdict = Verdict::kNoChange;
+  std::vector<std::string> differing_keys;  ///< scenario keys that differ (not comparable)
+};
+
+/// The environment differences between the two sides ("driver_version: 580.1 -> 590.2") and whether the
+/// comparison is still like-for-like (same device, build type and power limit).
+struct EnvironmentDiff {
+  std::vector<std::string> differences;
+  bool like_for_like = true;
+};
+
+struct CompareResult {
+  std::vector<Comparison> comparisons;
+  EnvironmentDiff environment;
+  bool any_regression() const;
+};
+
+/// Pairs `candidates` with `baselines` by resolved scenario (repeats of one scenario are pooled), computes the
+/// throughput ratio with a bootstrap confidence interval over runs and their steps, and gives each pair a verdict:
+/// faster / slower when the interval excludes 1, regression when slower by more than the threshold,
+/// not comparable when only the scenario differs (the keys are listed).
+CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std::vector<LoadedRecord>& candidates,
+                           const CompareOptions& options);
+
+/// The scenario keys that make two runs different experiments (everything but output paths and labels).
+nlohmann::json comparable_scenario(const Scenario& s);
+
+/// Reads records from files and directories (*.json that are gpubench run records; other JSON is skipped and named
+/// in `skipped`). Throws std::runtime_error for a path that does not exist.
+std::vector<LoadedRecord> load_records(const std::vector<std::string>& paths, std::vector<std::string>* skipped);
+
+}  // namespace gpubench

@@ -1,0 +1,240 @@
+#include "gpubench/core/compare.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "gpubench/core/record_io.hpp"
+
+namespace gpubench {
+
+namespace fs = std::filesystem;
+
+std::string to_string(Verdict v) {
+  switch (v) {
+    case Verdict::kFaster: return "faster";
+    case Verdict::kNoChange: return "no significant change";
+    case Verdict::kSlower: return "slower";
+    case Verdict::kRegression: return "regression";
+    case Verdict::kNotComparable: return "not comparable";
+    case Verdict::kNoBaseline: return "no baseline";
+  }
+  return "?";
+}
+
+bool CompareResult::any_regression() const {
+  return std::any_of(comparisons.begin(), comparisons.end(),
+                     [](const Comparison& c) { return c.verdict == Verdict::kRegression; });
+}
+
+nlohmann::json comparable_scenario(const Scenario& s) {
+  nlohmann::json j = s;
+  for (const char* k : {"output", "name", "telemetry", "telemetry_interval_s", "telemetry_trace"}) j.erase(k);
+  return j;
+}
+
+namespace {
+
+/// Per-run step times (ms) of one side; a run without step times contributes its mean step from the summary.
+using Runs = std::vector<std::vector<double>>;
+
+Runs step_times(const std::vector<const LoadedRecord*>& side) {
+  Runs runs;
+  for (const auto* r : side) {
+    std::vector<double> steps;
+    for (const auto& e : r->record.epochs) steps.insert(steps.end(), e.step_times_ms.begin(), e.step_times_ms.end());
+    if (steps.empty() && r->record.summary.steps > 0) steps.push_back(r->record.summary.step_time.mean_ms);
+    if (!steps.empty()) runs.push_back(std::move(steps));
+  }
+  return runs;
+}
+
+double mean(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+
+/// Mean step time over runs (each run weighted equally).
+double mean_of_runs(const Runs& runs) {
+  double sum = 0;
+  for (const auto& r : runs) sum += mean(r);
+  return sum / static_cast<double>(runs.size());
+}
+
+/// Resamples runs with replacement, then steps within each chosen run: the spread between runs and within them.
+double resample_mean(const Runs& runs, std::mt19937_64& rng) {
+  std::uniform_int_distribution<size_t> pick_run(0, runs.size() - 1);
+  double sum = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[pick_run(rng)];
+    std::uniform_int_distribution<size_t> pick_step(0, r.size() - 1);
+    double s = 0;
+    for (size_t k = 0; k < r.size(); ++k) s += r[pick_step(rng)];
+    sum += s / static_cast<double>(r.size());
+  }
+  return sum / static_cast<double>(runs.size());
+}
+
+std::string label_of(const Scenario& s) {
+  std::ostringstream os;
+  os << s.model << " bs" << (s.batch_size ? std::to_string(*s.batch_size) : "?") << " " << s.precision << " "
+     << s.device;
+  return os.str();
+}
+
+std::vector<std::string> differing_keys(const nlohmann::json& a, const nlohmann::json& b) {
+  std::vector<std::string> keys;
+  const nlohmann::json patch = nlohmann::json::diff(a, b);
+  for (const auto& op : patch) {
+    std::string path = op.value("path", std::string());
+    if (!path.empty() && path[0] == '/') path = path.substr(1);
+    std::replace(path.begin(), path.end(), '/', '.');
+    if (std::find(keys.begin(), keys.end(), path) == keys.end()) keys.push_back(path);
+  }
+  return keys;
+}
+
+void compare_environments(const std::vector<LoadedRecord>& base, const std::vector<LoadedRecord>& cand,
+                          EnvironmentDiff& out) {
+  if (base.empty() || cand.empty()) return;
+  const EnvironmentRecord& a = base.front().record.environment;
+  const EnvironmentRecord& b = cand.front().record.environment;
+  const TelemetryInfo& ta = base.front().record.telemetry;
+  const TelemetryInfo& tb = cand.front().record.telemetry;
+  auto diff = [&out](const std::string& name, const std::string& x, const std::string& y, bool breaks_like_for_like) {
+    if (x == y) return;
+    out.differences.push_back(name + ": " + (x.empty() ? "?" : x) + " -> " + (y.empty() ? "?" : y));
+    if (breaks_like_for_like) out.like_for_like = false;
+  };
+  auto num = [](const std::optional<double>& v) { return v ? std::to_string(static_cast<int64_t>(*v)) : ""; };
+  auto flag = [](const std::optional<bool>& v) { return v ? (*v ? "on" : "off") : ""; };
+  diff("device_name", a.device_name, b.device_name, true);
+  diff("nvidia_driver", ta.driver_version, tb.driver_version, false);
+  diff("cuda_driver_api", a.driver_version, b.driver_version, false);
+  diff("cuda_runtime", a.cuda_runtime_version, b.cuda_runtime_version, false);
+  diff("cudnn", a.cudnn_version, b.cudnn_version, false);
+  diff("libtorch", a.libtorch_version, b.libtorch_version, false);
+  diff("gpubench", a.gpubench_version + " " + a.git_revision, b.gpubench_version + " " + b.git_revision, false);
+  diff("build_type", a.build_type, b.build_type, true);
+  diff("power_limit_w", num(ta.power_limit_w), num(tb.power_limit_w), true);
+  diff("ecc", flag(ta.ecc_enabled), flag(tb.ecc_enabled), false);
+  diff("hostname", a.hostname, b.hostname, false);
+}
+
+}  // namespace
+
+CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std::vector<LoadedRecord>& candidates,
+                           const CompareOptions& options) {
+  CompareResult result;
+  compare_environments(baselines, candidates, result.environment);
+
+  // Group both sides by comparable scenario, in first-seen order.
+  auto group = [](const std::vector<LoadedRecord>& side) {
+    std::vector<std::pair<nlohmann::json, std::vector<const LoadedRecord*>>> groups;
+    for (const auto& r : side) {
+      if (r.record.status != RunStatus::kOk) continue;  // failed runs have no throughput to compare
+      const nlohmann::json key = comparable_scenario(r.record.scenario);
+      auto it = std::find_if(groups.begin(), groups.end(), [&key](const auto& g) { return g.first == key; });
+      if (it == groups.end()) {
+        groups.push_back({key, {&r}});
+      } else {
+        it->second.push_back(&r);
+      }
+    }
+    return groups;
+  };
+  const auto base_groups = group(baselines);
+  const auto cand_groups = group(candidates);
+
+  std::mt19937_64 rng(options.seed);
+  for (const auto& [key, cands] : cand_groups) {
+    Comparison c;
+    c.label = label_of(cands.front()->record.scenario);
+    for (const auto* r : cands) c.new_paths.push_back(r->path);
+    const auto match = std::find_if(base_groups.begin(), base_groups.end(), [&key](const auto& g) { return g.first == key; });
+    if (match == base_groups.end()) {
+      // Same model on the other side but another recipe: say which keys differ.
+      const auto same_model = std::find_if(base_groups.begin(), base_groups.end(), [&key](const auto& g) {
+        return g.first.value("model", "") == key.value("model", "");
+      });
+      if (same_model == base_groups.end()) {
+        c.verdict = Verdict::kNoBaseline;
+      } else {
+        c.verdict = Verdict::kNotComparable;
+        c.differing_keys = differing_keys(same_model->first, key);
+        for (const auto* r : same_model->second) c.base_paths.push_back(r->path);
+      }
+      result.comparisons.push_back(c);
+      continue;
+    }
+    for (const auto* r : match->second) c.base_paths.push_back(r->path);
+    const Runs base = step_times(match->second);
+    const Runs cand = step_times(cands);
+    if (base.empty() || cand.empty()) {
+      c.verdict = Verdict::kNotComparable;
+      c.differing_keys = {"(no timed steps on one side)"};
+      result.comparisons.push_back(c);
+      continue;
+    }
+    // Each step trains the same number of samples on both sides, so throughput scales as 1 / mean step time.
+    const double samples_per_step = static_cast<double>(*cands.front()->record.scenario.batch_size *
+                                                        cands.front()->record.scenario.grad_accumulation);
+    const double base_ms = mean_of_runs(base), new_ms = mean_of_runs(cand);
+    c.base_samples_per_s = samples_per_step / base_ms * 1000.0;
+    c.new_samples_per_s = samples_per_step / new_ms * 1000.0;
+    c.ratio = base_ms / new_ms;
+    const bool spread = std::any_of(base.begin(), base.end(), [](const auto& r) { return r.size() > 1; }) ||
+                        base.size() > 1 || cand.size() > 1;
+    if (!spread) {
+      c.ci_low = c.ci_high = c.ratio;
+      c.interval_basis = "none";
+    } else {
+      std::vector<double> ratios(static_cast<size_t>(options.resamples));
+      for (auto& r : ratios) r = resample_mean(base, rng) / resample_mean(cand, rng);
+      std::sort(ratios.begin(), ratios.end());
+      const double tail = (1.0 - options.confidence) / 2.0 * 100.0;
+      c.ci_low = percentile_sorted(ratios, tail);
+      c.ci_high = percentile_sorted(ratios, 100.0 - tail);
+      c.interval_basis = (base.size() > 1 || cand.size() > 1) ? "runs and steps" : "steps";
+    }
+    if (c.ci_low > 1.0) {
+      c.verdict = Verdict::kFaster;
+    } else if (c.ci_high < 1.0) {
+      c.verdict = c.ratio < 1.0 - options.threshold ? Verdict::kRegression : Verdict::kSlower;
+    } else {
+      c.verdict = Verdict::kNoChange;
+    }
+    result.comparisons.push_back(c);
+  }
+  return result;
+}
+
+std::vector<LoadedRecord> load_records(const std::vector<std::string>& paths, std::vector<std::string>* skipped) {
+  std::vector<LoadedRecord> out;
+  auto try_load = [&](const fs::path& p, bool explicit_file) {
+    try {
+      out.push_back(LoadedRecord{p.string(), read_record(p.string())});
+    } catch (const std::exception& e) {
+      if (explicit_file) throw;
+      if (skipped != nullptr) skipped->push_back(p.string());
+    }
+  };
+  for (const auto& path : paths) {
+    const fs::path p(path);
+    if (fs::is_directory(p)) {
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::directory_iterator(p)) {
+        if (entry.path().extension() == ".json") files.push_back(entry.path());
+      }
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) try_load(f, false);
+    } else if (fs::exists(p)) {
+      try_load(p, true);
+    } else {
+      throw std::runtime_error("'" + path + "' does not exist");
+    }
+  }
+  return out;
+}
+
+}  // namespace gpubench

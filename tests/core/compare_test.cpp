@@ -1,0 +1,118 @@
+#include "gpubench/core/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace gpubench {
+namespace {
+
+/// A run of 200 steps whose step times are normal around `step_ms` with relative noise `step_noise`; the whole run
+/// is shifted by a relative `run_shift` (run-to-run variation).
+LoadedRecord run(const std::string& path, double step_ms, double step_noise, double run_shift, uint64_t seed,
+                 int64_t batch = 256) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  RunRecord r;
+  r.scenario.model = "resnet50";
+  r.scenario.batch_size = batch;
+  r.scenario.precision = "bf16";
+  r.scenario.device = "cuda:0";
+  r.environment.device_name = "NVIDIA H200";
+  EpochRecord e;
+  e.steps = 200;
+  const double mean = step_ms * (1.0 + run_shift);
+  for (int i = 0; i < 200; ++i) e.step_times_ms.push_back(mean * (1.0 + step_noise * noise(rng)));
+  r.epochs.push_back(e);
+  return LoadedRecord{path, r};
+}
+
+/// `n` runs with run-to-run variation `run_noise` (drawn with `seed`).
+std::vector<LoadedRecord> runs(int n, double step_ms, double step_noise, double run_noise, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> shift(0.0, run_noise);
+  std::vector<LoadedRecord> out;
+  for (int i = 0; i < n; ++i) out.push_back(run("r" + std::to_string(i) + ".json", step_ms, step_noise, shift(rng), seed * 100 + i));
+  return out;
+}
+
+TEST(CompareTest, IdenticalRunsShowNoSignificantChange) {
+  const auto r = compare_runs(runs(5, 54.0, 0.005, 0.002, 1), runs(5, 54.0, 0.005, 0.002, 2), {});
+  ASSERT_EQ(r.comparisons.size(), 1u);
+  const Comparison& c = r.comparisons[0];
+  EXPECT_EQ(c.verdict, Verdict::kNoChange) << c.ratio << " [" << c.ci_low << ", " << c.ci_high << "]";
+  EXPECT_LT(c.ci_low, 1.0);
+  EXPECT_GT(c.ci_high, 1.0);
+  EXPECT_EQ(c.base_paths.size(), 5u);
+  EXPECT_EQ(c.interval_basis, "runs and steps");
+  EXPECT_FALSE(r.any_regression());
+}
+
+TEST(CompareTest, FivePercentSlowerWithHalfAPercentNoiseIsARegression) {
+  // 5% less throughput = step times 1/0.95 longer.
+  const auto r = compare_runs(runs(5, 54.0, 0.005, 0.005, 3), runs(5, 54.0 / 0.95, 0.005, 0.005, 4), {});
+  const Comparison& c = r.comparisons[0];
+  EXPECT_EQ(c.verdict, Verdict::kRegression);
+  EXPECT_NEAR(c.ratio, 0.95, 0.01);
+  EXPECT_LT(c.ci_high, 0.98);
+  EXPECT_TRUE(r.any_regression());
+}
+
+TEST(CompareTest, OnePercentSlowerWithThreePercentNoiseIsNotSignificant) {
+  const auto r = compare_runs(runs(5, 54.0, 0.03, 0.03, 5), runs(5, 54.0 / 0.99, 0.03, 0.03, 6), {});
+  const Comparison& c = r.comparisons[0];
+  EXPECT_EQ(c.verdict, Verdict::kNoChange) << c.ratio << " [" << c.ci_low << ", " << c.ci_high << "]";
+}
+
+TEST(CompareTest, SignificantButSmallSlowdownIsSlowerNotARegression) {
+  const auto r = compare_runs(runs(5, 54.0, 0.002, 0.001, 7), runs(5, 54.0 / 0.99, 0.002, 0.001, 8), {});
+  EXPECT_EQ(r.comparisons[0].verdict, Verdict::kSlower);
+  EXPECT_FALSE(r.any_regression());
+}
+
+TEST(CompareTest, FasterWhenTheIntervalIsAboveOne) {
+  const auto r = compare_runs(runs(3, 54.0, 0.005, 0.002, 9), runs(3, 54.0 / 1.05, 0.005, 0.002, 10), {});
+  EXPECT_EQ(r.comparisons[0].verdict, Verdict::kFaster);
+}
+
+TEST(CompareTest, DifferentBatchSizeIsNotComparableAndNamesTheKey) {
+  std::vector<LoadedRecord> base{run("a.json", 54, 0.005, 0, 1, 256)};
+  std::vector<LoadedRecord> cand{run("b.json", 30, 0.005, 0, 2, 128)};
+  const auto r = compare_runs(base, cand, {});
+  ASSERT_EQ(r.comparisons.size(), 1u);
+  EXPECT_EQ(r.comparisons[0].verdict, Verdict::kNotComparable);
+  EXPECT_EQ(r.comparisons[0].differing_keys, std::vector<std::string>{"batch_size"});
+}
+
+TEST(CompareTest, EnvironmentDifferencesAreListedAndHardwareBreaksLikeForLike) {
+  auto base = runs(1, 54, 0.005, 0, 1);
+  auto cand = runs(1, 54, 0.005, 0, 2);
+  base[0].record.telemetry.driver_version = "580.159.04";
+  cand[0].record.telemetry.driver_version = "590.10.01";
+  auto r = compare_runs(base, cand, {});
+  ASSERT_EQ(r.environment.differences.size(), 1u);
+  EXPECT_EQ(r.environment.differences[0], "nvidia_driver: 580.159.04 -> 590.10.01");
+  EXPECT_TRUE(r.environment.like_for_like);
+  cand[0].record.environment.device_name = "NVIDIA H100 80GB HBM3";
+  EXPECT_FALSE(compare_runs(base, cand, {}).environment.like_for_like);
+}
+
+TEST(CompareTest, SameSeedGivesTheSameInterval) {
+  const auto a = compare_runs(runs(3, 54, 0.01, 0.01, 1), runs(3, 55, 0.01, 0.01, 2), {});
+  const auto b = compare_runs(runs(3, 54, 0.01, 0.01, 1), runs(3, 55, 0.01, 0.01, 2), {});
+  EXPECT_EQ(a.comparisons[0].ci_low, b.comparisons[0].ci_low);
+  EXPECT_EQ(a.comparisons[0].ci_high, b.comparisons[0].ci_high);
+}
+
+TEST(CompareTest, FailedRunsAreLeftOutAndAModelWithoutBaselineIsSaidSo) {
+  auto base = runs(2, 54, 0.005, 0, 1);
+  base[1].record.status = RunStatus::kOom;
+  auto cand = runs(1, 54, 0.005, 0, 2);
+  cand[0].record.scenario.model = "bert-base";
+  const auto r = compare_runs(base, cand, {});
+  ASSERT_EQ(r.comparisons.size(), 1u);
+  EXPECT_EQ(r.comparisons[0].verdict, Verdict::kNoBaseline);
+}
+
+}  // namespace
+}  // namespace gpubench
