@@ -42,7 +42,7 @@ std::string format_run_summary(const RunRecord& r) {
                          e.loss_last, e.complete ? "" : "  (partial)");
     }
     const RunSummary& m = r.summary;
-    out += fmt::format("total: {} {} in {:.2f} s = {:.1f} {}/s, {:.1f} TFLOP/s of model FLOPs", m.samples, unit,
+    out += fmt::format("total: {} {} in {:.2f} s = {:.1f} {}/s, {:.3g} TFLOP/s of model FLOPs", m.samples, unit,
                        m.seconds, m.samples_per_s, unit, m.achieved_tflops);
     if (m.peak_reserved_bytes) out += fmt::format(", peak reserved {}", format_bytes(*m.peak_reserved_bytes));
     out += fmt::format(" (warm-up: {} steps, {:.1f} s)\n", m.warmup_steps, m.warmup_seconds);
