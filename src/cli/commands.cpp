@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <thread>
 #include <fmt/format.h>
 
 #include "cli/run_session.h"
@@ -25,6 +26,7 @@ namespace gpubench::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::vector<double> g_repeat_rates;  // samples/s of each successful repeat
 
 extern "C" void on_signal(int sig) {
   if (g_stop.exchange(true)) {
@@ -73,12 +75,70 @@ Scenario build_scenario(const RunArgs& a) {
 
 }  // namespace
 
+namespace {
+
+/// "runs/x.json" -> "runs/x_r2.json" when repeating; unchanged for a single run.
+std::string repeat_path(const std::string& path, int index, int count) {
+  if (count <= 1) return path;
+  const auto dot = path.rfind(".json");
+  const std::string stem = dot == std::string::npos ? path : path.substr(0, dot);
+  return stem + "_r" + std::to_string(index) + ".json";
+}
+
+/// One run of the scenario: the record, written; returns its status.
+RunStatus run_once(const Scenario& scenario, const RunArgs& args, int index, int count) {
+  RunSession observer(args.quiet, [&](const RunRecord& h) {
+    return repeat_path(scenario.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario.output,
+                       index, count);
+  });
+  RunOptions options;
+  options.command_line = args.command_line;
+  options.stop_requested = &g_stop;
+  RunRecord record = run_benchmark(scenario, observer, options);
+  observer.complete(record);
+  record.repeat_index = index;
+  record.repeat_count = count;
+
+  std::string path = observer.output_path();
+  if (path.empty()) {
+    path = repeat_path(scenario.output.empty() ? default_output(record.scenario, record.scenario.precision)
+                                               : scenario.output,
+                       index, count);
+  }
+  record.scenario.output = path;
+  std::fputs(format_run_summary(record).c_str(), stdout);
+  try {
+    write_record(path, record);
+    if (!observer.stream_path().empty()) std::filesystem::remove(observer.stream_path());
+  } catch (const std::exception& e) {
+    spdlog::error("could not write the record: {}", e.what());
+    return RunStatus::kFailed;
+  }
+  std::printf("record: %s\n", path.c_str());
+  if (record.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(record.status), record.reason);
+  if (record.status == RunStatus::kOk) g_repeat_rates.push_back(record.summary.samples_per_s);
+  return record.status;
+}
+
+}  // namespace
+
 int run_command(const RunArgs& args) {
   Scenario scenario;
+  double cooldown_s = 0;
   try {
     scenario = build_scenario(args);
+    ScenarioLoader loader({});
+    Scenario scratch;
+    if (args.cooldown != "0") {
+      loader.apply_override("time_budget_s", args.cooldown, "--cooldown", scratch);  // same duration syntax
+      cooldown_s = *scratch.time_budget_s;
+    }
   } catch (const ScenarioError& e) {
     spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  if (args.repeats < 1) {
+    spdlog::error("--repeats must be at least 1");
     return kExitUsage;
   }
   if (build_info().build_type != "Release") {
@@ -87,35 +147,27 @@ int run_command(const RunArgs& args) {
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  RunSession observer(args.quiet, [&scenario](const RunRecord& h) {
-    return scenario.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario.output;
-  });
-  RunOptions options;
-  options.command_line = args.command_line;
-  options.stop_requested = &g_stop;
-  RunRecord record = run_benchmark(scenario, observer, options);
+  g_repeat_rates.clear();
+  bool all_ok = true;
+  for (int i = 1; i <= args.repeats && !g_stop.load(); ++i) {
+    if (args.repeats > 1) spdlog::info("repeat {}/{}", i, args.repeats);
+    all_ok = run_once(scenario, args, i, args.repeats) == RunStatus::kOk && all_ok;
+    if (i < args.repeats && cooldown_s > 0 && !g_stop.load()) {
+      spdlog::info("cooling down for {:.0f} s", cooldown_s);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(cooldown_s);
+      while (std::chrono::steady_clock::now() < until && !g_stop.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  }
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  observer.complete(record);
-
-  std::string path = observer.output_path();
-  if (path.empty()) path = scenario.output.empty() ? default_output(record.scenario, record.scenario.precision) : scenario.output;
-  record.scenario.output = path;
-  try {
-    write_record(path, record);
-    if (!observer.stream_path().empty()) std::filesystem::remove(observer.stream_path());
-  } catch (const std::exception& e) {
-    spdlog::error("could not write the record: {}", e.what());
-    std::fputs(format_run_summary(record).c_str(), stdout);
-    return kExitRunFailed;
+  if (g_repeat_rates.size() > 1) {
+    const StepTimeStats s = summarize_step_times(g_repeat_rates);  // the same statistics, over repeats
+    std::printf("repeats: %zu, samples/s mean %.1f, min %.1f, max %.1f, coefficient of variation %.2f%%\n",
+                g_repeat_rates.size(), s.mean_ms, s.min_ms, s.max_ms, s.stdev_ms / s.mean_ms * 100.0);
   }
-  std::fputs(format_run_summary(record).c_str(), stdout);
-  std::printf("record: %s\n", path.c_str());
-  if (record.status != RunStatus::kOk) {
-    spdlog::error("run {}: {}", to_string(record.status), record.reason);
-    return kExitRunFailed;
-  }
-  return kExitOk;
+  return all_ok && !g_stop.load() ? kExitOk : kExitRunFailed;
 }
 
 int list_command() {

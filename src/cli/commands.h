@@ -19,6 +19,8 @@ struct RunArgs {
   bool amp = false;
   bool channels_last = false;
   bool quiet = false;
+  int repeats = 1;            ///< run the scenario this many times, one record each (_r1, _r2, ...)
+  std::string cooldown = "0"; ///< pause between repeats: seconds or 10s/1m
   std::string command_line;
 };
 

@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
   run->add_flag("--amp", run_args.amp, "Mixed precision preferred by the device (bf16 on Ampere and newer)");
   run->add_flag("--channels-last", run_args.channels_last, "Same as --memory-format channels_last");
   run->add_flag("-q,--quiet", run_args.quiet, "Only warnings, errors and the final summary");
+  run->add_option("--repeats", run_args.repeats,
+                  "Run the scenario N times, one record each (<output>_r1.json, ...); prints the spread");
+  run->add_option("--cooldown", run_args.cooldown, "Pause between repeats: seconds or 10s/1m (default 0)");
   // One flag per scenario key (batch_size <-> --batch-size), generated from the key table so they never drift.
   std::map<std::string, std::string> raw;
   for (const auto& k : gpubench::scenario_keys()) {

@@ -39,7 +39,9 @@ void to_json(nlohmann::json& j, const RunRecord& r) {
        {"epochs", r.epochs},
        {"summary", r.summary},
        {"notes", r.notes},
-       {"telemetry", r.telemetry}};
+       {"telemetry", r.telemetry},
+       {"repeat_index", r.repeat_index},
+       {"repeat_count", r.repeat_count}};
 }
 
 void from_json(const nlohmann::json& j, RunRecord& r) {
@@ -67,6 +69,8 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.summary = j.value("summary", RunSummary{});
   r.notes = j.value("notes", std::vector<std::string>{});
   r.telemetry = j.value("telemetry", TelemetryInfo{});
+  r.repeat_index = j.value("repeat_index", int64_t{1});
+  r.repeat_count = j.value("repeat_count", int64_t{1});
 }
 
 namespace {

@@ -179,6 +179,20 @@ TEST_F(CliTest, CompareExitsThreeOnARegressionAndWritesItsReports) {
   EXPECT_EQ(gpubench("compare " + base + " " + cand + " --threshold lots").exit_code, 2);
 }
 
+TEST_F(CliTest, RepeatsWriteOneRecordEachAndReportTheSpread) {
+  const std::string out = (dir_ / "rep" / "tiny.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --epochs 1 --repeats 2 --cooldown 0.2s --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int i = 1; i <= 2; ++i) {
+    const RunRecord rec = read_record((dir_ / "rep" / ("tiny_r" + std::to_string(i) + ".json")).string());
+    EXPECT_EQ(rec.repeat_index, i);
+    EXPECT_EQ(rec.repeat_count, 2);
+    EXPECT_EQ(rec.status, RunStatus::kOk);
+  }
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_NE(r.out.find("coefficient of variation"), std::string::npos) << r.out;
+}
+
 TEST_F(CliTest, HelpListsScenarioFlagsAndExitCodes) {
   const Result r = gpubench("run --help");
   EXPECT_EQ(r.exit_code, 0);

@@ -118,6 +118,8 @@ struct RunRecord {
   RunSummary summary;
   std::vector<std::string> notes;      ///< things a reader must know (CPU bounds, fallbacks, ...)
   TelemetryInfo telemetry;             ///< which reader sampled the device, and static device facts
+  int64_t repeat_index = 1;            ///< 1-based repeat of this scenario within one invocation (--repeats)
+  int64_t repeat_count = 1;
   bool operator==(const RunRecord& o) const;
 };
 
