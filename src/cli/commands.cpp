@@ -26,7 +26,6 @@ namespace gpubench::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-std::vector<double> g_repeat_rates;  // samples/s of each successful repeat
 
 extern "C" void on_signal(int sig) {
   if (g_stop.exchange(true)) {
@@ -85,8 +84,8 @@ std::string repeat_path(const std::string& path, int index, int count) {
   return stem + "_r" + std::to_string(index) + ".json";
 }
 
-/// One run of the scenario: the record, written; returns its status.
-RunStatus run_once(const Scenario& scenario, const RunArgs& args, int index, int count) {
+/// One run of the scenario, its record written. Returns its status and throughput (samples/s).
+std::pair<RunStatus, double> run_once(const Scenario& scenario, const RunArgs& args, int index, int count) {
   RunSession observer(args.quiet, [&](const RunRecord& h) {
     return repeat_path(scenario.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario.output,
                        index, count);
@@ -112,12 +111,11 @@ RunStatus run_once(const Scenario& scenario, const RunArgs& args, int index, int
     if (!observer.stream_path().empty()) std::filesystem::remove(observer.stream_path());
   } catch (const std::exception& e) {
     spdlog::error("could not write the record: {}", e.what());
-    return RunStatus::kFailed;
+    return {RunStatus::kFailed, 0.0};
   }
   std::printf("record: %s\n", path.c_str());
   if (record.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(record.status), record.reason);
-  if (record.status == RunStatus::kOk) g_repeat_rates.push_back(record.summary.samples_per_s);
-  return record.status;
+  return {record.status, record.summary.samples_per_s};
 }
 
 }  // namespace
@@ -127,12 +125,7 @@ int run_command(const RunArgs& args) {
   double cooldown_s = 0;
   try {
     scenario = build_scenario(args);
-    ScenarioLoader loader({});
-    Scenario scratch;
-    if (args.cooldown != "0") {
-      loader.apply_override("time_budget_s", args.cooldown, "--cooldown", scratch);  // same duration syntax
-      cooldown_s = *scratch.time_budget_s;
-    }
+    if (args.cooldown != "0") cooldown_s = parse_duration_s(args.cooldown, "command line --cooldown");
   } catch (const ScenarioError& e) {
     spdlog::error("{}", e.what());
     return kExitUsage;
@@ -147,11 +140,13 @@ int run_command(const RunArgs& args) {
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  g_repeat_rates.clear();
+  std::vector<double> rates;  // samples/s of each successful repeat
   bool all_ok = true;
   for (int i = 1; i <= args.repeats && !g_stop.load(); ++i) {
     if (args.repeats > 1) spdlog::info("repeat {}/{}", i, args.repeats);
-    all_ok = run_once(scenario, args, i, args.repeats) == RunStatus::kOk && all_ok;
+    const auto [status, rate] = run_once(scenario, args, i, args.repeats);
+    if (status == RunStatus::kOk) rates.push_back(rate);
+    all_ok = all_ok && status == RunStatus::kOk;
     if (i < args.repeats && cooldown_s > 0 && !g_stop.load()) {
       spdlog::info("cooling down for {:.0f} s", cooldown_s);
       const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(cooldown_s);
@@ -162,10 +157,10 @@ int run_command(const RunArgs& args) {
   }
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  if (g_repeat_rates.size() > 1) {
-    const StepTimeStats s = summarize_step_times(g_repeat_rates);  // the same statistics, over repeats
+  if (rates.size() > 1) {
+    const StepTimeStats s = summarize_step_times(rates);  // the step-time statistics, applied to samples/s
     std::printf("repeats: %zu, samples/s mean %.1f, min %.1f, max %.1f, coefficient of variation %.2f%%\n",
-                g_repeat_rates.size(), s.mean_ms, s.min_ms, s.max_ms, s.stdev_ms / s.mean_ms * 100.0);
+                rates.size(), s.mean_ms, s.min_ms, s.max_ms, s.stdev_ms / s.mean_ms * 100.0);
   }
   return all_ok && !g_stop.load() ? kExitOk : kExitRunFailed;
 }

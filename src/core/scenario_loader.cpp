@@ -338,6 +338,10 @@ ScenarioError::ScenarioError(Origin origin, std::string key, std::string problem
       key_(std::move(key)),
       problem_(std::move(problem)) {}
 
+double parse_duration_s(const std::string& text, const std::string& where) {
+  return as_duration_s(YAML::Node(text), Ctx{Origin{where, 0, 0}, ""});
+}
+
 const std::vector<ScenarioKey>& scenario_keys() {
   static const std::vector<ScenarioKey> keys = [] {
     std::vector<ScenarioKey> k;

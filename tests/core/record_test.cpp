@@ -130,6 +130,28 @@ TEST(RunSummaryTest, ThroughputIsTotalSamplesOverTotalTimeNotAMeanOfRates) {
   EXPECT_EQ(r.summary.samples, 2000);
 }
 
+TEST(RunSummaryTest, DriftComparesTheLastCompleteEpochWithTheFirst) {
+  RunRecord r;
+  auto epoch = [](double rate, double clock, double temp, bool complete) {
+    EpochRecord e;
+    e.samples_per_s = rate;
+    e.complete = complete;
+    EpochTelemetry t;
+    t.sm_clock_avg_mhz = clock;
+    t.temperature_avg_c = temp;
+    e.telemetry = t;
+    return e;
+  };
+  r.epochs = {epoch(1000, 1980, 50, true), epoch(950, 1900, 70, true), epoch(10, 100, 90, false)};
+  compute_drift(r);
+  EXPECT_DOUBLE_EQ(*r.summary.throughput_drift_pct, -5.0);  // the partial third epoch is ignored
+  EXPECT_NEAR(*r.summary.sm_clock_drift_pct, -80.0 / 1980.0 * 100, 1e-12);
+  EXPECT_DOUBLE_EQ(*r.summary.temperature_drift_c, 20.0);
+  r.epochs.resize(1);
+  compute_drift(r);
+  EXPECT_FALSE(r.summary.throughput_drift_pct.has_value());
+}
+
 TEST(RunStatusTest, NamesRoundTrip) {
   for (auto s : {RunStatus::kOk, RunStatus::kOom, RunStatus::kNan, RunStatus::kInterrupted, RunStatus::kFailed}) {
     EXPECT_EQ(run_status_from_string(to_string(s)), s);

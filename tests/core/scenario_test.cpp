@@ -201,6 +201,18 @@ TEST(ScenarioOverrideTest, FlagStringsAreTakenVerbatim) {
   EXPECT_DOUBLE_EQ(*s.time_budget_s, 90.0);
 }
 
+TEST(DurationTest, ParsesUnitsAndNamesTheSourceOnError) {
+  EXPECT_DOUBLE_EQ(parse_duration_s("90", "x"), 90.0);
+  EXPECT_DOUBLE_EQ(parse_duration_s("2m", "x"), 120.0);
+  EXPECT_DOUBLE_EQ(parse_duration_s("500ms", "x"), 0.5);
+  try {
+    parse_duration_s("soon", "command line --cooldown");
+    FAIL() << "accepted 'soon'";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("command line --cooldown: expected a duration", 0), 0u) << e.what();
+  }
+}
+
 TEST(ScenarioKeysTest, EveryKeyHasAFlagInKebabCase) {
   for (const auto& k : scenario_keys()) {
     EXPECT_EQ(k.flag.rfind("--", 0), 0u) << k.key;

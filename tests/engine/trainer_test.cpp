@@ -75,21 +75,23 @@ TEST(TrainerTest, DefaultsAreResolvedIntoTheRecord) {
   EXPECT_NE(r.notes.front().find("CPU"), std::string::npos);
 }
 
-TEST(TrainerTest, SustainedRunTrainsWholeEpochsForItsDurationAndReportsDrift) {
+TEST(TrainerTest, SustainedRunTrainsWholeEpochsUntilItsDurationHasPassed) {
   Scenario s = tiny();
   s.duration_s = 3.0;
-  s.dataset_size = 4;  // one step per epoch, so the duration holds several even on a loaded machine
+  s.dataset_size = 4;  // one step per epoch: usually many epochs, but the contract holds on any machine load
   CountingObserver obs;
   const RunRecord r = run_benchmark(s, obs, {});
   ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
-  ASSERT_GE(r.epochs.size(), 2u);
+  ASSERT_GE(r.epochs.size(), 1u);
   EXPECT_EQ(r.scenario.epochs, static_cast<int64_t>(r.epochs.size()));
-  for (const auto& e : r.epochs) EXPECT_TRUE(e.complete);
-  EXPECT_GE(r.summary.seconds, 3.0);
-  ASSERT_TRUE(r.summary.throughput_drift_pct.has_value());
-  const double expected =
-      (r.epochs.back().samples_per_s - r.epochs.front().samples_per_s) / r.epochs.front().samples_per_s * 100;
-  EXPECT_DOUBLE_EQ(*r.summary.throughput_drift_pct, expected);
+  double before_last = 0;
+  for (size_t i = 0; i < r.epochs.size(); ++i) {
+    EXPECT_TRUE(r.epochs[i].complete);
+    if (i + 1 < r.epochs.size()) before_last += r.epochs[i].seconds;
+  }
+  EXPECT_LT(before_last, 3.0);        // it kept training while under the duration...
+  EXPECT_GE(r.summary.seconds, 3.0);  // ...and stopped only once past it
+  EXPECT_EQ(r.summary.throughput_drift_pct.has_value(), r.epochs.size() >= 2);
 }
 
 TEST(TrainerTest, TimeBudgetCutsTheEpochAndSaysSo) {

@@ -31,6 +31,10 @@ struct ScenarioKey {
   std::string description;  ///< one line, with the unit
 };
 
+/// Seconds from "90", "1.5", "90s", "2m", "1h" or "500ms" (the syntax of duration keys such as time_budget_s).
+/// Throws ScenarioError naming `where` (e.g. "command line --cooldown").
+double parse_duration_s(const std::string& text, const std::string& where);
+
 /// Every key a scenario file may contain.
 const std::vector<ScenarioKey>& scenario_keys();
 
