@@ -3,6 +3,8 @@
 
 Files: gpubench_<name>_r<k>.json (gpubench run records) and pytorch_<name>_r<k>.json (scripts/pytorch_reference.py).
 For each <name>: throughput of each repeat, the ratio gpubench / PyTorch per repeat pair (mean, min-max), peak memory.
+Names ending in _eager and _graph (scripts/device_run.sh parity phases) also get the cross ratios of issue #5's targets:
+gpubench graph / PyTorch eager, gpubench graph / gpubench eager and PyTorch graph / PyTorch eager, per round.
 """
 import argparse
 import glob
@@ -58,10 +60,40 @@ def main(argv):
         print(f"| {name} | {', '.join(f'{g:.0f}' for g, _ in pairs)} | {', '.join(f'{t:.0f}' for _, t in pairs)} | "
               f"{row['ratio_mean']:.3f} ({row['ratio_min']:.3f}-{row['ratio_max']:.3f}) | "
               f"{gib(row['peak_gpubench_bytes'])} / {gib(row['peak_pytorch_bytes'])} |")
+    cross = cross_ratios(runs)
+    if cross:
+        print()
+        print("| scenario | gpubench graph / PyTorch eager | gpubench graph / gpubench eager | PyTorch graph / PyTorch eager |")
+        print("| --- | --- | --- | --- |")
+        fmt = lambda v: f"{v['mean']:.3f} ({v['min']:.3f}-{v['max']:.3f})" if v else "-"
+        for base, c in cross.items():
+            print(f"| {base} | {fmt(c['gb_graph_over_pt_eager'])} | {fmt(c['gb_graph_over_gb_eager'])} | "
+                  f"{fmt(c['pt_graph_over_pt_eager'])} |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(rows, f, indent=2)
+            json.dump({"pairs": rows, "cross": cross}, f, indent=2)
     return 0
+
+
+def cross_ratios(runs):
+    """Ratios across the _eager and _graph variants of one scenario, round by round."""
+    out = {}
+    for name in runs:
+        if not name.endswith("_graph"):
+            continue
+        base = name[: -len("_graph")]
+        eager, graph = runs.get(base + "_eager", {}), runs[name]
+
+        def ratio(num_runs, num_tool, den_runs, den_tool):
+            vals = [num_runs[r][num_tool]["rate"] / den_runs[r][den_tool]["rate"]
+                    for r in num_runs if r in den_runs and num_runs[r].get(num_tool, {}).get("rate")
+                    and den_runs[r].get(den_tool, {}).get("rate")]
+            return {"mean": statistics.mean(vals), "min": min(vals), "max": max(vals), "n": len(vals)} if vals else None
+
+        out[base] = {"gb_graph_over_pt_eager": ratio(graph, "gpubench", eager, "pytorch"),
+                     "gb_graph_over_gb_eager": ratio(graph, "gpubench", eager, "gpubench"),
+                     "pt_graph_over_pt_eager": ratio(graph, "pytorch", eager, "pytorch")}
+    return out
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@
 #   main   - the README's main job: gpubench run resnet50 --amp (one full 100k-sample epoch)
 #   cudatest - only the *_CUDA tests (the CPU suite runs in CI)
 #   pairs  - gpubench and scripts/pytorch_reference.py on the same scenarios, alternating A B A B
+#   parity_resnet / parity_bert - issue #5's table: gpubench eager and CUDA-graph runs against PyTorch eager and
+#            PyTorch's own whole-step graph capture, alternating, $PAIRS rounds (default 3)
+#   extras - torch.compile reference for BERT bs 32, telemetry on/off, 3 repeats for the coefficient of variation
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -106,6 +109,60 @@ pair() {
     "$PY" scripts/pytorch_reference.py $flags --json "$OUT/records/pytorch_${name}_r$r.json" > /dev/null 2>> "$OUT/session.log"
     bundle
   done
+}
+
+# One round of a parity scenario: gpubench eager, PyTorch eager, gpubench graph, PyTorch graph.
+# name | model | shared flags | PyTorch eager flags (e.g. --fused)
+parity_round() {
+  local name="$1" model="$2" flags="$3" pt_eager="$4" r="$5"
+  log "parity $name round $r"
+  # shellcheck disable=SC2086
+  "$GB" run "$model" $flags --quiet --output "$OUT/records/gpubench_${name}_eager_r$r.json" > /dev/null 2>> "$OUT/session.log"
+  # shellcheck disable=SC2086
+  "$PY" scripts/pytorch_reference.py --model "$model" $flags $pt_eager --json "$OUT/records/pytorch_${name}_eager_r$r.json" > /dev/null 2>> "$OUT/session.log"
+  # shellcheck disable=SC2086
+  "$GB" run "$model" $flags --cuda-graph --quiet --output "$OUT/records/gpubench_${name}_graph_r$r.json" > /dev/null 2>> "$OUT/session.log"
+  # shellcheck disable=SC2086
+  "$PY" scripts/pytorch_reference.py --model "$model" $flags --graph --json "$OUT/records/pytorch_${name}_graph_r$r.json" > /dev/null 2>> "$OUT/session.log"
+  bundle
+}
+
+phase_parity_resnet() {
+  local r
+  for r in $(seq 1 "${PAIRS:-3}"); do
+    parity_round resnet_bs256 resnet50 "--precision bf16 --memory-format channels_last --batch-size 256 --dataset-size 12800 --warmup-steps 15" "" "$r"
+    parity_round resnet_bs128 resnet50 "--precision bf16 --memory-format channels_last --batch-size 128 --dataset-size 9600 --warmup-steps 15" "" "$r"
+  done
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/summary_resnet.json" | tee "$OUT/summary_resnet.md"
+}
+
+phase_parity_bert() {
+  local r
+  for r in $(seq 1 "${PAIRS:-3}"); do
+    parity_round bert_bs32 bert-base "--precision bf16 --batch-size 32 --seq-len 128 --dataset-size 6400 --warmup-steps 15" "--fused" "$r"
+    parity_round bert_bs128 bert-base "--precision bf16 --batch-size 128 --seq-len 128 --dataset-size 6400 --warmup-steps 10" "--fused" "$r"
+  done
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/summary_bert.json" | tee "$OUT/summary_bert.md"
+}
+
+phase_extras() {
+  log "pytorch compile bert bs32"
+  "$PY" scripts/pytorch_reference.py --model bert-base --precision bf16 --batch-size 32 --seq-len 128 --dataset-size 6400 \
+      --warmup-steps 15 --fused --compile --json "$OUT/records/compile_bert_bs32.json" > /dev/null 2>> "$OUT/session.log"
+  bundle
+  local rn="resnet50 --precision bf16 --batch-size 256 --dataset-size 12800 --warmup-steps 15 --quiet"
+  for r in 1 2; do
+    log "telemetry on/off round $r"
+    # shellcheck disable=SC2086
+    "$GB" run $rn --cuda-graph --output "$OUT/records/tele_on_r$r.json" > /dev/null 2>> "$OUT/session.log"
+    # shellcheck disable=SC2086
+    "$GB" run $rn --cuda-graph --telemetry false --output "$OUT/records/tele_off_r$r.json" > /dev/null 2>> "$OUT/session.log"
+  done
+  log "3 repeats in one process (coefficient of variation)"
+  # shellcheck disable=SC2086
+  "$GB" run $rn --cuda-graph --epochs 2 --repeats 3 --output "$OUT/records/cov.json" 2>> "$OUT/session.log" | grep -E "repeats|total" | tee -a "$OUT/session.log"
+  "$GB" info --measure-peak 2>&1 | tee "$OUT/measure_peak.txt" | grep -E "matmul|copy|table"
+  bundle
 }
 
 phase_pairs() {

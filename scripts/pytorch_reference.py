@@ -11,7 +11,9 @@ as gpubench does. Prints one JSON object (and writes it to --json).
 Precision names mean what they mean in gpubench: fp32 = TF32 off everywhere; tf32 = TF32 on for matmuls and cuDNN;
 bf16 / fp16 = autocast (fp16 with GradScaler); amp = bf16 on compute capability >= 8.0, else fp16.
 The optimizer is torch.optim.SGD / AdamW with PyTorch's default implementation (foreach on CUDA); --fused asks for
-the fused kernel instead.
+the fused kernel instead. --graph captures the whole step (forward, backward, fused optimizer) with torch.cuda.graph
+after a side-stream warm-up, PyTorch's documented whole-network recipe, and replays it; --compile wraps the model in
+torch.compile (the compilation happens in the warm-up and is reported as warmup_seconds).
 """
 import argparse
 import json
@@ -38,6 +40,8 @@ def parse_args(argv):
     p.add_argument("--seq-len", type=int)
     p.add_argument("--lr", type=float)
     p.add_argument("--fused", action="store_true", help="fused optimizer kernel (PyTorch's default is foreach)")
+    p.add_argument("--graph", action="store_true", help="capture the whole step in a CUDA graph (implies --fused)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--batch-size", type=int)
     p.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16", "amp"])
     p.add_argument("--memory-format", choices=["auto", "contiguous", "channels_last"])
@@ -57,7 +61,9 @@ def parse_args(argv):
         "model": model,
         "seq_len": a.seq_len or s.get("seq_len", 128),
         "num_labels": s.get("num_labels", 2),
-        "fused": a.fused,
+        "fused": a.fused or a.graph,
+        "graph": a.graph,
+        "compile": a.compile,
         "batch_size": a.batch_size or s.get("batch_size", 32 if bert else 256),
         "precision": a.precision or s.get("precision", "fp32"),
         "memory_format": a.memory_format or s.get("memory_format", "auto"),
@@ -74,6 +80,8 @@ def parse_args(argv):
     }
     if cfg["dataset_size"] < cfg["batch_size"]:
         p.error("dataset_size is smaller than batch_size")
+    if a.graph and cfg["precision"] == "fp16":
+        p.error("--graph with fp16: GradScaler's skip decision is not captured here; use bf16 or fp32")
     return cfg
 
 
@@ -118,7 +126,14 @@ def main(argv):
         opt = torch.optim.SGD(model.parameters(), lr=o["lr"], momentum=o["momentum"],
                               weight_decay=o["weight_decay"], nesterov=o["nesterov"], **fused)
     else:
-        opt = torch.optim.AdamW(model.parameters(), lr=o["lr"], weight_decay=o["weight_decay"], **fused)
+        capturable = {"capturable": True} if cfg["graph"] else {}
+        opt = torch.optim.AdamW(model.parameters(), lr=o["lr"], weight_decay=o["weight_decay"], **fused, **capturable)
+    if cfg["compile"]:
+        compiled = torch.compile(model)
+        if cfg["model"] == "bert-base":
+            forward = lambda: loss_fn(compiled(input_ids=x).logits, y)
+        else:
+            forward = lambda: loss_fn(compiled(x), y)
     autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -140,6 +155,21 @@ def main(argv):
     t_w = time.perf_counter()
     for _ in range(cfg["warmup_steps"]):
         step()
+    torch.cuda.synchronize(dev)
+    if cfg["graph"]:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = step()
+
+        def step():
+            graph.replay()
+            return static_loss.clone()
     torch.cuda.synchronize(dev)
     warmup_s = time.perf_counter() - t_w
     steps = cfg["dataset_size"] // bs
@@ -163,6 +193,8 @@ def main(argv):
         "device_name": torch.cuda.get_device_name(dev),
         "scenario": {k: v for k, v in cfg.items() if k != "json"},
         "precision_resolved": precision,
+        "mode": "cuda_graph" if cfg["graph"] else ("compile" if cfg["compile"] else "eager"),
+        "optimizer_implementation": "fused" if cfg["fused"] else "foreach",
         "channels_last": channels_last,
         "steps": steps,
         "samples": steps * bs,

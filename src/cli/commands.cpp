@@ -13,6 +13,7 @@
 
 #include "cli/run_session.h"
 #include "gpubench/core/build_info.hpp"
+#include "gpubench/core/device_table.hpp"
 #include "gpubench/core/record_io.hpp"
 #include "gpubench/core/scenario_loader.hpp"
 #include "gpubench/engine/engine.hpp"
@@ -182,9 +183,10 @@ int list_command() {
   return kExitOk;
 }
 
-int info_command() {
-  std::string device = "cpu";
+int info_command(const InfoArgs& args) {
+  std::string device = args.device.empty() ? "cpu" : args.device;
   for (const auto& d : list_devices()) {
+    if (!args.device.empty()) break;
     if (d.available && d.id != "cpu" && d.id != "mps") {
       device = d.id;
       break;
@@ -204,6 +206,35 @@ int info_command() {
   row("default device", e.device + (e.device_name.empty() ? "" : " (" + e.device_name + ")"));
   if (e.device_memory_bytes) row("device memory", format_bytes(*e.device_memory_bytes));
   row("compute capability", e.compute_capability);
+  const DeviceSpec* spec = find_device_spec(e.device_name);
+  if (spec != nullptr) {
+    auto tf = [](const std::optional<double>& v) { return v ? fmt::format("{:g}", *v) : std::string("-"); };
+    row("device table", fmt::format("{}: dense TFLOP/s fp32 {} / tf32 {} / bf16 {} / fp16 {}; {} GB/s; {} W", spec->name,
+                                    tf(spec->fp32_tflops), tf(spec->tf32_tflops), tf(spec->bf16_tflops),
+                                    tf(spec->fp16_tflops), tf(spec->bandwidth_gbs), tf(spec->tdp_w)));
+    row("  source", spec->source);
+  } else {
+    row("device table", "no entry for '" + e.device_name + "': MFU is not reported; --measure-peak gives ceilings");
+  }
+  if (args.measure_peak) {
+    std::printf("Measured ceilings on %s (takes a few seconds):\n", device.c_str());
+    std::fflush(stdout);
+    try {
+      const PeakMeasurement m = measure_peaks(device);
+      for (const auto& [mode, tflops] : m.tflops) {
+        std::string vs;
+        if (spec != nullptr && spec->peak_tflops(mode)) vs = fmt::format(" ({:.0f}% of the table's {:g})", 100.0 * tflops / *spec->peak_tflops(mode), *spec->peak_tflops(mode));
+        std::printf("  %-22s %.1f TFLOP/s%s\n", (mode + " matmul").c_str(), tflops, vs.c_str());
+      }
+      std::string vs;
+      if (spec != nullptr && spec->bandwidth_gbs) vs = fmt::format(" ({:.0f}% of the table's {:g} GB/s)", 100.0 * m.copy_gbs / *spec->bandwidth_gbs, *spec->bandwidth_gbs);
+      std::printf("  %-22s %.0f GB/s%s\n", "device copy", m.copy_gbs, vs.c_str());
+      std::printf("  method: %s\n", m.method.c_str());
+    } catch (const std::exception& ex) {
+      spdlog::error("could not measure {}: {}", device, ex.what());
+      return kExitRunFailed;
+    }
+  }
   std::printf("Telemetry readers:\n");
   for (const auto& r : telemetry::probe_readers()) {
     std::printf("  %-10s %s %s\n", r.name.c_str(), r.available ? "available  " : "unavailable", r.detail.c_str());

@@ -26,7 +26,11 @@ struct RunArgs {
 
 int run_command(const RunArgs& args);
 int list_command();
-int info_command();
+struct InfoArgs {
+  bool measure_peak = false;
+  std::string device;  ///< empty = the first available GPU, else the CPU
+};
+int info_command(const InfoArgs& args);
 int validate_command(const std::vector<std::string>& files);
 
 struct CompareArgs {

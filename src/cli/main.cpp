@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> raw;
   for (const auto& k : gpubench::scenario_keys()) {
     if (k.key == "model") continue;  // the positional argument (and --model below)
-    run->add_option(k.flag, raw[k.key], k.description + " [" + k.key + "]");
+    auto* opt = run->add_option(k.flag, raw[k.key], k.description + " [" + k.key + "]");
+    if (k.boolean) opt->expected(0, 1);  // `--cuda-graph` alone means true; `--cuda-graph false` also works
     run_args.override_flag[k.key] = k.flag;
   }
   run->add_option("--model", raw["model"], "Same as the positional MODEL [model]");
@@ -51,7 +52,12 @@ int main(int argc, char** argv) {
   run->footer("Scenario keys in files use the names in [brackets]. Exit codes: 0 ok, 1 run failed, 2 usage/scenario error.");
 
   auto* list = app.add_subcommand("list", "List models and devices");
-  auto* info = app.add_subcommand("info", "Show versions, devices and available telemetry");
+  auto* info = app.add_subcommand("info", "Show versions, devices, the device's table entry and available telemetry");
+  gpubench::cli::InfoArgs info_args;
+  info->add_flag("--measure-peak", info_args.measure_peak,
+                 "Measure the device's dense matrix-product TFLOP/s per precision and its copy bandwidth "
+                 "(the ceilings for devices not in configs/devices.yaml)");
+  info->add_option("--device", info_args.device, "Device to describe (default: the first GPU, else the CPU)");
   std::vector<std::string> files;
   auto* validate = app.add_subcommand("validate", "Check scenario files without running them");
   validate->add_option("files", files, "Scenario files (YAML or JSON)")->required();
@@ -79,13 +85,13 @@ int main(int argc, char** argv) {
   if (run->parsed()) {
     for (const auto& k : gpubench::scenario_keys()) {
       const auto* opt = run->get_option(k.key == "model" ? "--model" : k.flag);
-      if (opt->count() > 0) run_args.overrides[k.key] = raw[k.key];
+      if (opt->count() > 0) run_args.overrides[k.key] = (k.boolean && raw[k.key].empty()) ? "true" : raw[k.key];
     }
     if (run_args.quiet) spdlog::set_level(spdlog::level::warn);
     return gpubench::cli::run_command(run_args);
   }
   if (list->parsed()) return gpubench::cli::list_command();
-  if (info->parsed()) return gpubench::cli::info_command();
+  if (info->parsed()) return gpubench::cli::info_command(info_args);
   if (validate->parsed()) return gpubench::cli::validate_command(files);
   if (compare->parsed()) return gpubench::cli::compare_command(compare_args);
   return kExitUsage;

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "gpubench/core/device_table.hpp"
 #include "gpubench/core/json_optional.hpp"
 
 namespace gpubench {
@@ -34,6 +35,7 @@ void to_json(nlohmann::json& j, const RunRecord& r) {
        {"scenario", r.scenario},
        {"scenario_sources", sources},
        {"precision", r.precision},
+       {"execution", r.execution},
        {"environment", r.environment},
        {"model", r.model},
        {"epochs", r.epochs},
@@ -63,6 +65,7 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
     r.scenario.origins[key] = Origin{where.get<std::string>(), 0, 0};
   }
   r.precision = j.value("precision", PrecisionRecord{});
+  r.execution = j.value("execution", ExecutionRecord{});
   r.environment = j.value("environment", EnvironmentRecord{});
   r.model = j.value("model", ModelRecord{});
   r.epochs = j.value("epochs", std::vector<EpochRecord>{});
@@ -83,6 +86,7 @@ bool same_json(const T& a, const T& b) {
 bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const { return same_json(*this, o); }
 bool ModelRecord::operator==(const ModelRecord& o) const { return same_json(*this, o); }
 bool PrecisionRecord::operator==(const PrecisionRecord& o) const { return same_json(*this, o); }
+bool ExecutionRecord::operator==(const ExecutionRecord& o) const { return same_json(*this, o); }
 bool EpochRecord::operator==(const EpochRecord& o) const { return same_json(*this, o); }
 bool RunSummary::operator==(const RunSummary& o) const { return same_json(*this, o); }
 bool RunRecord::operator==(const RunRecord& o) const {
@@ -122,6 +126,16 @@ void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {
   s.tokens_per_s = s.samples_per_s * static_cast<double>(r.model.tokens_per_sample);
   s.epoch_seconds_mean = complete_epochs > 0 ? complete_seconds / static_cast<double>(complete_epochs) : 0.0;
   s.achieved_tflops = s.samples_per_s * r.model.train_flops_per_sample / 1e12;
+  s.peak_tflops.reset();
+  s.peak_source.clear();
+  s.mfu.reset();
+  if (const DeviceSpec* spec = find_device_spec(r.environment.device_name)) {
+    if (auto peak = spec->peak_tflops(r.precision.resolved)) {
+      s.peak_tflops = peak;
+      s.peak_source = "device table: " + spec->name + " " + r.precision.resolved + " dense peak";
+      if (s.achieved_tflops > 0) s.mfu = s.achieved_tflops / *peak;
+    }
+  }
   s.step_time = summarize_step_times(all_step_ms);
   compute_drift(r);
 }

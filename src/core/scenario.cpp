@@ -25,7 +25,8 @@ void from_json(const nlohmann::json& j, Origin& o) {
 
 void to_json(nlohmann::json& j, const OptimizerSettings& o) {
   j = {{"name", o.name},   {"lr", o.lr},       {"momentum", o.momentum}, {"weight_decay", o.weight_decay},
-       {"nesterov", o.nesterov}, {"beta1", o.beta1}, {"beta2", o.beta2},       {"eps", o.eps}};
+       {"nesterov", o.nesterov}, {"beta1", o.beta1}, {"beta2", o.beta2},       {"eps", o.eps},
+       {"implementation", o.implementation}};
 }
 void from_json(const nlohmann::json& j, OptimizerSettings& o) {
   OptimizerSettings d;
@@ -37,6 +38,7 @@ void from_json(const nlohmann::json& j, OptimizerSettings& o) {
   o.beta1 = j.value("beta1", d.beta1);
   o.beta2 = j.value("beta2", d.beta2);
   o.eps = j.value("eps", d.eps);
+  o.implementation = j.value("implementation", d.implementation);
 }
 
 // The keys written here are exactly the keys a scenario file accepts, so a record's scenario can be re-run.
@@ -68,6 +70,7 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["grad_accumulation"] = s.grad_accumulation;
   j["gradient_checkpointing"] = s.gradient_checkpointing;
   j["cudnn_benchmark"] = s.cudnn_benchmark;
+  j["graph"] = s.graph;
   j["output"] = s.output;
   j["telemetry"] = s.telemetry;
   j["telemetry_interval_s"] = s.telemetry_interval_s;
@@ -101,6 +104,7 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.grad_accumulation = j.value("grad_accumulation", d.grad_accumulation);
   s.gradient_checkpointing = j.value("gradient_checkpointing", d.gradient_checkpointing);
   s.cudnn_benchmark = j.value("cudnn_benchmark", d.cudnn_benchmark);
+  s.graph = j.value("graph", d.graph);
   s.output = j.value("output", d.output);
   s.telemetry = j.value("telemetry", d.telemetry);
   s.telemetry_interval_s = j.value("telemetry_interval_s", d.telemetry_interval_s);

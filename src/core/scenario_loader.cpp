@@ -161,6 +161,9 @@ const std::vector<Field>& fields() {
     auto add = [&f](std::string key, std::string flag, std::string desc, Setter s) {
       f.push_back({{std::move(key), std::move(flag), std::move(desc)}, std::move(s)});
     };
+    auto add_bool = [&f](std::string key, std::string flag, std::string desc, Setter s) {
+      f.push_back({{std::move(key), std::move(flag), std::move(desc), true}, std::move(s)});
+    };
     using Models = std::vector<std::string>;
     add("name", "--name", "free-form label for the run",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.name = as_string(n, c); });
@@ -207,7 +210,7 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) {
           s.optimizer.weight_decay = as_double(n, c, 0, 1e3, false);
         });
-    add("optimizer.nesterov", "--nesterov", "SGD Nesterov momentum (true/false)",
+    add_bool("optimizer.nesterov", "--nesterov", "SGD Nesterov momentum (true/false)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.optimizer.nesterov = as_bool(n, c); });
     add("optimizer.beta1", "--beta1", "AdamW first-moment decay, in [0, 1)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.optimizer.beta1 = as_double(n, c, 0, 0.999999, false); });
@@ -215,6 +218,11 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) { s.optimizer.beta2 = as_double(n, c, 0, 0.999999, false); });
     add("optimizer.eps", "--eps", "AdamW epsilon",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.optimizer.eps = as_double(n, c, 0, 1, true); });
+    add("optimizer.implementation", "--optimizer-impl",
+        "fused (ATen's fused kernels, default) | foreach (torch.optim's default on CUDA)",
+        [](auto& n, auto& c, Scenario& s, const Models&) {
+          s.optimizer.implementation = as_enum(n, c, {"fused", "foreach"});
+        });
     add("seed", "--seed", "seed for initialisation and synthetic data",
         [](auto& n, auto& c, Scenario& s, const Models&) {
           s.seed = static_cast<uint64_t>(as_int(n, c, 0, INT64_MAX));
@@ -223,7 +231,7 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) { s.time_budget_s = as_duration_s(n, c); });
     add("duration_s", "--duration", "sustained run: train whole epochs for this long, e.g. 2h (reports drift)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.duration_s = as_duration_s(n, c); });
-    add("telemetry", "--telemetry", "sample power, clocks and temperature (true/false, default true)",
+    add_bool("telemetry", "--telemetry", "sample power, clocks and temperature (true/false, default true)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.telemetry = as_bool(n, c); });
     add("telemetry_interval_s", "--telemetry-interval", "telemetry sampling period: seconds or 100ms (default 100ms)",
         [](auto& n, auto& c, Scenario& s, const Models&) {
@@ -254,11 +262,15 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) { s.dropout = as_double(n, c, 0, 0.999, false); });
     add("grad_accumulation", "--grad-accumulation", "micro-batches of batch_size per optimizer step (default 1)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.grad_accumulation = as_int(n, c, 1, 1 << 16); });
-    add("gradient_checkpointing", "--gradient-checkpointing",
+    add_bool("gradient_checkpointing", "--gradient-checkpointing",
         "recompute each transformer layer / UNet block in backward to save memory (true/false)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.gradient_checkpointing = as_bool(n, c); });
-    add("cudnn_benchmark", "--cudnn-benchmark", "let cuDNN autotune convolutions (true/false, default true)",
+    add_bool("cudnn_benchmark", "--cudnn-benchmark", "let cuDNN autotune convolutions (true/false, default true)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.cudnn_benchmark = as_bool(n, c); });
+    add_bool("graph", "--cuda-graph",
+        "capture forward, backward and optimizer step once in a CUDA graph and replay it (true/false; CUDA only, "
+        "falls back to eager with a note elsewhere)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.graph = as_bool(n, c); });
     add("output", "--output", "record path (default runs/<model>_<precision>_bs<N>_<time>.json)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.output = as_string(n, c); });
     return f;

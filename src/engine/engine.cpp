@@ -56,6 +56,8 @@ void resolve_defaults(Scenario& s, const engine::ResolvedDevice& d, const engine
   OptimizerSettings& o = s.optimizer;
   const OptimizerSettings& recipe = model.default_optimizer;
   if (o.name.empty()) o.name = recipe.name;
+  // ATen's fused kernels: one launch per update and an fp16 skip decided on the device (torch.optim's fused=True).
+  if (o.implementation.empty()) o.implementation = "fused";
   const bool same = o.name == recipe.name;
   auto fill = [same](std::optional<double>& v, const std::optional<double>& from_recipe, double fallback) {
     if (!v) v = (same && from_recipe) ? *from_recipe : fallback;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "cuda_graph.h"
 #include "optimizers.h"
 #include "step_timer.h"
 
@@ -35,7 +36,10 @@ class StepRunner {
  public:
   StepRunner(const TrainingPlan& plan, Workload& w, const Batch& batch, Optimizer& opt)
       : plan_(plan), workload_(w), batch_(batch), opt_(opt) {
-    if (plan.precision.loss_scaling) scaler_.emplace(plan.device.device);
+    if (plan.precision.loss_scaling) {
+      scaler_.emplace(plan.device.device);
+      skipped_on_device_ = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(plan.device.device));
+    }
   }
 
   /// Returns the (unscaled, detached) loss, averaged over micro-batches; counts steps the scaler skipped.
@@ -61,8 +65,12 @@ class StepRunner {
       return loss;
     }
     const at::Tensor found_inf = scaler_->unscale(opt_.params());
-    // As PyTorch's GradScaler.step: the skip decision needs the flag on the host (one sync per fp16 step).
-    if (found_inf.item<float>() == 0.0f) {
+    if (opt_.skips_on_device()) {
+      // Fused optimizers skip an overflowed step on the device: no host synchronisation, capturable.
+      opt_.step(found_inf);
+      skipped_on_device_.add_(found_inf);
+    } else if (found_inf.item<float>() == 0.0f) {
+      // As PyTorch's GradScaler.step with a foreach optimizer: the decision needs the flag on the host.
       opt_.step();
     } else {
       ++skipped_;
@@ -71,7 +79,15 @@ class StepRunner {
     return loss;
   }
 
-  int64_t take_skipped() { return std::exchange(skipped_, 0); }
+  /// Steps the loss scaler skipped since the last call (reads the device counter: call between epochs).
+  int64_t take_skipped() {
+    int64_t n = std::exchange(skipped_, 0);
+    if (skipped_on_device_.defined()) {
+      n += std::llround(skipped_on_device_.item<double>());
+      skipped_on_device_.zero_();  // in place: a captured graph keeps adding into this tensor
+    }
+    return n;
+  }
 
  private:
   const TrainingPlan& plan_;
@@ -80,7 +96,27 @@ class StepRunner {
   Optimizer& opt_;
   std::optional<LossScaler> scaler_;
   int64_t skipped_ = 0;
+  at::Tensor skipped_on_device_;
 };
+
+/// Why the whole step cannot be captured for this plan; empty when it can.
+std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer& opt) {
+  if (!cuda_graphs_compiled()) return "this gpubench was built without CUDA";
+  if (!plan.device.device.is_cuda()) return "CUDA graphs need a CUDA device (this run is on " + plan.device.id + ")";
+  if (plan.scenario.gradient_checkpointing) {
+    return "gradient checkpointing saves and restores the RNG state from the host, which a capture cannot do";
+  }
+  if (!opt.capturable()) {
+    return std::string("the ") + opt.implementation() + " " + plan.scenario.optimizer.name +
+           " keeps its step count on the host; use optimizer.implementation: fused";
+  }
+  if (plan.precision.loss_scaling && !opt.skips_on_device()) {
+    return "fp16 loss scaling with a foreach optimizer decides each skip on the host; use the fused optimizer";
+  }
+  return {};
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string describe_loss(double v) {
   std::ostringstream os;
@@ -116,6 +152,8 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
   }
 
   auto optimizer = make_optimizer(s.optimizer, module->parameters());
+  record.execution.optimizer_implementation = optimizer->implementation();
+  record.execution.graph_requested = s.graph;
   StepRunner runner(plan, workload, batch, *optimizer);
   auto timer = make_step_timer(plan.device);
   record.notes.push_back(std::string("step times: ") + timer->method());
@@ -129,6 +167,31 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
     runner.run();
     observer.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size, seconds_since(warm_t0)});
   }
+
+  // Graph mode: capture the step once the eager warm-up has done cuDNN autotuning and the first optimizer step.
+  std::unique_ptr<StepGraph> graph;
+  if (s.graph && !stop_requested(plan)) {
+    std::string why = graph_unsupported_reason(plan, *optimizer);
+    if (why.empty()) {
+      observer.on_phase("capturing the training step in a CUDA graph");
+      try {
+        graph = capture_step([&runner] { return runner.run(); }, /*side_warmup=*/3);
+      } catch (const std::exception& e) {
+        why = "capture failed: " + first_line(e.what());
+      }
+    }
+    if (graph) {
+      record.execution.mode = "cuda_graph";
+    } else {
+      record.execution.graph_fallback = why;
+      const std::string msg = "CUDA graph requested but not used (" + why + "); running eager";
+      record.notes.push_back(msg);
+      observer.on_note(msg);
+    }
+  }
+  // A replay overwrites the graph's loss tensor, so each step keeps a copy (one small device copy, no sync).
+  auto step = [&]() -> at::Tensor { return graph ? graph->replay().clone() : runner.run(); };
+
   synchronize(plan.device);
   record.summary.warmup_steps = warmup;
   record.summary.warmup_seconds = seconds_since(warm_t0);
@@ -164,7 +227,7 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
         record.summary.bounded_by = "interrupt";
         break;
       }
-      losses.push_back(runner.run());
+      losses.push_back(step());
       timer->mark();
       ++done;
       const double elapsed = seconds_since(t0);

@@ -28,6 +28,11 @@ std::string format_run_summary(const RunRecord& r) {
                      r.precision.resolved.empty() ? s.precision : r.precision.resolved,
                      r.precision.requested.empty() ? s.precision : r.precision.requested, s.memory_format,
                      s.batch_size ? std::to_string(*s.batch_size) : "?", s.optimizer.name);
+  if (!r.execution.optimizer_implementation.empty()) {
+    out += fmt::format("execution: {}, {} optimizer{}\n", r.execution.mode == "cuda_graph" ? "CUDA graph" : "eager",
+                       r.execution.optimizer_implementation,
+                       r.execution.graph_fallback.empty() ? "" : " (graph not used: " + r.execution.graph_fallback + ")");
+  }
   if (!r.epochs.empty()) {
     const bool device_mem = r.epochs.front().peak_allocated_bytes.has_value();
     out += fmt::format("{:>5} {:>6} {:>9} {:>9} {:>11} {:>24} {:>12}  {}\n", "epoch", "steps", "samples", "time s",
@@ -44,6 +49,7 @@ std::string format_run_summary(const RunRecord& r) {
     const RunSummary& m = r.summary;
     out += fmt::format("total: {} {} in {:.2f} s = {:.1f} {}/s, {:.3g} TFLOP/s of model FLOPs", m.samples, unit,
                        m.seconds, m.samples_per_s, unit, m.achieved_tflops);
+    if (m.mfu) out += fmt::format(" ({:.1f}% of the {:g} TFLOP/s peak)", *m.mfu * 100.0, *m.peak_tflops);
     if (m.peak_reserved_bytes) out += fmt::format(", peak reserved {}", format_bytes(*m.peak_reserved_bytes));
     out += fmt::format(" (warm-up: {} steps, {:.1f} s)\n", m.warmup_steps, m.warmup_seconds);
     if (!m.bounded_by.empty()) out += fmt::format("bounded by: {}\n", m.bounded_by);

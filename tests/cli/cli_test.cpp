@@ -193,10 +193,31 @@ TEST_F(CliTest, RepeatsWriteOneRecordEachAndReportTheSpread) {
   EXPECT_NE(r.out.find("coefficient of variation"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, BareCudaGraphFlagMeansTrueAndTheRecordSaysWhichModeRan) {
+  const std::string out = (dir_ / "graph.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --epochs 1 --cuda-graph --optimizer-impl foreach --output " +
+                            out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["scenario"]["graph"], true);
+  EXPECT_EQ(j["execution"]["graph_requested"], true);
+  EXPECT_EQ(j["execution"]["optimizer_implementation"], "foreach");
+  if (gpubench("list").out.find("cuda:0") == std::string::npos) {
+    EXPECT_EQ(j["execution"]["mode"], "eager");
+    EXPECT_NE(r.err.find("CUDA graph requested but not used"), std::string::npos) << r.err;
+  }
+  const Result bad = gpubench("run --config " + tiny() + " --optimizer-impl sideways");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("command line --optimizer-impl"), std::string::npos) << bad.err;
+  const Result off = gpubench("run --config " + tiny() + " --cuda-graph maybe");
+  EXPECT_EQ(off.exit_code, 2);
+}
+
 TEST_F(CliTest, HelpListsScenarioFlagsAndExitCodes) {
   const Result r = gpubench("run --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* flag : {"--batch-size", "--precision", "--amp", "--device", "--dataset-size", "--time-budget"}) {
+  for (const char* flag : {"--batch-size", "--precision", "--amp", "--device", "--dataset-size", "--time-budget",
+                           "--cuda-graph", "--optimizer-impl"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
   EXPECT_NE(gpubench("--help").out.find("Exit codes"), std::string::npos);

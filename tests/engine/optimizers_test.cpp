@@ -63,6 +63,89 @@ TEST(ForeachAdamWTest, MatchesTorchOptimAdamW) {
   expect_same_trajectory(ours, a, ref, b, 6);
 }
 
+TEST(FusedSgdTest, MatchesTorchOptimSgdWithMomentumAndWeightDecay) {
+  for (bool nesterov : {false, true}) {
+    auto a = make_params(11);
+    auto b = clone_params(a);
+    FusedSgd ours(a, SgdOptions{0.05, 0.9, 0.0, 1e-4, nesterov});
+    torch::optim::SGD ref(b, torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-4).nesterov(nesterov));
+    expect_same_trajectory(ours, a, ref, b, 6);
+  }
+}
+
+TEST(FusedSgdTest, PlainSgdWithoutMomentum) {
+  auto a = make_params(12);
+  auto b = clone_params(a);
+  FusedSgd ours(a, SgdOptions{0.1, 0.0, 0.0, 0.0, false});
+  torch::optim::SGD ref(b, torch::optim::SGDOptions(0.1));
+  expect_same_trajectory(ours, a, ref, b, 3);
+}
+
+TEST(FusedAdamWTest, MatchesTorchOptimAdamWAndCountsStepsOnTheDevice) {
+  auto a = make_params(13);
+  auto b = clone_params(a);
+  FusedAdamW ours(a, AdamWOptions{1e-2, 0.9, 0.98, 1e-6, 0.05});
+  torch::optim::AdamW ref(b, torch::optim::AdamWOptions(1e-2).betas({0.9, 0.98}).eps(1e-6).weight_decay(0.05));
+  expect_same_trajectory(ours, a, ref, b, 6);
+  EXPECT_EQ(ours.step_count().item<float>(), 6.0f);
+  EXPECT_EQ(ours.step_count().device(), a[0].device());
+}
+
+/// An fp16 overflow (found_inf = 1) must leave parameters, moments and the step count as they were: afterwards
+/// the trajectory equals that of a reference that never saw the skipped step.
+template <typename Ours, typename Reference>
+void expect_skip_is_invisible(Ours& ours, const std::vector<torch::Tensor>& a, Reference& ref,
+                              const std::vector<torch::Tensor>& b) {
+  const torch::Tensor inf = torch::ones({1});
+  const torch::Tensor clean = torch::zeros({1});
+  for (size_t i = 0; i < a.size(); ++i) a[i].mutable_grad() = torch::full_like(a[i], 1e3);
+  const auto before = a[0].detach().clone();
+  ours.step(inf);  // skipped, on the first step
+  EXPECT_TRUE(torch::equal(a[0].detach(), before));
+  for (int s = 0; s < 4; ++s) {
+    torch::manual_seed(200 + s);
+    for (size_t i = 0; i < a.size(); ++i) {
+      const auto g = torch::randn_like(a[i]);
+      a[i].mutable_grad() = g.clone();
+      b[i].mutable_grad() = g.clone();
+    }
+    ours.step(s == 2 ? inf : clean);
+    if (s != 2) ref.step();
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-6, 1e-7)) << "parameter " << i;
+  }
+}
+
+TEST(FusedAdamWTest, FoundInfSkipsTheUpdateWithoutTouchingState) {
+  auto a = make_params(14);
+  auto b = clone_params(a);
+  FusedAdamW ours(a, AdamWOptions{1e-2, 0.9, 0.999, 1e-8, 0.01});
+  torch::optim::AdamW ref(b, torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
+  expect_skip_is_invisible(ours, a, ref, b);
+  EXPECT_EQ(ours.step_count().item<float>(), 3.0f);  // 6 calls, 3 skipped
+  EXPECT_TRUE(ours.skips_on_device());
+  EXPECT_TRUE(ours.capturable());
+}
+
+TEST(FusedSgdTest, FoundInfSkipsTheUpdateEvenOnTheFirstStep) {
+  auto a = make_params(15);
+  auto b = clone_params(a);
+  FusedSgd ours(a, SgdOptions{0.05, 0.9, 0.0, 1e-4, false});
+  torch::optim::SGD ref(b, torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-4));
+  expect_skip_is_invisible(ours, a, ref, b);
+}
+
+TEST(ForeachOptimizerTest, FoundInfIsDecidedOnTheHostAndSkipsToo) {
+  auto a = make_params(16);
+  auto b = clone_params(a);
+  ForeachAdamW ours(a, AdamWOptions{1e-2, 0.9, 0.999, 1e-8, 0.01});
+  torch::optim::AdamW ref(b, torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
+  expect_skip_is_invisible(ours, a, ref, b);
+  EXPECT_FALSE(ours.skips_on_device());
+  EXPECT_FALSE(ours.capturable());  // its bias corrections come from a host-side step count
+}
+
 TEST(OptimizerTest, ParametersWithoutGradientsAreLeftAlone) {
   auto a = make_params(4);
   const auto before = a[1].detach().clone();
@@ -78,6 +161,12 @@ TEST(OptimizerTest, FactoryBuildsTheNamedOptimizer) {
   OptimizerSettings s;
   s.name = "adamw";
   EXPECT_NE(dynamic_cast<ForeachAdamW*>(make_optimizer(s, make_params(5)).get()), nullptr);
+  s.implementation = "fused";
+  EXPECT_NE(dynamic_cast<FusedAdamW*>(make_optimizer(s, make_params(5)).get()), nullptr);
+  s.name = "sgd";
+  EXPECT_STREQ(make_optimizer(s, make_params(5))->implementation(), "fused");
+  s.implementation = "foreach";
+  EXPECT_NE(dynamic_cast<ForeachSgd*>(make_optimizer(s, make_params(5)).get()), nullptr);
   s.name = "lamb";
   EXPECT_THROW(make_optimizer(s, make_params(5)), std::invalid_argument);
 }

@@ -67,6 +67,15 @@ struct PrecisionRecord {
   bool operator==(const PrecisionRecord& o) const;
 };
 
+/// How the training step was executed.
+struct ExecutionRecord {
+  std::string mode = "eager";            ///< eager | cuda_graph (the whole step captured once, replayed per step)
+  bool graph_requested = false;          ///< the scenario asked for `graph: true`
+  std::string graph_fallback;            ///< why a requested graph did not run (eager instead); empty otherwise
+  std::string optimizer_implementation;  ///< foreach | fused
+  bool operator==(const ExecutionRecord& o) const;
+};
+
 /// One timed epoch.
 struct EpochRecord {
   int64_t index = 0;               ///< 0-based
@@ -95,6 +104,11 @@ struct RunSummary {
   double tokens_per_s = 0;             ///< samples_per_s x tokens_per_sample (sequence models; 0 otherwise)
   double epoch_seconds_mean = 0;       ///< mean wall time of complete epochs (s); 0 if none completed
   double achieved_tflops = 0;          ///< samples_per_s x train_flops_per_sample / 1e12 (TFLOP/s)
+  /// The device's dense peak for the precision in use (TFLOP/s) and where it came from (the device table entry);
+  /// unset for devices not in the table.
+  std::optional<double> peak_tflops;
+  std::string peak_source;
+  std::optional<double> mfu;           ///< model FLOP utilisation: achieved_tflops / peak_tflops (a fraction)
   StepTimeStats step_time;             ///< over all timed steps
   std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes;
   int64_t warmup_steps = 0;
@@ -112,6 +126,7 @@ struct RunRecord {
   std::string reason;                  ///< why status is not ok (empty when ok)
   Scenario scenario;                   ///< resolved: every value concrete
   PrecisionRecord precision;
+  ExecutionRecord execution;
   EnvironmentRecord environment;
   ModelRecord model;
   std::vector<EpochRecord> epochs;
@@ -138,13 +153,16 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, t
                                                 tokens_per_sample)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, resolved, autocast_dtype, tf32_matmul,
                                                 tf32_cudnn, loss_scaling, memory_format)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExecutionRecord, mode, graph_requested, graph_fallback,
+                                                optimizer_implementation)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
                                                 step_time, step_times_ms, peak_allocated_bytes, peak_reserved_bytes,
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,
                                                 complete, telemetry)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, samples, seconds, samples_per_s,
                                                 steps_per_s, tokens_per_s,
-                                                epoch_seconds_mean, achieved_tflops, step_time,
+                                                epoch_seconds_mean, achieved_tflops, peak_tflops, peak_source, mfu,
+                                                step_time,
                                                 peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes,
                                                 warmup_steps, warmup_seconds, bounded_by,
                                                 throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c)

@@ -30,6 +30,7 @@ struct OptimizerSettings {
   std::optional<bool> nesterov;         ///< SGD Nesterov momentum
   std::optional<double> beta1, beta2;   ///< AdamW moment decay rates
   std::optional<double> eps;            ///< AdamW denominator epsilon
+  std::string implementation;           ///< "fused" (ATen's fused kernels) | "foreach"; empty = auto (fused)
 
   bool operator==(const OptimizerSettings& o) const;
 };
@@ -63,6 +64,7 @@ struct Scenario {
   int64_t grad_accumulation = 1;          ///< micro-batches of batch_size per optimizer step
   bool gradient_checkpointing = false;    ///< recompute each block in backward instead of keeping activations
   bool cudnn_benchmark = true;            ///< let cuDNN autotune convolution algorithms
+  bool graph = false;                     ///< capture the whole step in a CUDA graph and replay it (CUDA only)
   std::string output;                     ///< record path; empty = runs/<generated name>.json
   bool telemetry = true;                  ///< sample power, clocks and temperature during the timed epochs
   double telemetry_interval_s = 0.1;      ///< sampling period (s)

@@ -29,6 +29,7 @@ struct ScenarioKey {
   std::string key;          ///< dotted key as written in files, e.g. "optimizer.lr"
   std::string flag;         ///< command-line flag, e.g. "--lr"
   std::string description;  ///< one line, with the unit
+  bool boolean = false;     ///< true/false key: the bare flag (`--cuda-graph`) means true
 };
 
 /// Seconds from "90", "1.5", "90s", "2m", "1h" or "500ms" (the syntax of duration keys such as time_budget_s).

@@ -39,6 +39,16 @@ struct DeviceInfo {
 /// Devices on this machine, CPU first; backends compiled in but unusable appear with available=false.
 std::vector<DeviceInfo> list_devices();
 
+/// Ceilings measured on the device itself: a large dense matrix product per math mode and a device copy.
+struct PeakMeasurement {
+  std::string device, device_name;
+  std::vector<std::pair<std::string, double>> tflops;  ///< (fp32 | tf32 | bf16 | fp16, TFLOP/s)
+  double copy_gbs = 0;                                 ///< device-to-device copy, bytes read + written (GB/s)
+  std::string method;
+};
+/// Measures `device_id` ("cuda:0", "cpu", ...); takes seconds. Throws std::runtime_error if it is unusable.
+PeakMeasurement measure_peaks(const std::string& device_id);
+
 /// Host, device and software versions for `device_id` ("cpu", "cuda:0", ...). Never throws.
 EnvironmentRecord describe_environment(const std::string& device_id);
 

@@ -149,7 +149,7 @@ const std::vector<ModelEntry>& model_registry() {
   static const std::vector<ModelEntry> entries{
       {ModelInfo{"resnet50", "ResNet-50 v1.5 as torchvision's resnet50 (25.6M parameters), ImageNet-style",
                  "images", 256, "sgd"},
-       OptimizerSettings{"sgd", 0.1, 0.9, 1e-4, false, std::nullopt, std::nullopt, std::nullopt},
+       OptimizerSettings{"sgd", 0.1, 0.9, 1e-4, false, std::nullopt, std::nullopt, std::nullopt, ""},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          if (s.gradient_checkpointing) {
            throw std::invalid_argument("resnet50: gradient_checkpointing is implemented for bert-base and sd-unet only");

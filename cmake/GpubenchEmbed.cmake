@@ -1,0 +1,8 @@
+# Compiles data files from configs/ into the binary (as C++ raw string literals), so an installed or copied gpubench
+# needs no data directory. Re-run automatically when an embedded file changes.
+function(gpubench_embed_text OUT_CPP SYMBOL FILE)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${FILE}")
+  file(READ "${FILE}" GPUBENCH_EMBED_CONTENT)
+  set(GPUBENCH_EMBED_SYMBOL "${SYMBOL}")
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/embedded_text.cpp.in" "${OUT_CPP}" @ONLY)
+endfunction()

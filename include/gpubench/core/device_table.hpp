@@ -1,0 +1,31 @@
+#pragma once
+// The device table (configs/devices.yaml, compiled in): dense peak throughput per math mode, memory, bandwidth,
+// power and price of the devices in the published references plus the data-centre parts, each with its source.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpubench {
+
+struct DeviceSpec {
+  std::string name;                  ///< table name, e.g. "NVIDIA H200 SXM"
+  std::vector<std::string> match;    ///< device names as drivers report them
+  std::optional<double> fp32_tflops, tf32_tflops, bf16_tflops, fp16_tflops;  ///< dense peaks (TFLOP/s)
+  std::optional<double> memory_gb, bandwidth_gbs, tdp_w;  ///< GB, GB/s, W
+  std::optional<double> launch_price_usd, price_cny;
+  std::string source;                ///< where the figures come from
+  std::string notes;
+
+  /// The dense peak for a resolved precision (fp32 | tf32 | bf16 | fp16), if the table has it.
+  std::optional<double> peak_tflops(const std::string& precision) const;
+};
+
+/// Parses a table in the devices.yaml format; `source` names the file in errors (std::runtime_error).
+std::vector<DeviceSpec> parse_device_table(const std::string& yaml_text, const std::string& source);
+/// The compiled-in table.
+const std::vector<DeviceSpec>& device_table();
+/// The entry whose `match` list (or name) equals `device_name`, ignoring case; nullptr if none.
+const DeviceSpec* find_device_spec(const std::string& device_name);
+
+}  // namespace gpubench
