@@ -1,6 +1,7 @@
 #pragma once
 // The gpubench subcommands. Each returns the process exit code (docs/cli.md).
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
