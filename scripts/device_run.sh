@@ -7,7 +7,7 @@
 #   pairs  - gpubench and scripts/pytorch_reference.py on the same scenarios, alternating A B A B
 #   parity_resnet / parity_bert - issue #5's table: gpubench eager and CUDA-graph runs against PyTorch eager and
 #            PyTorch's own whole-step graph capture, alternating, $PAIRS rounds (default 3)
-#   extras - torch.compile reference for BERT bs 32, telemetry on/off, 3 repeats for the coefficient of variation
+#   extras - torch.compile reference for BERT bs 32, 3 repeats for the coefficient of variation
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -151,13 +151,6 @@ phase_extras() {
       --warmup-steps 15 --fused --compile --json "$OUT/records/compile_bert_bs32.json" > /dev/null 2>> "$OUT/session.log"
   bundle
   local rn="resnet50 --precision bf16 --batch-size 256 --dataset-size 12800 --warmup-steps 15 --quiet"
-  for r in 1 2; do
-    log "telemetry on/off round $r"
-    # shellcheck disable=SC2086
-    "$GB" run $rn --cuda-graph --output "$OUT/records/tele_on_r$r.json" > /dev/null 2>> "$OUT/session.log"
-    # shellcheck disable=SC2086
-    "$GB" run $rn --cuda-graph --telemetry false --output "$OUT/records/tele_off_r$r.json" > /dev/null 2>> "$OUT/session.log"
-  done
   log "3 repeats in one process (coefficient of variation)"
   # shellcheck disable=SC2086
   "$GB" run $rn --cuda-graph --epochs 2 --repeats 3 --output "$OUT/records/cov.json" 2>> "$OUT/session.log" | grep -E "repeats|total" | tee -a "$OUT/session.log"
