@@ -8,10 +8,13 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <fmt/format.h>
 
+#include "cli/launcher.h"
 #include "cli/run_session.h"
+#include "gpubench/core/launch.hpp"
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/device_table.hpp"
 #include "gpubench/core/record_io.hpp"
@@ -86,16 +89,37 @@ std::string repeat_path(const std::string& path, int index, int count) {
 }
 
 /// One run of the scenario, its record written. Returns its status and throughput (samples/s).
-std::pair<RunStatus, double> run_once(const Scenario& scenario, const RunArgs& args, int index, int count) {
-  RunSession observer(args.quiet, [&](const RunRecord& h) {
-    return repeat_path(scenario.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario.output,
-                       index, count);
-  });
+std::pair<RunStatus, double> run_once(const Scenario& scenario, const RunArgs& args, int index, int count,
+                                      const RankInfo& rank) {
   RunOptions options;
   options.command_line = args.command_line;
   options.stop_requested = &g_stop;
+  options.rank = rank;
+  if (rank.rank > 0) {
+    // Other ranks train and take part in every collective; rank 0 writes the one record.
+    RunObserver silent;
+    const RunRecord r = run_benchmark(scenario, silent, options);
+    if (r.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(r.status), r.reason);
+    return {r.status, r.summary.samples_per_s};
+  }
+  RunSession observer(args.quiet, [&](const RunRecord& h) {
+    std::string path =
+        repeat_path(scenario.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario.output,
+                    index, count);
+    if (const char* f = std::getenv(kRecordPathFileEnv)) std::ofstream(f) << path << "\n";  // for the launcher
+    return path;
+  });
   RunRecord record = run_benchmark(scenario, observer, options);
   observer.complete(record);
+  if (record.distributed) {
+    const auto& t = record.telemetry;
+    record.distributed->interconnect =
+        record.environment.device_type == "cpu" ? "TCP (Gloo over " + rank.master_addr + ")"
+        : t.nvlink_active_links && *t.nvlink_active_links > 0
+            ? "NVLink (" + std::to_string(*t.nvlink_active_links) + " links active on rank 0's GPU)"
+        : t.nvlink_active_links ? "PCIe (no NVLink active)"
+                                : "unknown (NVML unavailable)";
+  }
   record.repeat_index = index;
   record.repeat_count = count;
 
@@ -135,6 +159,43 @@ int run_command(const RunArgs& args) {
     spdlog::error("--repeats must be at least 1");
     return kExitUsage;
   }
+  RankInfo rank;
+  try {
+    rank = rank_info_from_process_env();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  if (args.nproc_per_node > 1) {
+    if (rank.distributed()) {
+      spdlog::error("--nproc-per-node inside a launched job: {} already started this process as rank {} of {}",
+                    rank.launcher, rank.rank, rank.world_size);
+      return kExitUsage;
+    }
+    if (args.repeats > 1) {
+      spdlog::error("--repeats with --nproc-per-node is not supported; run the launcher several times");
+      return kExitUsage;
+    }
+    LaunchPlan plan;
+    plan.nproc = args.nproc_per_node;
+    plan.scenario = scenario;
+    plan.command_line = args.command_line;
+    plan.grace_s = std::min(scenario.ddp_timeout_s, 60.0) + 10.0;
+    for (size_t i = 0; i < args.argv.size(); ++i) {
+      const std::string& a = args.argv[i];
+      if (a == "--nproc-per-node") {
+        ++i;
+        continue;
+      }
+      if (a.rfind("--nproc-per-node=", 0) == 0) continue;
+      plan.child_args.push_back(a);
+    }
+    return launch_local_ranks(plan);
+  }
+  if (rank.distributed()) {
+    spdlog::set_pattern("%^[%l]%$ [rank " + std::to_string(rank.rank) + "/" + std::to_string(rank.world_size) + "] %v");
+    if (rank.rank > 0) spdlog::set_level(spdlog::level::warn);
+  }
   if (build_info().build_type != "Release") {
     spdlog::warn("this gpubench is a {} build: its timings are not representative", build_info().build_type);
   }
@@ -145,7 +206,7 @@ int run_command(const RunArgs& args) {
   bool all_ok = true;
   for (int i = 1; i <= args.repeats && !g_stop.load(); ++i) {
     if (args.repeats > 1) spdlog::info("repeat {}/{}", i, args.repeats);
-    const auto [status, rate] = run_once(scenario, args, i, args.repeats);
+    const auto [status, rate] = run_once(scenario, args, i, args.repeats, rank);
     if (status == RunStatus::kOk) rates.push_back(rate);
     all_ok = all_ok && status == RunStatus::kOk;
     if (i < args.repeats && cooldown_s > 0 && !g_stop.load()) {

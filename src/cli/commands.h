@@ -22,7 +22,9 @@ struct RunArgs {
   bool quiet = false;
   int repeats = 1;            ///< run the scenario this many times, one record each (_r1, _r2, ...)
   std::string cooldown = "0"; ///< pause between repeats: seconds or 10s/1m
+  int nproc_per_node = 1;     ///< >1: start that many local ranks of this command (data-parallel)
   std::string command_line;
+  std::vector<std::string> argv;  ///< this process's arguments, argv[0] included (the launcher re-runs them)
 };
 
 int run_command(const RunArgs& args);
@@ -33,6 +35,15 @@ struct InfoArgs {
 };
 int info_command(const InfoArgs& args);
 int validate_command(const std::vector<std::string>& files);
+
+struct ScalingArgs {
+  std::string model;
+  std::string gpus = "1,2";              ///< rank counts to run, e.g. "1,2,4,8"
+  std::string out_dir;                   ///< records and the summary; default runs/scaling_<model>_<time>
+  std::vector<std::string> run_args;     ///< passed to every `gpubench run` (scenario flags, --config, ...)
+  std::string self;                      ///< path of this binary
+};
+int scaling_command(const ScalingArgs& args);
 
 struct CompareArgs {
   std::string base, candidate;               ///< a record file or a directory of records, each

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
 
   gpubench::cli::RunArgs run_args;
   run_args.command_line = command_line;
+  for (int i = 0; i < argc; ++i) run_args.argv.emplace_back(argv[i]);
   auto* run = app.add_subcommand("run", "Train a model and write a JSON run record");
   run->add_option("MODEL", run_args.model, "Model to train (see `gpubench list`); overrides the file's `model`");
   run->add_option("-c,--config", run_args.config, "Scenario file (YAML or JSON); flags override its values")
@@ -39,6 +40,10 @@ int main(int argc, char** argv) {
   run->add_option("--repeats", run_args.repeats,
                   "Run the scenario N times, one record each (<output>_r1.json, ...); prints the spread");
   run->add_option("--cooldown", run_args.cooldown, "Pause between repeats: seconds or 10s/1m (default 0)");
+  run->add_option("--nproc-per-node", run_args.nproc_per_node,
+                  "Data-parallel over N local ranks (GPUs 0..N-1, or CPU processes with --device cpu), started by "
+                  "gpubench itself; under torchrun, srun or mpirun leave it out (their environment is read)")
+      ->check(CLI::Range(1, 1024));
   // One flag per scenario key (batch_size <-> --batch-size), generated from the key table so they never drift.
   std::map<std::string, std::string> raw;
   for (const auto& k : gpubench::scenario_keys()) {
@@ -61,6 +66,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   auto* validate = app.add_subcommand("validate", "Check scenario files without running them");
   validate->add_option("files", files, "Scenario files (YAML or JSON)")->required();
+
+  gpubench::cli::ScalingArgs scaling_args;
+  auto* scaling = app.add_subcommand("scaling", "Run a scenario on 1, 2, ... GPUs and report scaling efficiency");
+  scaling->add_option("MODEL", scaling_args.model, "Model to train (see `gpubench list`)")->required();
+  scaling->add_option("--gpus", scaling_args.gpus, "Rank counts to run, comma-separated (default 1,2)");
+  scaling->add_option("--out-dir", scaling_args.out_dir,
+                      "Folder for the records and scaling.json/scaling.md (default runs/scaling_<model>_<time>)");
+  scaling->allow_extras();
+  scaling->footer("Every other option is passed to each `gpubench run` (e.g. --precision bf16 --batch-size 256, "
+                  "which is per GPU).\nEfficiency = throughput on N ÷ (N × throughput on 1). Exit 1 if a run failed.");
 
   gpubench::cli::CompareArgs compare_args;
   auto* compare = app.add_subcommand("compare", "Compare candidate runs with baseline runs; exit 3 on a regression");
@@ -94,5 +109,10 @@ int main(int argc, char** argv) {
   if (info->parsed()) return gpubench::cli::info_command(info_args);
   if (validate->parsed()) return gpubench::cli::validate_command(files);
   if (compare->parsed()) return gpubench::cli::compare_command(compare_args);
+  if (scaling->parsed()) {
+    scaling_args.run_args = scaling->remaining();
+    scaling_args.self = "/proc/self/exe";
+    return gpubench::cli::scaling_command(scaling_args);
+  }
   return kExitUsage;
 }

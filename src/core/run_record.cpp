@@ -42,6 +42,7 @@ void to_json(nlohmann::json& j, const RunRecord& r) {
        {"summary", r.summary},
        {"notes", r.notes},
        {"telemetry", r.telemetry},
+       {"distributed", r.distributed},
        {"repeat_index", r.repeat_index},
        {"repeat_count", r.repeat_count}};
 }
@@ -72,6 +73,7 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.summary = j.value("summary", RunSummary{});
   r.notes = j.value("notes", std::vector<std::string>{});
   r.telemetry = j.value("telemetry", TelemetryInfo{});
+  r.distributed = j.value("distributed", std::optional<DistributedRecord>{});
   r.repeat_index = j.value("repeat_index", int64_t{1});
   r.repeat_count = j.value("repeat_count", int64_t{1});
 }
@@ -87,6 +89,7 @@ bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const { return sa
 bool ModelRecord::operator==(const ModelRecord& o) const { return same_json(*this, o); }
 bool PrecisionRecord::operator==(const PrecisionRecord& o) const { return same_json(*this, o); }
 bool ExecutionRecord::operator==(const ExecutionRecord& o) const { return same_json(*this, o); }
+bool DistributedRecord::operator==(const DistributedRecord& o) const { return same_json(*this, o); }
 bool EpochRecord::operator==(const EpochRecord& o) const { return same_json(*this, o); }
 bool RunSummary::operator==(const RunSummary& o) const { return same_json(*this, o); }
 bool RunRecord::operator==(const RunRecord& o) const {

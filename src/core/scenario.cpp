@@ -71,6 +71,8 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["gradient_checkpointing"] = s.gradient_checkpointing;
   j["cudnn_benchmark"] = s.cudnn_benchmark;
   j["graph"] = s.graph;
+  j["ddp_bucket_mb"] = s.ddp_bucket_mb;
+  j["ddp_timeout_s"] = s.ddp_timeout_s;
   j["output"] = s.output;
   j["telemetry"] = s.telemetry;
   j["telemetry_interval_s"] = s.telemetry_interval_s;
@@ -105,6 +107,8 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.gradient_checkpointing = j.value("gradient_checkpointing", d.gradient_checkpointing);
   s.cudnn_benchmark = j.value("cudnn_benchmark", d.cudnn_benchmark);
   s.graph = j.value("graph", d.graph);
+  s.ddp_bucket_mb = j.value("ddp_bucket_mb", d.ddp_bucket_mb);
+  s.ddp_timeout_s = j.value("ddp_timeout_s", d.ddp_timeout_s);
   s.output = j.value("output", d.output);
   s.telemetry = j.value("telemetry", d.telemetry);
   s.telemetry_interval_s = j.value("telemetry_interval_s", d.telemetry_interval_s);

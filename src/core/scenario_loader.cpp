@@ -271,6 +271,14 @@ const std::vector<Field>& fields() {
         "capture forward, backward and optimizer step once in a CUDA graph and replay it (true/false; CUDA only, "
         "falls back to eager with a note elsewhere)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.graph = as_bool(n, c); });
+    add("ddp_bucket_mb", "--bucket-mb", "multi-GPU: gradient all-reduce bucket size in MiB (default 25, as DDP)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.ddp_bucket_mb = as_double(n, c, 0.001, 65536, false); });
+    add("ddp_timeout_s", "--ddp-timeout", "multi-GPU: fail the run when a collective or rendezvous takes longer "
+        "(seconds or 30s/5m; default 5m)",
+        [](auto& n, auto& c, Scenario& s, const Models&) {
+          s.ddp_timeout_s = as_duration_s(n, c);
+          if (s.ddp_timeout_s < 1) fail(c, "the timeout must be at least 1s");
+        });
     add("output", "--output", "record path (default runs/<model>_<precision>_bs<N>_<time>.json)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.output = as_string(n, c); });
     return f;

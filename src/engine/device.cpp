@@ -63,6 +63,14 @@ ResolvedDevice resolve_device(const std::string& spec) {
   throw DeviceUnavailable("unknown device '" + spec + "'");
 }
 
+void make_current(const ResolvedDevice& d) {
+#ifdef GPUBENCH_WITH_CUDA
+  if (d.device.is_cuda()) c10::cuda::set_device(static_cast<c10::DeviceIndex>(d.device.index()));
+#else
+  (void)d;
+#endif
+}
+
 void synchronize(const ResolvedDevice& d) {
   if (d.device.is_cuda()) {
     torch::cuda::synchronize(d.device.index());

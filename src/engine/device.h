@@ -26,6 +26,9 @@ struct ResolvedDevice {
 /// Resolves "auto", "cpu", "cuda[:N]", "rocm[:N]", "mps". Throws DeviceUnavailable with a clear reason.
 ResolvedDevice resolve_device(const std::string& spec);
 
+/// Makes `d` the current CUDA device of this thread (streams, events and new tensors default to it).
+void make_current(const ResolvedDevice& d);
+
 /// Blocks until all work queued on `d` has finished (no-op on the CPU).
 void synchronize(const ResolvedDevice& d);
 

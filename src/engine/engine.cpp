@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "device.h"
+#include "distributed.h"
 #include "gpubench/engine/engine.hpp"
 #include "models/registry.h"
 #include "precision.h"
@@ -105,8 +106,15 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     summarize_run(record, {});
   };
 
+  const RankInfo& rank = options.rank;
+  const std::string who = rank.distributed() ? "rank " + std::to_string(rank.rank) + ": " : "";
   try {
     device = engine::resolve_device(requested.device);
+    // Each rank of a multi-process run takes the GPU of its local rank unless the scenario names one.
+    const bool indexed = requested.device.find(':') != std::string::npos;
+    if (rank.distributed() && device.device.is_cuda() && !indexed) {
+      device = engine::resolve_device(device.type + ":" + std::to_string(rank.local_rank));
+    }
   } catch (const engine::DeviceUnavailable& e) {
     record.environment = describe_environment(requested.device);
     record.environment.command_line = options.command_line;
@@ -115,8 +123,16 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
   }
   record.environment = describe_environment(device.id);
   record.environment.command_line = options.command_line;
+  engine::make_current(device);
 
+  std::unique_ptr<engine::Communicator> comm;
+  auto describe_peers = [&]() -> std::string {
+    return comm ? "; " + comm->describe_unresponsive_ranks() : std::string();
+  };
   try {
+    if (rank.distributed()) {
+      comm = std::make_unique<engine::Communicator>(rank, device.device, requested.ddp_timeout_s);
+    }
     const engine::ModelEntry& entry = engine::find_model(requested.model);
     Scenario s = requested;
     torch::manual_seed(s.seed);
@@ -130,6 +146,7 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     plan.precision = engine::resolve_precision(s.precision, device);
     plan.channels_last = s.memory_format == "channels_last";
     plan.stop_requested = options.stop_requested;
+    plan.comm = comm.get();
     if (!plan.precision.note.empty()) {
       record.notes.push_back(plan.precision.note);
       observer.on_note(plan.precision.note);
@@ -153,9 +170,9 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
                               (record.scenario.batch_size ? std::to_string(*record.scenario.batch_size) : "?") +
                               ": " + first_line(e.what_without_backtrace()));
   } catch (const c10::Error& e) {
-    fail(RunStatus::kFailed, first_line(e.what_without_backtrace()));
+    fail(RunStatus::kFailed, who + first_line(e.what_without_backtrace()) + describe_peers());
   } catch (const std::exception& e) {
-    fail(RunStatus::kFailed, first_line(e.what()));
+    fail(RunStatus::kFailed, who + first_line(e.what()) + describe_peers());
   }
   return record;
 }

@@ -3,8 +3,11 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 
@@ -34,8 +37,8 @@ void to_channels_last(torch::nn::Module& m) {
 /// One optimisation step: forward (autocast), backward, optimizer; loss scaling for fp16.
 class StepRunner {
  public:
-  StepRunner(const TrainingPlan& plan, Workload& w, const Batch& batch, Optimizer& opt)
-      : plan_(plan), workload_(w), batch_(batch), opt_(opt) {
+  StepRunner(const TrainingPlan& plan, Workload& w, const Batch& batch, Optimizer& opt, GradientBuckets* buckets)
+      : plan_(plan), workload_(w), batch_(batch), opt_(opt), buckets_(buckets) {
     if (plan.precision.loss_scaling) {
       scaler_.emplace(plan.device.device);
       skipped_on_device_ = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(plan.device.device));
@@ -44,12 +47,17 @@ class StepRunner {
 
   /// Returns the (unscaled, detached) loss, averaged over micro-batches; counts steps the scaler skipped.
   at::Tensor run() {
-    opt_.zero_grad();
+    if (buckets_ != nullptr) {
+      buckets_->zero_grads();  // gradients are views into the all-reduce buckets: zero them, keep them
+    } else {
+      opt_.zero_grad();
+    }
     const int64_t k = plan_.scenario.grad_accumulation;
     const int64_t micro = *plan_.scenario.batch_size;
     at::Tensor loss_sum;
     for (int64_t m = 0; m < k; ++m) {
       at::Tensor loss;
+      if (buckets_ != nullptr) buckets_->begin_micro_batch(m == k - 1);
       {
         AutocastScope autocast(plan_.device.device.type(), plan_.precision.autocast);
         loss = workload_.loss(k == 1 ? batch_ : slice_batch(batch_, m * micro, micro));
@@ -60,6 +68,7 @@ class StepRunner {
       loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
     }
     const at::Tensor loss = k == 1 ? loss_sum : loss_sum / static_cast<double>(k);
+    if (buckets_ != nullptr) buckets_->finish();  // gradients are now averaged over the ranks
     if (!scaler_) {
       opt_.step();
       return loss;
@@ -94,6 +103,7 @@ class StepRunner {
   Workload& workload_;
   const Batch& batch_;
   Optimizer& opt_;
+  GradientBuckets* buckets_;
   std::optional<LossScaler> scaler_;
   int64_t skipped_ = 0;
   at::Tensor skipped_on_device_;
@@ -103,6 +113,9 @@ class StepRunner {
 std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer& opt) {
   if (!cuda_graphs_compiled()) return "this gpubench was built without CUDA";
   if (!plan.device.device.is_cuda()) return "CUDA graphs need a CUDA device (this run is on " + plan.device.id + ")";
+  if (plan.comm != nullptr) {
+    return "multi-process runs launch their all-reduces from backward hooks, which are not captured yet";
+  }
   if (plan.scenario.gradient_checkpointing) {
     return "gradient checkpointing saves and restores the RNG state from the host, which a capture cannot do";
   }
@@ -117,6 +130,24 @@ std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer& 
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+/// Test hook for fault handling: GPUBENCH_FAULT_INJECT=kill-rank:R:step:N kills rank R (SIGKILL) at its Nth step.
+struct FaultInjection {
+  int rank = -1;
+  int64_t step = -1;
+  static FaultInjection from_env() {
+    FaultInjection f;
+    const char* v = std::getenv("GPUBENCH_FAULT_INJECT");
+    if (v != nullptr) std::sscanf(v, "kill-rank:%d:step:%ld", &f.rank, &f.step);
+    return f;
+  }
+  void maybe_fire(const Communicator* comm, int64_t step_now) const {
+    if (comm != nullptr && comm->rank() == rank && step_now == step) std::raise(SIGKILL);
+  }
+};
+
+/// Why a distributed run stops after an epoch; the largest code over the ranks wins, so all agree.
+enum StopCode { kGoOn = 0, kDurationDone = 1, kBudget = 2, kInterrupt = 3, kNonFinite = 4 };
 
 std::string describe_loss(double v) {
   std::ostringstream os;
@@ -136,13 +167,18 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
   module->to(dev);
   if (plan.channels_last) to_channels_last(*module);
   module->train();
+  if (plan.comm != nullptr) {
+    // Every rank starts from rank 0's weights and buffers, as DDP does at construction.
+    plan.comm->broadcast(module->parameters());
+    plan.comm->broadcast(module->buffers());
+  }
 
   // Synthetic data: one batch generated on the device and reused every step, as PyTorch's synthetic
   // benchmarks do. This times the training step, not an input pipeline.
   at::Generator gen = at::globalContext().defaultGenerator(dev);
   {
     std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(s.seed);
+    gen.set_current_seed(s.seed + static_cast<uint64_t>(plan.comm != nullptr ? plan.comm->rank() : 0));  // own data per rank
   }
   Batch batch = workload.make_batch(batch_size, at::TensorOptions().device(dev), gen);  // all micro-batches
   if (plan.channels_last) {
@@ -154,7 +190,20 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
   auto optimizer = make_optimizer(s.optimizer, module->parameters());
   record.execution.optimizer_implementation = optimizer->implementation();
   record.execution.graph_requested = s.graph;
-  StepRunner runner(plan, workload, batch, *optimizer);
+  std::unique_ptr<GradientBuckets> buckets;
+  if (plan.comm != nullptr) {
+    buckets = std::make_unique<GradientBuckets>(*plan.comm, module->parameters(), s.ddp_bucket_mb);
+    DistributedRecord d;
+    d.world_size = plan.comm->world_size();
+    d.backend = plan.comm->backend_name();
+    d.launcher = plan.comm->info().launcher;
+    d.bucket_mb = s.ddp_bucket_mb;
+    d.buckets = static_cast<int64_t>(buckets->bucket_count());
+    record.distributed = d;
+  }
+  const FaultInjection fault = FaultInjection::from_env();
+  int64_t steps_run = 0;  // warm-up and timed, for heartbeats and fault injection
+  StepRunner runner(plan, workload, batch, *optimizer, buckets.get());
   auto timer = make_step_timer(plan.device);
   record.notes.push_back(std::string("step times: ") + timer->method());
 
@@ -165,6 +214,10 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
   for (int64_t i = 0; i < warmup; ++i) {
     if (stop_requested(plan)) break;
     runner.run();
+    if (plan.comm != nullptr) {
+      plan.comm->set_progress(++steps_run);
+      fault.maybe_fire(plan.comm, steps_run);
+    }
     observer.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size, seconds_since(warm_t0)});
   }
 
@@ -193,11 +246,14 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
   auto step = [&]() -> at::Tensor { return graph ? graph->replay().clone() : runner.run(); };
 
   synchronize(plan.device);
+  if (plan.comm != nullptr) plan.comm->gather(0.0);  // all ranks start the first epoch together
   record.summary.warmup_steps = warmup;
   record.summary.warmup_seconds = seconds_since(warm_t0);
   runner.take_skipped();
 
-  const int64_t steps_per_epoch = s.dataset_size / batch_size;
+  // An epoch is dataset_size samples in total: with N ranks each takes 1/N of them (as DistributedSampler does).
+  const int64_t ranks = plan.comm != nullptr ? plan.comm->world_size() : 1;
+  const int64_t steps_per_epoch = std::max<int64_t>(1, s.dataset_size / (batch_size * ranks));
   const double budget_s = s.time_budget_s.value_or(0.0);
   double measured_s = 0;
   std::vector<double> all_step_ms;
@@ -208,8 +264,10 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
   const double duration_s = s.duration_s.value_or(0.0);
   const int64_t max_epochs = (duration_s > 0 && !s.is_set("epochs")) ? INT64_MAX : s.epochs;
   const std::string of_epochs = max_epochs == INT64_MAX ? "" : "/" + std::to_string(max_epochs);
+  const bool dist = plan.comm != nullptr;
+  const int world = dist ? plan.comm->world_size() : 1;
   for (int64_t e = 0; e < max_epochs; ++e) {
-    if (stop_requested(plan)) {
+    if (!dist && stop_requested(plan)) {
       record.summary.bounded_by = "interrupt";
       break;
     }
@@ -221,31 +279,43 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
     observer.on_epoch_begin(e);
     const auto t0 = Clock::now();
     timer->begin_epoch(steps_per_epoch);
+    if (buckets) buckets->begin_epoch(steps_per_epoch);
     int64_t done = 0;
     while (done < steps_per_epoch) {
-      if (stop_requested(plan)) {
+      if (!dist && stop_requested(plan)) {
         record.summary.bounded_by = "interrupt";
         break;
       }
       losses.push_back(step());
       timer->mark();
       ++done;
+      if (dist) {
+        plan.comm->set_progress(++steps_run);
+        fault.maybe_fire(plan.comm, steps_run);
+      }
       const double elapsed = seconds_since(t0);
       observer.on_step(StepProgress{false, e, max_epochs == INT64_MAX ? 0 : max_epochs, done, steps_per_epoch,
                                     batch_size, elapsed});
-      if (budget_s > 0 && measured_s + elapsed >= budget_s && done < steps_per_epoch) {
+      if (!dist && budget_s > 0 && measured_s + elapsed >= budget_s && done < steps_per_epoch) {
         record.summary.bounded_by = "time_budget";
         break;
       }
     }
     synchronize(plan.device);
-    const double seconds = seconds_since(t0);
+    double seconds = seconds_since(t0);
+    if (dist) {
+      // The epoch ends when its slowest rank does; every rank's time goes into the record.
+      const std::vector<double> per_rank = plan.comm->gather(seconds);
+      record.distributed->rank_epoch_seconds.push_back(per_rank);
+      record.distributed->rank_comm_wait_seconds.push_back(plan.comm->gather(buckets->end_epoch_wait_seconds()));
+      seconds = *std::max_element(per_rank.begin(), per_rank.end());
+    }
     measured_s += seconds;
 
     EpochRecord ep;
     ep.index = e;
     ep.steps = done;
-    ep.samples = done * batch_size;
+    ep.samples = done * batch_size * world;
     ep.seconds = seconds;
     ep.samples_per_s = seconds > 0 ? static_cast<double>(ep.samples) / seconds : 0.0;
     std::vector<double> step_ms = timer->end_epoch_ms();
@@ -275,9 +345,30 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
         }
       }
     }
+    if (dist) {
+      int code = kGoOn;
+      if (record.status == RunStatus::kNan) code = kNonFinite;
+      else if (stop_requested(plan)) code = kInterrupt;
+      else if (budget_s > 0 && measured_s >= budget_s && e + 1 < max_epochs) code = kBudget;
+      double agreed = 0;
+      for (double c : plan.comm->gather(code)) agreed = std::max(agreed, c);
+      if (agreed == kInterrupt) record.summary.bounded_by = "interrupt";
+      if (agreed == kBudget) record.summary.bounded_by = "time_budget";
+      if (agreed == kNonFinite && record.status == RunStatus::kOk) {
+        record.status = RunStatus::kNan;
+        record.reason = "loss became non-finite on another rank in epoch " + std::to_string(e + 1);
+      }
+    }
     record.epochs.push_back(ep);
     observer.on_epoch(ep);
     if (record.status != RunStatus::kOk || !record.summary.bounded_by.empty()) break;
+  }
+  if (dist) {
+    std::vector<double> total(static_cast<size_t>(world), 0.0);
+    for (const auto& per_rank : record.distributed->rank_epoch_seconds) {
+      for (size_t r = 0; r < per_rank.size(); ++r) total[r] += per_rank[r];
+    }
+    record.distributed->slowest_rank = static_cast<int>(std::max_element(total.begin(), total.end()) - total.begin());
   }
 
   if (duration_s > 0) {

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "device.h"
+#include "distributed.h"
 #include "gpubench/core/run_record.hpp"
 #include "gpubench/engine/engine.hpp"
 #include "models/registry.h"
@@ -18,6 +19,10 @@ struct TrainingPlan {
   PrecisionPlan precision;
   bool channels_last = false;
   const std::atomic<bool>* stop_requested = nullptr;
+  /// Multi-process data parallelism: this rank's process group (null for a single process). Stop decisions
+  /// (time budget, interrupt, non-finite loss) are then taken together at epoch ends, so ranks never disagree
+  /// about the next collective.
+  Communicator* comm = nullptr;
 };
 
 /// Runs warm-up and the timed epochs, filling `record.epochs`, `record.summary`, `record.status`.

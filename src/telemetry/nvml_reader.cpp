@@ -90,6 +90,14 @@ class NvmlReader final : public Reader {
     if (mig_ && mig_(dev_, &u, &pending) == NVML_SUCCESS) t.mig_enabled = u != 0;
     if (pcie_gen_ && pcie_gen_(dev_, &u) == NVML_SUCCESS) t.pcie_link_gen = u;
     if (pcie_width_ && pcie_width_(dev_, &u) == NVML_SUCCESS) t.pcie_link_width = u;
+    if (nvlink_state_ != nullptr) {
+      int64_t active = 0;
+      for (unsigned link = 0; link < 18; ++link) {  // NVML_NVLINK_MAX_LINKS
+        int state = 0;
+        if (nvlink_state_(dev_, link, &state) == NVML_SUCCESS && state != 0) ++active;
+      }
+      t.nvlink_active_links = active;
+    }
     std::string lacking;
     if (energy_ == nullptr) lacking += " energy counter";
     if (reasons_ == nullptr) lacking += " clock-event reasons";
@@ -120,6 +128,7 @@ class NvmlReader final : public Reader {
     mig_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*)>("nvmlDeviceGetMigMode");
     pcie_gen_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetCurrPcieLinkGeneration");
     pcie_width_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetCurrPcieLinkWidth");
+    nvlink_state_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned, int*)>("nvmlDeviceGetNvLinkState");
   }
 
   std::string error_string(nvmlReturn_t rc) const {
@@ -148,6 +157,7 @@ class NvmlReader final : public Reader {
   nvmlReturn_t (*mig_)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_gen_)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_width_)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*nvlink_state_)(nvmlDevice_t, unsigned, int*) = nullptr;
 };
 
 }  // namespace

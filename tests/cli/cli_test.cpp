@@ -37,8 +37,8 @@ class CliTest : public ::testing::Test {
     return std::string((std::istreambuf_iterator<char>(in)), {});
   }
 
-  Result gpubench(const std::string& args) {
-    const std::string cmd = std::string(GPUBENCH_BINARY) + " " + args + " > " + (dir_ / "stdout").string() +
+  Result gpubench(const std::string& args, const std::string& env = "") {
+    const std::string cmd = env + " " + std::string(GPUBENCH_BINARY) + " " + args + " > " + (dir_ / "stdout").string() +
                             " 2> " + (dir_ / "stderr").string();
     const int status = std::system(cmd.c_str());
     return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"), slurp(dir_ / "stderr")};
@@ -211,6 +211,76 @@ TEST_F(CliTest, BareCudaGraphFlagMeansTrueAndTheRecordSaysWhichModeRan) {
   EXPECT_NE(bad.err.find("command line --optimizer-impl"), std::string::npos) << bad.err;
   const Result off = gpubench("run --config " + tiny() + " --cuda-graph maybe");
   EXPECT_EQ(off.exit_code, 2);
+}
+
+TEST_F(CliTest, TwoCpuRanksTrainDataParallelAndRankZeroWritesTheOneRecord) {
+  const std::string out = (dir_ / "ddp" / "tiny.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --device cpu --epochs 2 --dataset-size 32 --nproc-per-node 2 "
+                            "--ddp-timeout 60s --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["status"], "ok");
+  const auto& d = j["distributed"];
+  EXPECT_EQ(d["world_size"], 2);
+  EXPECT_EQ(d["backend"], "gloo");
+  EXPECT_EQ(d["launcher"], "gpubench");
+  ASSERT_EQ(d["rank_epoch_seconds"].size(), 2u);
+  for (const auto& e : d["rank_epoch_seconds"]) EXPECT_EQ(e.size(), 2u);
+  ASSERT_EQ(d["rank_comm_wait_seconds"].size(), 2u);
+  // An epoch is dataset_size samples over both ranks: 32 / (4 per rank x 2 ranks) = 4 steps of 8 samples.
+  for (const auto& e : j["epochs"]) {
+    EXPECT_EQ(e["steps"], 4);
+    EXPECT_EQ(e["samples"], 32);
+    double slowest = 0;
+    for (const auto& v : d["rank_epoch_seconds"][e["index"].get<int>()]) slowest = std::max(slowest, v.get<double>());
+    EXPECT_DOUBLE_EQ(e["seconds"].get<double>(), slowest);
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "ddp"), {}), 1);  // rank 1 wrote nothing
+}
+
+/// Processes whose command line contains `marker` (to check that no rank outlives the launcher).
+int processes_with(const std::string& marker) {
+  int n = 0;
+  for (const auto& p : fs::directory_iterator("/proc")) {
+    std::ifstream in(p.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), {});
+    if (cmd.find(marker) != std::string::npos && cmd.find("gpubench") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+TEST_F(CliTest, AKilledRankEndsEveryRankWithAFailedRecordNamingIt) {
+  const std::string out = (dir_ / "killed.json").string();
+  const std::string marker = "killed-rank-" + std::to_string(::getpid());
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r = gpubench("run --config " + tiny() + " --device cpu --epochs 3 --dataset-size 64 --nproc-per-node 2 "
+                            "--ddp-timeout 20s --name " + marker + " --output " + out,
+                            "GPUBENCH_FAULT_INJECT=kill-rank:1:step:3");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_LT(seconds, 120.0);  // the 20 s collective timeout plus start-up, not a hang
+  const RunRecord rec = read_record(out);
+  EXPECT_EQ(rec.status, RunStatus::kFailed);
+  std::string all = rec.reason;
+  for (const auto& n : rec.notes) all += " | " + n;
+  EXPECT_NE(all.find("rank 1"), std::string::npos) << all;
+  EXPECT_NE(r.err.find("rank 1 was killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+TEST_F(CliTest, ScalingRunsEachRankCountAndReportsEfficiency) {
+  const fs::path out = dir_ / "scaling";
+  const Result r = gpubench("scaling resnet50 --gpus 1,2 --out-dir " + out.string() + " --config " + tiny() +
+                            " --device cpu --dataset-size 32 --ddp-timeout 60s");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out / "scaling.json"));
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["points"][0]["ranks"], 1);
+  EXPECT_DOUBLE_EQ(j["points"][0]["scaling_efficiency"].get<double>(), 1.0);
+  EXPECT_EQ(j["points"][1]["ranks"], 2);
+  EXPECT_GT(j["points"][1]["scaling_efficiency"].get<double>(), 0.0);
+  EXPECT_TRUE(fs::exists(out / "resnet50_gpus2.json"));
+  EXPECT_NE(r.out.find("scaling efficiency"), std::string::npos) << r.out;
 }
 
 TEST_F(CliTest, HelpListsScenarioFlagsAndExitCodes) {

@@ -76,6 +76,23 @@ struct ExecutionRecord {
   bool operator==(const ExecutionRecord& o) const;
 };
 
+/// Multi-process data-parallel runs (absent for a single process).
+struct DistributedRecord {
+  int world_size = 1;
+  std::string backend;                   ///< nccl | gloo
+  std::string launcher;                  ///< gpubench | torchrun | slurm | mpirun
+  double bucket_mb = 0;                  ///< all-reduce bucket size (MiB)
+  int64_t buckets = 0;                   ///< how many buckets the parameters made
+  /// [epoch][rank]: each rank's wall time for the epoch (s). The epoch's `seconds` is the slowest of them.
+  std::vector<std::vector<double>> rank_epoch_seconds;
+  /// [epoch][rank]: time the compute stream waited for gradient all-reduces after backward (s): communication
+  /// that did not overlap the backward pass.
+  std::vector<std::vector<double>> rank_comm_wait_seconds;
+  int slowest_rank = 0;                  ///< rank with the largest total epoch time
+  std::string interconnect;              ///< e.g. "NVLink (18 links active)", "PCIe", "loopback (CPU)"
+  bool operator==(const DistributedRecord& o) const;
+};
+
 /// One timed epoch.
 struct EpochRecord {
   int64_t index = 0;               ///< 0-based
@@ -133,6 +150,7 @@ struct RunRecord {
   RunSummary summary;
   std::vector<std::string> notes;      ///< things a reader must know (CPU bounds, fallbacks, ...)
   TelemetryInfo telemetry;             ///< which reader sampled the device, and static device facts
+  std::optional<DistributedRecord> distributed;  ///< multi-process runs: per-rank times, backend, world size
   int64_t repeat_index = 1;            ///< 1-based repeat of this scenario within one invocation (--repeats)
   int64_t repeat_count = 1;
   bool operator==(const RunRecord& o) const;
@@ -155,6 +173,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, reso
                                                 tf32_cudnn, loss_scaling, memory_format)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExecutionRecord, mode, graph_requested, graph_fallback,
                                                 optimizer_implementation)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, backend, launcher, bucket_mb, buckets,
+                                                rank_epoch_seconds, rank_comm_wait_seconds, slowest_rank,
+                                                interconnect)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
                                                 step_time, step_times_ms, peak_allocated_bytes, peak_reserved_bytes,
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,

@@ -65,6 +65,8 @@ struct Scenario {
   bool gradient_checkpointing = false;    ///< recompute each block in backward instead of keeping activations
   bool cudnn_benchmark = true;            ///< let cuDNN autotune convolution algorithms
   bool graph = false;                     ///< capture the whole step in a CUDA graph and replay it (CUDA only)
+  double ddp_bucket_mb = 25;              ///< multi-GPU: gradient all-reduce bucket size (MiB), as DDP's bucket_cap_mb
+  double ddp_timeout_s = 300;             ///< multi-GPU: a collective or rendezvous that takes longer fails the run (s)
   std::string output;                     ///< record path; empty = runs/<generated name>.json
   bool telemetry = true;                  ///< sample power, clocks and temperature during the timed epochs
   double telemetry_interval_s = 0.1;      ///< sampling period (s)

@@ -56,6 +56,7 @@ struct TelemetryInfo {
   std::optional<double> power_limit_w; ///< enforced power limit (W)
   std::optional<bool> persistence_mode, ecc_enabled, mig_enabled;
   std::optional<int64_t> pcie_link_gen, pcie_link_width;
+  std::optional<int64_t> nvlink_active_links;  ///< NVLinks up on this GPU (NVML); 0 = none, PCIe only
   std::string trace_path;              ///< the CSV of raw samples, when one was written
   bool operator==(const TelemetryInfo& o) const;
 };
@@ -76,6 +77,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochTelemetry, samples, power_a
                                                 clock_event_fraction, missing_readings)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TelemetryInfo, reader, available, reason, interval_s,
                                                 driver_version, power_limit_w, persistence_mode, ecc_enabled,
-                                                mig_enabled, pcie_link_gen, pcie_link_width, trace_path)
+                                                mig_enabled, pcie_link_gen, pcie_link_width,
+                                                nvlink_active_links, trace_path)
 
 }  // namespace gpubench

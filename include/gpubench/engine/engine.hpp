@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gpubench/core/launch.hpp"
 #include "gpubench/core/run_record.hpp"
 #include "gpubench/core/scenario.hpp"
 
@@ -84,6 +85,9 @@ class RunObserver {
 struct RunOptions {
   std::string command_line;                          ///< recorded verbatim
   const std::atomic<bool>* stop_requested = nullptr; ///< set (e.g. by SIGINT) to end the run as "interrupted"
+  /// This process's place in a multi-process run (torchrun, SLURM, mpirun, --nproc-per-node); default: alone.
+  /// With world_size > 1 the run is data-parallel over c10d, each rank on cuda:<local_rank> (or the CPU).
+  RankInfo rank;
 };
 
 /// Trains `scenario` and returns its record. Run failures (no device, OOM, non-finite loss, interrupt) come back
