@@ -8,6 +8,8 @@
 #   parity_resnet / parity_bert - issue #5's table: gpubench eager and CUDA-graph runs against PyTorch eager and
 #            PyTorch's own whole-step graph capture, alternating, $PAIRS rounds (default 3)
 #   extras - torch.compile reference for BERT bs 32, 3 repeats for the coefficient of variation
+#   ddp    - issue #7 on nvidia-h200-x2: an NCCL smoke run, then `gpubench scaling --gpus 1,2` and PyTorch DDP
+#            (torchrun) on the same scenarios, alternating, and scripts/compare_scaling.py's table
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -156,6 +158,32 @@ phase_extras() {
   "$GB" run $rn --cuda-graph --epochs 2 --repeats 3 --output "$OUT/records/cov.json" 2>> "$OUT/session.log" | grep -E "repeats|total" | tee -a "$OUT/session.log"
   "$GB" info --measure-peak 2>&1 | tee "$OUT/measure_peak.txt" | grep -E "matmul|copy|table"
   bundle
+}
+
+ddp_scenario() {  # name | model | flags | extra PyTorch flags
+  local name="$1" model="$2" flags="$3" pt="$4"
+  log "ddp $name: gpubench scaling 1,2"
+  # shellcheck disable=SC2086
+  "$GB" scaling "$model" --gpus 1,2 --out-dir "$OUT/records/scaling_$name" $flags 2>> "$OUT/session.log" | tail -4
+  log "ddp $name: PyTorch 1 GPU"
+  # shellcheck disable=SC2086
+  "$PY" scripts/pytorch_reference.py --model "$model" $flags $pt --json "$OUT/records/pytorch_${name}_1gpu.json" > /dev/null 2>> "$OUT/session.log"
+  log "ddp $name: PyTorch DDP 2 GPUs (torchrun)"
+  # shellcheck disable=SC2086
+  "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 scripts/pytorch_reference.py --model "$model" $flags $pt \
+      --json "$OUT/records/pytorch_${name}_2gpu.json" > /dev/null 2>> "$OUT/session.log"
+  bundle
+}
+
+phase_ddp() {
+  nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
+  log "ddp smoke: 2 ranks, small ResNet"
+  "$GB" run resnet50 --image-size 64 --batch-size 16 --dataset-size 320 --warmup-steps 2 --precision bf16 \
+      --nproc-per-node 2 --ddp-timeout 60s --quiet --output "$OUT/records/smoke.json" 2>&1 | tail -5 | tee -a "$OUT/session.log"
+  ddp_scenario resnet_bs256 resnet50 "--precision bf16 --memory-format channels_last --batch-size 256 --dataset-size 51200 --warmup-steps 15" ""
+  ddp_scenario resnet_bs128 resnet50 "--precision bf16 --memory-format channels_last --batch-size 128 --dataset-size 25600 --warmup-steps 15" ""
+  ddp_scenario bert_bs32 bert-base "--precision bf16 --batch-size 32 --seq-len 128 --dataset-size 12800 --warmup-steps 15" "--fused"
+  "$PY" scripts/compare_scaling.py "$OUT/records" --json "$OUT/summary_ddp.json" | tee "$OUT/summary_ddp.md"
 }
 
 phase_pairs() {

@@ -14,9 +14,14 @@ The optimizer is torch.optim.SGD / AdamW with PyTorch's default implementation (
 the fused kernel instead. --graph captures the whole step (forward, backward, fused optimizer) with torch.cuda.graph
 after a side-stream warm-up, PyTorch's documented whole-network recipe, and replays it; --compile wraps the model in
 torch.compile (the compilation happens in the warm-up and is reported as warmup_seconds).
+
+Under torchrun (WORLD_SIZE > 1) it trains with DistributedDataParallel over NCCL, PyTorch's defaults (25 MB buckets),
+each rank on cuda:LOCAL_RANK with the scenario's batch size; an epoch is dataset_size samples over all ranks, and
+rank 0 reports the aggregate throughput from the slowest rank's time, as gpubench does.
 """
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -80,6 +85,8 @@ def parse_args(argv):
     }
     if cfg["dataset_size"] < cfg["batch_size"]:
         p.error("dataset_size is smaller than batch_size")
+    if (a.graph or a.compile) and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        p.error("--graph/--compile under torchrun are not supported here")
     if a.graph and cfg["precision"] == "fp16":
         p.error("--graph with fp16: GradScaler's skip decision is not captured here; use bf16 or fp32")
     return cfg
@@ -90,7 +97,17 @@ def main(argv):
     import torch
     import torchvision
 
-    dev = torch.device("cuda" if cfg["device"] in ("auto", "rocm") else cfg["device"])
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        import torch.distributed as dist
+
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dev = torch.device("cuda", local)
+        dist.init_process_group("nccl", device_id=dev)
+    else:
+        dev = torch.device("cuda" if cfg["device"] in ("auto", "rocm") else cfg["device"])
     precision = cfg["precision"]
     if precision == "amp":
         precision = "bf16" if dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 8 else "fp16"
@@ -120,6 +137,12 @@ def main(argv):
         y = torch.randint(0, cfg["num_classes"], (bs,), device=dev)
         forward = lambda: loss_fn(model(x), y)
         torch_version_of_model = torchvision.__version__
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
+        if cfg["model"] == "bert-base":
+            forward = lambda: loss_fn(model(input_ids=x).logits, y)
+        else:
+            forward = lambda: loss_fn(model(x), y)
     o = cfg["optimizer"]
     fused = {"fused": True} if cfg["fused"] else {}
     if o["name"] == "sgd":
@@ -172,7 +195,7 @@ def main(argv):
             return static_loss.clone()
     torch.cuda.synchronize(dev)
     warmup_s = time.perf_counter() - t_w
-    steps = cfg["dataset_size"] // bs
+    steps = cfg["dataset_size"] // (bs * world)
     events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
     torch.cuda.reset_peak_memory_stats(dev)
     torch.cuda.synchronize(dev)
@@ -184,6 +207,12 @@ def main(argv):
         events[i + 1].record()
     torch.cuda.synchronize(dev)
     seconds = time.perf_counter() - t0
+    rank_seconds = [seconds]
+    if world > 1:
+        gathered = [torch.zeros(1, device=dev, dtype=torch.float64) for _ in range(world)]
+        dist.all_gather(gathered, torch.tensor([seconds], device=dev, dtype=torch.float64))
+        rank_seconds = [float(t.item()) for t in gathered]
+        seconds = max(rank_seconds)
     step_ms = sorted(events[i].elapsed_time(events[i + 1]) for i in range(steps))
     result = {
         "tool": "pytorch",
@@ -196,10 +225,12 @@ def main(argv):
         "mode": "cuda_graph" if cfg["graph"] else ("compile" if cfg["compile"] else "eager"),
         "optimizer_implementation": "fused" if cfg["fused"] else "foreach",
         "channels_last": channels_last,
+        "world_size": world,
+        "rank_seconds": rank_seconds,
         "steps": steps,
-        "samples": steps * bs,
+        "samples": steps * bs * world,
         "seconds": seconds,
-        "samples_per_s": steps * bs / seconds,
+        "samples_per_s": steps * bs * world / seconds,
         "step_ms_median": step_ms[len(step_ms) // 2],
         "peak_allocated_bytes": torch.cuda.max_memory_allocated(dev),
         "peak_reserved_bytes": torch.cuda.max_memory_reserved(dev),
@@ -207,6 +238,10 @@ def main(argv):
         "loss_first": float(losses[0]),
         "loss_last": float(losses[-1]),
     }
+    if world > 1:
+        dist.destroy_process_group()
+        if rank != 0:
+            return 0
     text = json.dumps(result, indent=2)
     if cfg["json"]:
         with open(cfg["json"], "w") as f:
