@@ -1,5 +1,6 @@
 #include "gpubench/core/run_record.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "gpubench/core/device_table.hpp"
@@ -136,7 +137,10 @@ void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {
     if (auto peak = spec->peak_tflops(r.precision.resolved)) {
       s.peak_tflops = peak;
       s.peak_source = "device table: " + spec->name + " " + r.precision.resolved + " dense peak";
-      if (s.achieved_tflops > 0) s.mfu = s.achieved_tflops / *peak;
+      // Data-parallel runs: aggregate throughput against the peak of all their devices.
+      const double devices = r.distributed ? std::max(1, r.distributed->world_size) : 1;
+      if (devices > 1) s.peak_source += " x " + std::to_string(static_cast<int>(devices)) + " devices";
+      if (s.achieved_tflops > 0) s.mfu = s.achieved_tflops / (*peak * devices);
     }
   }
   s.step_time = summarize_step_times(all_step_ms);

@@ -58,6 +58,12 @@ TEST(ModelFlopUtilisationTest, IsAchievedOverTheDevicePeakForThePrecisionInUse) 
   summarize_run(r, {});
   EXPECT_NEAR(*r.summary.mfu, 125.952 / 67.0, 1e-12);
 
+  r.distributed = DistributedRecord{};
+  r.distributed->world_size = 2;  // aggregate throughput of two GPUs against two GPUs' peak
+  summarize_run(r, {});
+  EXPECT_NEAR(*r.summary.mfu, 125.952 / 67.0 / 2, 1e-12);
+  r.distributed.reset();
+
   r.environment.device_name = "Some Future GPU";  // not in the table: no guess
   summarize_run(r, {});
   EXPECT_FALSE(r.summary.mfu.has_value());
