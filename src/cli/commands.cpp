@@ -14,7 +14,9 @@
 
 #include "cli/launcher.h"
 #include "cli/run_session.h"
+#include "gpubench/core/json_optional.hpp"
 #include "gpubench/core/launch.hpp"
+#include "gpubench/core/published.hpp"
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/device_table.hpp"
 #include "gpubench/core/record_io.hpp"
@@ -233,6 +235,11 @@ int list_command() {
     std::printf("  %-12s %s; default batch %lld, %s, unit: %s\n", m.name.c_str(), m.description.c_str(),
                 static_cast<long long>(m.default_batch_size), m.default_optimizer.c_str(), m.sample_unit.c_str());
   }
+  std::printf("Published references (gpubench compare published/<id> RUN.json):\n");
+  for (const auto& r : published_references()) {
+    std::printf("  %-28s %s, %s%s\n", r.id.c_str(), r.device.c_str(), r.model.c_str(),
+                r.batch_size ? (", batch " + std::to_string(*r.batch_size)).c_str() : "");
+  }
   std::printf("Devices:\n");
   for (const auto& d : list_devices()) {
     std::string detail = d.name;
@@ -325,7 +332,56 @@ int validate_command(const std::vector<std::string>& files) {
   return rc;
 }
 
+namespace {
+
+int compare_published(const CompareArgs& a) {
+  const PublishedReference* ref = find_published(a.base);
+  if (ref == nullptr) {
+    std::string known;
+    for (const auto& r : published_references()) known += (known.empty() ? "" : ", ") + r.id;
+    spdlog::error("unknown published reference '{}'; known: {}", a.base, known);
+    return kExitUsage;
+  }
+  std::vector<LoadedRecord> runs;
+  try {
+    runs = load_records({a.candidate}, nullptr);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  if (runs.empty()) {
+    spdlog::error("no gpubench run record in {}", a.candidate);
+    return kExitUsage;
+  }
+  std::string md;
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : runs) {
+    const PublishedComparison c = compare_with_published(*ref, r.record);
+    md += format_published_markdown(c, r.record, r.path) + "\n";
+    j.push_back({{"reference", ref->id}, {"record", r.path}, {"published_samples_per_s", c.published_samples_per_s},
+                 {"measured_samples_per_s", c.measured_samples_per_s}, {"percent_of_published", c.percent_of_published},
+                 {"measured_epoch_seconds", c.measured_epoch_seconds}, {"differences", c.differences},
+                 {"published_price_performance", c.published_price_performance},
+                 {"recomputed_price_performance", c.recomputed_price_performance},
+                 {"measured_price_performance", c.measured_price_performance},
+                 {"published_joules_per_sample", c.published_joules_per_sample},
+                 {"measured_joules_per_sample", c.measured_joules_per_sample}, {"remarks", c.remarks}});
+  }
+  std::fputs(md.c_str(), stdout);
+  try {
+    if (!a.markdown.empty()) write_file_atomic(a.markdown, md);
+    if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitRunFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 int compare_command(const CompareArgs& a) {
+  if (a.base.rfind("published/", 0) == 0) return compare_published(a);
   CompareOptions options;
   options.seed = a.seed;
   {

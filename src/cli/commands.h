@@ -45,6 +45,16 @@ struct ScalingArgs {
 };
 int scaling_command(const ScalingArgs& args);
 
+struct SweepArgs {
+  std::string model;
+  std::optional<std::string> config;
+  std::map<std::string, std::string> overrides;      ///< scenario key -> flag text; lists ("32,64") and "max" allowed
+  std::map<std::string, std::string> override_flag;  ///< scenario key -> flag name
+  std::string out_dir;                               ///< default runs/sweep_<model>_<time>
+  std::string self;                                  ///< this binary
+};
+int sweep_command(const SweepArgs& args);
+
 struct CompareArgs {
   std::string base, candidate;               ///< a record file or a directory of records, each
   std::string threshold = "2%";             ///< "2%" or "0.02"

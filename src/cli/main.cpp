@@ -10,6 +10,33 @@
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/scenario_loader.hpp"
 
+namespace {
+
+/// One option per scenario key on `cmd` (`model` as --model; the positional MODEL is added by the caller).
+void add_scenario_flags(CLI::App* cmd, std::map<std::string, std::string>& raw,
+                        std::map<std::string, std::string>& flag_of, const std::string& suffix) {
+  for (const auto& k : gpubench::scenario_keys()) {
+    if (k.key == "model") continue;
+    auto* opt = cmd->add_option(k.flag, raw[k.key], k.description + suffix + " [" + k.key + "]");
+    if (k.boolean) opt->expected(0, 1);  // `--cuda-graph` alone means true; `--cuda-graph false` also works
+    flag_of[k.key] = k.flag;
+  }
+  cmd->add_option("--model", raw["model"], "Same as the positional MODEL [model]");
+  flag_of["model"] = "--model";
+}
+
+/// The scenario flags the user gave on `cmd`, as key -> text (a bare boolean flag means "true").
+std::map<std::string, std::string> given_flags(CLI::App* cmd, std::map<std::string, std::string>& raw) {
+  std::map<std::string, std::string> out;
+  for (const auto& k : gpubench::scenario_keys()) {
+    const auto* opt = cmd->get_option(k.key == "model" ? "--model" : k.flag);
+    if (opt->count() > 0) out[k.key] = (k.boolean && raw[k.key].empty()) ? "true" : raw[k.key];
+  }
+  return out;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using gpubench::cli::kExitUsage;
   auto logger = spdlog::stderr_color_mt("gpubench");
@@ -46,14 +73,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   // One flag per scenario key (batch_size <-> --batch-size), generated from the key table so they never drift.
   std::map<std::string, std::string> raw;
-  for (const auto& k : gpubench::scenario_keys()) {
-    if (k.key == "model") continue;  // the positional argument (and --model below)
-    auto* opt = run->add_option(k.flag, raw[k.key], k.description + " [" + k.key + "]");
-    if (k.boolean) opt->expected(0, 1);  // `--cuda-graph` alone means true; `--cuda-graph false` also works
-    run_args.override_flag[k.key] = k.flag;
-  }
-  run->add_option("--model", raw["model"], "Same as the positional MODEL [model]");
-  run_args.override_flag["model"] = "--model";
+  add_scenario_flags(run, raw, run_args.override_flag, "");
   run->footer("Scenario keys in files use the names in [brackets]. Exit codes: 0 ok, 1 run failed, 2 usage/scenario error.");
 
   auto* list = app.add_subcommand("list", "List models and devices");
@@ -77,9 +97,22 @@ int main(int argc, char** argv) {
   scaling->footer("Every other option is passed to each `gpubench run` (e.g. --precision bf16 --batch-size 256, "
                   "which is per GPU).\nEfficiency = throughput on N ÷ (N × throughput on 1). Exit 1 if a run failed.");
 
+  gpubench::cli::SweepArgs sweep_args;
+  std::map<std::string, std::string> sweep_raw;
+  auto* sweep = app.add_subcommand("sweep", "Run every combination of list-valued flags; OOM points are recorded");
+  sweep->add_option("MODEL", sweep_args.model, "Model to train (see `gpubench list`)")->required();
+  sweep->add_option("-c,--config", sweep_args.config, "Scenario file; flags override it")->check(CLI::ExistingFile);
+  sweep->add_option("--out-dir", sweep_args.out_dir,
+                    "Folder for one record per point plus sweep.md/sweep.json (default runs/sweep_<model>_<time>)");
+  add_scenario_flags(sweep, sweep_raw, sweep_args.override_flag, "; a comma list sweeps it");
+  sweep->footer("Example: gpubench sweep resnet50 --batch-size 32,64,128,256 --precision fp32,bf16\n"
+                "--batch-size max searches for the largest batch that trains. Exit codes: 0 every point ran (ok or "
+                "oom), 1 a point failed otherwise, 2 a point is not a valid scenario (nothing ran).");
+
   gpubench::cli::CompareArgs compare_args;
   auto* compare = app.add_subcommand("compare", "Compare candidate runs with baseline runs; exit 3 on a regression");
-  compare->add_option("BASE", compare_args.base, "Baseline: a record file or a directory of records")->required();
+  compare->add_option("BASE", compare_args.base,
+                      "Baseline: a record file, a directory of records, or published/<id> (see `gpubench list`)")->required();
   compare->add_option("NEW", compare_args.candidate, "Candidate: a record file or a directory of records")->required();
   compare->add_option("--threshold", compare_args.threshold,
                       "Significant slowdowns larger than this are regressions (2% or 0.02; default 2%)");
@@ -98,10 +131,7 @@ int main(int argc, char** argv) {
   }
 
   if (run->parsed()) {
-    for (const auto& k : gpubench::scenario_keys()) {
-      const auto* opt = run->get_option(k.key == "model" ? "--model" : k.flag);
-      if (opt->count() > 0) run_args.overrides[k.key] = (k.boolean && raw[k.key].empty()) ? "true" : raw[k.key];
-    }
+    run_args.overrides = given_flags(run, raw);
     if (run_args.quiet) spdlog::set_level(spdlog::level::warn);
     return gpubench::cli::run_command(run_args);
   }
@@ -109,6 +139,12 @@ int main(int argc, char** argv) {
   if (info->parsed()) return gpubench::cli::info_command(info_args);
   if (validate->parsed()) return gpubench::cli::validate_command(files);
   if (compare->parsed()) return gpubench::cli::compare_command(compare_args);
+  if (sweep->parsed()) {
+    sweep_args.overrides = given_flags(sweep, sweep_raw);
+    sweep_args.overrides.erase("model");
+    sweep_args.self = "/proc/self/exe";
+    return gpubench::cli::sweep_command(sweep_args);
+  }
   if (scaling->parsed()) {
     scaling_args.run_args = scaling->remaining();
     scaling_args.self = "/proc/self/exe";

@@ -4,6 +4,8 @@
 #include <c10/util/Exception.h>
 #include <torch/utils.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
 
@@ -19,6 +21,19 @@ namespace gpubench {
 namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+/// Test hook for OOM handling (sweeps continue past an OOM point): GPUBENCH_FAULT_INJECT=oom-above-batch:N makes
+/// every run with a batch larger than N end as if the device ran out of memory.
+struct InjectedOom : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+void maybe_inject_oom(int64_t batch_size) {
+  const char* f = std::getenv("GPUBENCH_FAULT_INJECT");
+  long limit = 0;
+  if (f != nullptr && std::sscanf(f, "oom-above-batch:%ld", &limit) == 1 && batch_size > limit) {
+    throw InjectedOom("injected by GPUBENCH_FAULT_INJECT=" + std::string(f));
+  }
+}
 
 /// Defaults that depend on the device and model, plus the CPU bounds that keep a GPU-less run short.
 void resolve_defaults(Scenario& s, const engine::ResolvedDevice& d, const engine::ModelEntry& model,
@@ -162,6 +177,7 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     record.model.tokens_per_sample = workload->tokens_per_sample();
 
     observer.on_start(record);
+    maybe_inject_oom(*s.batch_size * s.grad_accumulation);
     engine::train(plan, *workload, observer, record);
   } catch (const c10::OutOfMemoryError& e) {
     workload.reset();
@@ -169,6 +185,9 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     fail(RunStatus::kOom, "out of device memory at batch size " +
                               (record.scenario.batch_size ? std::to_string(*record.scenario.batch_size) : "?") +
                               ": " + first_line(e.what_without_backtrace()));
+  } catch (const InjectedOom& e) {
+    fail(RunStatus::kOom, "out of device memory at batch size " + std::to_string(*record.scenario.batch_size) + ": " +
+                              e.what());
   } catch (const c10::Error& e) {
     fail(RunStatus::kFailed, who + first_line(e.what_without_backtrace()) + describe_peers());
   } catch (const std::exception& e) {

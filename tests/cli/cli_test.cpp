@@ -105,6 +105,7 @@ TEST_F(CliTest, EveryShippedScenarioValidatesAgainstTheModelRegistry) {
   for (const auto& entry : fs::directory_iterator(fs::path(GPUBENCH_SOURCE_DIR) / "configs")) {
     const auto ext = entry.path().extension();
     if (ext != ".yaml" && ext != ".yml" && ext != ".json") continue;
+    if (entry.path().filename() == "devices.yaml") continue;  // the device table, not a scenario
     const Result r = gpubench("validate " + entry.path().string());
     EXPECT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
     ++n;
@@ -281,6 +282,62 @@ TEST_F(CliTest, ScalingRunsEachRankCountAndReportsEfficiency) {
   EXPECT_GT(j["points"][1]["scaling_efficiency"].get<double>(), 0.0);
   EXPECT_TRUE(fs::exists(out / "resnet50_gpus2.json"));
   EXPECT_NE(r.out.find("scaling efficiency"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, SweepRunsEveryPointAndGoesOnPastAnOom) {
+  const fs::path out = dir_ / "sweep";
+  const Result r = gpubench("sweep resnet50 --config " + tiny() + " --batch-size 2,8 --precision fp32,bf16 --epochs 1 "
+                            "--dataset-size 16 --out-dir " + out.string(),
+                            "GPUBENCH_FAULT_INJECT=oom-above-batch:4");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;  // an OOM point is data, not a failed sweep
+  const nlohmann::json j = nlohmann::json::parse(slurp(out / "sweep.json"));
+  ASSERT_EQ(j["points"].size(), 4u);
+  EXPECT_EQ(j["points"][0]["point"], "batch_size=2,precision=fp32");
+  for (const auto& p : j["points"]) {
+    const bool big = p["point"].get<std::string>().find("batch_size=8") != std::string::npos;
+    EXPECT_EQ(p["status"], big ? "oom" : "ok") << p.dump();
+    EXPECT_TRUE(fs::exists(p["record"].get<std::string>()));
+  }
+  EXPECT_NE(r.out.find("oom: out of device memory at batch size 8"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, SweepChecksEveryPointBeforeRunningAny) {
+  const fs::path out = dir_ / "bad_sweep";
+  const Result r = gpubench("sweep resnet50 --config " + tiny() + " --batch-size 2,lots --out-dir " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("batch_size=lots"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("command line --batch-size"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(CliTest, BatchSizeMaxFindsTheLargestBatchThatTrains) {
+  const fs::path out = dir_ / "max";
+  const Result r = gpubench("sweep resnet50 --config " + tiny() + " --batch-size max --epochs 1 --dataset-size 16 "
+                            "--out-dir " + out.string(),
+                            "GPUBENCH_FAULT_INJECT=oom-above-batch:6");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out / "sweep.json"));
+  ASSERT_EQ(j["points"].size(), 1u);
+  EXPECT_EQ(j["points"][0]["batch_size"], 6);
+  EXPECT_EQ(j["points"][0]["status"], "ok");
+  const RunRecord rec = read_record(j["points"][0]["record"].get<std::string>());
+  EXPECT_NE(rec.notes.back().find("chosen by `--batch-size max`"), std::string::npos) << rec.notes.back();
+}
+
+TEST_F(CliTest, ComparePublishedShowsThePercentAndTheRecipeDifferences) {
+  const std::string run = (dir_ / "tiny.json").string();
+  ASSERT_EQ(gpubench("run --config " + tiny() + " --epochs 1 --output " + run).exit_code, 0);
+  const std::string md = (dir_ / "published.md").string();
+  const Result r = gpubench("compare published/seed000-rtx4090 " + run + " --markdown " + md);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* expected : {"of the published figure", "batch size: 4 here, 128 published",
+                               "data pipeline: one synthetic batch", "does not follow from its own epoch time"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
+  }
+  EXPECT_EQ(slurp(md), r.out);
+  const Result unknown = gpubench("compare published/seed999 " + run);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("seed000-rtx4090"), std::string::npos) << unknown.err;  // lists the known ids
 }
 
 TEST_F(CliTest, HelpListsScenarioFlagsAndExitCodes) {

@@ -1,0 +1,178 @@
+// gpubench sweep: list-valued flags expand into points, every point is checked before any runs, each point runs as
+// its own `gpubench run` (a fresh process, so an OOM leaves nothing behind), OOM points are recorded and the sweep
+// goes on; `--batch-size max` first searches for the largest batch that fits.
+
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/subprocess.h"
+#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/scenario_loader.hpp"
+#include "gpubench/core/sweep.hpp"
+#include "gpubench/engine/engine.hpp"
+#include "gpubench/report/console.hpp"
+
+namespace gpubench::cli {
+
+namespace {
+
+std::string sanitize(std::string s) {
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '=') c = '_';
+  }
+  return s;
+}
+
+std::vector<std::string> key_order() {
+  std::vector<std::string> keys;
+  for (const auto& k : scenario_keys()) keys.push_back(k.key);
+  return keys;
+}
+
+}  // namespace
+
+int sweep_command(const SweepArgs& a) {
+  std::vector<SweepPoint> points;
+  try {
+    points = expand_sweep(a.overrides, key_order());
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  // Every point must be a valid scenario before anything runs.
+  for (const auto& p : points) {
+    try {
+      ScenarioLoader loader(model_names());
+      Scenario s;
+      if (a.config) loader.load_file(*a.config, s);
+      loader.apply_override("model", a.model, "MODEL", s);
+      for (const auto& [k, v] : p.values) {
+        if (k == "batch_size" && v == "max") continue;
+        loader.apply_override(k, v, a.override_flag.at(k), s);
+      }
+      if (p.values.count("batch_size") == 0 || p.values.at("batch_size") != "max") loader.check(s);
+    } catch (const ScenarioError& e) {
+      spdlog::error("sweep point {}: {}", p.label(), e.what());
+      return kExitUsage;
+    }
+  }
+  for (const char* fixed : {"output", "telemetry_trace"}) {
+    if (a.overrides.count(fixed)) {
+      spdlog::error("sweep chooses each point's {} itself; leave {} out", fixed, a.override_flag.at(fixed));
+      return kExitUsage;
+    }
+  }
+  std::string dir = a.out_dir;
+  if (dir.empty()) {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+    dir = "runs/sweep_" + a.model + "_" + buf;
+  }
+  std::filesystem::create_directories(dir);
+  spdlog::info("sweep: {} point(s), records in {}", points.size(), dir);
+
+  int64_t default_batch = 32;
+  for (const auto& m : available_models()) {
+    if (m.name == a.model) default_batch = m.default_batch_size;
+  }
+  auto args_for = [&](const SweepPoint& p, const std::vector<std::string>& skip) {
+    std::vector<std::string> args{a.self, "run", a.model};
+    if (a.config) args.insert(args.end(), {"--config", *a.config});
+    for (const auto& [k, v] : p.values) {
+      if (std::find(skip.begin(), skip.end(), k) != skip.end()) continue;
+      args.insert(args.end(), {a.override_flag.at(k), v});
+    }
+    return args;
+  };
+
+  nlohmann::json summary = nlohmann::json::array();
+  std::string md = "| point | status | batch | samples/s | step ms (median) | peak allocated | record |\n"
+                   "| --- | --- | --- | --- | --- | --- | --- |\n";
+  bool all_fine = true;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const SweepPoint& p = points[i];
+    const std::string path = fmt::format("{}/point{:02d}_{}.json", dir, i + 1, sanitize(p.label()));
+    std::vector<std::string> args;
+    std::string search_note;
+    const bool max_batch = p.values.count("batch_size") && p.values.at("batch_size") == "max";
+    if (max_batch) {
+      // Probe runs: one short epoch each, no telemetry; fits = the run finished ok.
+      std::filesystem::create_directories(dir + "/probes");
+      std::vector<int64_t> tried;
+      const int64_t found = largest_fitting_batch(
+          [&](int64_t bs) {
+            const std::string probe = fmt::format("{}/probes/point{:02d}_bs{}.json", dir, i + 1, bs);
+            auto pa = args_for(p, {"batch_size", "dataset_size", "epochs", "warmup_steps", "telemetry"});
+            pa.insert(pa.end(), {"--batch-size", std::to_string(bs), "--dataset-size", std::to_string(bs * 2 *
+                                 std::max<int64_t>(1, p.values.count("grad_accumulation") ? std::stoll(p.values.at("grad_accumulation")) : 1)),
+                                 "--epochs", "1", "--warmup-steps", "1", "--telemetry", "false", "--output", probe,
+                                 "--quiet"});
+            spdlog::info("sweep point {}: probing batch size {}", i + 1, bs);
+            run_child(pa);
+            try {
+              return read_record(probe).status == RunStatus::kOk;
+            } catch (const std::exception&) {
+              return false;
+            }
+          },
+          default_batch, int64_t{1} << 20, &tried);
+      std::string list;
+      for (int64_t b : tried) list += (list.empty() ? "" : ", ") + std::to_string(b);
+      search_note = fmt::format("batch size {} chosen by `--batch-size max`: the largest that trained (probes: {})",
+                                found, list);
+      spdlog::info("sweep point {}: {}", i + 1, search_note);
+      if (found == 0) {
+        summary.push_back({{"point", p.label()}, {"status", "oom"}, {"reason", "not even batch size 1 fits"}});
+        md += fmt::format("| {} | oom (batch 1 does not fit) | | | | | |\n", p.label());
+        continue;
+      }
+      args = args_for(p, {"batch_size"});
+      args.insert(args.end(), {"--batch-size", std::to_string(found)});
+    } else {
+      args = args_for(p, {});
+    }
+    args.insert(args.end(), {"--output", path, "--quiet"});
+    spdlog::info("sweep point {}/{}: {}", i + 1, points.size(), p.label());
+    const int rc = run_child(args);
+    nlohmann::json row = {{"point", p.label()}, {"swept", p.swept}, {"record", path}, {"exit_code", rc}};
+    try {
+      RunRecord r = read_record(path);
+      if (!search_note.empty()) {
+        r.notes.push_back(search_note);
+        write_record(path, r);
+      }
+      row["status"] = to_string(r.status);
+      row["reason"] = r.reason;
+      row["batch_size"] = r.scenario.batch_size ? *r.scenario.batch_size : 0;
+      row["samples_per_s"] = r.summary.samples_per_s;
+      row["peak_allocated_bytes"] = r.summary.peak_allocated_bytes;
+      all_fine = all_fine && (r.status == RunStatus::kOk || r.status == RunStatus::kOom);
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", p.label(),
+                        r.status == RunStatus::kOk ? "ok" : to_string(r.status) + ": " + r.reason,
+                        r.scenario.batch_size ? std::to_string(*r.scenario.batch_size) : "?",
+                        r.status == RunStatus::kOk ? fmt::format("{:.1f}", r.summary.samples_per_s) : "-",
+                        r.status == RunStatus::kOk ? fmt::format("{:.2f}", r.summary.step_time.median_ms) : "-",
+                        r.summary.peak_allocated_bytes ? format_bytes(*r.summary.peak_allocated_bytes) : "-",
+                        std::filesystem::path(path).filename().string());
+    } catch (const std::exception& e) {
+      all_fine = false;
+      row["status"] = "missing";
+      md += fmt::format("| {} | no record (exit {}) | | | | | |\n", p.label(), rc);
+    }
+    summary.push_back(row);
+  }
+  std::fputs(md.c_str(), stdout);
+  write_file_atomic(dir + "/sweep.md", md);
+  write_file_atomic(dir + "/sweep.json", nlohmann::json{{"model", a.model}, {"points", summary}}.dump(2) + "\n");
+  std::printf("summary: %s/sweep.md\n", dir.c_str());
+  return all_fine ? kExitOk : kExitRunFailed;
+}
+
+}  // namespace gpubench::cli

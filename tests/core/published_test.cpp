@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gpubench/core/published.hpp"
+
+namespace gpubench {
+namespace {
+
+RunRecord h200_resnet(int64_t batch, const std::string& precision, double rate) {
+  RunRecord r;
+  r.scenario.model = "resnet50";
+  r.scenario.batch_size = batch;
+  r.scenario.dataset_size = 25600;
+  r.scenario.optimizer.name = "sgd";
+  r.precision.resolved = precision;
+  r.environment.device_name = "NVIDIA H200";
+  r.model.sample_unit = "images";
+  r.summary.samples_per_s = rate;
+  return r;
+}
+
+TEST(PublishedTest, EveryCompiledInReferenceParsesWithAFigureAQuoteAndAUniqueId) {
+  const auto& refs = published_references();
+  ASSERT_GE(refs.size(), 14u);
+  std::set<std::string> ids;
+  for (const auto& r : refs) {
+    EXPECT_TRUE(ids.insert(r.id).second) << "duplicate id " << r.id;
+    EXPECT_FALSE(r.quote.empty()) << r.id;
+    EXPECT_TRUE(r.implied_samples_per_s().has_value()) << r.id;
+  }
+  const PublishedReference* r = find_published("published/seed000-rtx4090");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->batch_size, 128);  // from the file's recipe
+  EXPECT_EQ(r->dataset_size, 100000);
+  EXPECT_NEAR(*r->implied_samples_per_s(), 100000.0 / 47.0, 1e-9);
+  EXPECT_NEAR(*find_published("seed004-rtx4070-sd")->implied_samples_per_s(), 18.7 * 32, 1e-9);  // it/s x batch
+  EXPECT_EQ(find_published("seed999-nothing"), nullptr);
+}
+
+TEST(PublishedTest, ComparisonGivesThePercentAndNamesEveryRecipeDifference) {
+  const PublishedComparison c = compare_with_published(*find_published("seed000-rtx4090"), h200_resnet(256, "bf16", 4255.3));
+  ASSERT_TRUE(c.percent_of_published.has_value());
+  EXPECT_NEAR(*c.percent_of_published, 4255.3 / (100000.0 / 47.0) * 100.0, 1e-9);
+  EXPECT_NEAR(*c.measured_epoch_seconds, 100000.0 / 4255.3, 1e-9);
+  std::string all;
+  for (const auto& d : c.differences) all += d + "\n";
+  for (const char* expected : {"device: NVIDIA H200 here, NVIDIA GeForce RTX 4090 published",
+                               "precision: bf16 here, fp32 published", "batch size: 256 here, 128 published",
+                               "dataset size: 25600", "data pipeline: one synthetic batch", "optimizer: sgd here"}) {
+    EXPECT_NE(all.find(expected), std::string::npos) << expected << "\n" << all;
+  }
+  // Price-performance in the seed's unit, and its inconsistency with the seed's own numbers.
+  EXPECT_DOUBLE_EQ(*c.published_price_performance, 13.2);
+  EXPECT_NEAR(*c.recomputed_price_performance, (60.0 / 47.0) / 1.2999, 1e-9);
+  ASSERT_FALSE(c.remarks.empty());
+  EXPECT_NE(c.remarks[0].find("does not follow"), std::string::npos);
+  EXPECT_NEAR(*c.published_joules_per_sample, 450.0 * 47.0 / 100000.0, 1e-12);
+  EXPECT_FALSE(c.measured_price_performance.has_value());  // no CNY price for the H200 in the table
+}
+
+TEST(PublishedTest, SameRecipeListsOnlyWhatCannotMatch) {
+  RunRecord r = h200_resnet(128, "fp32", 2000);
+  r.environment.device_name = "NVIDIA GeForce RTX 4090";
+  r.scenario.dataset_size = 100000;
+  const PublishedComparison c = compare_with_published(*find_published("seed000-rtx4090"), r);
+  for (const auto& d : c.differences) {
+    EXPECT_EQ(d.find("device:"), std::string::npos) << d;
+    EXPECT_EQ(d.find("batch size"), std::string::npos) << d;
+    EXPECT_EQ(d.find("dataset size"), std::string::npos) << d;
+  }
+  ASSERT_TRUE(c.measured_price_performance.has_value());  // the table has the RTX 4090's CNY price
+  EXPECT_NEAR(*c.measured_price_performance, (60.0 / 50.0) / 1.2999, 1e-9);
+}
+
+TEST(PublishedTest, MalformedDocumentsNameTheEntryAndKey) {
+  EXPECT_THROW(parse_published("entries:\n  - id: x\n    device: d\n    model: m\n    quote: q\n"), std::runtime_error);
+  try {
+    parse_published("recipe: {dataset_size: 10}\nentries:\n  - id: x\n    device: d\n    model: m\n    quote: q\n"
+                    "    epoch_seconds: soon\n");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("key 'epoch_seconds'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gpubench

@@ -1,0 +1,39 @@
+#include <gtest/gtest.h>
+
+#include "gpubench/core/sweep.hpp"
+
+namespace gpubench {
+namespace {
+
+TEST(SweepTest, ListsExpandIntoEveryCombinationInKeyOrder) {
+  const auto points = expand_sweep({{"batch_size", "32,64"}, {"precision", "fp32,bf16"}, {"epochs", "2"}},
+                                   {"batch_size", "precision", "epochs"});
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].label(), "batch_size=32,precision=fp32");
+  EXPECT_EQ(points[1].label(), "batch_size=32,precision=bf16");
+  EXPECT_EQ(points[3].label(), "batch_size=64,precision=bf16");
+  for (const auto& p : points) EXPECT_EQ(p.values.at("epochs"), "2");  // fixed keys ride along, not swept
+  EXPECT_EQ(points[2].swept.count("epochs"), 0u);
+}
+
+TEST(SweepTest, SingleValuesMakeOnePointAndFreeTextKeysAreNotSplit) {
+  const auto points = expand_sweep({{"name", "a,b"}, {"batch_size", "8"}}, {"name", "batch_size"});
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].values.at("name"), "a,b");
+  EXPECT_EQ(points[0].label(), "single");
+  EXPECT_THROW(expand_sweep({{"batch_size", "32,,64"}}, {"batch_size"}), std::invalid_argument);
+  EXPECT_THROW(expand_sweep({{"batch_size", "32,"}}, {"batch_size"}), std::invalid_argument);
+}
+
+TEST(SweepTest, LargestFittingBatchDoublesThenBisects) {
+  std::vector<int64_t> probes;
+  EXPECT_EQ(largest_fitting_batch([](int64_t b) { return b <= 300; }, 64, 1 << 20, &probes), 300);
+  EXPECT_EQ(probes.front(), 64);
+  EXPECT_LE(probes.size(), 12u);  // 64,128,256,512 then 8 bisection steps
+  EXPECT_EQ(largest_fitting_batch([](int64_t b) { return b <= 5; }, 64, 1024), 5);   // start too big: halve first
+  EXPECT_EQ(largest_fitting_batch([](int64_t) { return false; }, 16, 1024), 0);      // nothing fits
+  EXPECT_EQ(largest_fitting_batch([](int64_t) { return true; }, 16, 100), 100);      // bounded by the limit
+}
+
+}  // namespace
+}  // namespace gpubench
