@@ -55,6 +55,14 @@ struct SweepArgs {
 };
 int sweep_command(const SweepArgs& args);
 
+struct ReportArgs {
+  std::vector<std::string> paths;  ///< record files or directories
+  std::string out_dir = "report";
+  std::string title = "gpubench report";
+  std::string compare_json;        ///< optional `gpubench compare --json` output, for the comparison chart
+};
+int report_command(const ReportArgs& args);
+
 struct CompareArgs {
   std::string base, candidate;               ///< a record file or a directory of records, each
   std::string threshold = "2%";             ///< "2%" or "0.02"

@@ -109,6 +109,16 @@ int main(int argc, char** argv) {
                 "--batch-size max searches for the largest batch that trains. Exit codes: 0 every point ran (ok or "
                 "oom), 1 a point failed otherwise, 2 a point is not a valid scenario (nothing ran).");
 
+  gpubench::cli::ReportArgs report_args;
+  auto* report = app.add_subcommand("report", "Markdown report and a self-contained HTML page with charts");
+  report->add_option("RECORDS", report_args.paths, "Record files or directories of records")->required();
+  report->add_option("-o,--out", report_args.out_dir, "Output folder (default report/)");
+  report->add_option("--title", report_args.title, "Report title");
+  report->add_option("--compare", report_args.compare_json,
+                     "JSON from `gpubench compare --json`, drawn as ratio bars with their intervals");
+  report->footer("Charts come from scripts/plot_results.py (python3 with matplotlib; Debian: python3-matplotlib).\n"
+                 "GPUBENCH_PLOT_PYTHON and GPUBENCH_PLOT_SCRIPT override the interpreter and the script.");
+
   gpubench::cli::CompareArgs compare_args;
   auto* compare = app.add_subcommand("compare", "Compare candidate runs with baseline runs; exit 3 on a regression");
   compare->add_option("BASE", compare_args.base,
@@ -139,6 +149,7 @@ int main(int argc, char** argv) {
   if (info->parsed()) return gpubench::cli::info_command(info_args);
   if (validate->parsed()) return gpubench::cli::validate_command(files);
   if (compare->parsed()) return gpubench::cli::compare_command(compare_args);
+  if (report->parsed()) return gpubench::cli::report_command(report_args);
   if (sweep->parsed()) {
     sweep_args.overrides = given_flags(sweep, sweep_raw);
     sweep_args.overrides.erase("model");

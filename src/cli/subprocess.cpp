@@ -16,7 +16,7 @@ int run_child(const std::vector<std::string>& args) {
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
-    ::execv(argv[0], argv.data());
+    ::execvp(argv[0], argv.data());
     std::fprintf(stderr, "gpubench: could not run %s: %s\n", argv[0], std::strerror(errno));
     ::_exit(127);
   }

@@ -6,7 +6,7 @@
 
 namespace gpubench::cli {
 
-/// Runs argv[0] with `args` (argv[0] included) and waits. Returns its exit code, 128+signal if a signal ended it,
+/// Runs argv[0] (a path, or a program name looked up in PATH) with `args` (argv[0] included) and waits. Returns its exit code, 128+signal if a signal ended it,
 /// or -1 if it could not be started.
 int run_child(const std::vector<std::string>& args);
 

@@ -340,6 +340,22 @@ TEST_F(CliTest, ComparePublishedShowsThePercentAndTheRecipeDifferences) {
   EXPECT_NE(unknown.err.find("seed000-rtx4090"), std::string::npos) << unknown.err;  // lists the known ids
 }
 
+TEST_F(CliTest, ReportWritesMarkdownAndSelfContainedHtmlWithCharts) {
+  const fs::path runs = dir_ / "runs";
+  ASSERT_EQ(gpubench("run --config " + tiny() + " --epochs 2 --output " + (runs / "a.json").string()).exit_code, 0);
+  const fs::path out = dir_ / "report";
+  const Result r = gpubench("report " + runs.string() + " --out " + out.string() + " --title 'Tiny report'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = slurp(out / "report.md");
+  EXPECT_NE(md.find("# Tiny report"), std::string::npos);
+  EXPECT_NE(md.find("| a.json | resnet50 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("![Throughput per run](throughput.png)"), std::string::npos) << md << r.err;
+  EXPECT_TRUE(fs::exists(out / "throughput.png"));
+  const std::string html = slurp(out / "report.html");
+  EXPECT_NE(html.find("data:image/png;base64,iVBOR"), std::string::npos);  // the PNG itself, embedded
+  EXPECT_EQ(gpubench("report " + (dir_ / "nothing").string()).exit_code, 2);
+}
+
 TEST_F(CliTest, HelpListsScenarioFlagsAndExitCodes) {
   const Result r = gpubench("run --help");
   EXPECT_EQ(r.exit_code, 0);

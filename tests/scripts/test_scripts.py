@@ -7,6 +7,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
 import compare_pytorch  # noqa: E402
+import plot_results  # noqa: E402
 import pytorch_reference  # noqa: E402
 
 
@@ -48,6 +49,55 @@ class CompareRatiosTest(unittest.TestCase):
         self.assertAlmostEqual(c["gb_graph_over_pt_eager"]["min"], 1.5)
         self.assertAlmostEqual(c["gb_graph_over_gb_eager"]["mean"], 1.75)
         self.assertEqual(c["pt_graph_over_pt_eager"]["n"], 1)  # round 2 has no PyTorch graph run
+
+
+def record(batch, rate, trace=None):
+    return {"schema": "gpubench.run", "status": "ok",
+            "scenario": {"model": "resnet50", "batch_size": batch, "precision": "bf16", "device": "cuda:0",
+                         "output": f"bs{batch}.json"},
+            "precision": {"resolved": "bf16"}, "execution": {"mode": "eager"}, "model": {"sample_unit": "images"},
+            "summary": {"samples_per_s": rate}, "epochs": [{"seconds": 10.0}, {"seconds": 9.8}],
+            "telemetry": {"trace_path": trace} if trace else {}}
+
+
+class PlotTest(unittest.TestCase):
+    def test_renders_every_chart_from_sample_records(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.fail("python3-matplotlib is needed for gpubench report (scripts/bootstrap.sh installs it)")
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, "trace.csv")
+            with open(trace, "w") as f:
+                f.write("t_s,power_w,energy_j,sm_clock_mhz,mem_clock_mhz,temperature_c,gpu_util_pct,mem_util_pct,"
+                        "clock_event_reasons\n")
+                for i in range(50):
+                    f.write(f"{i * 0.1:.1f},{500 + i},{i * 50},1980,3201,{40 + i // 10},100,60,0x0\n")
+            paths = []
+            for batch, rate in ((64, 4000.0), (128, 4400.0), (256, 4700.0)):
+                p = os.path.join(d, f"bs{batch}.json")
+                json.dump(record(batch, rate, trace if batch == 256 else None), open(p, "w"))
+                paths.append(p)
+            cmp = os.path.join(d, "cmp.json")
+            json.dump({"comparisons": [{"label": "a", "ratio": 0.95, "ci_low": 0.94, "ci_high": 0.96,
+                                        "verdict": "regression"},
+                                       {"label": "b", "ratio": 1.01, "ci_low": 0.99, "ci_high": 1.03,
+                                        "verdict": "no significant change"}]}, open(cmp, "w"))
+            out = os.path.join(d, "out")
+            self.assertEqual(plot_results.main(["--out", out, "--compare", cmp] + paths), 0)
+            for name in ("throughput.png", "epoch_time.png", "telemetry.png", "batch_size.png", "compare.png"):
+                with open(os.path.join(out, name), "rb") as f:
+                    data = f.read()
+                self.assertTrue(data.startswith(b"\x89PNG"), name)
+                self.assertGreater(len(data), 5000, name)
+
+    def test_records_without_data_draw_nothing_rather_than_fail(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "failed.json")
+            r = record(64, 0.0)
+            r["status"] = "oom"
+            json.dump(r, open(p, "w"))
+            self.assertEqual(plot_results.plot_all(plot_results.load_records([p]), d), [])
 
 
 if __name__ == "__main__":

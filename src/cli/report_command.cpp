@@ -1,0 +1,83 @@
+// gpubench report: records in, report.md + report.html (charts by scripts/plot_results.py, embedded) out.
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/subprocess.h"
+#include "gpubench/core/record_io.hpp"
+#include "gpubench/report/run_report.hpp"
+
+namespace gpubench::cli {
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+}  // namespace
+
+int report_command(const ReportArgs& a) {
+  namespace fs = std::filesystem;
+  ReportInput in;
+  in.title = a.title;
+  std::vector<std::string> skipped;
+  try {
+    in.runs = load_records(a.paths, &skipped);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  for (const auto& s : skipped) spdlog::info("skipped {} (not a gpubench run record)", s);
+  if (in.runs.empty()) {
+    spdlog::error("no gpubench run records in the given paths");
+    return kExitUsage;
+  }
+  fs::create_directories(a.out_dir);
+  static const std::vector<std::string> chart_names{"throughput.png", "epoch_time.png", "telemetry.png",
+                                                    "batch_size.png", "compare.png"};
+  for (const auto& c : chart_names) fs::remove(fs::path(a.out_dir) / c);  // no stale charts from an earlier report
+
+  const std::string script = env_or("GPUBENCH_PLOT_SCRIPT", std::string(GPUBENCH_SOURCE_DIR) + "/scripts/plot_results.py");
+  const std::string python = env_or("GPUBENCH_PLOT_PYTHON", GPUBENCH_PLOT_PYTHON);
+  std::vector<std::string> args{python, script, "--out", a.out_dir};
+  if (!a.compare_json.empty()) args.insert(args.end(), {"--compare", a.compare_json});
+  for (const auto& r : in.runs) args.push_back(r.path);
+  const int rc = fs::exists(script) ? run_child(args) : -1;
+  for (const auto& c : chart_names) {
+    if (fs::exists(fs::path(a.out_dir) / c)) in.charts.push_back(c);
+  }
+  if (rc != 0) {
+    in.chart_note = fs::exists(script)
+                        ? script + " failed (exit " + std::to_string(rc) + "): is python3-matplotlib installed?"
+                        : "the plotting script " + script + " is missing";
+    spdlog::warn("no charts: {}", in.chart_note);
+  }
+  try {
+    write_file_atomic(a.out_dir + "/report.md", format_report_markdown(in));
+    write_file_atomic(a.out_dir + "/report.html", format_report_html(in, [&](const std::string& name) {
+                        return base64_encode(slurp(fs::path(a.out_dir) / name));
+                      }));
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitRunFailed;
+  }
+  std::printf("report: %s/report.md and %s/report.html (%zu runs, %zu charts)\n", a.out_dir.c_str(), a.out_dir.c_str(),
+              in.runs.size(), in.charts.size());
+  return kExitOk;
+}
+
+}  // namespace gpubench::cli
