@@ -10,6 +10,7 @@
 #   extras - torch.compile reference for BERT bs 32, 3 repeats for the coefficient of variation
 #   ddp    - issue #7 on nvidia-h200-x2: an NCCL smoke run, then `gpubench scaling --gpus 1,2` and PyTorch DDP
 #            (torchrun) on the same scenarios, alternating, and scripts/compare_scaling.py's table
+#   sweep  - issue #6 on a GPU: `--batch-size max` for ResNet-50 bf16 (real OOMs) and a batch-size sweep
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -184,6 +185,16 @@ phase_ddp() {
   ddp_scenario resnet_bs128 resnet50 "--precision bf16 --memory-format channels_last --batch-size 128 --dataset-size 25600 --warmup-steps 15" ""
   ddp_scenario bert_bs32 bert-base "--precision bf16 --batch-size 32 --seq-len 128 --dataset-size 12800 --warmup-steps 15" "--fused"
   "$PY" scripts/compare_scaling.py "$OUT/records" --json "$OUT/summary_ddp.json" | tee "$OUT/summary_ddp.md"
+}
+
+phase_sweep() {
+  log "sweep: ResNet-50 bf16 --batch-size max"
+  "$GB" sweep resnet50 --precision bf16 --batch-size max --epochs 1 --warmup-steps 3 --telemetry false \
+      --out-dir "$OUT/records/sweep_max" 2>> "$OUT/session.log" | tail -3
+  bundle
+  log "sweep: ResNet-50 bf16 batch 64..1024"
+  "$GB" sweep resnet50 --precision bf16 --batch-size 64,128,256,512,1024 --dataset-size 16384 --warmup-steps 10 \
+      --out-dir "$OUT/records/sweep_bs" 2>> "$OUT/session.log" | tail -7
 }
 
 phase_pairs() {

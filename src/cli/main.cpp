@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   gpubench::cli::InfoArgs info_args;
   info->add_flag("--measure-peak", info_args.measure_peak,
                  "Measure the device's dense matrix-product TFLOP/s per precision and its copy bandwidth "
-                 "(the ceilings for devices not in configs/devices.yaml)");
+                 "(the ceilings for devices not in configs/devices/devices.yaml)");
   info->add_option("--device", info_args.device, "Device to describe (default: the first GPU, else the CPU)");
   std::vector<std::string> files;
   auto* validate = app.add_subcommand("validate", "Check scenario files without running them");

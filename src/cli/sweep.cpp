@@ -110,8 +110,9 @@ int sweep_command(const SweepArgs& a) {
           [&](int64_t bs) {
             const std::string probe = fmt::format("{}/probes/point{:02d}_bs{}.json", dir, i + 1, bs);
             auto pa = args_for(p, {"batch_size", "dataset_size", "epochs", "warmup_steps", "telemetry"});
-            pa.insert(pa.end(), {"--batch-size", std::to_string(bs), "--dataset-size", std::to_string(bs * 2 *
-                                 std::max<int64_t>(1, p.values.count("grad_accumulation") ? std::stoll(p.values.at("grad_accumulation")) : 1)),
+            const int64_t accumulate =
+                p.values.count("grad_accumulation") ? std::stoll(p.values.at("grad_accumulation")) : 1;
+            pa.insert(pa.end(), {"--batch-size", std::to_string(bs), "--dataset-size", std::to_string(bs * 2 * accumulate),
                                  "--epochs", "1", "--warmup-steps", "1", "--telemetry", "false", "--output", probe,
                                  "--quiet"});
             spdlog::info("sweep point {}: probing batch size {}", i + 1, bs);
@@ -133,8 +134,16 @@ int sweep_command(const SweepArgs& a) {
         md += fmt::format("| {} | oom (batch 1 does not fit) | | | | | |\n", p.label());
         continue;
       }
-      args = args_for(p, {"batch_size"});
+      args = args_for(p, {"batch_size", "dataset_size"});
       args.insert(args.end(), {"--batch-size", std::to_string(found)});
+      // An epoch must hold at least one step of the batch found.
+      const int64_t ga = p.values.count("grad_accumulation") ? std::stoll(p.values.at("grad_accumulation")) : 1;
+      int64_t dataset = p.values.count("dataset_size") ? std::stoll(p.values.at("dataset_size")) : Scenario{}.dataset_size;
+      if (dataset < found * ga) {
+        search_note += fmt::format("; dataset_size raised from {} to {} so that an epoch holds one step", dataset, found * ga);
+        dataset = found * ga;
+      }
+      args.insert(args.end(), {"--dataset-size", std::to_string(dataset)});
     } else {
       args = args_for(p, {});
     }

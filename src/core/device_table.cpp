@@ -77,7 +77,7 @@ std::vector<DeviceSpec> parse_device_table(const std::string& yaml_text, const s
 }
 
 const std::vector<DeviceSpec>& device_table() {
-  static const std::vector<DeviceSpec> table = parse_device_table(embedded::kDeviceTableYaml, "configs/devices.yaml");
+  static const std::vector<DeviceSpec> table = parse_device_table(embedded::kDeviceTableYaml, "configs/devices/devices.yaml");
   return table;
 }
 

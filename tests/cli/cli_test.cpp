@@ -105,7 +105,6 @@ TEST_F(CliTest, EveryShippedScenarioValidatesAgainstTheModelRegistry) {
   for (const auto& entry : fs::directory_iterator(fs::path(GPUBENCH_SOURCE_DIR) / "configs")) {
     const auto ext = entry.path().extension();
     if (ext != ".yaml" && ext != ".yml" && ext != ".json") continue;
-    if (entry.path().filename() == "devices.yaml") continue;  // the device table, not a scenario
     const Result r = gpubench("validate " + entry.path().string());
     EXPECT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
     ++n;

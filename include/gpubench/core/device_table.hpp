@@ -1,5 +1,5 @@
 #pragma once
-// The device table (configs/devices.yaml, compiled in): dense peak throughput per math mode, memory, bandwidth,
+// The device table (configs/devices/devices.yaml, compiled in): dense peak throughput per math mode, memory, bandwidth,
 // power and price of the devices in the published references plus the data-centre parts, each with its source.
 
 #include <optional>
