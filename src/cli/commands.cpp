@@ -29,6 +29,15 @@
 
 namespace gpubench::cli {
 
+std::string local_timestamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
 namespace {
 
 std::atomic<bool> g_stop{false};
@@ -38,15 +47,6 @@ extern "C" void on_signal(int sig) {
     std::signal(sig, SIG_DFL);  // a second Ctrl-C ends the process at once
     std::raise(sig);
   }
-}
-
-std::string local_timestamp() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
 }
 
 std::string sanitize(std::string s) {

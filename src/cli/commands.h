@@ -9,6 +9,9 @@
 
 namespace gpubench::cli {
 
+/// "20261130-024512": local time, for default output names.
+std::string local_timestamp();
+
 /// Exit codes shared by all subcommands.
 enum ExitCode : int { kExitOk = 0, kExitRunFailed = 1, kExitUsage = 2, kExitRegression = 3 };
 

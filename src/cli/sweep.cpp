@@ -66,15 +66,7 @@ int sweep_command(const SweepArgs& a) {
       return kExitUsage;
     }
   }
-  std::string dir = a.out_dir;
-  if (dir.empty()) {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    localtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-    dir = "runs/sweep_" + a.model + "_" + buf;
-  }
+  const std::string dir = a.out_dir.empty() ? "runs/sweep_" + a.model + "_" + local_timestamp() : a.out_dir;
   std::filesystem::create_directories(dir);
   spdlog::info("sweep: {} point(s), records in {}", points.size(), dir);
 

@@ -81,13 +81,14 @@ const std::vector<DeviceSpec>& device_table() {
   return table;
 }
 
+bool same_device_name(const std::string& a, const std::string& b) { return lower(a) == lower(b); }
+
 const DeviceSpec* find_device_spec(const std::string& device_name) {
-  const std::string want = lower(device_name);
-  if (want.empty()) return nullptr;
+  if (device_name.empty()) return nullptr;
   for (const auto& d : device_table()) {
-    if (lower(d.name) == want) return &d;
+    if (same_device_name(d.name, device_name)) return &d;
     for (const auto& m : d.match) {
-      if (lower(m) == want) return &d;
+      if (same_device_name(m, device_name)) return &d;
     }
   }
   return nullptr;

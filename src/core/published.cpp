@@ -18,11 +18,6 @@ extern const char* const kPublishedYaml;
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 std::string fmt_num(double v, int digits = 3) {
   std::ostringstream os;
   os.precision(digits);
@@ -146,7 +141,7 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
   }
 
   auto& d = c.differences;
-  if (lower(ref.device) != lower(run.environment.device_name)) {
+  if (!same_device_name(ref.device, run.environment.device_name)) {
     d.push_back("device: " + (run.environment.device_name.empty() ? run.environment.device : run.environment.device_name) +
                 " here, " + ref.device + " published");
   }

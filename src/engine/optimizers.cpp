@@ -89,6 +89,18 @@ void init_moments(const std::vector<at::Tensor>& params, std::vector<at::Tensor>
     v.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
   }
 }
+/// Parameters that have gradients, with their gradients and AdamW moments, in matching order.
+void with_grads_and_moments(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& exp_avg,
+                            const std::vector<at::Tensor>& exp_avg_sq, std::vector<at::Tensor>& ps,
+                            std::vector<at::Tensor>& gs, std::vector<at::Tensor>& m, std::vector<at::Tensor>& v) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].grad().defined()) continue;
+    ps.push_back(params[i]);
+    gs.push_back(params[i].grad());
+    m.push_back(exp_avg[i]);
+    v.push_back(exp_avg_sq[i]);
+  }
+}
 }  // namespace
 
 ForeachAdamW::ForeachAdamW(std::vector<at::Tensor> params, AdamWOptions o)
@@ -100,14 +112,7 @@ void ForeachAdamW::step(const at::Tensor& found_inf) {
   if (host_says_skip(found_inf)) return;
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> ps, gs, m, v;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (params_[i].grad().defined()) {
-      ps.push_back(params_[i]);
-      gs.push_back(params_[i].grad());
-      m.push_back(exp_avg_[i]);
-      v.push_back(exp_avg_sq_[i]);
-    }
-  }
+  with_grads_and_moments(params_, exp_avg_, exp_avg_sq_, ps, gs, m, v);
   if (ps.empty()) return;
   ++step_;
   const double bias1 = 1.0 - std::pow(o_.beta1, static_cast<double>(step_));
@@ -131,14 +136,7 @@ FusedAdamW::FusedAdamW(std::vector<at::Tensor> params, AdamWOptions o) : Optimiz
 void FusedAdamW::step(const at::Tensor& found_inf) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> ps, gs, m, v;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (params_[i].grad().defined()) {
-      ps.push_back(params_[i]);
-      gs.push_back(params_[i].grad());
-      m.push_back(exp_avg_[i]);
-      v.push_back(exp_avg_sq_[i]);
-    }
-  }
+  with_grads_and_moments(params_, exp_avg_, exp_avg_sq_, ps, gs, m, v);
   if (ps.empty()) return;
   // One shared step count: the kernel reads a step tensor per parameter, so every entry aliases the same one.
   step_.add_(1);

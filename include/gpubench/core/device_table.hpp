@@ -25,6 +25,9 @@ struct DeviceSpec {
 std::vector<DeviceSpec> parse_device_table(const std::string& yaml_text, const std::string& source);
 /// The compiled-in table.
 const std::vector<DeviceSpec>& device_table();
+/// Device names compare equal ignoring case ("NVIDIA H200" and "nvidia h200").
+bool same_device_name(const std::string& a, const std::string& b);
+
 /// The entry whose `match` list (or name) equals `device_name`, ignoring case; nullptr if none.
 const DeviceSpec* find_device_spec(const std::string& device_name);
 
