@@ -83,6 +83,9 @@ int launch_local_ranks(const LaunchPlan& plan) {
     }
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher going away takes its ranks with it
+      // Own process group: a terminal's Ctrl-C reaches only the launcher, which forwards it once (a rank that got
+      // it twice, from the terminal and from the launcher, would take the second as "stop now").
+      ::setpgid(0, 0);
       if (::getppid() != parent) ::_exit(1);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
@@ -125,7 +128,7 @@ int launch_local_ranks(const LaunchPlan& plan) {
         done[r] = true;
         status[r] = st;
         --remaining;
-        if (failed(st) && first_failed < 0) {
+        if (failed(st) && first_failed < 0 && forwarded == 0) {
           first_failed = static_cast<int>(r);
           spdlog::error("rank {} {}; giving the other ranks {:.0f} s to stop", r, describe_exit(st), plan.grace_s);
           deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(plan.grace_s));
@@ -160,7 +163,12 @@ int launch_local_ranks(const LaunchPlan& plan) {
     std::getline(in, record_path);
   }
   fs::remove(path_file);
-  if (first_failed < 0) return WIFEXITED(status[0]) ? WEXITSTATUS(status[0]) : 1;
+  const int rank0_code = WIFEXITED(status[0]) ? WEXITSTATUS(status[0]) : 1;
+  // Nothing to add when all went well, after a forwarded Ctrl-C (the ranks wrote an `interrupted` record), or when
+  // only rank 0 failed the ordinary way (its record says why).
+  if (first_failed < 0 || forwarded > 0 || (first_failed == 0 && WIFEXITED(status[0]) && fs::exists(record_path))) {
+    return first_failed < 0 || forwarded > 0 ? rank0_code : 1;
+  }
 
   // A rank failed: make sure the record exists and names it.
   const std::string what = "rank " + std::to_string(first_failed) + " " + describe_exit(status[first_failed]);
