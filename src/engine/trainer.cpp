@@ -147,7 +147,7 @@ struct FaultInjection {
 };
 
 /// Why a distributed run stops after an epoch; the largest code over the ranks wins, so all agree.
-enum StopCode { kGoOn = 0, kDurationDone = 1, kBudget = 2, kInterrupt = 3, kNonFinite = 4 };
+enum StopCode { kGoOn = 0, kBudget = 1, kInterrupt = 2, kNonFinite = 3 };
 
 std::string describe_loss(double v) {
   std::ostringstream os;
