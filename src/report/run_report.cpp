@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <map>
 
 #include "gpubench/report/console.hpp"
@@ -87,6 +89,43 @@ std::vector<std::vector<const RunRecord*>> sweep_groups(const ReportInput& in) {
   return out;
 }
 
+/// Runs of the same scenario on the same device in the same mode (repeats): their throughput spread.
+struct RepeatGroup {
+  std::string label;
+  std::vector<double> rates;
+};
+
+std::vector<RepeatGroup> repeat_groups(const ReportInput& in) {
+  std::map<std::string, RepeatGroup> groups;
+  for (const auto& lr : in.runs) {
+    const RunRecord& r = lr.record;
+    if (r.status != RunStatus::kOk || r.summary.samples_per_s <= 0) continue;
+    nlohmann::json key = comparable_scenario(r.scenario);
+    key["device_name"] = r.environment.device_name;
+    key["mode"] = r.execution.mode;
+    RepeatGroup& g = groups[key.dump()];
+    g.label = fmt::format("{} bs{} {} {}", r.scenario.model, r.scenario.batch_size.value_or(0), r.precision.resolved,
+                          r.execution.mode.empty() ? "eager" : r.execution.mode);
+    g.rates.push_back(r.summary.samples_per_s);
+  }
+  std::vector<RepeatGroup> out;
+  for (auto& [k, g] : groups) {
+    if (g.rates.size() > 1) out.push_back(g);
+  }
+  return out;
+}
+
+/// Mean, min, max and coefficient of variation (sample standard deviation / mean, %).
+std::array<double, 4> spread(const std::vector<double>& v) {
+  double sum = 0, lo = v.front(), hi = v.front();
+  for (double x : v) sum += x, lo = std::min(lo, x), hi = std::max(hi, x);
+  const double mean = sum / static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  return {mean, lo, hi, mean > 0 ? sd / mean * 100.0 : 0.0};
+}
+
 std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -150,6 +189,15 @@ std::string format_report_markdown(const ReportInput& in) {
       }
     }
   }
+  const auto repeats = repeat_groups(in);
+  if (!repeats.empty()) {
+    out += "\n## Repeats\n\n| scenario | runs | mean samples/s | min | max | coefficient of variation |\n"
+           "| --- | --- | --- | --- | --- | --- |\n";
+    for (const auto& g : repeats) {
+      const auto [mean, lo, hi, cov] = spread(g.rates);
+      out += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.2f}% |\n", g.label, g.rates.size(), mean, lo, hi, cov);
+    }
+  }
   out += "\n## Charts\n\n";
   if (in.charts.empty()) out += "No charts: " + (in.chart_note.empty() ? std::string("nothing to plot") : in.chart_note) + "\n";
   for (const auto& c : in.charts) out += "![" + chart_title(c) + "](" + c + ")\n\n";
@@ -185,6 +233,17 @@ std::string format_report_html(const ReportInput& in, const std::function<std::s
       }
       out += "</table>\n";
     }
+  }
+  const auto repeats = repeat_groups(in);
+  if (!repeats.empty()) {
+    out += "<h2>Repeats</h2>\n<table><tr><th>scenario</th><th>runs</th><th>mean samples/s</th><th>min</th><th>max</th>"
+           "<th>coefficient of variation</th></tr>\n";
+    for (const auto& g : repeats) {
+      const auto [mean, lo, hi, cov] = spread(g.rates);
+      out += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.2f}%</td></tr>\n",
+                         html_escape(g.label), g.rates.size(), mean, lo, hi, cov);
+    }
+    out += "</table>\n";
   }
   out += "<h2>Charts</h2>\n";
   if (in.charts.empty()) out += "<p>No charts: " + html_escape(in.chart_note.empty() ? "nothing to plot" : in.chart_note) + "</p>\n";

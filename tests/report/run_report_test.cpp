@@ -68,6 +68,15 @@ TEST(RunReportTest, HtmlIsSelfContainedWithTheChartsEmbedded) {
   EXPECT_NE(html.find("<td>4700.0</td>"), std::string::npos);
 }
 
+TEST(RunReportTest, RepeatsOfOneScenarioGetTheirCoefficientOfVariation) {
+  ReportInput in;
+  in.runs = {run(256, 4800), run(256, 4850), run(256, 4900), run(128, 4300)};
+  const std::string md = format_report_markdown(in);
+  // Sample standard deviation 50 over mean 4850: 1.03 %; the lone bs128 run forms no group.
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 eager | 3 | 4850.0 | 4800.0 | 4900.0 | 1.03% |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| resnet50 bs128 bf16 eager | 1 |"), std::string::npos);
+}
+
 TEST(RunReportTest, NoChartsSaysWhy) {
   ReportInput in = sample();
   in.charts.clear();
