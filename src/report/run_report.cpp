@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <map>
 
+#include "gpubench/core/stats.hpp"
 #include "gpubench/report/console.hpp"
 
 namespace gpubench {
@@ -115,15 +115,10 @@ std::vector<RepeatGroup> repeat_groups(const ReportInput& in) {
   return out;
 }
 
-/// Mean, min, max and coefficient of variation (sample standard deviation / mean, %).
-std::array<double, 4> spread(const std::vector<double>& v) {
-  double sum = 0, lo = v.front(), hi = v.front();
-  for (double x : v) sum += x, lo = std::min(lo, x), hi = std::max(hi, x);
-  const double mean = sum / static_cast<double>(v.size());
-  double ss = 0;
-  for (double x : v) ss += (x - mean) * (x - mean);
-  const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
-  return {mean, lo, hi, mean > 0 ? sd / mean * 100.0 : 0.0};
+/// Mean, min, max and coefficient of variation (sample standard deviation / mean, %) of throughputs.
+std::array<double, 4> spread(const std::vector<double>& rates) {
+  const StepTimeStats st = summarize_step_times(rates);  // the step-time statistics, applied to samples/s
+  return {st.mean_ms, st.min_ms, st.max_ms, st.mean_ms > 0 ? st.stdev_ms / st.mean_ms * 100.0 : 0.0};
 }
 
 std::string html_escape(const std::string& s) {
