@@ -9,7 +9,7 @@ as gpubench does. Prints one JSON object (and writes it to --json).
   python3 scripts/pytorch_reference.py --config configs/resnet50.yaml --batch-size 128 --json out.json
 
 Precision names mean what they mean in gpubench: fp32 = TF32 off everywhere; tf32 = TF32 on for matmuls and cuDNN;
-bf16 / fp16 = autocast (fp16 with GradScaler); amp = bf16 on compute capability >= 8.0, else fp16.
+bf16 / fp16 = autocast (fp16 with GradScaler); amp = PyTorch AMP: fp16 autocast + GradScaler on GPUs (as gpubench --amp).
 The optimizer is torch.optim.SGD / AdamW with PyTorch's default implementation (foreach on CUDA); --fused asks for
 the fused kernel instead. --graph captures the whole step (forward, backward, fused optimizer) with torch.cuda.graph
 after a side-stream warm-up, PyTorch's documented whole-network recipe, and replays it; --compile wraps the model in
@@ -110,7 +110,7 @@ def main(argv):
         dev = torch.device("cuda" if cfg["device"] in ("auto", "rocm") else cfg["device"])
     precision = cfg["precision"]
     if precision == "amp":
-        precision = "bf16" if dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 8 else "fp16"
+        precision = "fp16"  # torch.autocast("cuda")'s default dtype, with a GradScaler
     tf32 = precision == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32

@@ -98,9 +98,10 @@ std::pair<RunStatus, double> run_once(const Scenario& scenario, const RunArgs& a
   options.stop_requested = &g_stop;
   options.rank = rank;
   if (rank.rank > 0) {
-    // Other ranks train and take part in every collective; rank 0 writes the one record.
-    RunObserver silent;
-    const RunRecord r = run_benchmark(scenario, silent, options);
+    // Other ranks train, sample their own GPU and take part in every collective; rank 0 writes the one record.
+    MonitoringObserver monitor;
+    RunRecord r = run_benchmark(scenario, monitor, options);
+    monitor.complete(r);
     if (r.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(r.status), r.reason);
     return {r.status, r.summary.samples_per_s};
   }

@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
   run->add_option("MODEL", run_args.model, "Model to train (see `gpubench list`); overrides the file's `model`");
   run->add_option("-c,--config", run_args.config, "Scenario file (YAML or JSON); flags override its values")
       ->check(CLI::ExistingFile);
-  run->add_flag("--amp", run_args.amp, "Mixed precision preferred by the device (bf16 on Ampere and newer)");
+  run->add_flag("--amp", run_args.amp, "Mixed precision as PyTorch means it: fp16 autocast with dynamic loss scaling on GPUs (torch.autocast + GradScaler), "
+                 "bf16 autocast on the CPU; --precision bf16 for bfloat16 on GPUs");
   run->add_flag("--channels-last", run_args.channels_last, "Same as --memory-format channels_last");
   run->add_flag("-q,--quiet", run_args.quiet, "Only warnings, errors and the final summary");
   run->add_option("--repeats", run_args.repeats,

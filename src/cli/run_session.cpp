@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "gpubench/core/record_io.hpp"
+#include "gpubench/report/console.hpp"
 
 namespace gpubench::cli {
 
@@ -22,41 +23,65 @@ void RunSession::clear_line() {
   }
 }
 
+void MonitoringObserver::on_start(const RunRecord& header) {
+  monitor_ = std::make_unique<telemetry::DeviceMonitor>(header.environment.device, header.environment.pci_bus_id,
+                                                        header.scenario.telemetry,
+                                                        header.scenario.telemetry_interval_s);
+  trace_path_ = header.scenario.telemetry_trace;
+}
+
+void MonitoringObserver::on_epoch_begin(int64_t) {
+  if (monitor_) monitor_->begin_epoch();
+}
+
+std::optional<EpochTelemetry> MonitoringObserver::on_epoch_end(int64_t, int64_t samples) {
+  return monitor_ ? monitor_->end_epoch(samples) : std::nullopt;
+}
+
+void MonitoringObserver::complete(RunRecord& record) {
+  if (!monitor_) {  // the run never started (e.g. no device): say so
+    record.telemetry = TelemetryInfo{};
+    record.telemetry.reader = "none";
+    record.telemetry.reason = "the run did not start";
+    return;
+  }
+  std::string error;
+  if (!monitor_->finish(trace_path_, &error)) spdlog::warn("could not write the telemetry trace: {}", error);
+  record.telemetry = monitor_->info();
+  std::vector<EpochTelemetry> epochs;
+  for (const auto& e : record.epochs) {
+    if (e.telemetry) epochs.push_back(*e.telemetry);
+  }
+  infer_clocks_locked(record.telemetry, epochs);
+  compute_drift(record);
+}
+
 void RunSession::on_start(const RunRecord& header) {
   output_ = choose_output_(header);
   stream_ = epochs_stream_path(output_);
   std::error_code ec;
   std::filesystem::remove(stream_, ec);  // a stale stream from an earlier run must not mix with this one
   unit_ = header.model.sample_unit;
-  trace_path_ = header.scenario.telemetry_trace;
   spdlog::info("{} ({} parameters) on {} [{}], {} ({}), batch {}, record -> {}", header.model.name,
                header.model.parameters, header.environment.device, header.environment.device_name,
                header.precision.resolved, header.precision.memory_format, *header.scenario.batch_size, output_);
-
-  telemetry_info_ = TelemetryInfo{};
-  telemetry_info_.reader = "none";
-  if (!header.scenario.telemetry) {
-    telemetry_info_.reason = "telemetry switched off (telemetry: false)";
+  MonitoringObserver::on_start(header);
+  const TelemetryInfo& t = monitor_->info();
+  if (!monitor_->active()) {
+    if (header.scenario.telemetry) spdlog::warn("no power/clock telemetry: {}", t.reason);
     return;
   }
-  const std::string& dev = header.environment.device;
-  const auto colon = dev.find(':');
-  telemetry::DeviceSelector sel{header.environment.device_type,
-                                colon == std::string::npos ? 0 : std::stoi(dev.substr(colon + 1)),
-                                header.environment.pci_bus_id};
-  std::string why_not;
-  auto reader = telemetry::open_reader(sel, &why_not);
-  if (!reader) {
-    telemetry_info_.reason = why_not;
-    spdlog::warn("no power/clock telemetry: {}", why_not);
-    return;
+  spdlog::info("telemetry: {} every {:.0f} ms{}", t.reader, t.interval_s * 1000,
+               t.power_limit_w ? fmt::format(", power limit {:.0f} W", *t.power_limit_w) : std::string());
+  if (t.other_processes && !t.other_processes->empty()) {
+    std::string who;
+    for (const auto& p : *t.other_processes) {
+      who += fmt::format("{}pid {} ({}{})", who.empty() ? "" : ", ", p.pid, p.name.empty() ? "?" : p.name,
+                         p.used_memory_bytes ? ", " + format_bytes(*p.used_memory_bytes) : std::string());
+    }
+    spdlog::warn("other processes are using this GPU: {}; the timings are not like-for-like", who);
   }
-  telemetry_info_ = reader->info();
-  telemetry_info_.interval_s = header.scenario.telemetry_interval_s;
-  sampler_ = std::make_unique<telemetry::Sampler>(std::move(reader), header.scenario.telemetry_interval_s);
-  spdlog::info("telemetry: {} every {:.0f} ms{}", telemetry_info_.reader, telemetry_info_.interval_s * 1000,
-               telemetry_info_.power_limit_w ? fmt::format(", power limit {:.0f} W", *telemetry_info_.power_limit_w)
-                                             : std::string());
+  if (t.clocks_locked.value_or(false)) spdlog::info("clocks are pinned: {}", t.clocks_locked_evidence);
 }
 
 void RunSession::on_note(const std::string& message) {
@@ -67,12 +92,6 @@ void RunSession::on_note(const std::string& message) {
 void RunSession::on_phase(const std::string& phase) {
   clear_line();
   spdlog::info("{}", phase);
-}
-
-void RunSession::on_epoch_begin(int64_t) {
-  if (!sampler_) return;
-  sampler_->start();  // after warm-up: the first epoch's start is the first reading
-  epoch_begin_s_ = sampler_->now_s();
 }
 
 void RunSession::on_step(const StepProgress& p) {
@@ -97,48 +116,27 @@ void RunSession::on_step(const StepProgress& p) {
 
 void RunSession::on_epoch(const EpochRecord& e) {
   clear_line();
-  nlohmann::json line = e;
   std::string power;
-  if (sampler_) {
-    EpochTelemetry t = aggregate_epoch(sampler_->samples(), epoch_begin_s_, sampler_->now_s(), e.samples);
-    if (t.power_avg_w) power = fmt::format(", {:.0f} W avg", *t.power_avg_w);
-    if (t.joules_per_sample) power += fmt::format(", {:.2f} J/{}", *t.joules_per_sample, unit_.substr(0, unit_.size() - 1));
+  if (e.telemetry) {
+    const EpochTelemetry& t = *e.telemetry;
+    const std::string total = t.devices > 1 ? " total" : "";
+    if (t.devices > 1) power = fmt::format(", {} GPUs", t.devices);
+    if (t.power_avg_w) power += fmt::format(", {:.0f} W{} avg", *t.power_avg_w, total);
+    if (t.joules_per_sample) {
+      power += fmt::format(", {:.3f} J/{}", *t.joules_per_sample, unit_.substr(0, unit_.size() - 1));
+    }
     if (t.sm_clock_avg_mhz) power += fmt::format(", SM {:.0f} MHz", *t.sm_clock_avg_mhz);
     if (t.temperature_peak_c) power += fmt::format(", {:.0f} C peak", *t.temperature_peak_c);
-    line["telemetry"] = t;
-    epoch_telemetry_[e.index] = std::move(t);
   }
   if (!stream_.empty()) {
     try {
-      append_json_line(stream_, line);
+      append_json_line(stream_, nlohmann::json(e));
     } catch (const std::exception& ex) {
       spdlog::warn("could not stream the epoch to {}: {}", stream_, ex.what());
     }
   }
   spdlog::info("epoch {}: {} steps in {:.2f} s, {:.1f} {}/s, median step {:.2f} ms{}{}", e.index + 1, e.steps,
                e.seconds, e.samples_per_s, unit_, e.step_time.median_ms, power, e.complete ? "" : " (partial)");
-}
-
-void RunSession::complete(RunRecord& record) {
-  if (sampler_) sampler_->stop();
-  if (telemetry_info_.reader.empty()) {  // the run never started (e.g. no device): say so
-    telemetry_info_.reader = "none";
-    telemetry_info_.reason = "the run did not start";
-  }
-  for (auto& e : record.epochs) {
-    auto it = epoch_telemetry_.find(e.index);
-    if (it != epoch_telemetry_.end()) e.telemetry = it->second;
-  }
-  if (sampler_ && !trace_path_.empty()) {
-    try {
-      write_file_atomic(trace_path_, samples_to_csv(sampler_->samples()));
-      telemetry_info_.trace_path = trace_path_;
-    } catch (const std::exception& ex) {
-      spdlog::warn("could not write the telemetry trace: {}", ex.what());
-    }
-  }
-  record.telemetry = telemetry_info_;
-  compute_drift(record);
 }
 
 }  // namespace gpubench::cli

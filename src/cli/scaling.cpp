@@ -72,8 +72,9 @@ int scaling_command(const ScalingArgs& a) {
   }
 
   nlohmann::json summary = nlohmann::json::array();
-  std::string md = "| ranks | status | samples/s | per rank | scaling efficiency | epoch s | slowest rank | comm wait |\n"
-                   "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  std::string md = "| ranks | status | samples/s | per rank | scaling efficiency | epoch s | slowest rank | comm wait "
+                   "| power W (all GPUs) | J/sample |\n"
+                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   double base = 0;
   int base_n = 0;
   bool all_ok = true;
@@ -85,7 +86,7 @@ int scaling_command(const ScalingArgs& a) {
     } catch (const std::exception& e) {
       all_ok = false;
       row["status"] = "missing";
-      md += fmt::format("| {} | no record ({}) | | | | | | |\n", p.n, e.what());
+      md += fmt::format("| {} | no record ({}) | | | | | | | | |\n", p.n, e.what());
       summary.push_back(row);
       continue;
     }
@@ -94,7 +95,7 @@ int scaling_command(const ScalingArgs& a) {
     row["samples_per_s"] = rate;
     all_ok = all_ok && r.status == RunStatus::kOk;
     if (r.status != RunStatus::kOk) {
-      md += fmt::format("| {} | {} | | | | | | |\n", p.n, to_string(r.status) + ": " + r.reason);
+      md += fmt::format("| {} | {} | | | | | | | | |\n", p.n, to_string(r.status) + ": " + r.reason);
       summary.push_back(row);
       continue;
     }
@@ -112,10 +113,17 @@ int scaling_command(const ScalingArgs& a) {
     }
     for (const auto& e : r.epochs) secs += e.seconds;
     row["comm_wait_fraction_rank0"] = secs > 0 ? wait / secs : 0;
+    row["power_avg_w"] = r.summary.power_avg_w;  // the whole job's: every GPU's power summed
+    row["joules_per_sample"] = r.summary.joules_per_sample;
+    row["power_devices"] = r.summary.power_devices;
     summary.push_back(row);
-    md += fmt::format("| {} | ok | {:.1f} | {:.1f} | {:.1f}% | {:.2f} | {} | {:.1f}% |\n", p.n, rate, rate / p.n,
-                      eff * 100, r.summary.epoch_seconds_mean, r.distributed ? std::to_string(slowest) : "-",
-                      secs > 0 ? wait / secs * 100 : 0.0);
+    auto opt = [](const std::optional<double>& v, const char* f) {
+      return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
+    };
+    md += fmt::format("| {} | ok | {:.1f} | {:.1f} | {:.1f}% | {:.2f} | {} | {:.1f}% | {} | {} |\n", p.n, rate,
+                      rate / p.n, eff * 100, r.summary.epoch_seconds_mean,
+                      r.distributed ? std::to_string(slowest) : "-", secs > 0 ? wait / secs * 100 : 0.0,
+                      opt(r.summary.power_avg_w, "{:.0f}"), opt(r.summary.joules_per_sample, "{:.4f}"));
   }
   if (base_n != 1 && base_n != 0) md += fmt::format("\nEfficiency is relative to the {}-rank run (no 1-rank run).\n", base_n);
   std::fputs(md.c_str(), stdout);

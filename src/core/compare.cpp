@@ -1,6 +1,8 @@
 #include "gpubench/core/compare.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -121,6 +123,56 @@ void compare_environments(const std::vector<LoadedRecord>& base, const std::vect
   diff("hostname", a.hostname, b.hostname, false);
 }
 
+/// The values one side's records hold for a condition, in first-seen order ("a, b" when repeats disagree).
+std::string side_values(const std::vector<const LoadedRecord*>& side,
+                        const std::function<std::string(const RunRecord&)>& value) {
+  std::vector<std::string> seen;
+  for (const auto* r : side) {
+    const std::string v = value(r->record);
+    if (std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
+  }
+  std::string out;
+  for (const auto& v : seen) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
+/// Conditions that change throughput without changing the scenario: the GPU model, its power limit, whether clocks
+/// were locked, and other processes sharing the GPU. Unknown values ("?") never count as a difference.
+std::vector<std::string> like_for_like_issues(const std::vector<const LoadedRecord*>& base,
+                                              const std::vector<const LoadedRecord*>& cand) {
+  std::vector<std::string> issues;
+  auto check = [&](const std::string& name, const std::function<std::string(const RunRecord&)>& value) {
+    const std::string a = side_values(base, value), b = side_values(cand, value);
+    if (a != b && a.find('?') == std::string::npos && b.find('?') == std::string::npos) {
+      issues.push_back(name + ": " + a + " -> " + b);
+    }
+  };
+  check("gpu_model", [](const RunRecord& r) {
+    return r.environment.device_name.empty() ? "?" : r.environment.device_name;
+  });
+  check("power_limit_w", [](const RunRecord& r) {
+    return r.telemetry.power_limit_w ? std::to_string(std::lround(*r.telemetry.power_limit_w)) : "?";
+  });
+  check("clocks_locked", [](const RunRecord& r) -> std::string {
+    return r.telemetry.clocks_locked ? (*r.telemetry.clocks_locked ? "locked" : "not locked") : "?";
+  });
+  // Another process on the GPU competes for it: not like-for-like on whichever side had one.
+  auto co_running = [](const std::vector<const LoadedRecord*>& side) {
+    std::string who;
+    for (const auto* r : side) {
+      for (const auto& p : r->record.telemetry.other_processes.value_or(std::vector<GpuProcess>{})) {
+        who += (who.empty() ? "" : ", ") + ("pid " + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name));
+      }
+    }
+    return who;
+  };
+  const std::string a = co_running(base), b = co_running(cand);
+  if (!a.empty() || !b.empty()) {
+    issues.push_back("co-running processes: " + (a.empty() ? "none" : a) + " -> " + (b.empty() ? "none" : b));
+  }
+  return issues;
+}
+
 }  // namespace
 
 CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std::vector<LoadedRecord>& candidates,
@@ -168,6 +220,7 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
       continue;
     }
     for (const auto* r : match->second) c.base_paths.push_back(r->path);
+    c.not_like_for_like = like_for_like_issues(match->second, cands);
     const Runs base = step_times(match->second);
     const Runs cand = step_times(cands);
     if (base.empty() || cand.empty()) {

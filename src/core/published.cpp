@@ -148,8 +148,13 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
   if (ref.model != s.model) d.push_back("model: " + s.model + " here, " + ref.model + " published: not the same work");
   const std::string ours = run.precision.resolved.empty() ? s.precision : run.precision.resolved;
   if (ref.precision == "amp") {
-    if (ours != "bf16" && ours != "fp16") d.push_back("precision: " + ours + " here, mixed precision (amp) published");
-    else d.push_back("precision: " + ours + " autocast here; the publication says only \"mixed precision\"");
+    // A published "mixed precision" PyTorch run is torch.autocast + GradScaler: fp16 with dynamic loss scaling.
+    if (ours == "bf16") {
+      d.push_back("precision: bf16 autocast here, PyTorch AMP (fp16 autocast + GradScaler) published; run --amp for "
+                  "the same recipe");
+    } else if (ours != "fp16") {
+      d.push_back("precision: " + ours + " here, mixed precision (PyTorch AMP: fp16 + GradScaler) published");
+    }
   } else if (ref.precision == "fp32") {
     if (ours != "fp32" && ours != "tf32") d.push_back("precision: " + ours + " here, fp32 published");
     else if (ours == "fp32") {
@@ -193,15 +198,9 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
   if (ref.power_w && ref.epoch_seconds && ref.dataset_size) {
     c.published_joules_per_sample = *ref.power_w * *ref.epoch_seconds / static_cast<double>(*ref.dataset_size);
   }
-  double j = 0;
-  int n = 0;
-  for (const auto& e : run.epochs) {
-    if (e.telemetry && e.telemetry->joules_per_sample) {
-      j += *e.telemetry->joules_per_sample;
-      ++n;
-    }
-  }
-  if (n > 0) c.measured_joules_per_sample = j / n;
+  RunRecord energy = run;  // the whole job's J/sample (every GPU), also for records older than the summary's figure
+  summarize_energy(energy);
+  c.measured_joules_per_sample = energy.summary.joules_per_sample;
   if (!ref.notes.empty()) c.remarks.push_back(ref.notes);
   return c;
 }

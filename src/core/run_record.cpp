@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 #include "gpubench/core/device_table.hpp"
 #include "gpubench/core/json_optional.hpp"
@@ -79,25 +80,64 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.repeat_count = j.value("repeat_count", int64_t{1});
 }
 
-namespace {
-template <typename T>
-bool same_json(const T& a, const T& b) {
-  return nlohmann::json(a) == nlohmann::json(b);
+// Equality compares values member by member, never the serialised JSON of both sides: a field the serialiser
+// forgets then makes a write/read round trip compare unequal (record_test checks every field that way).
+bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const {
+  return std::tie(hostname, os, cpu_model, cpu_cores, device, device_type, device_name, device_memory_bytes,
+                  compute_capability, multiprocessors, pci_bus_id, driver_version, cuda_runtime_version, cudnn_version,
+                  libtorch_version, gpubench_version, git_revision, build_type, compiler, command_line,
+                  start_time_utc, nccl_version, host_memory_bytes, cpu_governor, container, variables) ==
+         std::tie(o.hostname, o.os, o.cpu_model, o.cpu_cores, o.device, o.device_type, o.device_name,
+                  o.device_memory_bytes, o.compute_capability, o.multiprocessors, o.pci_bus_id, o.driver_version,
+                  o.cuda_runtime_version, o.cudnn_version, o.libtorch_version, o.gpubench_version, o.git_revision,
+                  o.build_type, o.compiler, o.command_line, o.start_time_utc, o.nccl_version, o.host_memory_bytes,
+                  o.cpu_governor, o.container, o.variables);
 }
-}  // namespace
-
-bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const { return same_json(*this, o); }
-bool ModelRecord::operator==(const ModelRecord& o) const { return same_json(*this, o); }
-bool PrecisionRecord::operator==(const PrecisionRecord& o) const { return same_json(*this, o); }
-bool ExecutionRecord::operator==(const ExecutionRecord& o) const { return same_json(*this, o); }
-bool DistributedRecord::operator==(const DistributedRecord& o) const { return same_json(*this, o); }
-bool EpochRecord::operator==(const EpochRecord& o) const { return same_json(*this, o); }
-bool RunSummary::operator==(const RunSummary& o) const { return same_json(*this, o); }
+bool ModelRecord::operator==(const ModelRecord& o) const {
+  return std::tie(name, parameters, train_flops_per_sample, sample_unit, tokens_per_sample) ==
+         std::tie(o.name, o.parameters, o.train_flops_per_sample, o.sample_unit, o.tokens_per_sample);
+}
+bool PrecisionRecord::operator==(const PrecisionRecord& o) const {
+  return std::tie(requested, resolved, autocast_dtype, tf32_matmul, tf32_cudnn, loss_scaling, memory_format,
+                  resolution) == std::tie(o.requested, o.resolved, o.autocast_dtype, o.tf32_matmul, o.tf32_cudnn,
+                                          o.loss_scaling, o.memory_format, o.resolution);
+}
+bool ExecutionRecord::operator==(const ExecutionRecord& o) const {
+  return std::tie(mode, graph_requested, graph_fallback, optimizer_implementation) ==
+         std::tie(o.mode, o.graph_requested, o.graph_fallback, o.optimizer_implementation);
+}
+bool DistributedRecord::operator==(const DistributedRecord& o) const {
+  return std::tie(world_size, backend, launcher, bucket_mb, buckets, rank_epoch_seconds, rank_comm_wait_seconds,
+                  slowest_rank, interconnect) == std::tie(o.world_size, o.backend, o.launcher, o.bucket_mb, o.buckets,
+                                                          o.rank_epoch_seconds, o.rank_comm_wait_seconds,
+                                                          o.slowest_rank, o.interconnect);
+}
+bool EpochRecord::operator==(const EpochRecord& o) const {
+  return std::tie(index, steps, samples, seconds, samples_per_s, step_time, step_times_ms, peak_allocated_bytes,
+                  peak_reserved_bytes, peak_host_rss_bytes, loss_first, loss_last, skipped_steps, complete, telemetry,
+                  rank_telemetry) ==
+         std::tie(o.index, o.steps, o.samples, o.seconds, o.samples_per_s, o.step_time, o.step_times_ms,
+                  o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.loss_first, o.loss_last,
+                  o.skipped_steps, o.complete, o.telemetry, o.rank_telemetry);
+}
+bool RunSummary::operator==(const RunSummary& o) const {
+  return std::tie(epochs, steps, samples, seconds, samples_per_s, steps_per_s, tokens_per_s, epoch_seconds_mean,
+                  achieved_tflops, peak_tflops, peak_source, mfu, step_time, peak_allocated_bytes, peak_reserved_bytes,
+                  peak_host_rss_bytes, warmup_steps, warmup_seconds, bounded_by, energy_j, joules_per_sample,
+                  power_avg_w, power_devices, throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c) ==
+         std::tie(o.epochs, o.steps, o.samples, o.seconds, o.samples_per_s, o.steps_per_s, o.tokens_per_s,
+                  o.epoch_seconds_mean, o.achieved_tflops, o.peak_tflops, o.peak_source, o.mfu, o.step_time,
+                  o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.warmup_steps,
+                  o.warmup_seconds, o.bounded_by, o.energy_j, o.joules_per_sample, o.power_avg_w, o.power_devices,
+                  o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c);
+}
+/// Origins of scenario values are provenance (file:line, flags) and a record keeps only their description, so they
+/// are left out; everything else counts.
 bool RunRecord::operator==(const RunRecord& o) const {
-  nlohmann::json a = *this, b = o;
-  a.erase("scenario_sources");
-  b.erase("scenario_sources");
-  return a == b;
+  return std::tie(schema_version, status, reason, scenario, precision, execution, environment, model, epochs, summary,
+                  notes, telemetry, distributed, repeat_index, repeat_count) ==
+         std::tie(o.schema_version, o.status, o.reason, o.scenario, o.precision, o.execution, o.environment, o.model,
+                  o.epochs, o.summary, o.notes, o.telemetry, o.distributed, o.repeat_index, o.repeat_count);
 }
 
 void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {
@@ -144,7 +184,29 @@ void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {
     }
   }
   s.step_time = summarize_step_times(all_step_ms);
+  summarize_energy(r);
   compute_drift(r);
+}
+
+void summarize_energy(RunRecord& r) {
+  RunSummary& s = r.summary;
+  s.energy_j.reset();
+  s.joules_per_sample.reset();
+  s.power_avg_w.reset();
+  s.power_devices = 0;
+  double joules = 0, seconds = 0;
+  int64_t samples = 0;
+  for (const auto& e : r.epochs) {
+    if (!e.telemetry || !e.telemetry->energy_j) return;  // a gap: a total would be too low
+    joules += *e.telemetry->energy_j;
+    seconds += e.seconds;
+    samples += e.samples;
+    s.power_devices = std::max(s.power_devices, e.telemetry->devices);
+  }
+  if (r.epochs.empty()) return;
+  s.energy_j = joules;
+  if (samples > 0) s.joules_per_sample = joules / static_cast<double>(samples);
+  if (seconds > 0) s.power_avg_w = joules / seconds;
 }
 
 void compute_drift(RunRecord& r) {

@@ -177,7 +177,7 @@ const std::vector<Field>& fields() {
         });
     add("batch_size", "--batch-size", "samples per step (default: the model's; bounded on CPU)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.batch_size = as_int(n, c, 1, 1 << 24); });
-    add("precision", "--precision", "fp32 | tf32 | bf16 | fp16 | amp (amp: the device's preferred mixed precision)",
+    add("precision", "--precision", "fp32 | tf32 | bf16 | fp16 | amp (amp: PyTorch AMP, fp16 + loss scaling on GPUs, bf16 on the CPU)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.precision = as_enum(n, c, precision_names()); });
     add("memory_format", "--memory-format", "auto | contiguous | channels_last (auto: channels_last on GPUs)",
         [](auto& n, auto& c, Scenario& s, const Models&) {
@@ -384,6 +384,9 @@ void ScenarioLoader::load_file(const std::string& path, Scenario& s) const {
 
 void ScenarioLoader::load_text(const std::string& text, const std::string& format, const std::string& source,
                                Scenario& s) const {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw ScenarioError(Origin{source, 0, 0}, "", "file is empty: a scenario needs at least one key (e.g. model)");
+  }
   std::string yaml_text = text;
   if (format == "json") {
     // Strict JSON syntax first (YAML would accept things JSON does not), then the same walk as YAML,
@@ -407,7 +410,10 @@ void ScenarioLoader::load_text(const std::string& text, const std::string& forma
   } catch (const YAML::ParserException& e) {
     throw ScenarioError(Origin{source, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
   }
-  if (!root || root.IsNull()) return;  // an empty file sets nothing
+  if (!root || root.IsNull()) {
+    throw ScenarioError(Origin{source, 0, 0}, "",
+                        "file has no scenario keys (only comments or null): a scenario needs at least one key");
+  }
   if (!root.IsMap()) {
     throw ScenarioError(origin_of(root, source), "", "expected a mapping of scenario keys at the top level, got " +
                                                          std::string(root.IsSequence() ? "a list" : "a single value"));

@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -164,6 +165,27 @@ std::vector<double> Communicator::gather(double value) {
   impl_->backend->allreduce(one)->wait();
   const at::Tensor host = one[0].to(at::kCPU);
   return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + n);
+}
+
+std::vector<std::string> Communicator::gather_text(const std::string& text) {
+  const int n = world_size();
+  int64_t longest = 0;
+  for (double len : gather(static_cast<double>(text.size()))) longest = std::max(longest, static_cast<int64_t>(len));
+  if (longest == 0) return std::vector<std::string>(static_cast<size_t>(n));
+  // Each rank fills its own row with its bytes; a sum all-reduce then holds every row (doubles carry 0..255 exactly).
+  at::Tensor rows = at::zeros({n, longest}, at::TensorOptions().dtype(at::kDouble));
+  double* own = rows[rank()].data_ptr<double>();
+  for (size_t i = 0; i < text.size(); ++i) own[i] = static_cast<unsigned char>(text[i]);
+  std::vector<at::Tensor> one{rows.to(impl_->device)};
+  impl_->backend->allreduce(one)->wait();
+  const at::Tensor host = one[0].to(at::kCPU).contiguous();
+  std::vector<std::string> out(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const double* v = host[r].data_ptr<double>();
+    std::string& s = out[static_cast<size_t>(r)];
+    for (int64_t i = 0; i < longest && v[i] != 0.0; ++i) s.push_back(static_cast<char>(static_cast<int>(v[i])));
+  }
+  return out;
 }
 
 bool Communicator::any(bool value) {

@@ -34,6 +34,8 @@ class Communicator {
   void broadcast(const std::vector<at::Tensor>& tensors);
   /// Every rank's `value`, indexed by rank (a synchronising collective).
   std::vector<double> gather(double value);
+  /// Every rank's `text`, indexed by rank (a synchronising collective; text without NUL bytes, a few KB).
+  std::vector<std::string> gather_text(const std::string& text);
   /// True on every rank if it is true on any rank (a synchronising collective).
   bool any(bool value);
   /// Asynchronous in-place sum all-reduce of one tensor; returns the work handle's wait function.

@@ -16,11 +16,17 @@
 
 #include "device.h"
 #include "gpubench/core/build_info.hpp"
+#include "gpubench/core/host_facts.hpp"
 #include "gpubench/engine/engine.hpp"
 
 #ifdef GPUBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #endif
+#ifdef GPUBENCH_WITH_NCCL
+#include <torch/csrc/cuda/nccl.h>
+#endif
+
+extern char** environ;
 
 namespace gpubench {
 
@@ -76,6 +82,11 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
   e.build_type = b.build_type;
   e.compiler = b.compiler;
   e.start_time_utc = utc_now_iso8601();
+  fill_host_facts(e, environ);
+#ifdef GPUBENCH_WITH_NCCL
+  const std::uint64_t nccl = torch::cuda::nccl::version();  // major*10000 + minor*100 + patch (NCCL >= 2.9)
+  if (nccl > 0) e.nccl_version = version_string(static_cast<long>(nccl), 10000, 100);
+#endif
   e.device = device_id;
   e.device_type = device_id.substr(0, device_id.find(':'));
   if (e.device_type == "cpu") e.device_name = e.cpu_model;

@@ -3,10 +3,6 @@
 #include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
 
-#ifdef GPUBENCH_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#endif
-
 namespace gpubench::engine {
 
 PrecisionPlan resolve_precision(const std::string& requested, const ResolvedDevice& device) {
@@ -14,20 +10,16 @@ PrecisionPlan resolve_precision(const std::string& requested, const ResolvedDevi
   p.requested = requested;
   std::string r = requested;
   if (r == "amp") {
-    if (device.device.is_cuda() && device.type == "cuda") {
-      int major = 0;
-#ifdef GPUBENCH_WITH_CUDA
-      major = at::cuda::getDeviceProperties(device.device.index())->major;
-#endif
-      r = major >= 8 ? "bf16" : "fp16";
-      p.note = "--amp resolved to " + r + (major >= 8 ? " (compute capability >= 8.0 has bf16 tensor cores)"
-                                                     : " (this GPU has no fast bf16)");
-    } else if (device.device.is_cpu()) {
+    // PyTorch's meaning: torch.autocast("cuda") defaults to float16 and torch.cuda.amp pairs it with a GradScaler
+    // (ROCm builds present as CUDA and do the same; MPS autocast is float16 too); CPU autocast is bfloat16.
+    // bf16 stays available as the explicit `precision: bf16`.
+    if (device.device.is_cpu()) {
       r = "bf16";
-      p.note = "--amp resolved to bf16 (PyTorch's CPU autocast type)";
+      p.note = "--amp resolved to bf16 autocast (PyTorch's CPU autocast type; no loss scaling)";
     } else {
       r = "fp16";
-      p.note = "--amp resolved to fp16 on " + device.type;
+      p.note = "--amp resolved to fp16 autocast with dynamic loss scaling on " + device.type +
+               " (PyTorch's torch.autocast + GradScaler); use --precision bf16 for bfloat16";
     }
   }
   p.resolved = r;
@@ -56,6 +48,7 @@ PrecisionRecord to_record(const PrecisionPlan& plan, const std::string& memory_f
   r.tf32_matmul = r.tf32_cudnn = plan.tf32;
   r.loss_scaling = plan.loss_scaling;
   r.memory_format = memory_format;
+  r.resolution = plan.note;
   return r;
 }
 

@@ -22,8 +22,8 @@ struct PrecisionPlan {
   std::string note;                          ///< how "amp" was resolved, if it was
 };
 
-/// Resolves `requested` for `device`. "amp": bf16 on CUDA devices of compute capability >= 8.0 and on the CPU
-/// (PyTorch's CPU autocast type), fp16 on older CUDA devices, ROCm and MPS.
+/// Resolves `requested` for `device`. "amp" means what it means in PyTorch: fp16 autocast with dynamic loss
+/// scaling (torch.autocast + GradScaler) on CUDA, ROCm and MPS; bf16 autocast on the CPU (CPU autocast's type).
 PrecisionPlan resolve_precision(const std::string& requested, const ResolvedDevice& device);
 
 /// Sets the global math flags the plan needs (TF32, cuDNN autotuning). fp32 means IEEE fp32: TF32 off for

@@ -155,6 +155,26 @@ std::string describe_loss(double v) {
   return os.str();
 }
 
+/// Multi-process runs: every rank's telemetry for the epoch goes to every rank; the record keeps each rank's and the
+/// job's totals. A rank without telemetry contributes an empty entry, which leaves the totals unknown (not too low).
+void gather_rank_telemetry(Communicator& comm, const std::optional<EpochTelemetry>& local, EpochRecord& ep) {
+  const std::vector<std::string> texts = comm.gather_text(local ? nlohmann::json(*local).dump() : std::string());
+  bool any = false;
+  for (const auto& t : texts) {
+    EpochTelemetry r;
+    if (!t.empty()) {
+      r = nlohmann::json::parse(t).get<EpochTelemetry>();
+      any = true;
+    }
+    ep.rank_telemetry.push_back(std::move(r));
+  }
+  if (!any) {
+    ep.rank_telemetry.clear();
+    return;
+  }
+  ep.telemetry = combine_devices(ep.rank_telemetry, ep.samples);
+}
+
 }  // namespace
 
 void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, RunRecord& record) {
@@ -303,6 +323,7 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
     }
     synchronize(plan.device);
     double seconds = seconds_since(t0);
+    const std::optional<EpochTelemetry> local_telemetry = observer.on_epoch_end(e, done * batch_size);
     if (dist) {
       // The epoch ends when its slowest rank does; every rank's time goes into the record.
       const std::vector<double> per_rank = plan.comm->gather(seconds);
@@ -329,6 +350,11 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
     if (dev.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
     ep.skipped_steps = runner.take_skipped();
     ep.complete = done == steps_per_epoch;
+    if (dist) {
+      gather_rank_telemetry(*plan.comm, local_telemetry, ep);
+    } else {
+      ep.telemetry = local_telemetry;
+    }
 
     if (!losses.empty()) {
       const at::Tensor l = at::stack(losses).to(at::kCPU, at::kDouble);

@@ -18,7 +18,9 @@ std::string why(const Comparison& c) {
     return "differs in: " + keys;
   }
   if (c.verdict == Verdict::kNoBaseline) return "no baseline run of this model";
-  return "";
+  std::string issues;
+  for (const auto& i : c.not_like_for_like) issues += (issues.empty() ? "" : "; ") + i;
+  return issues.empty() ? "" : "NOT like-for-like: " + issues;
 }
 
 std::string xml_escape(const std::string& s) {
@@ -114,6 +116,8 @@ nlohmann::json compare_to_json(const CompareResult& r, double threshold) {
                     {"base_samples_per_s", c.base_samples_per_s},
                     {"new_samples_per_s", c.new_samples_per_s},
                     {"differing_keys", c.differing_keys},
+                    {"like_for_like", c.like_for_like()},
+                    {"not_like_for_like", c.not_like_for_like},
                     {"base_paths", c.base_paths},
                     {"new_paths", c.new_paths}});
   }

@@ -44,13 +44,10 @@ std::vector<Row> run_rows(const ReportInput& in) {
   for (const auto& lr : in.runs) {
     const RunRecord& r = lr.record;
     const bool ok = r.status == RunStatus::kOk;
-    double power = 0, joules = 0;
-    int np = 0, nj = 0;
-    for (const auto& e : r.epochs) {
-      if (!e.telemetry) continue;
-      if (e.telemetry->power_avg_w) power += *e.telemetry->power_avg_w, ++np;
-      if (e.telemetry->joules_per_sample) joules += *e.telemetry->joules_per_sample, ++nj;
-    }
+    RunRecord energy = r;  // the whole job's power and J/sample, also for records written before the summary had them
+    summarize_energy(energy);
+    const auto& power = energy.summary.power_avg_w;
+    const auto& joules = energy.summary.joules_per_sample;
     rows.push_back(Row{{file_name(lr.path), r.scenario.model,
                         r.environment.device_name.empty() ? r.environment.device : r.environment.device_name,
                         r.precision.resolved.empty() ? r.scenario.precision : r.precision.resolved,
@@ -62,7 +59,7 @@ std::vector<Row> run_rows(const ReportInput& in) {
                         ok && r.summary.epoch_seconds_mean > 0 ? fmt::format("{:.2f}", r.summary.epoch_seconds_mean) : "-",
                         ok ? fmt::format("{:.2f} / {:.2f}", r.summary.step_time.median_ms, r.summary.step_time.p95_ms) : "-",
                         r.summary.peak_reserved_bytes ? format_bytes(*r.summary.peak_reserved_bytes) : "-",
-                        np ? fmt::format("{:.0f}", power / np) : "-", nj ? fmt::format("{:.3f}", joules / nj) : "-",
+                        power ? fmt::format("{:.0f}", *power) : "-", joules ? fmt::format("{:.3f}", *joules) : "-",
                         r.summary.mfu ? fmt::format("{:.1f}%", *r.summary.mfu * 100) : "-"}});
   }
   return rows;

@@ -2,8 +2,14 @@
 // The few NVML types used are declared here (nvml.h is not on every build machine); the functions are NVML's
 // stable, versioned C ABI.
 
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "dynamic_library.h"
 #include "gpubench/telemetry/readers.hpp"
@@ -18,7 +24,61 @@ struct nvmlUtilization_t {
   unsigned int gpu;
   unsigned int memory;
 };
+/// nvmlFieldValue_t (NVML's field-value query), laid out as in nvml.h.
+union nvmlValue_t {
+  double dVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  long long sllVal;
+  int siVal;
+  unsigned short usVal;
+};
+struct nvmlFieldValue_t {
+  uint32_t fieldId;
+  uint32_t scopeId;
+  int64_t timestamp;
+  int64_t latencyUsec;
+  int valueType;
+  nvmlReturn_t nvmlReturn;
+  nvmlValue_t value;
+};
+/// nvmlProcessInfo_v2_t (= v3): what nvmlDeviceGetComputeRunningProcesses_v3 fills.
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
+constexpr uint32_t NVML_FI_DEV_POWER_INSTANT = 186;
+constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
+
+/// A field value as a double, whatever type NVML chose for it; empty when the query failed.
+std::optional<double> field_as_double(const nvmlFieldValue_t& f) {
+  if (f.nvmlReturn != NVML_SUCCESS) return std::nullopt;
+  switch (f.valueType) {
+    case 0: return f.value.dVal;
+    case 1: return static_cast<double>(f.value.uiVal);
+    case 2: return static_cast<double>(f.value.ulVal);
+    case 3: return static_cast<double>(f.value.ullVal);
+    case 4: return static_cast<double>(f.value.sllVal);
+    case 5: return static_cast<double>(f.value.siVal);
+    case 6: return static_cast<double>(f.value.usVal);
+    default: return std::nullopt;
+  }
+}
+
+std::string compute_mode_name(int mode) {
+  switch (mode) {
+    case 0: return "default";
+    case 1: return "exclusive_thread";
+    case 2: return "prohibited";
+    case 3: return "exclusive_process";
+    default: return "unknown (" + std::to_string(mode) + ")";
+  }
+}
 constexpr int NVML_CLOCK_SM = 1;
 constexpr int NVML_CLOCK_MEM = 2;
 constexpr int NVML_TEMPERATURE_GPU = 0;
@@ -49,6 +109,7 @@ class NvmlReader final : public Reader {
                  r->error_string(rc);
       return nullptr;
     }
+    r->probe_instant_power();
     return r;
   }
 
@@ -63,6 +124,13 @@ class NvmlReader final : public Reader {
     unsigned int u = 0;
     unsigned long long ull = 0;
     if (power_ && power_(dev_, &u) == NVML_SUCCESS) s.power_w = u / 1000.0;
+    if (fields_ && instant_ok_) {
+      nvmlFieldValue_t f{};
+      f.fieldId = NVML_FI_DEV_POWER_INSTANT;
+      if (fields_(dev_, 1, &f) == NVML_SUCCESS) {
+        if (auto mw = field_as_double(f)) s.power_instant_w = *mw / 1000.0;
+      }
+    }
     if (energy_ && energy_(dev_, &ull) == NVML_SUCCESS) s.energy_j = static_cast<double>(ull) / 1000.0;
     if (clock_ && clock_(dev_, NVML_CLOCK_SM, &u) == NVML_SUCCESS) s.sm_clock_mhz = u;
     if (clock_ && clock_(dev_, NVML_CLOCK_MEM, &u) == NVML_SUCCESS) s.mem_clock_mhz = u;
@@ -98,8 +166,36 @@ class NvmlReader final : public Reader {
       }
       t.nvlink_active_links = active;
     }
+    if (uuid_ && uuid_(dev_, buf, sizeof buf) == NVML_SUCCESS) t.gpu_uuid = buf;
+    if (serial_ && serial_(dev_, buf, sizeof buf) == NVML_SUCCESS) t.gpu_serial = buf;
+    if (vbios_ && vbios_(dev_, buf, sizeof buf) == NVML_SUCCESS) t.vbios_version = buf;
+    if (compute_mode_ && compute_mode_(dev_, &mode) == NVML_SUCCESS) t.compute_mode = compute_mode_name(mode);
+    auto clock = [this](nvmlReturn_t (*fn)(nvmlDevice_t, int, unsigned*), int type) -> std::optional<int64_t> {
+      unsigned mhz = 0;
+      if (fn != nullptr && fn(dev_, type, &mhz) == NVML_SUCCESS) return static_cast<int64_t>(mhz);
+      return std::nullopt;
+    };
+    t.app_sm_clock_mhz = clock(app_clock_, NVML_CLOCK_SM);
+    t.app_mem_clock_mhz = clock(app_clock_, NVML_CLOCK_MEM);
+    t.default_app_sm_clock_mhz = clock(default_app_clock_, NVML_CLOCK_SM);
+    t.default_app_mem_clock_mhz = clock(default_app_clock_, NVML_CLOCK_MEM);
+    t.max_sm_clock_mhz = clock(max_clock_, NVML_CLOCK_SM);
+    t.max_mem_clock_mhz = clock(max_clock_, NVML_CLOCK_MEM);
+    if (t.app_sm_clock_mhz && t.default_app_sm_clock_mhz && t.app_mem_clock_mhz && t.default_app_mem_clock_mhz) {
+      const bool changed = *t.app_sm_clock_mhz != *t.default_app_sm_clock_mhz ||
+                           *t.app_mem_clock_mhz != *t.default_app_mem_clock_mhz;
+      t.clocks_locked = changed;
+      t.clocks_locked_evidence = changed ? "application clocks differ from their defaults"
+                                         : "application clocks at their defaults (locked clocks show in the run's "
+                                           "clock-event reasons)";
+    }
+    t.other_processes = other_processes();
+    t.power_average_source = "nvmlDeviceGetPowerUsage (a ~1 s moving average on A100/H100-class boards)";
+    if (instant_ok_) t.power_instant_source = "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)";
+    if (energy_ != nullptr) t.energy_counter_source = "nvmlDeviceGetTotalEnergyConsumption";
     std::string lacking;
     if (energy_ == nullptr) lacking += " energy counter";
+    if (!instant_ok_) lacking += " instantaneous power (peaks come from averaged readings)";
     if (reasons_ == nullptr) lacking += " clock-event reasons";
     if (!lacking.empty()) t.reason = "this NVML lacks:" + lacking;
     return t;
@@ -129,6 +225,56 @@ class NvmlReader final : public Reader {
     pcie_gen_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetCurrPcieLinkGeneration");
     pcie_width_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetCurrPcieLinkWidth");
     nvlink_state_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned, int*)>("nvmlDeviceGetNvLinkState");
+    fields_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, int, nvmlFieldValue_t*)>("nvmlDeviceGetFieldValues");
+    uuid_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetUUID");
+    serial_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetSerial");
+    vbios_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetVbiosVersion");
+    compute_mode_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, int*)>("nvmlDeviceGetComputeMode");
+    app_clock_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetApplicationsClock");
+    default_app_clock_ =
+        lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetDefaultApplicationsClock");
+    max_clock_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetMaxClockInfo");
+    processes_ = lib_->symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*)>(
+        "nvmlDeviceGetComputeRunningProcesses_v3");
+    process_name_ = lib_->symbol<nvmlReturn_t (*)(unsigned, char*, unsigned)>("nvmlSystemGetProcessName");
+  }
+
+  /// Whether the instantaneous power field answers on this device (asked once).
+  void probe_instant_power() {
+    if (fields_ == nullptr) return;
+    nvmlFieldValue_t f{};
+    f.fieldId = NVML_FI_DEV_POWER_INSTANT;
+    instant_ok_ = fields_(dev_, 1, &f) == NVML_SUCCESS && field_as_double(f).has_value();
+  }
+
+  /// Compute processes on the device other than this one; empty optional where NVML cannot list them.
+  std::optional<std::vector<GpuProcess>> other_processes() const {
+    if (processes_ == nullptr) return std::nullopt;
+    std::vector<nvmlProcessInfo_t> procs(16);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      unsigned count = static_cast<unsigned>(procs.size());
+      const nvmlReturn_t rc = processes_(dev_, &count, procs.data());
+      if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+        procs.resize(static_cast<size_t>(count) * 2 + 8);
+        continue;
+      }
+      if (rc != NVML_SUCCESS) return std::nullopt;
+      std::vector<GpuProcess> out;
+      const auto self = static_cast<unsigned>(::getpid());
+      for (unsigned i = 0; i < count && i < procs.size(); ++i) {
+        if (procs[i].pid == self) continue;
+        GpuProcess p;
+        p.pid = procs[i].pid;
+        char name[256] = {};
+        if (process_name_ && process_name_(procs[i].pid, name, sizeof name) == NVML_SUCCESS) p.name = name;
+        if (procs[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) {
+          p.used_memory_bytes = static_cast<int64_t>(procs[i].usedGpuMemory);
+        }
+        out.push_back(std::move(p));
+      }
+      return out;
+    }
+    return std::nullopt;
   }
 
   std::string error_string(nvmlReturn_t rc) const {
@@ -158,6 +304,17 @@ class NvmlReader final : public Reader {
   nvmlReturn_t (*pcie_gen_)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_width_)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*nvlink_state_)(nvmlDevice_t, unsigned, int*) = nullptr;
+  nvmlReturn_t (*fields_)(nvmlDevice_t, int, nvmlFieldValue_t*) = nullptr;
+  nvmlReturn_t (*uuid_)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*serial_)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*vbios_)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*compute_mode_)(nvmlDevice_t, int*) = nullptr;
+  nvmlReturn_t (*app_clock_)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*default_app_clock_)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*max_clock_)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*processes_)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
+  nvmlReturn_t (*process_name_)(unsigned, char*, unsigned) = nullptr;
+  bool instant_ok_ = false;
 };
 
 }  // namespace

@@ -20,7 +20,7 @@ RunRecord sample_record() {
   r.scenario.optimizer.name = "sgd";
   r.scenario.optimizer.lr = 0.1;
   r.scenario.origins["batch_size"] = Origin{"configs/x.yaml", 3, 13};
-  r.precision = PrecisionRecord{"amp", "bf16", "bfloat16", false, false, false, "channels_last"};
+  r.precision = PrecisionRecord{"amp", "fp16", "float16", false, false, true, "channels_last", "--amp: fp16"};
   r.environment.device = "cuda:0";
   r.environment.device_name = "NVIDIA H200";
   r.environment.device_memory_bytes = 150'000'000'000;
@@ -150,6 +150,132 @@ TEST(RunSummaryTest, DriftComparesTheLastCompleteEpochWithTheFirst) {
   r.epochs.resize(1);
   compute_drift(r);
   EXPECT_FALSE(r.summary.throughput_drift_pct.has_value());
+}
+
+/// Every field of every part of a record set to something other than its default, so that a field the JSON writer or
+/// reader forgets comes back as the default and the round trip compares unequal.
+RunRecord every_field_set() {
+  RunRecord r;
+  r.status = RunStatus::kNan;
+  r.reason = "loss became non-finite";
+  Scenario& s = r.scenario;
+  s.name = "n";
+  s.model = "bert-base";
+  s.batch_size = 7;
+  s.precision = "fp16";
+  s.memory_format = "channels_last";
+  s.device = "cuda:1";
+  s.epochs = 3;
+  s.dataset_size = 99;
+  s.warmup_steps = 4;
+  s.optimizer = OptimizerSettings{"adamw", 0.5, 0.8, 0.01, true, 0.7, 0.6, 1e-7, "foreach"};
+  s.seed = 11;
+  s.time_budget_s = 12.5;
+  s.duration_s = 13.5;
+  s.image_size = 96;
+  s.num_classes = 17;
+  s.seq_len = 33;
+  s.num_labels = 5;
+  s.latent_size = 16;
+  s.attention = "math";
+  s.layers = 2;
+  s.width = 64;
+  s.heads = 4;
+  s.dropout = 0.25;
+  s.grad_accumulation = 2;
+  s.gradient_checkpointing = true;
+  s.cudnn_benchmark = false;
+  s.graph = true;
+  s.ddp_bucket_mb = 8;
+  s.ddp_timeout_s = 30;
+  s.output = "o.json";
+  s.telemetry = false;
+  s.telemetry_interval_s = 0.25;
+  s.telemetry_trace = "t.csv";
+  r.precision = PrecisionRecord{"amp", "fp16", "float16", true, true, true, "channels_last", "why"};
+  r.execution = ExecutionRecord{"cuda_graph", true, "fallback", "foreach"};
+  EnvironmentRecord& e = r.environment;
+  e = EnvironmentRecord{"h", "os", "cpu", 16, "cuda:1", "cuda", "NVIDIA H200", 1 << 30, "9.0", 132, "0:19:00.0",
+                        "13.0", "13.0", "9.19.0", "2.11.0", "0.3", "abc", "Release", "gcc", "cmd", "2026-11-30T00:00:00Z",
+                        "2.27.7", 1 << 20, "performance", "docker", {{"NCCL_DEBUG", "INFO"}}};
+  r.model = ModelRecord{"bert-base", 3, 4.5, "sequences", 128};
+  EpochTelemetry t;
+  t.samples = 9;
+  t.devices = 2;
+  t.power_avg_w = 1.5;
+  t.power_peak_w = 2.5;
+  t.power_peak_source = "instantaneous";
+  t.energy_counter_j = 3.5;
+  t.energy_integrated_j = 4.5;
+  t.energy_disagreement_pct = 5.5;
+  t.energy_j = 6.5;
+  t.energy_source = "counter";
+  t.joules_per_sample = 7.5;
+  t.sm_clock_avg_mhz = 8.5;
+  t.sm_clock_min_mhz = 9.5;
+  t.mem_clock_avg_mhz = 10.5;
+  t.temperature_avg_c = 11.5;
+  t.temperature_peak_c = 12.5;
+  t.gpu_util_avg_pct = 13.5;
+  t.mem_util_avg_pct = 14.5;
+  t.clock_event_fraction = {{"sw_power_cap", 0.5}};
+  t.missing_readings = {{"power_w", 2}};
+  EpochRecord ep;
+  ep.index = 1;
+  ep.steps = 2;
+  ep.samples = 3;
+  ep.seconds = 4.5;
+  ep.samples_per_s = 5.5;
+  ep.step_time = summarize_step_times({1.0, 2.0, 4.0});
+  ep.step_times_ms = {1.0, 2.0, 4.0};
+  ep.peak_allocated_bytes = 6;
+  ep.peak_reserved_bytes = 7;
+  ep.peak_host_rss_bytes = 8;
+  ep.loss_first = 9.5;
+  ep.loss_last = 10.5;
+  ep.skipped_steps = 11;
+  ep.complete = false;
+  ep.telemetry = t;
+  ep.rank_telemetry = {t, t};
+  r.epochs = {ep};
+  RunSummary& m = r.summary;
+  m = RunSummary{1, 2, 3, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, "table", 0.5, summarize_step_times({3.0}), 12, 13, 14,
+                 15, 16.5, "time_budget", 17.5, 18.5, 19.5, 2, 20.5, 21.5, 22.5};
+  r.notes = {"a note"};
+  TelemetryInfo& ti = r.telemetry;
+  ti = TelemetryInfo{"nvml", true, "reason", 0.1, "580.1", 700.0, true, true, false, 5, 16, 18, "GPU-1", "serial",
+                     "vbios", "default", 1980, 3201, 1700, 3000, 1980, 3201, true, "evidence",
+                     std::vector<GpuProcess>{{42, "python", 1 << 20}}, "avg", "instant", "counter", "trace.csv"};
+  r.distributed = DistributedRecord{2, "nccl", "torchrun", 25, 3, {{1.0, 2.0}}, {{0.5, 0.25}}, 1, "NVLink"};
+  r.repeat_index = 2;
+  r.repeat_count = 3;
+  return r;
+}
+
+TEST_F(RecordFileTest, EveryFieldSurvivesTheRoundTripAndEqualityComparesValues) {
+  const RunRecord r = every_field_set();
+  const std::string path = (dir_ / "full.json").string();
+  write_record(path, r);
+  const RunRecord back = read_record(path);
+  EXPECT_TRUE(back == r) << "a field was lost between writing and reading:\n"
+                         << nlohmann::json(back).dump(1) << "\nvs\n" << nlohmann::json(r).dump(1);
+  // Equality looks at values: one changed value anywhere makes two records differ, however deep it sits.
+  RunRecord changed = back;
+  changed.epochs[0].rank_telemetry[1].power_peak_source = "averaged";
+  EXPECT_FALSE(changed == r);
+  changed = back;
+  changed.telemetry.other_processes->front().pid = 43;
+  EXPECT_FALSE(changed == r);
+  changed = back;
+  changed.environment.variables["NCCL_DEBUG"] = "WARN";
+  EXPECT_FALSE(changed == r);
+  changed = back;
+  changed.scenario.optimizer.eps = 1e-8;
+  EXPECT_FALSE(changed == r);
+  // Provenance is not identity: where a value came from does not make two records differ.
+  changed = back;
+  changed.scenario.origins["batch_size"] = Origin{"elsewhere", 1, 1};
+  EXPECT_TRUE(changed == r);
 }
 
 TEST(RunStatusTest, NamesRoundTrip) {

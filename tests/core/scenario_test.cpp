@@ -44,6 +44,19 @@ class ScenarioFileTest : public ::testing::Test {
   ScenarioLoader loader_{{"resnet50", "bert-base"}};
 };
 
+TEST_F(ScenarioFileTest, AnEmptyFileIsAnErrorNotARunWithDefaults) {
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"empty.yaml", ""}, {"blank.yaml", "  \n\n\t\n"}, {"empty.json", ""}, {"blank.json", " \r\n"}}) {
+    const std::string e = error_of(name, text);
+    EXPECT_NE(e.find(name + ": file is empty"), std::string::npos) << e;
+  }
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"comments.yaml", "# only a comment\n# and another\n"}, {"null.yaml", "~\n"}, {"null.json", "null"}}) {
+    const std::string e = error_of(name, text);
+    EXPECT_NE(e.find("no scenario keys"), std::string::npos) << name << ": " << e;
+  }
+}
+
 TEST_F(ScenarioFileTest, YamlSetsEveryKindOfValueAndRecordsWhereItCameFrom) {
   const std::string path = write("s.yaml",
                                  "name: demo\n"

@@ -28,6 +28,27 @@ TEST(PrecisionPlanTest, AmpOnTheCpuIsBf16AndSaysSo) {
   EXPECT_EQ(to_record(p, "contiguous").autocast_dtype, "bfloat16");
 }
 
+TEST(PrecisionPlanTest, AmpOnGpusIsFp16WithLossScalingAsInPyTorch) {
+  // torch.autocast("cuda") defaults to float16 and torch.cuda.amp pairs it with a GradScaler, on every compute
+  // capability (Hopper included); ROCm presents as CUDA; MPS autocast is float16 too.
+  for (const auto& [type, index] : std::vector<std::pair<std::string, int>>{{"cuda", 0}, {"rocm", 1}}) {
+    const PrecisionPlan p = resolve_precision("amp", ResolvedDevice{c10::Device(c10::kCUDA, index), type + ":0", type});
+    EXPECT_EQ(p.resolved, "fp16") << type;
+    EXPECT_EQ(p.autocast, at::kHalf) << type;
+    EXPECT_TRUE(p.loss_scaling) << type;
+    const PrecisionRecord r = to_record(p, "channels_last");
+    EXPECT_EQ(r.requested, "amp");
+    EXPECT_EQ(r.autocast_dtype, "float16");
+    EXPECT_NE(r.resolution.find("loss scaling"), std::string::npos) << r.resolution;
+  }
+  EXPECT_EQ(resolve_precision("amp", ResolvedDevice{c10::Device(c10::kMPS), "mps", "mps"}).resolved, "fp16");
+  // An explicit bf16 stays bf16 and needs no explanation.
+  const PrecisionPlan bf16 = resolve_precision("bf16", ResolvedDevice{c10::Device(c10::kCUDA, 0), "cuda:0", "cuda"});
+  EXPECT_EQ(bf16.resolved, "bf16");
+  EXPECT_FALSE(bf16.loss_scaling);
+  EXPECT_TRUE(to_record(bf16, "contiguous").resolution.empty());
+}
+
 TEST(AutocastScopeTest, EnablesInsideAndRestoresOutside) {
   ASSERT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
   {

@@ -23,9 +23,12 @@ LoadedRecord run(int64_t batch, double rate, RunStatus status = RunStatus::kOk) 
     r.summary.step_time.p95_ms = 1000.0 * batch / rate + 0.1;
     r.summary.peak_reserved_bytes = int64_t{1} << 30;
     r.summary.mfu = 0.125;
-    EpochRecord e;
+    EpochRecord e;  // 600 W for 10 s over 46,875 samples: 6 kJ, 0.128 J/sample
+    e.seconds = 10.0;
+    e.samples = 46875;
     e.telemetry = EpochTelemetry{};
     e.telemetry->power_avg_w = 600;
+    e.telemetry->energy_j = 6000;
     e.telemetry->joules_per_sample = 0.128;
     r.epochs.push_back(e);
   }

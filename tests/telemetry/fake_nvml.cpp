@@ -1,9 +1,13 @@
 // A stand-in for libnvidia-ml.so.1 with NVML's real symbol names, replaying scripted readings, so the NVML reader is
 // tested through the same dlopen path it uses on a GPU machine.
 // FAKE_NVML_SCRIPT names a file with one reading per line:
-//   power_mW energy_mJ sm_MHz mem_MHz temp_C util_gpu util_mem reasons
+//   power_mW energy_mJ sm_MHz mem_MHz temp_C util_gpu util_mem reasons_hex [instant_power_mW]
 // or the word "fail" (every query fails for that reading). Each nvmlDeviceGetPowerUsage call moves to the next line
-// (the reader asks for power first); after the last line the last one repeats.
+// (the reader asks for power first); after the last line the last one repeats. Without the instant column the
+// instantaneous power field is "not supported", as on older drivers.
+// FAKE_NVML_SCRIPT_RANK<r> takes precedence in a process whose RANK is r (a different script per rank).
+// FAKE_NVML_PROCESSES="pid:name:bytes,..." lists other processes on the device; FAKE_NVML_APP_SM_CLOCK sets the
+// application SM clock target (the default is 1980 MHz); FAKE_NVML_POWER_LIMIT_MW the enforced limit.
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,12 +23,16 @@ struct Row {
   bool fail = false;
   unsigned power_mw = 0, sm = 0, mem = 0, temp = 0, util_gpu = 0, util_mem = 0;
   unsigned long long energy_mj = 0, reasons = 0;
+  long long instant_mw = -1;  // -1: the field is not supported
 };
 
 std::vector<Row>& rows() {
   static std::vector<Row> r = [] {
     std::vector<Row> out;
     const char* path = std::getenv("FAKE_NVML_SCRIPT");
+    if (const char* rank = std::getenv("RANK")) {
+      if (const char* per_rank = std::getenv(("FAKE_NVML_SCRIPT_RANK" + std::string(rank)).c_str())) path = per_rank;
+    }
     std::ifstream in(path != nullptr ? path : "");
     std::string line;
     while (std::getline(in, line)) {
@@ -35,7 +43,9 @@ std::vector<Row>& rows() {
       } else {
         std::istringstream is(line);
         is >> row.power_mw >> row.energy_mj >> row.sm >> row.mem >> row.temp >> row.util_gpu >> row.util_mem >>
-            std::hex >> row.reasons;
+            std::hex >> row.reasons >> std::dec;
+        unsigned instant = 0;
+        if (is >> instant) row.instant_mw = instant;
       }
       out.push_back(row);
     }
@@ -51,7 +61,12 @@ int g_device = 42;  // the handle's target
 
 const Row& current() { return rows()[std::min(g_index, rows().size() - 1)]; }
 
-constexpr int kOk = 0, kUnknown = 999, kNotFound = 6;
+constexpr int kOk = 0, kUnknown = 999, kNotFound = 6, kNotSupported = 3, kInsufficientSize = 7;
+
+unsigned env_uint(const char* name, unsigned fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : fallback;
+}
 
 }  // namespace
 
@@ -60,6 +75,98 @@ extern "C" {
 struct nvmlUtilization_t {
   unsigned int gpu, memory;
 };
+union nvmlValue_t {
+  double dVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  long long sllVal;
+  int siVal;
+  unsigned short usVal;
+};
+struct nvmlFieldValue_t {
+  unsigned fieldId, scopeId;
+  long long timestamp, latencyUsec;
+  int valueType, nvmlReturn;
+  nvmlValue_t value;
+};
+struct nvmlProcessInfo_t {
+  unsigned pid;
+  unsigned long long usedGpuMemory;
+  unsigned gpuInstanceId, computeInstanceId;
+};
+
+int nvmlDeviceGetFieldValues(void*, int count, nvmlFieldValue_t* values) {
+  for (int i = 0; i < count; ++i) {
+    nvmlFieldValue_t& f = values[i];
+    if (f.fieldId != 186 || current().fail || current().instant_mw < 0) {
+      f.nvmlReturn = current().fail ? kUnknown : kNotSupported;
+      continue;
+    }
+    f.nvmlReturn = kOk;
+    f.valueType = 1;  // unsigned int, as the real driver reports power
+    f.value.uiVal = static_cast<unsigned>(current().instant_mw);
+  }
+  return kOk;
+}
+int nvmlDeviceGetUUID(void*, char* buf, unsigned n) {
+  std::snprintf(buf, n, "%s", "GPU-fake-0000-1111");
+  return kOk;
+}
+int nvmlDeviceGetSerial(void*, char* buf, unsigned n) {
+  std::snprintf(buf, n, "%s", "1650000000001");
+  return kOk;
+}
+int nvmlDeviceGetVbiosVersion(void*, char* buf, unsigned n) {
+  std::snprintf(buf, n, "%s", "96.00.AB.00.01");
+  return kOk;
+}
+int nvmlDeviceGetComputeMode(void*, int* mode) {
+  *mode = 0;
+  return kOk;
+}
+int nvmlDeviceGetApplicationsClock(void*, int type, unsigned* mhz) {
+  *mhz = type == 1 ? env_uint("FAKE_NVML_APP_SM_CLOCK", 1980) : 3201;
+  return kOk;
+}
+int nvmlDeviceGetDefaultApplicationsClock(void*, int type, unsigned* mhz) {
+  *mhz = type == 1 ? 1980 : 3201;
+  return kOk;
+}
+int nvmlDeviceGetMaxClockInfo(void*, int type, unsigned* mhz) {
+  *mhz = type == 1 ? 1980 : 3201;
+  return kOk;
+}
+// FAKE_NVML_PROCESSES="pid:name:bytes,...", in the real call's two-step protocol (too small a buffer says so).
+int nvmlDeviceGetComputeRunningProcesses_v3(void*, unsigned* count, nvmlProcessInfo_t* infos) {
+  std::vector<nvmlProcessInfo_t> procs;
+  std::istringstream all(std::getenv("FAKE_NVML_PROCESSES") != nullptr ? std::getenv("FAKE_NVML_PROCESSES") : "");
+  std::string item;
+  while (std::getline(all, item, ',')) {
+    const auto a = item.find(':'), b = item.rfind(':');
+    if (a == std::string::npos || a == b) continue;
+    procs.push_back({static_cast<unsigned>(std::stoul(item.substr(0, a))), std::stoull(item.substr(b + 1)), 0, 0});
+  }
+  if (*count < procs.size()) {
+    *count = static_cast<unsigned>(procs.size());
+    return kInsufficientSize;
+  }
+  for (size_t i = 0; i < procs.size(); ++i) infos[i] = procs[i];
+  *count = static_cast<unsigned>(procs.size());
+  return kOk;
+}
+int nvmlSystemGetProcessName(unsigned pid, char* buf, unsigned n) {
+  std::istringstream all(std::getenv("FAKE_NVML_PROCESSES") != nullptr ? std::getenv("FAKE_NVML_PROCESSES") : "");
+  std::string item;
+  while (std::getline(all, item, ',')) {
+    const auto a = item.find(':'), b = item.rfind(':');
+    if (a != std::string::npos && a != b && std::stoul(item.substr(0, a)) == pid) {
+      std::snprintf(buf, n, "%s", item.substr(a + 1, b - a - 1).c_str());
+      return kOk;
+    }
+  }
+  return kNotFound;
+}
 
 int nvmlInit_v2() { return kOk; }
 int nvmlShutdown() { return kOk; }
@@ -108,7 +215,7 @@ int nvmlDeviceGetCurrentClocksEventReasons(void*, unsigned long long* r) {
   return kOk;
 }
 int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
-  *mw = 700000;
+  *mw = env_uint("FAKE_NVML_POWER_LIMIT_MW", 700000);
   return kOk;
 }
 int nvmlSystemGetDriverVersion(char* buf, unsigned n) {

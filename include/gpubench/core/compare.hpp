@@ -36,6 +36,10 @@ struct Comparison {
   std::string interval_basis;          ///< what was resampled: "runs and steps", "steps", "none"
   Verdict verdict = Verdict::kNoChange;
   std::vector<std::string> differing_keys;  ///< scenario keys that differ (not comparable)
+  /// Why the two sides' conditions differ in a way that moves throughput (GPU model, power limit, clocks locked or
+  /// not, other processes on the GPU), e.g. "power_limit_w: 700 -> 500"; empty = like-for-like.
+  std::vector<std::string> not_like_for_like;
+  bool like_for_like() const { return not_like_for_like.empty(); }
 };
 
 /// The environment differences between the two sides ("driver_version: 580.1 -> 590.2") and whether the

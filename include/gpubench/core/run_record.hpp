@@ -3,6 +3,7 @@
 // Field names carry their unit (_s seconds, _ms milliseconds, _bytes, _per_s per second, flops = FLOPs).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,12 @@ struct EnvironmentRecord {
   std::string gpubench_version, git_revision, build_type, compiler;
   std::string command_line;
   std::string start_time_utc;         ///< ISO 8601, e.g. "2026-11-29T23:41:07Z"
+  std::string nccl_version;           ///< NCCL LibTorch uses, e.g. "2.27.7"; empty without NCCL
+  std::optional<int64_t> host_memory_bytes;  ///< MemTotal
+  std::string cpu_governor;           ///< cpufreq scaling governor ("performance", "powersave", "mixed: ..."), if any
+  std::string container;              ///< "docker", "podman", "kubernetes", "lxc", ... ; empty when none detected
+  /// CUDA_*, NCCL_*, TORCH_*, PYTORCH_*, OMP_NUM_THREADS and GPUBENCH_* variables as set at start (they change speed).
+  std::map<std::string, std::string> variables;
   bool operator==(const EnvironmentRecord& o) const;
 };
 
@@ -64,6 +71,7 @@ struct PrecisionRecord {
   bool tf32_cudnn = false;    ///< cuDNN convolutions may use TF32
   bool loss_scaling = false;  ///< dynamic loss scaling (fp16)
   std::string memory_format;  ///< contiguous | channels_last
+  std::string resolution;     ///< how and why "amp" became `resolved` (empty when the precision was explicit)
   bool operator==(const PrecisionRecord& o) const;
 };
 
@@ -108,7 +116,11 @@ struct EpochRecord {
   double loss_first = 0, loss_last = 0;
   int64_t skipped_steps = 0;       ///< fp16 steps skipped by the loss scaler (inf/NaN gradients)
   bool complete = true;            ///< false when the epoch was cut by the time budget, an interrupt or a failure
-  std::optional<EpochTelemetry> telemetry;  ///< power, energy, clocks, temperature, throttling; null when off
+  /// Power, energy, clocks, temperature, throttling; null when off. In a multi-GPU run: the whole job's (energy and
+  /// power summed over the GPUs, J/sample over all ranks' samples; `devices` says how many).
+  std::optional<EpochTelemetry> telemetry;
+  /// Multi-GPU runs: each rank's own device telemetry, by rank (empty for one process).
+  std::vector<EpochTelemetry> rank_telemetry;
   bool operator==(const EpochRecord& o) const;
 };
 
@@ -131,6 +143,10 @@ struct RunSummary {
   int64_t warmup_steps = 0;
   double warmup_seconds = 0;           ///< untimed warm-up, including cuDNN autotuning (s)
   std::string bounded_by;              ///< "", "time_budget", "interrupt": what cut the run short
+  /// Energy over all timed epochs, for the whole job (every GPU of a multi-GPU run): J, J per sample trained, and
+  /// the mean power (J / s, W); unset when an epoch lacks an energy figure. `power_devices` = GPUs summed.
+  std::optional<double> energy_j, joules_per_sample, power_avg_w;
+  int64_t power_devices = 0;
   /// Last complete epoch against the first (sustained runs): throughput and SM clock change (%), temperature (C).
   std::optional<double> throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c;
   bool operator==(const RunSummary& o) const;
@@ -158,6 +174,8 @@ struct RunRecord {
 
 /// Recomputes `summary` totals from `epochs` and the per-step samples (ms) of all timed steps.
 void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms);
+/// Fills the summary's energy fields (whole job, all timed epochs) from the epochs' telemetry.
+void summarize_energy(RunRecord& r);
 /// Fills the summary's drift fields from the first and last complete epochs (needs two of them).
 void compute_drift(RunRecord& r);
 
@@ -166,11 +184,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvironmentRecord, hostname, os,
                                                 compute_capability, multiprocessors, pci_bus_id, driver_version,
                                                 cuda_runtime_version, cudnn_version, libtorch_version,
                                                 gpubench_version, git_revision, build_type, compiler,
-                                                command_line, start_time_utc)
+                                                command_line, start_time_utc, nccl_version,
+                                                host_memory_bytes, cpu_governor, container, variables)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, train_flops_per_sample, sample_unit,
                                                 tokens_per_sample)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, resolved, autocast_dtype, tf32_matmul,
-                                                tf32_cudnn, loss_scaling, memory_format)
+                                                tf32_cudnn, loss_scaling, memory_format, resolution)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExecutionRecord, mode, graph_requested, graph_fallback,
                                                 optimizer_implementation)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, backend, launcher, bucket_mb, buckets,
@@ -179,13 +198,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, b
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
                                                 step_time, step_times_ms, peak_allocated_bytes, peak_reserved_bytes,
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,
-                                                complete, telemetry)
+                                                complete, telemetry, rank_telemetry)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, samples, seconds, samples_per_s,
                                                 steps_per_s, tokens_per_s,
                                                 epoch_seconds_mean, achieved_tflops, peak_tflops, peak_source, mfu,
                                                 step_time,
                                                 peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes,
-                                                warmup_steps, warmup_seconds, bounded_by,
+                                                warmup_steps, warmup_seconds, bounded_by, energy_j,
+                                                joules_per_sample, power_avg_w, power_devices,
                                                 throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c)
 
 void to_json(nlohmann::json& j, const RunRecord& r);

@@ -77,7 +77,11 @@ class RunObserver {
   virtual void on_epoch_begin(int64_t /*index*/) {}
   /// After every step (timed or warm-up). No device synchronisation happens for this.
   virtual void on_step(const StepProgress& /*progress*/) {}
-  /// After every timed epoch, with its finished record.
+  /// A timed epoch has just ended (the device synchronised), on every rank of a multi-process run: this process's
+  /// device telemetry for the epoch, which trained `samples` samples here; empty when there is none. The engine
+  /// combines the ranks' figures into the epoch record (per rank and the job's totals).
+  virtual std::optional<EpochTelemetry> on_epoch_end(int64_t /*index*/, int64_t /*samples*/) { return std::nullopt; }
+  /// After every timed epoch, with its finished record (telemetry included).
   virtual void on_epoch(const EpochRecord& /*epoch*/) {}
 };
 
