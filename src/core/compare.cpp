@@ -158,13 +158,16 @@ std::vector<std::string> like_for_like_issues(const std::vector<const LoadedReco
   });
   // Another process on the GPU competes for it: not like-for-like on whichever side had one.
   auto co_running = [](const std::vector<const LoadedRecord*>& side) {
-    std::string who;
+    std::vector<std::string> seen;
     for (const auto* r : side) {
       for (const auto& p : r->record.telemetry.other_processes.value_or(std::vector<GpuProcess>{})) {
-        who += (who.empty() ? "" : ", ") + ("pid " + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name));
+        const std::string who = "pid " + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
+        if (std::find(seen.begin(), seen.end(), who) == seen.end()) seen.push_back(who);
       }
     }
-    return who;
+    std::string all;
+    for (const auto& w : seen) all += (all.empty() ? "" : ", ") + w;
+    return all;
   };
   const std::string a = co_running(base), b = co_running(cand);
   if (!a.empty() || !b.empty()) {

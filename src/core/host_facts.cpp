@@ -63,7 +63,7 @@ void fill_host_facts(EnvironmentRecord& e, const char* const* envp, const HostPa
     const std::string name = entry.substr(0, eq);
     std::string value = entry.substr(eq + 1);
     if (value.size() > 1024) value = value.substr(0, 1024) + "...";  // bounded: a record is not an archive
-    if (is_recorded_variable(name)) e.variables[name] = value;
+    if (is_recorded_variable(name) && name != "GPUBENCH_RECORD_PATH_FILE") e.variables[name] = value;  // a temp path
     if (name == "container") container_var = value;
     if (name == "KUBERNETES_SERVICE_HOST") kubernetes = true;
   }

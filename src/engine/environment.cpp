@@ -84,8 +84,12 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
   e.start_time_utc = utc_now_iso8601();
   fill_host_facts(e, environ);
 #ifdef GPUBENCH_WITH_NCCL
-  const std::uint64_t nccl = torch::cuda::nccl::version();  // major*10000 + minor*100 + patch (NCCL >= 2.9)
-  if (nccl > 0) e.nccl_version = version_string(static_cast<long>(nccl), 10000, 100);
+  // LibTorch packs it as major << 32 | minor << 16 | patch (torch.cuda.nccl.version() unpacks it the same way).
+  const std::uint64_t nccl = torch::cuda::nccl::version();
+  if (nccl > 0) {
+    e.nccl_version = std::to_string(nccl >> 32) + "." + std::to_string((nccl >> 16) & 0xffff) + "." +
+                     std::to_string(nccl & 0xffff) + torch::cuda::nccl::version_suffix();
+  }
 #endif
   e.device = device_id;
   e.device_type = device_id.substr(0, device_id.find(':'));

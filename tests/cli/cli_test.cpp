@@ -238,6 +238,42 @@ TEST_F(CliTest, TwoCpuRanksTrainDataParallelAndRankZeroWritesTheOneRecord) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "ddp"), {}), 1);  // rank 1 wrote nothing
 }
 
+TEST_F(CliTest, AMultiGpuJobsEnergyIsEveryRanksGpuSummedWithPerRankFigures) {
+  // Two Gloo ranks, each reading "its GPU" through the scripted NVML stand-in: rank 0's board draws 200 W, rank 1's
+  // 300 W (no energy counter, so energy is integrated power). The job draws 500 W, and J/sample counts both.
+  std::ofstream(dir_ / "rank0.txt") << "200000 0 1900 2619 50 90 50 0\n";
+  std::ofstream(dir_ / "rank1.txt") << "300000 0 1700 2619 60 90 50 0\n";
+  const std::string out = (dir_ / "energy.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --device cpu --epochs 2 --dataset-size 32 --nproc-per-node 2 "
+                            "--ddp-timeout 60s --telemetry-interval 20ms --output " + out,
+                            "GPUBENCH_TELEMETRY_READER=nvml GPUBENCH_NVML_LIBRARY=" + std::string(GPUBENCH_FAKE_NVML) +
+                                " FAKE_NVML_SCRIPT_RANK0=" + (dir_ / "rank0.txt").string() +
+                                " FAKE_NVML_SCRIPT_RANK1=" + (dir_ / "rank1.txt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const RunRecord rec = read_record(out);
+  ASSERT_EQ(rec.epochs.size(), 2u);
+  double job_joules = 0;
+  for (const auto& e : rec.epochs) {
+    ASSERT_EQ(e.rank_telemetry.size(), 2u);
+    const EpochTelemetry& r0 = e.rank_telemetry[0];
+    const EpochTelemetry& r1 = e.rank_telemetry[1];
+    EXPECT_DOUBLE_EQ(*r0.power_avg_w, 200.0);
+    EXPECT_DOUBLE_EQ(*r1.power_avg_w, 300.0);
+    ASSERT_TRUE(e.telemetry.has_value());
+    EXPECT_EQ(e.telemetry->devices, 2);
+    EXPECT_DOUBLE_EQ(*e.telemetry->power_avg_w, 500.0);
+    EXPECT_DOUBLE_EQ(*e.telemetry->energy_j, *r0.energy_j + *r1.energy_j);
+    EXPECT_DOUBLE_EQ(*e.telemetry->joules_per_sample, *e.telemetry->energy_j / 32.0);  // all 32 samples, both ranks
+    EXPECT_DOUBLE_EQ(*e.telemetry->sm_clock_avg_mhz, 1800.0);
+    EXPECT_DOUBLE_EQ(*e.telemetry->temperature_peak_c, 60.0);
+    job_joules += *e.telemetry->energy_j;
+  }
+  EXPECT_EQ(rec.summary.power_devices, 2);
+  EXPECT_NEAR(*rec.summary.energy_j, job_joules, 1e-9 * job_joules);
+  EXPECT_NEAR(*rec.summary.joules_per_sample, job_joules / 64.0, 1e-12);
+  EXPECT_NE(r.err.find("2 GPUs, 500 W total"), std::string::npos) << r.err;
+}
+
 /// Processes whose command line contains `marker` (to check that no rank outlives the launcher).
 int processes_with(const std::string& marker) {
   int n = 0;

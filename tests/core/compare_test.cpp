@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 namespace gpubench {
@@ -46,6 +47,43 @@ TEST(CompareTest, IdenticalRunsShowNoSignificantChange) {
   EXPECT_EQ(c.base_paths.size(), 5u);
   EXPECT_EQ(c.interval_basis, "runs and steps");
   EXPECT_FALSE(r.any_regression());
+}
+
+TEST(CompareTest, APairIsNotLikeForLikeWhenPowerLimitClocksGpuModelOrCoRunningProcessesDiffer) {
+  auto side = [](uint64_t seed) { return runs(3, 54.0, 0.005, 0.002, seed); };
+  auto with = [](std::vector<LoadedRecord> v, const std::function<void(RunRecord&)>& change) {
+    for (auto& r : v) change(r.record);
+    return v;
+  };
+  auto base = with(side(1), [](RunRecord& r) {
+    r.telemetry.power_limit_w = 700;
+    r.telemetry.clocks_locked = false;
+    r.telemetry.other_processes = std::vector<GpuProcess>{};
+  });
+  // Same conditions (unknown values on one side do not count): like-for-like.
+  auto same = with(side(2), [](RunRecord& r) { r.telemetry.power_limit_w = 700; });
+  EXPECT_TRUE(compare_runs(base, same, {}).comparisons[0].like_for_like());
+
+  struct Case {
+    std::function<void(RunRecord&)> change;
+    std::string expect;
+  };
+  for (const Case& c : std::vector<Case>{
+           {[](RunRecord& r) { r.telemetry.power_limit_w = 500; }, "power_limit_w: 700 -> 500"},
+           {[](RunRecord& r) { r.telemetry.clocks_locked = true; }, "clocks_locked: not locked -> locked"},
+           {[](RunRecord& r) { r.environment.device_name = "NVIDIA H100"; }, "gpu_model: NVIDIA H200 -> NVIDIA H100"},
+           {[](RunRecord& r) { r.telemetry.other_processes = std::vector<GpuProcess>{{77, "python3", 1024}}; },
+            "co-running processes: none -> pid 77 python3"}}) {
+    auto cand = with(side(3), [&](RunRecord& r) {
+      r.telemetry.power_limit_w = 700;
+      r.telemetry.clocks_locked = false;
+      c.change(r);
+    });
+    const Comparison cmp = compare_runs(base, cand, {}).comparisons.at(0);
+    EXPECT_FALSE(cmp.like_for_like()) << c.expect;
+    ASSERT_EQ(cmp.not_like_for_like.size(), 1u) << c.expect;
+    EXPECT_EQ(cmp.not_like_for_like[0], c.expect);
+  }
 }
 
 TEST(CompareTest, FivePercentSlowerWithHalfAPercentNoiseIsARegression) {

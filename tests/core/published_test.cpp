@@ -73,6 +73,24 @@ TEST(PublishedTest, SameRecipeListsOnlyWhatCannotMatch) {
   EXPECT_NEAR(*c.measured_price_performance, (60.0 / 50.0) / 1.2999, 1e-9);
 }
 
+TEST(PublishedTest, PublishedMixedPrecisionIsPyTorchAmpSoBf16IsADifferenceAndFp16IsNot) {
+  const PublishedReference& amp = *find_published("seed000-rtx4090-amp");
+  auto precision_differences = [&amp](const std::string& resolved) {
+    RunRecord r = h200_resnet(128, "amp", 5600);
+    r.precision.resolved = resolved;
+    std::string all;
+    for (const auto& d : compare_with_published(amp, r).differences) {
+      if (d.rfind("precision:", 0) == 0) all += d + "\n";
+    }
+    return all;
+  };
+  EXPECT_EQ(precision_differences("fp16"), "");
+  EXPECT_NE(precision_differences("bf16").find("bf16 autocast here, PyTorch AMP (fp16 autocast + GradScaler) published"),
+            std::string::npos)
+      << precision_differences("bf16");
+  EXPECT_NE(precision_differences("fp32").find("fp32 here"), std::string::npos);
+}
+
 TEST(PublishedTest, MalformedDocumentsNameTheEntryAndKey) {
   EXPECT_THROW(parse_published("entries:\n  - id: x\n    device: d\n    model: m\n    quote: q\n"), std::runtime_error);
   try {

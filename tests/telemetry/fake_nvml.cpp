@@ -2,7 +2,7 @@
 // tested through the same dlopen path it uses on a GPU machine.
 // FAKE_NVML_SCRIPT names a file with one reading per line:
 //   power_mW energy_mJ sm_MHz mem_MHz temp_C util_gpu util_mem reasons_hex [instant_power_mW]
-// or the word "fail" (every query fails for that reading). Each nvmlDeviceGetPowerUsage call moves to the next line
+// or the word "fail" (every query fails for that reading); energy 0 means the counter is not supported. Each nvmlDeviceGetPowerUsage call moves to the next line
 // (the reader asks for power first); after the last line the last one repeats. Without the instant column the
 // instantaneous power field is "not supported", as on older drivers.
 // FAKE_NVML_SCRIPT_RANK<r> takes precedence in a process whose RANK is r (a different script per rank).
@@ -190,6 +190,7 @@ int nvmlDeviceGetPowerUsage(void*, unsigned* mw) {
 }
 int nvmlDeviceGetTotalEnergyConsumption(void*, unsigned long long* mj) {
   if (current().fail) return kUnknown;
+  if (current().energy_mj == 0) return kNotSupported;  // energy then comes from integrating power
   *mj = current().energy_mj;
   return kOk;
 }
