@@ -11,6 +11,8 @@
 #   ddp    - issue #7 on nvidia-h200-x2: an NCCL smoke run, then `gpubench scaling --gpus 1,2` and PyTorch DDP
 #            (torchrun) on the same scenarios, alternating, and scripts/compare_scaling.py's table
 #   sweep  - issue #6 on a GPU: `--batch-size max` for ResNet-50 bf16 (real OOMs) and a batch-size sweep
+#   trust  - issue #12 on nvidia-h200-x2: --amp (fp16 + loss scaling) against PyTorch AMP and bf16, and 1- vs 2-GPU
+#            energy with nvidia-smi logging both boards alongside
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -195,6 +197,24 @@ phase_sweep() {
   log "sweep: ResNet-50 bf16 batch 64..1024"
   "$GB" sweep resnet50 --precision bf16 --batch-size 64,128,256,512,1024 --dataset-size 16384 --warmup-steps 10 \
       --out-dir "$OUT/records/sweep_bs" 2>> "$OUT/session.log" | tail -7
+}
+
+# Issue #12 on nvidia-h200-x2: the README's --amp meaning against PyTorch AMP, and a job's energy over 1 and 2 GPUs
+# with nvidia-smi logging both boards' power alongside (the cross-check for the summed figures).
+phase_trust() {
+  log "trust: gpubench run resnet50 --amp (PyTorch AMP: fp16 + loss scaling)"
+  "$GB" run resnet50 --amp --output "$OUT/records/main_resnet50_amp.json" 2>&1 | tail -12 | tee -a "$OUT/session.log"
+  pair amp_bs256 "--precision amp --batch-size 256 --dataset-size 25600 --warmup-steps 15"
+  pair bf16_bs256 "--precision bf16 --batch-size 256 --dataset-size 25600 --warmup-steps 15"
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/summary_amp.json" | tee "$OUT/summary_amp.md"
+  log "trust: energy of 1 and 2 GPUs (nvidia-smi alongside)"
+  nvidia-smi --query-gpu=index,timestamp,power.draw,clocks.sm --format=csv,nounits -lms 200 \
+      > "$OUT/records/nvidia_smi_scaling.csv" 2>&1 &
+  local smi=$!
+  "$GB" scaling resnet50 --gpus 1,2 --amp --batch-size 256 --dataset-size 51200 --warmup-steps 15 \
+      --out-dir "$OUT/records/scaling_energy" 2>> "$OUT/session.log" | tee -a "$OUT/session.log"
+  kill $smi 2>/dev/null
+  bundle
 }
 
 phase_pairs() {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -85,14 +86,43 @@ namespace {
 /// "runs/x.json" -> "runs/x_r2.json" when repeating; unchanged for a single run.
 std::string repeat_path(const std::string& path, int index, int count) {
   if (count <= 1) return path;
-  const auto dot = path.rfind(".json");
-  const std::string stem = dot == std::string::npos ? path : path.substr(0, dot);
-  return stem + "_r" + std::to_string(index) + ".json";
+  // Only the file name changes: "a.json/run" or "runs.json/x.json" keep their folders.
+  std::filesystem::path p(path);
+  const std::string stem = p.extension() == ".json" ? p.stem().string() : p.filename().string();
+  p.replace_filename(stem + "_r" + std::to_string(index) + ".json");
+  return p.string();
 }
 
-/// One run of the scenario, its record written. Returns its status and throughput (samples/s).
-std::pair<RunStatus, double> run_once(const Scenario& scenario, const RunArgs& args, int index, int count,
-                                      const RankInfo& rank) {
+/// Writes the record at `path`; where that fails, beside the epochs stream under another name, then in the temporary
+/// folder. Returns where it went; throws (naming every attempt) when nowhere worked.
+std::string write_record_somewhere(const std::string& path, const RunRecord& record) {
+  std::string errors;
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const std::string stem = target.stem().string();
+  const std::string pid = std::to_string(::getpid());
+  const char* tmp = std::getenv("TMPDIR");
+  for (const std::string& where :
+       {path, (target.parent_path() / (stem + ".recovered-" + pid + ".json")).string(),
+        (fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") / ("gpubench-" + stem + "-" + pid + ".json")).string()}) {
+    try {
+      write_record(where, record);
+      return where;
+    } catch (const std::exception& e) {
+      errors += std::string(errors.empty() ? "" : "; ") + e.what();
+    }
+  }
+  throw std::runtime_error(errors);
+}
+
+struct RunOutcome {
+  RunStatus status = RunStatus::kFailed;
+  double samples_per_s = 0;
+  bool record_where_asked = true;  ///< false: the record went to a fallback path, or nowhere
+};
+
+/// One run of the scenario, its record written.
+RunOutcome run_once(const Scenario& scenario, const RunArgs& args, int index, int count, const RankInfo& rank) {
   RunOptions options;
   options.command_line = args.command_line;
   options.stop_requested = &g_stop;
@@ -103,7 +133,7 @@ std::pair<RunStatus, double> run_once(const Scenario& scenario, const RunArgs& a
     RunRecord r = run_benchmark(scenario, monitor, options);
     monitor.complete(r);
     if (r.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(r.status), r.reason);
-    return {r.status, r.summary.samples_per_s};
+    return {r.status, r.summary.samples_per_s, true};
   }
   RunSession observer(args.quiet, [&](const RunRecord& h) {
     std::string path =
@@ -133,17 +163,50 @@ std::pair<RunStatus, double> run_once(const Scenario& scenario, const RunArgs& a
                        index, count);
   }
   record.scenario.output = path;
-  std::fputs(format_run_summary(record).c_str(), stdout);
+  RunOutcome outcome{record.status, record.summary.samples_per_s, true};
+  std::string written;
   try {
-    write_record(path, record);
-    if (!observer.stream_path().empty()) std::filesystem::remove(observer.stream_path());
+    written = write_record_somewhere(path, record);
   } catch (const std::exception& e) {
-    spdlog::error("could not write the record: {}", e.what());
-    return {RunStatus::kFailed, 0.0};
+    outcome.record_where_asked = false;
+    std::fputs(format_run_summary(record).c_str(), stdout);
+    std::printf("record: not written (%s)\n", e.what());
+    spdlog::error("the run finished but its record could not be written anywhere: {}", e.what());
+    if (!observer.stream_path().empty()) spdlog::error("its finished epochs are in {}", observer.stream_path());
+    return outcome;
   }
-  std::printf("record: %s\n", path.c_str());
+  std::error_code ec;
+  if (!observer.stream_path().empty()) std::filesystem::remove(observer.stream_path(), ec);  // folded in
+  std::fputs(format_run_summary(record).c_str(), stdout);
+  std::printf("record: %s\n", written.c_str());
+  if (written != path) {
+    outcome.record_where_asked = false;
+    spdlog::error("could not write the record to {}; it was written to {} instead", path, written);
+  }
   if (record.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(record.status), record.reason);
-  return {record.status, record.summary.samples_per_s};
+  return outcome;
+}
+
+/// Before any training: every file the run will write can be written (record, per-repeat records, trace).
+void check_outputs(const Scenario& s, int repeats) {
+  const std::string base = s.output.empty() ? "runs/record.json" : s.output;
+  for (int i = 1; i <= repeats; ++i) {
+    const std::string p = repeat_path(base, i, repeats);
+    try {
+      check_output_location(p);
+    } catch (const std::exception& e) {
+      throw ScenarioError(s.origins.count("output") ? s.origins.at("output") : Origin{"default output", 0, 0}, "output",
+                          e.what());
+    }
+  }
+  if (!s.telemetry_trace.empty()) {
+    try {
+      check_output_location(s.telemetry_trace);
+    } catch (const std::exception& e) {
+      throw ScenarioError(s.origins.count("telemetry_trace") ? s.origins.at("telemetry_trace") : Origin{"default", 0, 0},
+                          "telemetry_trace", e.what());
+    }
+  }
 }
 
 }  // namespace
@@ -151,15 +214,19 @@ std::pair<RunStatus, double> run_once(const Scenario& scenario, const RunArgs& a
 int run_command(const RunArgs& args) {
   Scenario scenario;
   double cooldown_s = 0;
+  if (args.repeats < 1 || args.repeats > 10000) {
+    spdlog::error("--repeats must be from 1 to 10000");
+    return kExitUsage;
+  }
   try {
     scenario = build_scenario(args);
     if (args.cooldown != "0") cooldown_s = parse_duration_s(args.cooldown, "command line --cooldown");
+    if (rank_info_from_process_env().rank == 0) check_outputs(scenario, args.repeats);  // rank 0 writes them
   } catch (const ScenarioError& e) {
     spdlog::error("{}", e.what());
     return kExitUsage;
-  }
-  if (args.repeats < 1) {
-    spdlog::error("--repeats must be at least 1");
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
     return kExitUsage;
   }
   RankInfo rank;
@@ -206,12 +273,13 @@ int run_command(const RunArgs& args) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::vector<double> rates;  // samples/s of each successful repeat
-  bool all_ok = true;
+  bool all_ok = true, records_where_asked = true;
   for (int i = 1; i <= args.repeats && !g_stop.load(); ++i) {
     if (args.repeats > 1) spdlog::info("repeat {}/{}", i, args.repeats);
-    const auto [status, rate] = run_once(scenario, args, i, args.repeats, rank);
-    if (status == RunStatus::kOk) rates.push_back(rate);
-    all_ok = all_ok && status == RunStatus::kOk;
+    const RunOutcome o = run_once(scenario, args, i, args.repeats, rank);
+    if (o.status == RunStatus::kOk) rates.push_back(o.samples_per_s);
+    all_ok = all_ok && o.status == RunStatus::kOk;
+    records_where_asked = records_where_asked && o.record_where_asked;
     if (i < args.repeats && cooldown_s > 0 && !g_stop.load()) {
       spdlog::info("cooling down for {:.0f} s", cooldown_s);
       const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(cooldown_s);
@@ -227,6 +295,7 @@ int run_command(const RunArgs& args) {
     std::printf("repeats: %zu, samples/s mean %.1f, min %.1f, max %.1f, coefficient of variation %.2f%%\n",
                 rates.size(), s.mean_ms, s.min_ms, s.max_ms, s.stdev_ms / s.mean_ms * 100.0);
   }
+  if (!records_where_asked) return kExitRecordNotWritten;
   return all_ok && !g_stop.load() ? kExitOk : kExitRunFailed;
 }
 
@@ -325,7 +394,7 @@ int validate_command(const std::vector<std::string>& files) {
       loader.check(s);
       std::printf("%s: ok (model %s, precision %s, device %s, %zu keys set)\n", f.c_str(), s.model.c_str(),
                   s.precision.c_str(), s.device.c_str(), s.origins.size());
-    } catch (const ScenarioError& e) {
+    } catch (const std::exception& e) {  // ScenarioError above all; anything else is still this file's problem
       spdlog::error("{}", e.what());
       rc = kExitUsage;
     }
@@ -371,7 +440,7 @@ int compare_published(const CompareArgs& a) {
   std::fputs(md.c_str(), stdout);
   try {
     if (!a.markdown.empty()) write_file_atomic(a.markdown, md);
-    if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
+    if (!a.json.empty()) write_file_atomic(a.json, json_text(j, 2) + "\n");
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return kExitRunFailed;
@@ -391,11 +460,13 @@ int compare_command(const CompareArgs& a) {
     if (percent) t.pop_back();
     char* end = nullptr;
     const double v = std::strtod(t.c_str(), &end);
-    if (t.empty() || end != t.c_str() + t.size() || !(v >= 0)) {
-      spdlog::error("--threshold: expected a fraction such as 0.02 or a percentage such as 2%, got '{}'", a.threshold);
+    const double fraction = percent ? v / 100.0 : v;
+    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(fraction) || fraction < 0 || fraction >= 1) {
+      spdlog::error("--threshold: expected a fraction from 0 to below 1 such as 0.02, or a percentage such as 2%, "
+                    "got '{}'", a.threshold);
       return kExitUsage;
     }
-    options.threshold = percent ? v / 100.0 : v;
+    options.threshold = fraction;
   }
   std::vector<LoadedRecord> base, candidate;
   std::vector<std::string> skipped;
@@ -406,7 +477,7 @@ int compare_command(const CompareArgs& a) {
     spdlog::error("{}", e.what());
     return kExitUsage;
   }
-  for (const auto& s : skipped) spdlog::info("skipped {} (not a gpubench run record)", s);
+  for (const auto& s : skipped) spdlog::warn("skipped {}", s);
   if (base.empty() || candidate.empty()) {
     spdlog::error("nothing to compare: {} baseline and {} candidate records", base.size(), candidate.size());
     return kExitUsage;
@@ -416,10 +487,10 @@ int compare_command(const CompareArgs& a) {
   try {
     if (!a.markdown.empty()) write_file_atomic(a.markdown, format_compare_markdown(result, options.threshold));
     if (!a.junit.empty()) write_file_atomic(a.junit, format_compare_junit(result, options.threshold));
-    if (!a.json.empty()) write_file_atomic(a.json, compare_to_json(result, options.threshold).dump(2) + "\n");
+    if (!a.json.empty()) write_file_atomic(a.json, json_text(compare_to_json(result, options.threshold), 2) + "\n");
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
-    return kExitRunFailed;
+    return kExitUsage;
   }
   if (!result.environment.like_for_like) spdlog::warn("the two sides ran on different hardware or builds");
   return result.any_regression() ? kExitRegression : kExitOk;

@@ -13,7 +13,8 @@ namespace gpubench::cli {
 std::string local_timestamp();
 
 /// Exit codes shared by all subcommands.
-enum ExitCode : int { kExitOk = 0, kExitRunFailed = 1, kExitUsage = 2, kExitRegression = 3 };
+/// 4: the run ended but its record could not be written where asked (the console says where it went, if anywhere).
+enum ExitCode : int { kExitOk = 0, kExitRunFailed = 1, kExitUsage = 2, kExitRegression = 3, kExitRecordNotWritten = 4 };
 
 struct RunArgs {
   std::optional<std::string> model;                 ///< positional MODEL

@@ -57,6 +57,9 @@ bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0
 
 }  // namespace
 
+/// After rank 0 has ended, the seconds the other ranks get before they are stopped.
+constexpr double kRank0GoneGraceS = 3.0;
+
 int launch_local_ranks(const LaunchPlan& plan) {
   namespace fs = std::filesystem;
   const int port = free_port();
@@ -130,8 +133,12 @@ int launch_local_ranks(const LaunchPlan& plan) {
         --remaining;
         if (failed(st) && first_failed < 0 && forwarded == 0) {
           first_failed = static_cast<int>(r);
-          spdlog::error("rank {} {}; giving the other ranks {:.0f} s to stop", r, describe_exit(st), plan.grace_s);
-          deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(plan.grace_s));
+          // Rank 0 writes the record: when another rank fails first, rank 0 gets time to notice and say so. When
+          // rank 0 itself is done, the others have nothing left to report (a hung or stopped rank never would):
+          // they get a moment, then are stopped, so the launcher ends within --ddp-timeout and a few seconds.
+          const double grace = r == 0 ? kRank0GoneGraceS : plan.grace_s;
+          spdlog::error("rank {} {}; giving the other ranks {:.0f} s to stop", r, describe_exit(st), grace);
+          deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace));
         }
       }
       continue;
@@ -146,10 +153,12 @@ int launch_local_ranks(const LaunchPlan& plan) {
     }
     if (Clock::now() > deadline) {
       for (size_t r = 0; r < pids.size(); ++r) {
-        if (!done[r]) ::kill(pids[r], terminated ? SIGKILL : SIGTERM);
+        if (done[r]) continue;
+        if (!terminated) ::kill(pids[r], SIGCONT);  // a stopped (SIGSTOP) rank acts on SIGTERM only once resumed
+        ::kill(pids[r], terminated ? SIGKILL : SIGTERM);
       }
       if (!terminated) spdlog::error("stopping the remaining ranks");
-      deadline = Clock::now() + std::chrono::seconds(5);
+      deadline = Clock::now() + std::chrono::seconds(2);
       terminated = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -184,8 +193,17 @@ int launch_local_ranks(const LaunchPlan& plan) {
       }
     }
     if (!have) {
-      r.scenario = plan.scenario;
-      r.environment.command_line = plan.command_line;
+      // Rank 0 died before writing its record: its epochs stream still has the header (environment, model) and
+      // every finished epoch.
+      const std::string stream = epochs_stream_path(record_path);
+      if (auto recovered = recover_from_stream(stream)) {
+        r = std::move(*recovered);
+        r.notes.push_back("launcher: rebuilt from " + stream + " (" + std::to_string(r.epochs.size()) +
+                          " finished epoch(s))");
+      } else {
+        r.scenario = plan.scenario;
+        r.environment.command_line = plan.command_line;
+      }
       r.status = RunStatus::kFailed;
       r.reason = what + "; rank 0 wrote no record, so this one comes from the launcher";
     } else if (r.status == RunStatus::kOk) {
@@ -194,6 +212,8 @@ int launch_local_ranks(const LaunchPlan& plan) {
     }
     r.notes.push_back("launcher: " + what + " first; the launcher stopped the ranks still running");
     write_record(record_path, r);
+    std::error_code ec;
+    fs::remove(epochs_stream_path(record_path), ec);  // folded into the record
     std::printf("record: %s\n", record_path.c_str());
   } catch (const std::exception& e) {
     spdlog::error("could not write the failure record {}: {}", record_path, e.what());

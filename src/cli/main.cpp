@@ -4,6 +4,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <string>
 
 #include "cli/commands.h"
@@ -39,6 +40,8 @@ std::map<std::string, std::string> given_flags(CLI::App* cmd, std::map<std::stri
 
 int main(int argc, char** argv) {
   using gpubench::cli::kExitUsage;
+  // Past a file-size limit (ulimit -f), write() should fail with EFBIG and be reported, not kill the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   auto logger = spdlog::stderr_color_mt("gpubench");
   logger->set_pattern("%^[%l]%$ %v");
   spdlog::set_default_logger(logger);
@@ -52,7 +55,8 @@ int main(int argc, char** argv) {
                                         gpubench::build_info().git_revision + ")");
   app.require_subcommand(1);
   app.footer("Exit codes: 0 ok; 1 the run failed (the record says why: oom, nan, interrupted, failed);\n"
-             "2 usage or scenario error; 3 regression found by compare.");
+             "2 usage, scenario or input error; 3 regression found by compare;\n"
+             "4 the run ended but its record could not be written where asked (the console says where it went).");
 
   gpubench::cli::RunArgs run_args;
   run_args.command_line = command_line;
@@ -75,7 +79,8 @@ int main(int argc, char** argv) {
   // One flag per scenario key (batch_size <-> --batch-size), generated from the key table so they never drift.
   std::map<std::string, std::string> raw;
   add_scenario_flags(run, raw, run_args.override_flag, "");
-  run->footer("Scenario keys in files use the names in [brackets]. Exit codes: 0 ok, 1 run failed, 2 usage/scenario error.");
+  run->footer("Scenario keys in files use the names in [brackets]. Exit codes: 0 ok, 1 run failed, 2 usage/scenario "
+              "error,\n4 record not written where asked (written elsewhere, or only its epochs stream is left).");
 
   auto* list = app.add_subcommand("list", "List models and devices");
   auto* info = app.add_subcommand("info", "Show versions, devices, the device's table entry and available telemetry");
@@ -141,26 +146,38 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
 
-  if (run->parsed()) {
-    run_args.overrides = given_flags(run, raw);
-    if (run_args.quiet) spdlog::set_level(spdlog::level::warn);
-    return gpubench::cli::run_command(run_args);
-  }
-  if (list->parsed()) return gpubench::cli::list_command();
-  if (info->parsed()) return gpubench::cli::info_command(info_args);
-  if (validate->parsed()) return gpubench::cli::validate_command(files);
-  if (compare->parsed()) return gpubench::cli::compare_command(compare_args);
-  if (report->parsed()) return gpubench::cli::report_command(report_args);
-  if (sweep->parsed()) {
-    sweep_args.overrides = given_flags(sweep, sweep_raw);
-    sweep_args.overrides.erase("model");
-    sweep_args.self = "/proc/self/exe";
-    return gpubench::cli::sweep_command(sweep_args);
-  }
-  if (scaling->parsed()) {
-    scaling_args.run_args = scaling->remaining();
-    scaling_args.self = "/proc/self/exe";
-    return gpubench::cli::scaling_command(scaling_args);
+  auto dispatch = [&]() -> int {
+    if (run->parsed()) {
+      run_args.overrides = given_flags(run, raw);
+      if (run_args.quiet) spdlog::set_level(spdlog::level::warn);
+      return gpubench::cli::run_command(run_args);
+    }
+    if (list->parsed()) return gpubench::cli::list_command();
+    if (info->parsed()) return gpubench::cli::info_command(info_args);
+    if (validate->parsed()) return gpubench::cli::validate_command(files);
+    if (compare->parsed()) return gpubench::cli::compare_command(compare_args);
+    if (report->parsed()) return gpubench::cli::report_command(report_args);
+    if (sweep->parsed()) {
+      sweep_args.overrides = given_flags(sweep, sweep_raw);
+      sweep_args.overrides.erase("model");
+      sweep_args.self = "/proc/self/exe";
+      return gpubench::cli::sweep_command(sweep_args);
+    }
+    if (scaling->parsed()) {
+      scaling_args.run_args = scaling->remaining();
+      scaling_args.self = "/proc/self/exe";
+      return gpubench::cli::scaling_command(scaling_args);
+    }
+    return kExitUsage;
+  };
+  // One boundary for everything a library can throw: a clear message and exit 2, never an abort. (A run turns its
+  // own failures into records before they get here.)
+  try {
+    return dispatch();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+  } catch (...) {
+    spdlog::error("unexpected error (not a std::exception)");
   }
   return kExitUsage;
 }

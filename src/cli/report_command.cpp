@@ -41,15 +41,21 @@ int report_command(const ReportArgs& a) {
     spdlog::error("{}", e.what());
     return kExitUsage;
   }
-  for (const auto& s : skipped) spdlog::info("skipped {} (not a gpubench run record)", s);
+  for (const auto& s : skipped) spdlog::warn("skipped {}", s);
   if (in.runs.empty()) {
     spdlog::error("no gpubench run records in the given paths");
     return kExitUsage;
   }
-  fs::create_directories(a.out_dir);
+  try {  // the output folder must be usable before anything is drawn into it
+    check_output_location((fs::path(a.out_dir) / "report.md").string());
+  } catch (const std::exception& e) {
+    spdlog::error("--out {}: {}", a.out_dir, e.what());
+    return kExitUsage;
+  }
   static const std::vector<std::string> chart_names{"throughput.png", "epoch_time.png", "telemetry.png",
                                                     "batch_size.png", "compare.png"};
-  for (const auto& c : chart_names) fs::remove(fs::path(a.out_dir) / c);  // no stale charts from an earlier report
+  std::error_code ec;
+  for (const auto& c : chart_names) fs::remove(fs::path(a.out_dir) / c, ec);  // no stale charts from an earlier report
 
   const std::string script = env_or("GPUBENCH_PLOT_SCRIPT", std::string(GPUBENCH_SOURCE_DIR) + "/scripts/plot_results.py");
   const std::string python = env_or("GPUBENCH_PLOT_PYTHON", GPUBENCH_PLOT_PYTHON);
@@ -58,7 +64,7 @@ int report_command(const ReportArgs& a) {
   for (const auto& r : in.runs) args.push_back(r.path);
   const int rc = fs::exists(script) ? run_child(args) : -1;
   for (const auto& c : chart_names) {
-    if (fs::exists(fs::path(a.out_dir) / c)) in.charts.push_back(c);
+    if (fs::exists(fs::path(a.out_dir) / c, ec)) in.charts.push_back(c);
   }
   if (rc != 0) {
     in.chart_note = fs::exists(script)

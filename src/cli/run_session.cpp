@@ -61,6 +61,11 @@ void RunSession::on_start(const RunRecord& header) {
   stream_ = epochs_stream_path(output_);
   std::error_code ec;
   std::filesystem::remove(stream_, ec);  // a stale stream from an earlier run must not mix with this one
+  try {  // the header first: a launcher or a reader can rebuild a killed run's record from the stream
+    append_json_line(stream_, nlohmann::json{{"header", header}});
+  } catch (const std::exception& ex) {
+    spdlog::warn("could not start the epochs stream: {}", ex.what());
+  }
   unit_ = header.model.sample_unit;
   spdlog::info("{} ({} parameters) on {} [{}], {} ({}), batch {}, record -> {}", header.model.name,
                header.model.parameters, header.environment.device, header.environment.device_name,

@@ -128,7 +128,7 @@ int scaling_command(const ScalingArgs& a) {
   if (base_n != 1 && base_n != 0) md += fmt::format("\nEfficiency is relative to the {}-rank run (no 1-rank run).\n", base_n);
   std::fputs(md.c_str(), stdout);
   write_file_atomic(dir + "/scaling.md", md);
-  write_file_atomic(dir + "/scaling.json", nlohmann::json{{"model", a.model}, {"points", summary}}.dump(2) + "\n");
+  write_file_atomic(dir + "/scaling.json", json_text(nlohmann::json{{"model", a.model}, {"points", summary}}, 2) + "\n");
   std::printf("summary: %s/scaling.md\n", dir.c_str());
   return all_ok ? kExitOk : kExitRunFailed;
 }

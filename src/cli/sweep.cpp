@@ -171,7 +171,7 @@ int sweep_command(const SweepArgs& a) {
   }
   std::fputs(md.c_str(), stdout);
   write_file_atomic(dir + "/sweep.md", md);
-  write_file_atomic(dir + "/sweep.json", nlohmann::json{{"model", a.model}, {"points", summary}}.dump(2) + "\n");
+  write_file_atomic(dir + "/sweep.json", json_text(nlohmann::json{{"model", a.model}, {"points", summary}}, 2) + "\n");
   std::printf("summary: %s/sweep.md\n", dir.c_str());
   return all_fine ? kExitOk : kExitRunFailed;
 }

@@ -226,15 +226,16 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
     c.not_like_for_like = like_for_like_issues(match->second, cands);
     const Runs base = step_times(match->second);
     const Runs cand = step_times(cands);
-    if (base.empty() || cand.empty()) {
+    const std::optional<int64_t> batch = cands.front()->record.scenario.batch_size;
+    if (base.empty() || cand.empty() || !batch) {
       c.verdict = Verdict::kNotComparable;
-      c.differing_keys = {"(no timed steps on one side)"};
+      c.differing_keys = {batch ? "(no timed steps on one side)" : "(no batch size in the records)"};
       result.comparisons.push_back(c);
       continue;
     }
     // Each step trains the same number of samples on both sides, so throughput scales as 1 / mean step time.
-    const double samples_per_step = static_cast<double>(*cands.front()->record.scenario.batch_size *
-                                                        cands.front()->record.scenario.grad_accumulation);
+    const double samples_per_step =
+        static_cast<double>(*batch) * static_cast<double>(cands.front()->record.scenario.grad_accumulation);
     const double base_ms = mean_of_runs(base), new_ms = mean_of_runs(cand);
     c.base_samples_per_s = samples_per_step / base_ms * 1000.0;
     c.new_samples_per_s = samples_per_step / new_ms * 1000.0;
@@ -272,7 +273,7 @@ std::vector<LoadedRecord> load_records(const std::vector<std::string>& paths, st
       out.push_back(LoadedRecord{p.string(), read_record(p.string())});
     } catch (const std::exception& e) {
       if (explicit_file) throw;
-      if (skipped != nullptr) skipped->push_back(p.string());
+      if (skipped != nullptr) skipped->push_back(e.what());
     }
   };
   for (const auto& path : paths) {

@@ -1,6 +1,8 @@
 #include "gpubench/core/run_record.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <stdexcept>
 #include <tuple>
 
@@ -138,6 +140,50 @@ bool RunRecord::operator==(const RunRecord& o) const {
                   notes, telemetry, distributed, repeat_index, repeat_count) ==
          std::tie(o.schema_version, o.status, o.reason, o.scenario, o.precision, o.execution, o.environment, o.model,
                   o.epochs, o.summary, o.notes, o.telemetry, o.distributed, o.repeat_index, o.repeat_count);
+}
+
+std::vector<std::string> record_problems(const RunRecord& r) {
+  std::vector<std::string> out;
+  auto bad = [&out](const std::string& where, double v, const std::string& why) {
+    std::ostringstream os;
+    os << where << " = " << v << " (" << why << ")";
+    out.push_back(os.str());
+  };
+  auto non_negative = [&bad](const std::string& where, double v) {
+    if (!std::isfinite(v) || v < 0) bad(where, v, "must be a finite number >= 0");
+  };
+  if (r.schema_version < 1) bad("schema_version", r.schema_version, "must be at least 1");
+  const Scenario& s = r.scenario;
+  if (s.batch_size && *s.batch_size < 1) bad("scenario.batch_size", static_cast<double>(*s.batch_size), "must be >= 1");
+  if (!s.batch_size && r.status == RunStatus::kOk) out.push_back("scenario.batch_size is missing from a run that ran");
+  if (s.grad_accumulation < 1) bad("scenario.grad_accumulation", static_cast<double>(s.grad_accumulation), "must be >= 1");
+  if (s.epochs < 1) bad("scenario.epochs", static_cast<double>(s.epochs), "must be >= 1");
+  if (s.dataset_size < 1) bad("scenario.dataset_size", static_cast<double>(s.dataset_size), "must be >= 1");
+  for (size_t i = 0; i < r.epochs.size(); ++i) {
+    const EpochRecord& e = r.epochs[i];
+    const std::string at = "epochs[" + std::to_string(i) + "].";
+    non_negative(at + "steps", static_cast<double>(e.steps));
+    non_negative(at + "samples", static_cast<double>(e.samples));
+    non_negative(at + "seconds", e.seconds);
+    non_negative(at + "samples_per_s", e.samples_per_s);
+    for (size_t k = 0; k < e.step_times_ms.size(); ++k) {
+      const double v = e.step_times_ms[k];
+      if (!std::isfinite(v) || v <= 0) {
+        bad(at + "step_times_ms[" + std::to_string(k) + "]", v, "a step takes a positive, finite time");
+        break;
+      }
+    }
+  }
+  non_negative("summary.seconds", r.summary.seconds);
+  non_negative("summary.samples_per_s", r.summary.samples_per_s);
+  non_negative("summary.samples", static_cast<double>(r.summary.samples));
+  if (r.distributed && r.distributed->world_size < 1) {
+    bad("distributed.world_size", r.distributed->world_size, "must be >= 1");
+  }
+  if (r.repeat_index < 1 || r.repeat_count < r.repeat_index) {
+    bad("repeat_index", static_cast<double>(r.repeat_index), "must be from 1 to repeat_count");
+  }
+  return out;
 }
 
 void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {

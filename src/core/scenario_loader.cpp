@@ -9,13 +9,18 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <regex>
+#include <optional>
+#include <sys/stat.h>
 #include <set>
 #include <sstream>
 
 namespace gpubench {
 
 namespace {
+
+constexpr size_t kMaxScalarBytes = 4096;          // longer than any path or name a scenario needs
+constexpr size_t kMaxFileBytes = 1 << 20;          // a scenario file is a few hundred bytes
+constexpr double kMaxDurationS = 366.0 * 24 * 3600;  // a year: longer durations are typos
 
 std::string make_message(const Origin& origin, const std::string& key, const std::string& problem) {
   std::string where = origin.describe();
@@ -38,13 +43,21 @@ std::string kind_of(const YAML::Node& n) {
   return "'" + n.Scalar() + "'";
 }
 
-std::string scalar(const YAML::Node& n, const Ctx& c, const std::string& expected) {
-  if (!n.IsScalar()) fail(c, "expected " + expected + ", got " + kind_of(n));
-  return n.Scalar();
-}
-
 // A quoted YAML/JSON scalar ("256") is a string, not a number: refusing it keeps files unambiguous.
 bool is_quoted(const YAML::Node& n) { return n.Tag() == "!"; }
+
+std::string scalar(const YAML::Node& n, const Ctx& c, const std::string& expected) {
+  if (!n.IsScalar()) fail(c, "expected " + expected + ", got " + kind_of(n));
+  // Type tags (`!!str 5`, `!custom x`) would change what a value means; a scenario has no use for them.
+  if (!n.Tag().empty() && n.Tag() != "?" && n.Tag() != "!") {
+    fail(c, "type tags are not accepted (got '" + n.Tag() + "'); write the plain value");
+  }
+  if (n.Scalar().size() > kMaxScalarBytes) {
+    fail(c, "value is " + std::to_string(n.Scalar().size()) + " characters long; at most " +
+                std::to_string(kMaxScalarBytes) + " are accepted");
+  }
+  return n.Scalar();
+}
 
 int64_t as_int(const YAML::Node& n, const Ctx& c, int64_t lo, int64_t hi) {
   const std::string expected =
@@ -132,20 +145,63 @@ std::string as_enum(const YAML::Node& n, const Ctx& c, const std::vector<std::st
 
 std::string as_string(const YAML::Node& n, const Ctx& c) { return scalar(n, c, "a string"); }
 
-/// Seconds from a number ("90", "1.5") or a duration with unit ("90s", "2m", "1.5h", "500ms").
+/// Seconds from "90", "1.5", "90s", "2m", "1.5h" or "500ms": a plain decimal number (digits, one optional point,
+/// an optional exponent) and an optional unit, with optional blanks around. Parsed by hand: no regular expression
+/// (std::regex recurses per character and overflows the stack on long input).
+std::optional<double> parse_duration(const std::string& text) {
+  size_t i = 0;
+  auto blank = [&text](size_t k) { return k < text.size() && (text[k] == ' ' || text[k] == '\t'); };
+  while (blank(i)) ++i;
+  const size_t start = i;
+  size_t digits = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++digits;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++digits;
+  }
+  if (digits == 0) return std::nullopt;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    size_t k = i + 1;
+    if (k < text.size() && (text[k] == '+' || text[k] == '-')) ++k;
+    const size_t exp_start = k;
+    while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]))) ++k;
+    if (k == exp_start) return std::nullopt;
+    i = k;
+  }
+  double v = std::strtod(text.substr(start, i - start).c_str(), nullptr);
+  while (blank(i)) ++i;
+  size_t unit_end = i;
+  while (unit_end < text.size() && std::isalpha(static_cast<unsigned char>(text[unit_end]))) ++unit_end;
+  const std::string unit = text.substr(i, unit_end - i);
+  i = unit_end;
+  while (blank(i)) ++i;
+  if (i != text.size()) return std::nullopt;
+  if (unit == "ms") v /= 1000.0;
+  else if (unit == "m" || unit == "min") v *= 60.0;
+  else if (unit == "h") v *= 3600.0;
+  else if (!unit.empty() && unit != "s") return std::nullopt;
+  return v;
+}
+
 double as_duration_s(const YAML::Node& n, const Ctx& c) {
   const std::string expected = "a duration > 0 such as 90, 90s, 2m or 1.5h";
   const std::string text = scalar(n, c, expected);
-  static const std::regex re(R"(^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|m|min|h)?\s*$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, re)) fail(c, "expected " + expected + ", got '" + text + "'");
-  double v = std::strtod(m[1].str().c_str(), nullptr);
-  const std::string unit = m[2].str();
-  if (unit == "ms") v /= 1000.0;
-  if (unit == "m" || unit == "min") v *= 60.0;
-  if (unit == "h") v *= 3600.0;
-  if (!(v > 0) || !std::isfinite(v)) fail(c, "expected " + expected + ", got '" + text + "'");
-  return v;
+  if (is_quoted(n)) fail(c, "expected " + expected + ", got the string \"" + text + "\"");
+  const std::optional<double> v = parse_duration(text);
+  if (!v || !(*v > 0) || !std::isfinite(*v)) fail(c, "expected " + expected + ", got '" + text + "'");
+  if (*v > kMaxDurationS) fail(c, "'" + text + "' is longer than a year; at most 366 days are accepted");
+  return *v;
+}
+
+/// auto | cpu | mps | cuda | rocm | cuda:N | rocm:N with N a device ordinal from 0 to 1023.
+bool valid_device(const std::string& d) {
+  if (d == "auto" || d == "cpu" || d == "mps" || d == "cuda" || d == "rocm") return true;
+  const auto colon = d.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string type = d.substr(0, colon), index = d.substr(colon + 1);
+  if (type != "cuda" && type != "rocm") return false;
+  if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos) return false;
+  return std::stoi(index) <= 1023;  // at most 4 digits: cannot overflow
 }
 
 using Setter = std::function<void(const YAML::Node&, const Ctx&, Scenario&, const std::vector<std::string>&)>;
@@ -186,16 +242,14 @@ const std::vector<Field>& fields() {
     add("device", "--device", "auto | cpu | cuda[:N] | rocm[:N] | mps",
         [](auto& n, auto& c, Scenario& s, const Models&) {
           const std::string d = as_string(n, c);
-          static const std::regex re(R"(^(auto|cpu|mps|(cuda|rocm)(:[0-9]+)?)$)");
-          if (!std::regex_match(d, re)) {
-            fail(c, "expected auto, cpu, cuda, cuda:N, rocm, rocm:N or mps, got '" + d + "'");
-          }
+          if (!valid_device(d)) fail(c, "expected auto, cpu, cuda, cuda:N, rocm, rocm:N or mps (N from 0 to 1023), got '" +
+                                            (d.size() > 64 ? d.substr(0, 64) + "..." : d) + "'");
           s.device = d;
         });
     add("epochs", "--epochs", "timed epochs",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.epochs = as_int(n, c, 1, 1000000); });
     add("dataset_size", "--dataset-size", "samples per epoch (default 100000, the seeds' ImageNet subset)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.dataset_size = as_int(n, c, 1, INT64_MAX); });
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.dataset_size = as_int(n, c, 1, int64_t{1000000000000}); });
     add("warmup_steps", "--warmup-steps", "untimed steps before the first epoch (default 10; CPU 2)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.warmup_steps = as_int(n, c, 0, 1000000); });
     add("optimizer.name", "--optimizer", "sgd | adamw (default: the model's)",
@@ -315,8 +369,10 @@ void merge_map(const YAML::Node& map, const std::string& prefix, const std::stri
                const std::vector<std::string>& models) {
   std::set<std::string> seen;
   for (auto it = map.begin(); it != map.end(); ++it) {
-    const YAML::Node& key_node = it->first;
-    const YAML::Node& value = it->second;
+    // Copies: the iterator's pair is a temporary proxy, and references into it dangle (ASan:
+    // stack-use-after-scope).
+    const YAML::Node key_node = it->first;
+    const YAML::Node value = it->second;
     const Origin key_origin = origin_of(key_node, source);
     if (!key_node.IsScalar()) throw ScenarioError(key_origin, "", "keys must be plain words");
     const std::string key = prefix + key_node.Scalar();
@@ -350,6 +406,132 @@ Origin origin_from_byte(const std::string& text, size_t byte, const std::string&
   return Origin{source, line, col};
 }
 
+bool has_extension(const std::string& path, const std::string& ext) {
+  if (path.size() < ext.size()) return false;
+  std::string tail = path.substr(path.size() - ext.size());
+  std::transform(tail.begin(), tail.end(), tail.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return tail == ext;  // file-name case does not matter: run.JSON is JSON
+}
+
+/// The whole file, refusing what is not a regular file (a FIFO would block, /dev/zero never ends) and anything
+/// over kMaxFileBytes (read at most one byte more to tell).
+std::string read_scenario_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw ScenarioError(Origin{path, 0, 0}, "", std::string("cannot read file: ") + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) throw ScenarioError(Origin{path, 0, 0}, "", "is a directory, not a scenario file");
+  if (!S_ISREG(st.st_mode)) {
+    throw ScenarioError(Origin{path, 0, 0}, "",
+                        "is not a regular file (a FIFO, socket or device); give a YAML or JSON file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ScenarioError(Origin{path, 0, 0}, "", std::string("cannot read file: ") + std::strerror(errno));
+  std::string text(kMaxFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (in.bad()) throw ScenarioError(Origin{path, 0, 0}, "", std::string("cannot read file: ") + std::strerror(errno));
+  return text;
+}
+
+/// yaml-cpp parses nested collections recursively: refuse nesting no scenario needs before it can exhaust the stack
+/// (flow brackets deeper than kMaxDepth, or block indentation wider than kMaxIndent columns).
+void check_nesting(const std::string& text, const std::string& source) {
+  constexpr int kMaxDepth = 32;
+  constexpr size_t kMaxIndent = 256;
+  int depth = 0;
+  char quote = 0;
+  bool comment = false, line_start = true;
+  size_t indent = 0, line = 1, column = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    ++column;
+    if (ch == '\n') {
+      comment = false;
+      line_start = true;
+      indent = 0;
+      ++line;
+      column = 0;
+      if (quote == '\'') quote = 0;  // single-quoted scalars may span lines, but a stray quote must not hide the rest
+      continue;
+    }
+    if (line_start) {
+      if (ch == ' ' || ch == '-' || ch == '?' || ch == ':') {
+        if (++indent > kMaxIndent) {
+          throw ScenarioError(Origin{source, static_cast<int>(line), static_cast<int>(column)}, "",
+                              "nested or indented more than " + std::to_string(kMaxIndent) +
+                                  " columns deep; a scenario is a flat mapping");
+        }
+        continue;
+      }
+      line_start = false;
+    }
+    if (comment) continue;
+    if (quote != 0) {
+      if (ch == '\\' && quote == '"') ++i;
+      else if (ch == quote) quote = 0;
+      continue;
+    }
+    if (ch == '"' || ch == '\'') quote = ch;
+    else if (ch == '#') comment = true;
+    else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxDepth) {
+        throw ScenarioError(Origin{source, static_cast<int>(line), static_cast<int>(column)}, "",
+                            "brackets nested more than " + std::to_string(kMaxDepth) +
+                                " deep; a scenario is a flat mapping");
+      }
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
+/// Strict JSON syntax (YAML would accept things JSON does not). A number beyond double range is no syntax error:
+/// it is blanked here so the rest is still checked, and the YAML walk then names its key and line.
+void check_json_syntax(const std::string& text, const std::string& source) {
+  struct Sax : nlohmann::json::json_sax_t {
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t position, const std::string& token, const nlohmann::json::exception& e) override {
+      error_position = position;
+      error_token = token;
+      error_id = e.id;
+      message = e.what();
+      return false;
+    }
+    std::size_t error_position = 0;
+    std::string error_token, message;
+    int error_id = 0;
+  };
+  std::string copy = text;
+  for (int attempt = 0; attempt < 10000; ++attempt) {
+    Sax sax;
+    nlohmann::json::sax_parse(copy, &sax);
+    if (sax.message.empty()) return;
+    const size_t end = std::min(sax.error_position, copy.size());
+    if (sax.error_id == 406 && sax.error_token.size() <= end) {  // out of range: blank the number, check the rest
+      const size_t begin = end - sax.error_token.size();
+      copy.replace(begin, sax.error_token.size(), "0" + std::string(sax.error_token.size() - 1, ' '));
+      continue;
+    }
+    std::string msg = sax.message;
+    const auto colon = msg.find(": ", msg.find("parse error"));
+    if (colon != std::string::npos) msg = msg.substr(colon + 2);
+    throw ScenarioError(origin_from_byte(text, end > 0 ? end - 1 : 0, source), "", "JSON syntax error: " + msg);
+  }
+  throw ScenarioError(Origin{source, 0, 0}, "", "JSON has too many numbers out of range");
+}
+
 }  // namespace
 
 ScenarioError::ScenarioError(Origin origin, std::string key, std::string problem)
@@ -374,12 +556,7 @@ const std::vector<ScenarioKey>& scenario_keys() {
 ScenarioLoader::ScenarioLoader(std::vector<std::string> known_models) : known_models_(std::move(known_models)) {}
 
 void ScenarioLoader::load_file(const std::string& path, Scenario& s) const {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ScenarioError(Origin{path, 0, 0}, "", std::string("cannot read file: ") + std::strerror(errno));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  load_text(buf.str(), json ? "json" : "yaml", path, s);
+  load_text(read_scenario_file(path), has_extension(path, ".json") ? "json" : "yaml", path, s);
 }
 
 void ScenarioLoader::load_text(const std::string& text, const std::string& format, const std::string& source,
@@ -387,29 +564,32 @@ void ScenarioLoader::load_text(const std::string& text, const std::string& forma
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw ScenarioError(Origin{source, 0, 0}, "", "file is empty: a scenario needs at least one key (e.g. model)");
   }
+  if (text.size() > kMaxFileBytes) {
+    throw ScenarioError(Origin{source, 0, 0}, "", "file is " + std::to_string(text.size()) +
+                                                       " bytes; a scenario file is at most 1 MiB");
+  }
+  check_nesting(text, source);
   std::string yaml_text = text;
   if (format == "json") {
-    // Strict JSON syntax first (YAML would accept things JSON does not), then the same walk as YAML,
-    // which keeps line and column for every value. Tabs are whitespace in JSON but not in YAML indentation;
-    // JSON strings cannot contain raw tabs, so replacing them changes no value.
-    try {
-      const auto parsed = nlohmann::json::parse(text);
-      (void)parsed;
-    } catch (const nlohmann::json::parse_error& e) {
-      std::string msg = e.what();
-      const auto colon = msg.find(": ", msg.find("parse error"));
-      if (colon != std::string::npos) msg = msg.substr(colon + 2);
-      throw ScenarioError(origin_from_byte(text, e.byte > 0 ? e.byte - 1 : 0, source), "",
-                          "JSON syntax error: " + msg);
-    }
+    check_json_syntax(text, source);
+    // Tabs are whitespace in JSON but not in YAML indentation; JSON strings cannot contain raw tabs, so replacing
+    // them changes no value. The YAML walk then keeps line and column for every value.
     std::replace(yaml_text.begin(), yaml_text.end(), '\t', ' ');
   }
-  YAML::Node root;
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::Load(yaml_text);
+    docs = YAML::LoadAll(yaml_text);
   } catch (const YAML::ParserException& e) {
     throw ScenarioError(Origin{source, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(Origin{source, e.mark.line + 1, e.mark.column + 1}, "", "unreadable YAML: " + e.msg);
   }
+  if (docs.size() > 1) {
+    throw ScenarioError(origin_of(docs[1], source), "",
+                        "file holds " + std::to_string(docs.size()) +
+                            " YAML documents (separated by ---); a scenario file is one document");
+  }
+  const YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
   if (!root || root.IsNull()) {
     throw ScenarioError(Origin{source, 0, 0}, "",
                         "file has no scenario keys (only comments or null): a scenario needs at least one key");
@@ -418,7 +598,13 @@ void ScenarioLoader::load_text(const std::string& text, const std::string& forma
     throw ScenarioError(origin_of(root, source), "", "expected a mapping of scenario keys at the top level, got " +
                                                          std::string(root.IsSequence() ? "a list" : "a single value"));
   }
-  merge_map(root, "", source, s, known_models_);
+  try {
+    merge_map(root, "", source, s, known_models_);
+  } catch (const ScenarioError&) {
+    throw;
+  } catch (const YAML::Exception& e) {  // a node yaml-cpp cannot convert: still the file's fault, still named
+    throw ScenarioError(Origin{source, e.mark.line + 1, e.mark.column + 1}, "", "unreadable YAML: " + e.msg);
+  }
 }
 
 void ScenarioLoader::apply_override(const std::string& key, const std::string& value, const std::string& flag,

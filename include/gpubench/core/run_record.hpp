@@ -172,6 +172,10 @@ struct RunRecord {
   bool operator==(const RunRecord& o) const;
 };
 
+/// Values no run can produce (negative times or counts, zero-length steps, a successful run without a batch size,
+/// non-finite figures), each as "path: value (why)". Empty for a sound record. Readers refuse records with any.
+std::vector<std::string> record_problems(const RunRecord& r);
+
 /// Recomputes `summary` totals from `epochs` and the per-step samples (ms) of all timed steps.
 void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms);
 /// Fills the summary's energy fields (whole job, all timed epochs) from the epochs' telemetry.
