@@ -47,7 +47,7 @@ phase_test() {
 
 phase_cudatest() {
   log "cudatest"
-  (cd "$GPUBENCH_BUILD_DIR" && ctest --output-on-failure -R "_CUDA" > "$OUT/ctest_cuda.log" 2>&1)
+  (cd "$GPUBENCH_BUILD_DIR" && timeout "${CUDATEST_TIMEOUT:-300}" ctest --output-on-failure -R "_CUDA" > "$OUT/ctest_cuda.log" 2>&1)
   local rc=$?
   grep -E "tests passed|tests failed|Failed|_CUDA" "$OUT/ctest_cuda.log" | tail -12
   log "ctest (CUDA) exit $rc"
