@@ -58,7 +58,7 @@ bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0
 }  // namespace
 
 /// After rank 0 has ended, the seconds the other ranks get before they are stopped.
-constexpr double kRank0GoneGraceS = 3.0;
+constexpr double kRank0GoneGraceS = 1.0;
 
 int launch_local_ranks(const LaunchPlan& plan) {
   namespace fs = std::filesystem;
@@ -152,6 +152,9 @@ int launch_local_ranks(const LaunchPlan& plan) {
       forwarded = sigs;
     }
     if (Clock::now() > deadline) {
+      // With rank 0 gone nobody is left to write anything: the rest are killed outright (a stopped or hung rank
+      // would not act on SIGTERM anyway). Otherwise SIGTERM first, then SIGKILL.
+      if (first_failed == 0) terminated = true;
       for (size_t r = 0; r < pids.size(); ++r) {
         if (done[r]) continue;
         if (!terminated) ::kill(pids[r], SIGCONT);  // a stopped (SIGSTOP) rank acts on SIGTERM only once resumed

@@ -131,18 +131,33 @@ std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer& 
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-/// Test hook for fault handling: GPUBENCH_FAULT_INJECT=kill-rank:R:step:N kills rank R (SIGKILL) at its Nth step.
+/// Test hook for fault handling: GPUBENCH_FAULT_INJECT=ACTION-rank:R:step:N sends this process a signal at its Nth
+/// step (warm-up and timed steps counted together, from 1); ACTION-rank:R:after-epoch:E does it right after epoch E
+/// (1-based) was reported and streamed. ACTION: kill (SIGKILL), term (SIGTERM), stop (SIGSTOP: a hung rank). A single
+/// process is rank 0.
 struct FaultInjection {
-  int rank = -1;
-  int64_t step = -1;
+  int signal = 0, rank = -1;
+  int64_t step = -1, after_epoch = -1;
   static FaultInjection from_env() {
     FaultInjection f;
     const char* v = std::getenv("GPUBENCH_FAULT_INJECT");
-    if (v != nullptr) std::sscanf(v, "kill-rank:%d:step:%ld", &f.rank, &f.step);
+    if (v == nullptr) return f;
+    char action[8] = {};
+    char when[16] = {};
+    long long n = -1;
+    if (std::sscanf(v, "%7[a-z]-rank:%d:%15[a-z-]:%lld", action, &f.rank, when, &n) != 4) return f;
+    const std::string a = action, w = when;
+    f.signal = a == "kill" ? SIGKILL : a == "term" ? SIGTERM : a == "stop" ? SIGSTOP : 0;
+    if (w == "step") f.step = n;
+    if (w == "after-epoch") f.after_epoch = n;
     return f;
   }
+  bool mine(const Communicator* comm) const { return signal != 0 && (comm != nullptr ? comm->rank() : 0) == rank; }
   void maybe_fire(const Communicator* comm, int64_t step_now) const {
-    if (comm != nullptr && comm->rank() == rank && step_now == step) std::raise(SIGKILL);
+    if (mine(comm) && step_now == step) std::raise(signal);
+  }
+  void maybe_fire_after_epoch(const Communicator* comm, int64_t epoch_1based) const {
+    if (mine(comm) && epoch_1based == after_epoch) std::raise(signal);
   }
 };
 
@@ -234,10 +249,8 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
   for (int64_t i = 0; i < warmup; ++i) {
     if (stop_requested(plan)) break;
     runner.run();
-    if (plan.comm != nullptr) {
-      plan.comm->set_progress(++steps_run);
-      fault.maybe_fire(plan.comm, steps_run);
-    }
+    if (plan.comm != nullptr) plan.comm->set_progress(steps_run + 1);
+    fault.maybe_fire(plan.comm, ++steps_run);
     observer.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size, seconds_since(warm_t0)});
   }
 
@@ -309,10 +322,8 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
       losses.push_back(step());
       timer->mark();
       ++done;
-      if (dist) {
-        plan.comm->set_progress(++steps_run);
-        fault.maybe_fire(plan.comm, steps_run);
-      }
+      if (dist) plan.comm->set_progress(steps_run + 1);
+      fault.maybe_fire(plan.comm, ++steps_run);
       const double elapsed = seconds_since(t0);
       observer.on_step(StepProgress{false, e, max_epochs == INT64_MAX ? 0 : max_epochs, done, steps_per_epoch,
                                     batch_size, elapsed});
@@ -387,6 +398,7 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
     }
     record.epochs.push_back(ep);
     observer.on_epoch(ep);
+    fault.maybe_fire_after_epoch(plan.comm, e + 1);
     if (record.status != RunStatus::kOk || !record.summary.bounded_by.empty()) break;
   }
   if (dist) {

@@ -10,44 +10,13 @@
 #include <fstream>
 #include <thread>
 
+#include "cli/cli_fixture.h"
 #include "gpubench/core/record_io.hpp"
 
 namespace gpubench {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpubench_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  static std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-  }
-
-  Result gpubench(const std::string& args, const std::string& env = "") {
-    const std::string cmd = env + " " + std::string(GPUBENCH_BINARY) + " " + args + " > " + (dir_ / "stdout").string() +
-                            " 2> " + (dir_ / "stderr").string();
-    const int status = std::system(cmd.c_str());
-    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"), slurp(dir_ / "stderr")};
-  }
-
-  std::string tiny() const { return std::string(GPUBENCH_TEST_DATA) + "/tiny_resnet.yaml"; }
-
-  fs::path dir_;
-};
 
 TEST_F(CliTest, RunWritesACompleteRecordAndExitsZero) {
   const std::string out = (dir_ / "runs" / "tiny.json").string();

@@ -1,0 +1,46 @@
+#pragma once
+// The fixture of the gpubench binary's end-to-end tests: runs the real binary, captures exit code and output.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/temp_dir.h"
+
+namespace gpubench {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+
+  Result gpubench(const std::string& args, const std::string& env = "") {
+    const std::string cmd = env + " " + std::string(GPUBENCH_BINARY) + " " + args + " > " + (dir_ / "stdout").string() +
+                            " 2> " + (dir_ / "stderr").string();
+    const int status = std::system(cmd.c_str());
+    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"), slurp(dir_ / "stderr")};
+  }
+
+  std::string tiny() const { return std::string(GPUBENCH_TEST_DATA) + "/tiny_resnet.yaml"; }
+
+  // A fresh folder per test and per run (mkdtemp): concurrent ctest runs never share or clean each other's files.
+  testing::TempDir tmp_{"cli"};
+  fs::path dir_ = tmp_.path();
+};
+
+
+}  // namespace gpubench
