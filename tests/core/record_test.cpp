@@ -2,6 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <sys/resource.h>
+
+#include <csignal>
+
+#include "common/temp_dir.h"
 
 #include "gpubench/core/record_io.hpp"
 
@@ -42,15 +48,9 @@ RunRecord sample_record() {
 
 class RecordFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpubench_record_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   size_t entries() const { return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), {})); }
-  fs::path dir_;
+  testing::TempDir tmp_{"record"};
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(RecordFileTest, RecordRoundTripsThroughItsJsonFile) {
@@ -276,6 +276,99 @@ TEST_F(RecordFileTest, EveryFieldSurvivesTheRoundTripAndEqualityComparesValues) 
   changed = back;
   changed.scenario.origins["batch_size"] = Origin{"elsewhere", 1, 1};
   EXPECT_TRUE(changed == r);
+}
+
+TEST_F(RecordFileTest, ImpossibleValuesAndNonRecordsAreRefusedNamingTheFile) {
+  const RunRecord good = sample_record();
+  EXPECT_TRUE(record_problems(good).empty());
+  auto refused = [&](const std::string& name, const std::function<void(RunRecord&)>& change, const std::string& what) {
+    RunRecord r = good;
+    change(r);
+    const std::string path = (dir_ / name).string();
+    write_record(path, r);
+    try {
+      (void)read_record(path);
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refused("neg.json", [](RunRecord& r) { r.epochs[0].seconds = -2; }, "epochs[0].seconds");
+  refused("zero.json", [](RunRecord& r) { r.epochs[0].step_times_ms = {1.0, 0.0}; }, "step_times_ms[1]");
+  refused("batch.json", [](RunRecord& r) { r.scenario.batch_size = 0; }, "scenario.batch_size");
+  refused("nobatch.json", [](RunRecord& r) {
+    r.status = RunStatus::kOk;
+    r.scenario.batch_size.reset();
+  }, "batch_size is missing");
+  refused("rate.json", [](RunRecord& r) { r.summary.samples_per_s = -1; }, "summary.samples_per_s");
+  refused("repeat.json", [](RunRecord& r) { r.repeat_index = 3; }, "repeat_index");
+  // Not a record at all, or not a regular file: refused before any parsing, never read forever.
+  std::ofstream(dir_ / "text.json") << "[1, 2";
+  EXPECT_THROW((void)read_record((dir_ / "text.json").string()), std::runtime_error);
+  EXPECT_THROW((void)read_record("/dev/zero"), std::runtime_error);
+  EXPECT_THROW((void)read_record(dir_.string()), std::runtime_error);
+  EXPECT_THROW((void)read_text_file((dir_ / "text.json").string(), 3, "record"), std::runtime_error);
+}
+
+TEST_F(RecordFileTest, AFailedAppendIsCutBackSoTheStreamNeverEndsInAPartialLine) {
+  const std::string path = (dir_ / "s.jsonl").string();
+  append_json_line(path, nlohmann::json{{"a", 1}});
+  const auto size_before = fs::file_size(path);
+  // A file-size limit just above the current size: the next line is written only in part, then EFBIG.
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit tight = old;
+  tight.rlim_cur = size_before + 10;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tight), 0);
+  std::string error;
+  try {
+    append_json_line(path, nlohmann::json{{"long", std::string(1000, 'x')}});
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  std::signal(SIGXFSZ, SIG_DFL);
+  EXPECT_NE(error.find("s.jsonl"), std::string::npos) << error;
+  EXPECT_NE(error.find("File too large"), std::string::npos) << error;
+  EXPECT_EQ(fs::file_size(path), size_before) << "the partial line was cut back";
+  // /dev/full: no space at all, and the message says so.
+  try {
+    append_json_line("/dev/full", nlohmann::json{{"a", 1}});
+    ADD_FAILURE() << "wrote to /dev/full";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RecordFileTest, InvalidUtf8IsReplacedAndTheRecordSaysSo) {
+  RunRecord r = sample_record();
+  r.scenario.name = "caf\xe9";
+  r.environment.command_line = "gpubench run --name \xff";
+  const std::string path = (dir_ / "u.json").string();
+  write_record(path, r);
+  const RunRecord back = read_record(path);
+  EXPECT_EQ(back.scenario.name, "caf\xef\xbf\xbd");
+  EXPECT_EQ(back.notes.back(), kInvalidUtf8Note);
+  bool replaced = false;
+  (void)json_text(nlohmann::json("ok"), -1, &replaced);
+  EXPECT_FALSE(replaced);
+}
+
+TEST_F(RecordFileTest, AStreamRebuildsTheRecordOfAKilledRunSkippingACutLine) {
+  RunRecord header = sample_record();
+  header.epochs.clear();
+  const std::string path = (dir_ / "k.epochs.jsonl").string();
+  append_json_line(path, nlohmann::json{{"header", header}});
+  append_json_line(path, nlohmann::json(sample_record().epochs[0]));
+  std::ofstream(path, std::ios::app) << "{\"index\": 1, \"steps\":";  // a writer from before the cut-back fix
+  const auto r = recover_from_stream(path);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->model.name, "resnet50");
+  ASSERT_EQ(r->epochs.size(), 1u);
+  EXPECT_EQ(r->summary.samples, 390 * 256);
+  EXPECT_FALSE(recover_from_stream((dir_ / "missing.jsonl").string()).has_value());
 }
 
 TEST(RunStatusTest, NamesRoundTrip) {

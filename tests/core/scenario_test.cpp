@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
+
+#include "common/temp_dir.h"
 
 namespace gpubench {
 namespace {
@@ -12,13 +15,6 @@ namespace fs = std::filesystem;
 
 class ScenarioFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpubench_scenario_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string write(const std::string& name, const std::string& text) {
     const fs::path p = dir_ / name;
@@ -40,9 +36,67 @@ class ScenarioFileTest : public ::testing::Test {
     return "";
   }
 
-  fs::path dir_;
+  testing::TempDir tmp_{"scenario"};
+  fs::path dir_ = tmp_.path();
   ScenarioLoader loader_{{"resnet50", "bert-base"}};
 };
+
+TEST_F(ScenarioFileTest, HostileValuesAreErrorsNamingTheKeyNeverACrash) {
+  const std::string long_value(30000, '7');
+  struct Case {
+    std::string name, text, expect;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"a.json", "{\"optimizer\":{\"lr\":1e400}}", "a.json:1:20: key 'optimizer.lr'"},
+           {"b.json", "{\"epochs\": 1e400, \"batch_size\": -1e400}", "key 'epochs'"},
+           {"c.json", "{\"name\": \"x\", \"lr\": 1e400,", "JSON syntax error"},  // out of range, then cut off
+           {"d.yaml", "time_budget_s: " + long_value + "s\n", "at most 4096"},
+           {"e.yaml", "device: cuda:" + long_value.substr(0, 3000) + "\n", "key 'device'"},
+           {"f.yaml", "device: cuda:1024\n", "N from 0 to 1023"},
+           {"g.yaml", "device: cuda:-1\n", "key 'device'"},
+           {"h.yaml", "time_budget_s: 1e400\n", "key 'time_budget_s'"},
+           {"i.yaml", "time_budget_s: 400d\n", "key 'time_budget_s'"},
+           {"j.yaml", "time_budget_s: \"90s\"\n", "the string"},
+           {"k.yaml", "time_budget_s: 9000h\n", "longer than a year"},
+           {"l.yaml", "epochs: !!int 3\n", "type tags"},
+           {"m.yaml", "model: resnet50\n...\n---\nepochs: 3\n", "2 YAML documents"},
+           {"n.yaml", "a: " + std::string(40, '{') + std::string(40, '}') + "\n", "brackets nested"},
+           {"o.yaml", std::string(300, ' ') + "x: 1\n", "indented more than"},
+           {"p.yaml", "name: &a [*a]\n", "key 'name'"},
+           {"q.yaml", "? [a, b]\n: c\n", "keys must be plain words"},
+           {"r.yaml", "dataset_size: 1000000000001\n", "key 'dataset_size'"},
+           {"s.yaml", "seed: 18446744073709551616\n", "key 'seed'"},
+           {"t.yaml", "optimizer: {name: sgd, lr: .inf}\n", "key 'optimizer.lr'"},
+           {"u.yaml", "optimizer: {lr: .nan}\n", "key 'optimizer.lr'"},
+       }) {
+    const std::string e = error_of(c.name, c.text);
+    EXPECT_NE(e.find(c.name), std::string::npos) << c.name << ": " << e.substr(0, 300);
+    EXPECT_NE(e.find(c.expect), std::string::npos) << c.name << ": " << e.substr(0, 300);
+  }
+}
+
+TEST_F(ScenarioFileTest, OnlyRegularFilesOfAtMostOneMebibyteAreRead) {
+  const std::string fifo = (dir_ / "pipe.yaml").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : std::vector<std::string>{fifo, "/dev/zero", dir_.string()}) {
+    Scenario s;
+    try {
+      loader_.load_file(path, s);
+      ADD_FAILURE() << path << " was read";
+    } catch (const ScenarioError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  const std::string e = error_of("big.yaml", "name: x\n" + std::string(1 << 20, '#'));
+  EXPECT_NE(e.find("at most 1 MiB"), std::string::npos) << e.substr(0, 200);
+}
+
+TEST_F(ScenarioFileTest, TheExtensionDecidesTheFormatWhateverItsCase) {
+  Scenario s;
+  loader_.load_file(write("A.JSON", "{\"epochs\": 4}"), s);
+  EXPECT_EQ(s.epochs, 4);
+  EXPECT_NE(error_of("B.Json", "epochs: 4\n").find("JSON syntax error"), std::string::npos);
+}
 
 TEST_F(ScenarioFileTest, AnEmptyFileIsAnErrorNotARunWithDefaults) {
   for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
