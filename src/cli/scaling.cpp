@@ -106,7 +106,7 @@ int scaling_command(const ScalingArgs& a) {
     const double eff = base > 0 ? rate / (p.n * base) : 0;
     row["scaling_efficiency"] = eff;
     double wait = 0, secs = 0;
-    int slowest = 0;
+    int64_t slowest = 0;
     if (r.distributed) {
       for (const auto& e : r.distributed->rank_comm_wait_seconds) wait += e.empty() ? 0 : e[0];
       slowest = r.distributed->slowest_rank;

@@ -202,7 +202,9 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
   const auto cand_groups = group(candidates);
 
   std::mt19937_64 rng(options.seed);
-  for (const auto& [key, cands] : cand_groups) {
+  for (const auto& group : cand_groups) {
+    const nlohmann::json& key = group.first;  // not a structured binding: lambdas below capture it (C++17)
+    const auto& cands = group.second;
     Comparison c;
     c.label = label_of(cands.front()->record.scenario);
     for (const auto* r : cands) c.new_paths.push_back(r->path);

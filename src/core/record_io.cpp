@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -109,10 +110,35 @@ std::string read_text_file(const std::string& path, size_t max_bytes, const std:
   return text;
 }
 
+/// A number no record field can hold: beyond the int64 range a float cannot be converted to an integer field without
+/// undefined behaviour, and no measured value comes near it. Returns the JSON pointer of the first one.
+std::string first_oversized_number(const nlohmann::json& j, const std::string& at) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    return std::isfinite(v) && std::fabs(v) <= 9.2e18 ? "" : at.empty() ? "/" : at;
+  }
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      std::string found = first_oversized_number(v, at + "/" + k);
+      if (!found.empty()) return found;
+    }
+  }
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string found = first_oversized_number(j[i], at + "/" + std::to_string(i));
+      if (!found.empty()) return found;
+    }
+  }
+  return "";
+}
+
 RunRecord parse_record(const std::string& text, const std::string& source) {
   RunRecord r;
   try {
-    r = nlohmann::json::parse(text).get<RunRecord>();
+    const nlohmann::json j = nlohmann::json::parse(text);
+    const std::string oversized = first_oversized_number(j, "");
+    if (!oversized.empty()) throw std::runtime_error("the number at " + oversized + " is beyond what a record holds");
+    r = j.get<RunRecord>();
   } catch (const std::exception& e) {
     throw std::runtime_error("'" + source + "' is not a readable gpubench record: " + e.what());
   }

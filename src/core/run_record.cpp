@@ -55,7 +55,11 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   if (j.value("schema", std::string()) != "gpubench.run") {
     throw std::runtime_error("not a gpubench run record (missing \"schema\": \"gpubench.run\")");
   }
-  r.schema_version = j.at("schema_version").get<int>();
+  const nlohmann::json& version = j.at("schema_version");
+  if (!version.is_number_integer() || version.get<int64_t>() < 1 || version.get<int64_t>() > 1000) {
+    throw std::runtime_error("\"schema_version\" must be a small positive integer, got " + version.dump());
+  }
+  r.schema_version = static_cast<int>(version.get<int64_t>());
   if (r.schema_version > kRecordSchemaVersion) {
     throw std::runtime_error("record schema version " + std::to_string(r.schema_version) +
                              " is newer than this gpubench understands (" +
@@ -224,7 +228,7 @@ void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {
       s.peak_tflops = peak;
       s.peak_source = "device table: " + spec->name + " " + r.precision.resolved + " dense peak";
       // Data-parallel runs: aggregate throughput against the peak of all their devices.
-      const double devices = r.distributed ? std::max(1, r.distributed->world_size) : 1;
+      const double devices = r.distributed ? static_cast<double>(std::max<int64_t>(1, r.distributed->world_size)) : 1;
       if (devices > 1) s.peak_source += " x " + std::to_string(static_cast<int>(devices)) + " devices";
       if (s.achieved_tflops > 0) s.mfu = s.achieved_tflops / (*peak * devices);
     }

@@ -1,5 +1,6 @@
 #include "gpubench/core/scenario.hpp"
 
+#include <stdexcept>
 #include <tuple>
 
 #include "gpubench/core/json_optional.hpp"
@@ -92,6 +93,9 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.dataset_size = j.value("dataset_size", d.dataset_size);
   s.warmup_steps = j.value("warmup_steps", d.warmup_steps);
   s.optimizer = j.value("optimizer", d.optimizer);
+  if (j.contains("seed") && !(j["seed"].is_number_unsigned() || (j["seed"].is_number_integer() && j["seed"] >= 0))) {
+    throw std::runtime_error("scenario \"seed\" must be a non-negative integer, got " + j["seed"].dump());
+  }
   s.seed = j.value("seed", d.seed);
   s.time_budget_s = j.value("time_budget_s", d.time_budget_s);
   s.duration_s = j.value("duration_s", d.duration_s);

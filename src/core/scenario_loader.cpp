@@ -1,5 +1,6 @@
 #include "gpubench/core/scenario_loader.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -486,6 +487,32 @@ void check_nesting(const std::string& text, const std::string& source) {
   }
 }
 
+/// A scenario file is one YAML document. yaml-cpp 0.7's LoadAll never returns on a stray ',' after the first value
+/// (its parser reports a new empty document forever), so the parser is asked for at most a second document here.
+void check_single_document(const std::string& text, const std::string& source) {
+  struct Events : YAML::EventHandler {
+    void OnDocumentStart(const YAML::Mark& m) override { start = m; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+    YAML::Mark start;
+  };
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  Events events;
+  if (!parser.HandleNextDocument(events)) return;
+  if (!parser.HandleNextDocument(events)) return;
+  const YAML::Mark m = events.start;
+  throw ScenarioError(Origin{source, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0}, "",
+                      "file holds more than one YAML document (a '---' separator, or stray text after the first "
+                      "value); a scenario file is one document");
+}
+
 /// Strict JSON syntax (YAML would accept things JSON does not). A number beyond double range is no syntax error:
 /// it is blanked here so the rest is still checked, and the YAML walk then names its key and line.
 void check_json_syntax(const std::string& text, const std::string& source) {
@@ -576,20 +603,17 @@ void ScenarioLoader::load_text(const std::string& text, const std::string& forma
     // them changes no value. The YAML walk then keeps line and column for every value.
     std::replace(yaml_text.begin(), yaml_text.end(), '\t', ' ');
   }
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(yaml_text);
+    root = YAML::Load(yaml_text);
+    check_single_document(yaml_text, source);
+  } catch (const ScenarioError&) {
+    throw;
   } catch (const YAML::ParserException& e) {
     throw ScenarioError(Origin{source, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
     throw ScenarioError(Origin{source, e.mark.line + 1, e.mark.column + 1}, "", "unreadable YAML: " + e.msg);
   }
-  if (docs.size() > 1) {
-    throw ScenarioError(origin_of(docs[1], source), "",
-                        "file holds " + std::to_string(docs.size()) +
-                            " YAML documents (separated by ---); a scenario file is one document");
-  }
-  const YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
   if (!root || root.IsNull()) {
     throw ScenarioError(Origin{source, 0, 0}, "",
                         "file has no scenario keys (only comments or null): a scenario needs at least one key");

@@ -1,6 +1,6 @@
 // NVIDIA power, energy, clocks, temperature, utilisation and clock-event reasons through NVML, loaded with dlopen.
-// The few NVML types used are declared here (nvml.h is not on every build machine); the functions are NVML's
-// stable, versioned C ABI.
+// The few NVML types used are declared in nvml_abi.h (nvml.h is not on every build machine); the functions are
+// NVML's stable, versioned C ABI.
 
 #include <unistd.h>
 
@@ -12,44 +12,13 @@
 #include <vector>
 
 #include "dynamic_library.h"
+#include "nvml_abi.h"
 #include "gpubench/telemetry/readers.hpp"
 
 namespace gpubench::telemetry {
 
 namespace {
 
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-struct nvmlUtilization_t {
-  unsigned int gpu;
-  unsigned int memory;
-};
-/// nvmlFieldValue_t (NVML's field-value query), laid out as in nvml.h.
-union nvmlValue_t {
-  double dVal;
-  unsigned int uiVal;
-  unsigned long ulVal;
-  unsigned long long ullVal;
-  long long sllVal;
-  int siVal;
-  unsigned short usVal;
-};
-struct nvmlFieldValue_t {
-  uint32_t fieldId;
-  uint32_t scopeId;
-  int64_t timestamp;
-  int64_t latencyUsec;
-  int valueType;
-  nvmlReturn_t nvmlReturn;
-  nvmlValue_t value;
-};
-/// nvmlProcessInfo_v2_t (= v3): what nvmlDeviceGetComputeRunningProcesses_v3 fills.
-struct nvmlProcessInfo_t {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
 constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 constexpr uint32_t NVML_FI_DEV_POWER_INSTANT = 186;

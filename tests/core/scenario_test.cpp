@@ -59,7 +59,9 @@ TEST_F(ScenarioFileTest, HostileValuesAreErrorsNamingTheKeyNeverACrash) {
            {"j.yaml", "time_budget_s: \"90s\"\n", "the string"},
            {"k.yaml", "time_budget_s: 9000h\n", "longer than a year"},
            {"l.yaml", "epochs: !!int 3\n", "type tags"},
-           {"m.yaml", "model: resnet50\n...\n---\nepochs: 3\n", "2 YAML documents"},
+           {"m.yaml", "model: resnet50\n...\n---\nepochs: 3\n", "more than one YAML document"},
+           {"m2.yaml", "[a],\n", "more than one YAML document"},  // hung yaml-cpp 0.7 LoadAll (fuzzer)
+           {"m3.json", "{\"model\": \"resnet50\"},", "JSON syntax error"},
            {"n.yaml", "a: " + std::string(40, '{') + std::string(40, '}') + "\n", "brackets nested"},
            {"o.yaml", std::string(300, ' ') + "x: 1\n", "indented more than"},
            {"p.yaml", "name: &a [*a]\n", "key 'name'"},

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "nvml_abi.h"
+
 namespace {
 
 struct Row {
@@ -72,31 +74,7 @@ unsigned env_uint(const char* name, unsigned fallback) {
 
 extern "C" {
 
-struct nvmlUtilization_t {
-  unsigned int gpu, memory;
-};
-union nvmlValue_t {
-  double dVal;
-  unsigned int uiVal;
-  unsigned long ulVal;
-  unsigned long long ullVal;
-  long long sllVal;
-  int siVal;
-  unsigned short usVal;
-};
-struct nvmlFieldValue_t {
-  unsigned fieldId, scopeId;
-  long long timestamp, latencyUsec;
-  int valueType, nvmlReturn;
-  nvmlValue_t value;
-};
-struct nvmlProcessInfo_t {
-  unsigned pid;
-  unsigned long long usedGpuMemory;
-  unsigned gpuInstanceId, computeInstanceId;
-};
-
-int nvmlDeviceGetFieldValues(void*, int count, nvmlFieldValue_t* values) {
+int nvmlDeviceGetFieldValues(nvmlDevice_t, int count, nvmlFieldValue_t* values) {
   for (int i = 0; i < count; ++i) {
     nvmlFieldValue_t& f = values[i];
     if (f.fieldId != 186 || current().fail || current().instant_mw < 0) {
@@ -109,36 +87,36 @@ int nvmlDeviceGetFieldValues(void*, int count, nvmlFieldValue_t* values) {
   }
   return kOk;
 }
-int nvmlDeviceGetUUID(void*, char* buf, unsigned n) {
+int nvmlDeviceGetUUID(nvmlDevice_t, char* buf, unsigned n) {
   std::snprintf(buf, n, "%s", "GPU-fake-0000-1111");
   return kOk;
 }
-int nvmlDeviceGetSerial(void*, char* buf, unsigned n) {
+int nvmlDeviceGetSerial(nvmlDevice_t, char* buf, unsigned n) {
   std::snprintf(buf, n, "%s", "1650000000001");
   return kOk;
 }
-int nvmlDeviceGetVbiosVersion(void*, char* buf, unsigned n) {
+int nvmlDeviceGetVbiosVersion(nvmlDevice_t, char* buf, unsigned n) {
   std::snprintf(buf, n, "%s", "96.00.AB.00.01");
   return kOk;
 }
-int nvmlDeviceGetComputeMode(void*, int* mode) {
+int nvmlDeviceGetComputeMode(nvmlDevice_t, int* mode) {
   *mode = 0;
   return kOk;
 }
-int nvmlDeviceGetApplicationsClock(void*, int type, unsigned* mhz) {
+int nvmlDeviceGetApplicationsClock(nvmlDevice_t, int type, unsigned* mhz) {
   *mhz = type == 1 ? env_uint("FAKE_NVML_APP_SM_CLOCK", 1980) : 3201;
   return kOk;
 }
-int nvmlDeviceGetDefaultApplicationsClock(void*, int type, unsigned* mhz) {
+int nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t, int type, unsigned* mhz) {
   *mhz = type == 1 ? 1980 : 3201;
   return kOk;
 }
-int nvmlDeviceGetMaxClockInfo(void*, int type, unsigned* mhz) {
+int nvmlDeviceGetMaxClockInfo(nvmlDevice_t, int type, unsigned* mhz) {
   *mhz = type == 1 ? 1980 : 3201;
   return kOk;
 }
 // FAKE_NVML_PROCESSES="pid:name:bytes,...", in the real call's two-step protocol (too small a buffer says so).
-int nvmlDeviceGetComputeRunningProcesses_v3(void*, unsigned* count, nvmlProcessInfo_t* infos) {
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t, unsigned* count, nvmlProcessInfo_t* infos) {
   std::vector<nvmlProcessInfo_t> procs;
   std::istringstream all(std::getenv("FAKE_NVML_PROCESSES") != nullptr ? std::getenv("FAKE_NVML_PROCESSES") : "");
   std::string item;
@@ -171,51 +149,51 @@ int nvmlSystemGetProcessName(unsigned pid, char* buf, unsigned n) {
 int nvmlInit_v2() { return kOk; }
 int nvmlShutdown() { return kOk; }
 const char* nvmlErrorString(int rc) { return rc == kNotFound ? "Not Found" : "Unknown Error"; }
-int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** dev) {
+int nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t* dev) {
   if (index != 0) return kNotFound;
-  *dev = &g_device;
+  *dev = reinterpret_cast<nvmlDevice_t>(&g_device);
   return kOk;
 }
-int nvmlDeviceGetHandleByPciBusId_v2(const char* bus, void** dev) {
+int nvmlDeviceGetHandleByPciBusId_v2(const char* bus, nvmlDevice_t* dev) {
   if (std::strcmp(bus, "00000000:19:00.0") != 0) return kNotFound;
-  *dev = &g_device;
+  *dev = reinterpret_cast<nvmlDevice_t>(&g_device);
   return kOk;
 }
-int nvmlDeviceGetPowerUsage(void*, unsigned* mw) {
+int nvmlDeviceGetPowerUsage(nvmlDevice_t, unsigned* mw) {
   if (g_started) ++g_index;
   g_started = true;
   if (current().fail) return kUnknown;
   *mw = current().power_mw;
   return kOk;
 }
-int nvmlDeviceGetTotalEnergyConsumption(void*, unsigned long long* mj) {
+int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t, unsigned long long* mj) {
   if (current().fail) return kUnknown;
   if (current().energy_mj == 0) return kNotSupported;  // energy then comes from integrating power
   *mj = current().energy_mj;
   return kOk;
 }
-int nvmlDeviceGetClockInfo(void*, int type, unsigned* mhz) {
+int nvmlDeviceGetClockInfo(nvmlDevice_t, int type, unsigned* mhz) {
   if (current().fail) return kUnknown;
   *mhz = type == 1 ? current().sm : current().mem;
   return kOk;
 }
-int nvmlDeviceGetTemperature(void*, int, unsigned* c) {
+int nvmlDeviceGetTemperature(nvmlDevice_t, int, unsigned* c) {
   if (current().fail) return kUnknown;
   *c = current().temp;
   return kOk;
 }
-int nvmlDeviceGetUtilizationRates(void*, nvmlUtilization_t* u) {
+int nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t* u) {
   if (current().fail) return kUnknown;
   u->gpu = current().util_gpu;
   u->memory = current().util_mem;
   return kOk;
 }
-int nvmlDeviceGetCurrentClocksEventReasons(void*, unsigned long long* r) {
+int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long* r) {
   if (current().fail) return kUnknown;
   *r = current().reasons;
   return kOk;
 }
-int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
+int nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t, unsigned* mw) {
   *mw = env_uint("FAKE_NVML_POWER_LIMIT_MW", 700000);
   return kOk;
 }
@@ -223,25 +201,25 @@ int nvmlSystemGetDriverVersion(char* buf, unsigned n) {
   std::snprintf(buf, n, "%s", "999.99.1");
   return kOk;
 }
-int nvmlDeviceGetPersistenceMode(void*, int* m) {
+int nvmlDeviceGetPersistenceMode(nvmlDevice_t, int* m) {
   *m = 1;
   return kOk;
 }
-int nvmlDeviceGetEccMode(void*, int* current_mode, int* pending) {
+int nvmlDeviceGetEccMode(nvmlDevice_t, int* current_mode, int* pending) {
   *current_mode = 1;
   *pending = 1;
   return kOk;
 }
-int nvmlDeviceGetMigMode(void*, unsigned* current_mode, unsigned* pending) {
+int nvmlDeviceGetMigMode(nvmlDevice_t, unsigned* current_mode, unsigned* pending) {
   *current_mode = 0;
   *pending = 0;
   return kOk;
 }
-int nvmlDeviceGetCurrPcieLinkGeneration(void*, unsigned* g) {
+int nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t, unsigned* g) {
   *g = 5;
   return kOk;
 }
-int nvmlDeviceGetCurrPcieLinkWidth(void*, unsigned* w) {
+int nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t, unsigned* w) {
   *w = 16;
   return kOk;
 }

@@ -86,7 +86,7 @@ struct ExecutionRecord {
 
 /// Multi-process data-parallel runs (absent for a single process).
 struct DistributedRecord {
-  int world_size = 1;
+  int64_t world_size = 1;
   std::string backend;                   ///< nccl | gloo
   std::string launcher;                  ///< gpubench | torchrun | slurm | mpirun
   double bucket_mb = 0;                  ///< all-reduce bucket size (MiB)
@@ -96,7 +96,7 @@ struct DistributedRecord {
   /// [epoch][rank]: time the compute stream waited for gradient all-reduces after backward (s): communication
   /// that did not overlap the backward pass.
   std::vector<std::vector<double>> rank_comm_wait_seconds;
-  int slowest_rank = 0;                  ///< rank with the largest total epoch time
+  int64_t slowest_rank = 0;              ///< rank with the largest total epoch time
   std::string interconnect;              ///< e.g. "NVLink (18 links active)", "PCIe", "loopback (CPU)"
   bool operator==(const DistributedRecord& o) const;
 };

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The torch-free layers (core, telemetry, report) and their tests built with AddressSanitizer and
+# UndefinedBehaviorSanitizer, then a short libFuzzer run of each fuzz target (fuzz/): the scenario loader on YAML and
+# JSON, and record reading. Seeds come from configs/, tests/data/ and results/. Part of scripts/test.sh.
+# Needs clang with its runtime (Debian: clang, libclang-rt-14-dev), installed here when missing and apt-get can; where
+# no such compiler can be had the script says so and skips (exit 0): gcc's sanitizers lack libFuzzer.
+# Knobs: GPUBENCH_FUZZ_SECONDS (per target, default 60), GPUBENCH_SANITIZE_BUILD_DIR (default build-sanitize/),
+# GPUBENCH_NO_APT=1 (never call apt-get). Findings: libFuzzer's crash-*/timeout-* inputs under <build>/fuzz-findings/.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${GPUBENCH_SANITIZE_BUILD_DIR:-$ROOT/build-sanitize}"
+SECONDS_EACH="${GPUBENCH_FUZZ_SECONDS:-60}"
+log() { echo "[sanitize] $*" >&2; }
+
+have_fuzzing_clang() {
+  command -v clang++ >/dev/null 2>&1 || return 1
+  local t
+  t="$(mktemp -d)"
+  printf '#include <cstdint>\n#include <cstddef>\nextern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }\n' > "$t/f.cpp"
+  clang++ -fsanitize=fuzzer,address,undefined "$t/f.cpp" -o "$t/f" >/dev/null 2>&1
+  local rc=$?
+  rm -rf "$t"
+  return $rc
+}
+
+if ! have_fuzzing_clang; then
+  if [ "${GPUBENCH_NO_APT:-0}" != 1 ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+    log "installing clang and its sanitizer/libFuzzer runtime (Debian: clang, libclang-rt-14-dev)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends clang libclang-rt-14-dev >&2 || \
+      { DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 && \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends clang libclang-rt-14-dev >&2; } || true
+  fi
+fi
+if ! have_fuzzing_clang; then
+  log "SKIPPED: no clang with ASan/UBSan/libFuzzer here (install clang and libclang-rt-dev); the sanitizer and fuzz runs did not happen"
+  exit 0
+fi
+
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  log "configuring $BUILD (clang, address+undefined, torch-free layers, fuzz targets)"
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DGPUBENCH_TORCH_FREE=ON -DGPUBENCH_SANITIZE=address,undefined -DGPUBENCH_FUZZ=ON -DGPUBENCH_BUILD_TESTS=ON >&2
+fi
+log "building"
+cmake --build "$BUILD" -j "$(nproc)" >&2
+
+export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+log "torch-free tests under ASan+UBSan"
+(cd "$BUILD" && ctest --output-on-failure -j "$(nproc)")
+
+# Seed corpora in the build tree (libFuzzer adds what it finds to the first corpus folder; the repository stays clean).
+corpus="$BUILD/fuzz-corpus"
+findings="$BUILD/fuzz-findings"
+rm -rf "$corpus"
+mkdir -p "$corpus/scenario" "$corpus/record" "$findings"
+n=0
+for f in "$ROOT"/configs/*.yaml "$ROOT"/configs/*.json "$ROOT"/configs/published/*.yaml "$ROOT"/tests/data/*.yaml; do
+  [ -f "$f" ] || continue
+  n=$((n + 1))
+  case "$f" in *.json) byte='\001' ;; *) byte='\000' ;; esac  # the fuzzer's first byte picks the format
+  { printf "$byte"; cat "$f"; } > "$corpus/scenario/seed$n"
+done
+find "$ROOT/results" -name '*.json' -size -1024k -print0 2>/dev/null | head -z -n 200 | \
+  xargs -0 -r -I{} cp {} "$corpus/record/" 2>/dev/null || true
+
+status=0
+for target in scenario record; do
+  log "fuzzing ${target} reading for ${SECONDS_EACH} s ($(ls "$corpus/$target" | wc -l) seeds)"
+  if ! (cd "$findings" && "$BUILD/fuzz/${target}_fuzzer" -max_total_time="$SECONDS_EACH" -timeout=10 \
+        -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "$corpus/$target" 2> "$BUILD/fuzz-${target}.log"); then
+    status=1
+    log "FINDING in ${target} reading: see $BUILD/fuzz-${target}.log and $findings"
+    tail -40 "$BUILD/fuzz-${target}.log" >&2
+  fi
+  grep -E "^stat::number_of_executed_units|^Done [0-9]+ runs" "$BUILD/fuzz-${target}.log" | tail -2 >&2 || true
+done
+[ $status -eq 0 ] && log "sanitizers and fuzzers: clean"
+exit $status
