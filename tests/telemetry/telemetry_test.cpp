@@ -96,6 +96,24 @@ class FakeNvmlTest : public ::testing::Test {
       unsetenv(v);
     }
   }
+  /// Opens the stand-in with `script` as its readings.
+  std::unique_ptr<telemetry::Reader> open_with(const std::string& script) {
+    std::ofstream(script_) << script;
+    setenv("FAKE_NVML_SCRIPT", script_.c_str(), 1);
+    std::string why;
+    auto r = telemetry::open_nvml(telemetry::DeviceSelector{"cuda", 0, ""}, &why);
+    EXPECT_NE(r, nullptr) << why;
+    return r;
+  }
+  /// `n` readings as a sampler would take them, stamped `dt` seconds apart (no clock, no sleeping).
+  static std::vector<TelemetrySample> read_n(telemetry::Reader& r, int n, double dt) {
+    std::vector<TelemetrySample> samples;
+    for (int i = 0; i < n; ++i) {
+      samples.push_back(r.read());
+      samples.back().t_s = i * dt;
+    }
+    return samples;
+  }
   testing::TempDir dir_{"fake_nvml"};
   fs::path script_ = dir_ / "script.txt";
 };
@@ -135,20 +153,12 @@ TEST_F(FakeNvmlTest, UnknownDeviceIsRefusedWithNvmlsReason) {
 }
 
 TEST_F(FakeNvmlTest, ReaderThatStartsFailingMidRunLeavesGapsTheAggregateCounts) {
-  std::ofstream(script_) << "300000 0 1900 2619 50 90 50 0\n"
-                            "300000 30000 1900 2619 50 90 50 0\n"
-                            "300000 60000 1900 2619 50 90 50 0\n"
-                            "fail\n";
-  setenv("FAKE_NVML_SCRIPT", script_.c_str(), 1);
-  std::string why;
-  auto r = telemetry::open_nvml(telemetry::DeviceSelector{"cuda", 0, ""}, &why);
-  ASSERT_NE(r, nullptr) << why;
-  std::vector<TelemetrySample> samples;
-  for (int i = 0; i < 6; ++i) {  // the readings a sampler would take, stamped 1 s apart (no clock, no sleeping)
-    samples.push_back(r->read());
-    samples.back().t_s = i;
-  }
-  const EpochTelemetry t = aggregate_epoch(samples, 0.0, 5.0, 1000);
+  auto r = open_with("300000 0 1900 2619 50 90 50 0\n"
+                     "300000 30000 1900 2619 50 90 50 0\n"
+                     "300000 60000 1900 2619 50 90 50 0\n"
+                     "fail\n");
+  ASSERT_NE(r, nullptr);
+  const EpochTelemetry t = aggregate_epoch(read_n(*r, 6, 1.0), 0.0, 5.0, 1000);
   EXPECT_EQ(t.samples, 6);
   EXPECT_DOUBLE_EQ(*t.power_avg_w, 300.0);  // from the readings that worked
   EXPECT_EQ(t.missing_readings.at("power_w"), 3);
@@ -157,18 +167,11 @@ TEST_F(FakeNvmlTest, ReaderThatStartsFailingMidRunLeavesGapsTheAggregateCounts) 
 
 TEST_F(FakeNvmlTest, PeaksComeFromTheInstantaneousFieldWhereTheDriverHasIt) {
   // Averaged power 300 W throughout; the instantaneous field sees a 650 W spike the average smooths away.
-  std::ofstream(script_) << "300000 0 1900 2619 50 90 50 0 310000\n"
-                            "300000 30000 1900 2619 50 90 50 0 650000\n"
-                            "300000 60000 1900 2619 50 90 50 0 290000\n";
-  setenv("FAKE_NVML_SCRIPT", script_.c_str(), 1);
-  std::string why;
-  auto r = telemetry::open_nvml(telemetry::DeviceSelector{"cuda", 0, ""}, &why);
-  ASSERT_NE(r, nullptr) << why;
-  std::vector<TelemetrySample> samples;
-  for (int i = 0; i < 3; ++i) {
-    samples.push_back(r->read());
-    samples.back().t_s = i * 0.1;
-  }
+  auto r = open_with("300000 0 1900 2619 50 90 50 0 310000\n"
+                     "300000 30000 1900 2619 50 90 50 0 650000\n"
+                     "300000 60000 1900 2619 50 90 50 0 290000\n");
+  ASSERT_NE(r, nullptr);
+  const std::vector<TelemetrySample> samples = read_n(*r, 3, 0.1);
   EXPECT_DOUBLE_EQ(*samples[1].power_instant_w, 650.0);
   const EpochTelemetry t = aggregate_epoch(samples, 0.0, 0.2, 10);
   EXPECT_DOUBLE_EQ(*t.power_avg_w, 300.0);  // the average stays the averaged reading's
@@ -181,13 +184,9 @@ TEST_F(FakeNvmlTest, PeaksComeFromTheInstantaneousFieldWhereTheDriverHasIt) {
 }
 
 TEST_F(FakeNvmlTest, WithoutTheInstantaneousFieldPeaksAreTheAveragedReadingsAndSaySo) {
-  std::ofstream(script_) << "300000 0 1900 2619 50 90 50 0\n400000 0 1900 2619 50 90 50 0\n";
-  setenv("FAKE_NVML_SCRIPT", script_.c_str(), 1);
-  std::string why;
-  auto r = telemetry::open_nvml(telemetry::DeviceSelector{"cuda", 0, ""}, &why);
-  ASSERT_NE(r, nullptr) << why;
-  std::vector<TelemetrySample> samples{r->read(), r->read()};
-  samples[1].t_s = 1;
+  auto r = open_with("300000 0 1900 2619 50 90 50 0\n400000 0 1900 2619 50 90 50 0\n");
+  ASSERT_NE(r, nullptr);
+  const std::vector<TelemetrySample> samples = read_n(*r, 2, 1.0);
   EXPECT_FALSE(samples[0].power_instant_w.has_value());
   const EpochTelemetry t = aggregate_epoch(samples, 0.0, 1.0, 10);
   EXPECT_DOUBLE_EQ(*t.power_peak_w, 400.0);
