@@ -189,24 +189,15 @@ RunOutcome run_once(const Scenario& scenario, const RunArgs& args, int index, in
 
 /// Before any training: every file the run will write can be written (record, per-repeat records, trace).
 void check_outputs(const Scenario& s, int repeats) {
-  const std::string base = s.output.empty() ? "runs/record.json" : s.output;
-  for (int i = 1; i <= repeats; ++i) {
-    const std::string p = repeat_path(base, i, repeats);
+  auto check = [&s](const std::string& path, const std::string& key) {
     try {
-      check_output_location(p);
+      check_output_location(path);
     } catch (const std::exception& e) {
-      throw ScenarioError(s.origins.count("output") ? s.origins.at("output") : Origin{"default output", 0, 0}, "output",
-                          e.what());
+      throw ScenarioError(s.origins.count(key) ? s.origins.at(key) : Origin{"default " + key, 0, 0}, key, e.what());
     }
-  }
-  if (!s.telemetry_trace.empty()) {
-    try {
-      check_output_location(s.telemetry_trace);
-    } catch (const std::exception& e) {
-      throw ScenarioError(s.origins.count("telemetry_trace") ? s.origins.at("telemetry_trace") : Origin{"default", 0, 0},
-                          "telemetry_trace", e.what());
-    }
-  }
+  };
+  for (int i = 1; i <= repeats; ++i) check(repeat_path(s.output.empty() ? "runs/record.json" : s.output, i, repeats), "output");
+  if (!s.telemetry_trace.empty()) check(s.telemetry_trace, "telemetry_trace");
 }
 
 }  // namespace
