@@ -642,9 +642,12 @@ void ScenarioLoader::apply_override(const std::string& key, const std::string& v
 
 void ScenarioLoader::check(const Scenario& s) const {
   if (s.batch_size && s.dataset_size < *s.batch_size * s.grad_accumulation) {
-    const auto it = s.origins.find("dataset_size");
+    // Point at whichever of the two keys the user set (dataset_size first): a default has no file or line.
+    const bool dataset_set = s.origins.count("dataset_size") != 0;
+    const std::string key = dataset_set || s.origins.count("batch_size") == 0 ? "dataset_size" : "batch_size";
+    const auto it = s.origins.find(key);
     const Origin o = it != s.origins.end() ? it->second : Origin{"default", 0, 0};
-    throw ScenarioError(o, "dataset_size",
+    throw ScenarioError(o, key,
                         "dataset_size (" + std::to_string(s.dataset_size) + ") is smaller than one step (batch_size " +
                             std::to_string(*s.batch_size) + " x grad_accumulation " +
                             std::to_string(s.grad_accumulation) + "): an epoch would contain no step");

@@ -70,6 +70,8 @@ TEST_F(ScenarioFileTest, HostileValuesAreErrorsNamingTheKeyNeverACrash) {
            {"s.yaml", "seed: 18446744073709551616\n", "key 'seed'"},
            {"t.yaml", "optimizer: {name: sgd, lr: .inf}\n", "key 'optimizer.lr'"},
            {"u.yaml", "optimizer: {lr: .nan}\n", "key 'optimizer.lr'"},
+           // Found by the fuzzer: a cross-key error must still name this file (batch_size's line), not "default".
+           {"v.yaml", "# comment\nbatch_size: 5555555\n", "v.yaml:2:13: key 'batch_size': dataset_size (100000)"},
        }) {
     const std::string e = error_of(c.name, c.text);
     EXPECT_NE(e.find(c.name), std::string::npos) << c.name << ": " << e.substr(0, 300);
