@@ -23,6 +23,7 @@
 #include "gpubench/core/record_io.hpp"
 #include "gpubench/core/scenario_loader.hpp"
 #include "gpubench/engine/engine.hpp"
+#include "gpubench/runner/runner.hpp"
 #include "gpubench/core/compare.hpp"
 #include "gpubench/report/compare_report.hpp"
 #include "gpubench/report/console.hpp"
@@ -127,11 +128,11 @@ RunOutcome run_once(const Scenario& scenario, const RunArgs& args, int index, in
   options.command_line = args.command_line;
   options.stop_requested = &g_stop;
   options.rank = rank;
+  const Runner runner(options);
   if (rank.rank > 0) {
     // Other ranks train, sample their own GPU and take part in every collective; rank 0 writes the one record.
-    MonitoringObserver monitor;
-    RunRecord r = run_benchmark(scenario, monitor, options);
-    monitor.complete(r);
+    RunObserver silent;
+    const RunRecord r = runner.run(scenario, silent);
     if (r.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(r.status), r.reason);
     return {r.status, r.summary.samples_per_s, true};
   }
@@ -142,17 +143,7 @@ RunOutcome run_once(const Scenario& scenario, const RunArgs& args, int index, in
     if (const char* f = std::getenv(kRecordPathFileEnv)) std::ofstream(f) << path << "\n";  // for the launcher
     return path;
   });
-  RunRecord record = run_benchmark(scenario, observer, options);
-  observer.complete(record);
-  if (record.distributed) {
-    const auto& t = record.telemetry;
-    record.distributed->interconnect =
-        record.environment.device_type == "cpu" ? "TCP (Gloo over " + rank.master_addr + ")"
-        : t.nvlink_active_links && *t.nvlink_active_links > 0
-            ? "NVLink (" + std::to_string(*t.nvlink_active_links) + " links active on rank 0's GPU)"
-        : t.nvlink_active_links ? "PCIe (no NVLink active)"
-                                : "unknown (NVML unavailable)";
-  }
+  RunRecord record = runner.run(scenario, observer);
   record.repeat_index = index;
   record.repeat_count = count;
 

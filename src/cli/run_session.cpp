@@ -23,39 +23,6 @@ void RunSession::clear_line() {
   }
 }
 
-void MonitoringObserver::on_start(const RunRecord& header) {
-  monitor_ = std::make_unique<telemetry::DeviceMonitor>(header.environment.device, header.environment.pci_bus_id,
-                                                        header.scenario.telemetry,
-                                                        header.scenario.telemetry_interval_s);
-  trace_path_ = header.scenario.telemetry_trace;
-}
-
-void MonitoringObserver::on_epoch_begin(int64_t) {
-  if (monitor_) monitor_->begin_epoch();
-}
-
-std::optional<EpochTelemetry> MonitoringObserver::on_epoch_end(int64_t, int64_t samples) {
-  return monitor_ ? monitor_->end_epoch(samples) : std::nullopt;
-}
-
-void MonitoringObserver::complete(RunRecord& record) {
-  if (!monitor_) {  // the run never started (e.g. no device): say so
-    record.telemetry = TelemetryInfo{};
-    record.telemetry.reader = "none";
-    record.telemetry.reason = "the run did not start";
-    return;
-  }
-  std::string error;
-  if (!monitor_->finish(trace_path_, &error)) spdlog::warn("could not write the telemetry trace: {}", error);
-  record.telemetry = monitor_->info();
-  std::vector<EpochTelemetry> epochs;
-  for (const auto& e : record.epochs) {
-    if (e.telemetry) epochs.push_back(*e.telemetry);
-  }
-  infer_clocks_locked(record.telemetry, epochs);
-  compute_drift(record);
-}
-
 void RunSession::on_start(const RunRecord& header) {
   output_ = choose_output_(header);
   stream_ = epochs_stream_path(output_);
@@ -70,10 +37,12 @@ void RunSession::on_start(const RunRecord& header) {
   spdlog::info("{} ({} parameters) on {} [{}], {} ({}), batch {}, record -> {}", header.model.name,
                header.model.parameters, header.environment.device, header.environment.device_name,
                header.precision.resolved, header.precision.memory_format, *header.scenario.batch_size, output_);
-  MonitoringObserver::on_start(header);
-  const TelemetryInfo& t = monitor_->info();
-  if (!monitor_->active()) {
-    if (header.scenario.telemetry) spdlog::warn("no power/clock telemetry: {}", t.reason);
+  telemetry_requested_ = header.scenario.telemetry;
+}
+
+void RunSession::on_telemetry(const TelemetryInfo& t, bool active) {
+  if (!active) {
+    if (telemetry_requested_) spdlog::warn("no power/clock telemetry: {}", t.reason);
     return;
   }
   spdlog::info("telemetry: {} every {:.0f} ms{}", t.reader, t.interval_s * 1000,

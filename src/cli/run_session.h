@@ -1,7 +1,7 @@
 #pragma once
-// One `gpubench run` as the CLI sees it. MonitoringObserver samples this process's device during the timed epochs
-// (every rank has one); RunSession, rank 0's, also turns engine events into log lines and a live progress line and
-// streams each finished epoch (with its telemetry) to a JSON Lines file.
+// One `gpubench run` as rank 0's console sees it: engine and runner events become log lines and a live progress
+// line, and each finished epoch (with its telemetry) is streamed to a JSON Lines file after a header line. Telemetry
+// itself belongs to the Runner (gpubench/runner/runner.hpp).
 
 #include <chrono>
 #include <functional>
@@ -9,33 +9,17 @@
 #include <string>
 
 #include "gpubench/engine/engine.hpp"
-#include "gpubench/telemetry/device_monitor.hpp"
 
 namespace gpubench::cli {
 
-/// Device telemetry only: what a rank other than 0 runs.
-class MonitoringObserver : public RunObserver {
- public:
-  void on_start(const RunRecord& header) override;
-  void on_epoch_begin(int64_t index) override;
-  std::optional<EpochTelemetry> on_epoch_end(int64_t index, int64_t samples) override;
-
-  /// Stops sampling and adds the telemetry block to `record` (and clocks-locked evidence from its epochs);
-  /// writes the raw-sample trace when the scenario asks for one.
-  void complete(RunRecord& record);
-
- protected:
-  std::unique_ptr<telemetry::DeviceMonitor> monitor_;
-  std::string trace_path_;
-};
-
-class RunSession final : public MonitoringObserver {
+class RunSession final : public RunObserver {
  public:
   /// `choose_output` maps the resolved header to the record path (called once, in on_start).
   RunSession(bool quiet, std::function<std::string(const RunRecord&)> choose_output);
   ~RunSession() override;
 
   void on_start(const RunRecord& header) override;
+  void on_telemetry(const TelemetryInfo& info, bool active) override;
   void on_note(const std::string& message) override;
   void on_phase(const std::string& phase) override;
   void on_step(const StepProgress& p) override;
@@ -48,7 +32,7 @@ class RunSession final : public MonitoringObserver {
 
  private:
   void clear_line();
-  bool quiet_, live_;
+  bool quiet_, live_, telemetry_requested_ = true;
   std::function<std::string(const RunRecord&)> choose_output_;
   std::string output_, stream_, unit_ = "samples";
   bool line_dirty_ = false;

@@ -2,7 +2,9 @@
 // A fresh folder per test (mkdtemp), removed afterwards: two runs of one test, or of two ctest invocations at once,
 // never share or clean each other's files.
 
+#include <ftw.h>
 #include <gtest/gtest.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -25,8 +27,10 @@ class TempDir {
     path_ = tmpl;
   }
   ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    // nftw rather than std::filesystem::remove_all: LibTorch's library exports its own std::filesystem symbols, and in
+    // a test linked with it that remove_all crashed (a null call inside libtorch.so).
+    ::nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
+           FTW_DEPTH | FTW_PHYS);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

@@ -69,6 +69,9 @@ class RunObserver {
   /// Once the scenario is resolved (defaults filled, device chosen), before any training step. `header` has
   /// the resolved scenario, environment, model and precision; no epochs yet.
   virtual void on_start(const RunRecord& /*header*/) {}
+  /// Which reader samples the device and its static facts (`active` false: none, and `info.reason` says why).
+  /// Sent by the Runner once, after on_start and before training.
+  virtual void on_telemetry(const TelemetryInfo& /*info*/, bool /*active*/) {}
   /// Something the user must know, e.g. "ran on the CPU with a 60 s budget".
   virtual void on_note(const std::string& /*message*/) {}
   /// A phase begins: "building model", "warm-up", "epoch 1/3", ...

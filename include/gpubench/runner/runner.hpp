@@ -1,0 +1,26 @@
+#pragma once
+// Runner: owns one run and hands back its complete record. It trains the scenario through the engine, samples this
+// process's device while the timed epochs run (every rank of a multi-GPU job samples its own), and adds what the
+// engine does not know: the telemetry block, locked-clock evidence, drift and the interconnect. Front ends (the CLI,
+// tests, a library user) pass an observer that only reports progress, and all get the same record.
+
+#include "gpubench/engine/engine.hpp"
+
+namespace gpubench {
+
+class Runner {
+ public:
+  explicit Runner(RunOptions options);
+
+  /// Trains `scenario` once. Failures (no device, OOM, non-finite loss, interrupt) come back as a record with that
+  /// status and a reason, never as an exception. `progress` sees every engine event plus on_telemetry.
+  RunRecord run(const Scenario& scenario, RunObserver& progress) const;
+
+ private:
+  RunOptions options_;
+};
+
+/// How the ranks of `record` talk: "TCP (Gloo over ADDR)" on the CPU, else NVLink/PCIe from NVML's link count.
+std::string describe_interconnect(const RunRecord& record, const std::string& master_addr);
+
+}  // namespace gpubench
