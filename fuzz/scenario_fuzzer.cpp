@@ -12,7 +12,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string format = (data[0] & 1) != 0 ? "json" : "yaml";
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  static const gpubench::ScenarioLoader loader({"resnet50", "bert-base", "sd-unet"});
+  static const gpubench::ScenarioLoader loader(gpubench::ModelKeys{
+      {"resnet50", {"image_size", "num_classes"}},
+      {"bert-base", {"seq_len", "num_labels", "layers", "width", "heads", "dropout", "attention", "gradient_checkpointing"}},
+      {"sd-unet", {"latent_size", "layers", "width", "heads", "dropout", "attention", "gradient_checkpointing"}}});
   gpubench::Scenario s;
   try {
     loader.load_text(text, format, "fuzz." + format, s);

@@ -65,7 +65,7 @@ std::string default_output(const Scenario& s, const std::string& precision) {
 
 /// Builds the scenario from --config, the positional model and flags; throws ScenarioError.
 Scenario build_scenario(const RunArgs& a) {
-  ScenarioLoader loader(model_names());
+  ScenarioLoader loader(model_keys());
   Scenario s;
   if (a.config) loader.load_file(*a.config, s);
   if (a.model) loader.apply_override("model", *a.model, "MODEL", s);
@@ -367,7 +367,7 @@ int info_command(const InfoArgs& args) {
 }
 
 int validate_command(const std::vector<std::string>& files) {
-  ScenarioLoader loader(model_names());
+  ScenarioLoader loader(model_keys());
   int rc = kExitOk;
   for (const auto& f : files) {
     try {

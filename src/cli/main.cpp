@@ -4,22 +4,31 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <string>
 
 #include "cli/commands.h"
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/scenario_loader.hpp"
+#include "gpubench/engine/engine.hpp"
 
 namespace {
 
 /// One option per scenario key on `cmd` (`model` as --model; the positional MODEL is added by the caller).
 void add_scenario_flags(CLI::App* cmd, std::map<std::string, std::string>& raw,
                         std::map<std::string, std::string>& flag_of, const std::string& suffix) {
+  // Help lists the keys every model takes, then each model's own (as the registry declares them).
+  const gpubench::ModelKeys models = gpubench::model_keys();
   for (const auto& k : gpubench::scenario_keys()) {
     if (k.key == "model") continue;
     auto* opt = cmd->add_option(k.flag, raw[k.key], k.description + suffix + " [" + k.key + "]");
     if (k.boolean) opt->expected(0, 1);  // `--cuda-graph` alone means true; `--cuda-graph false` also works
+    std::string takers;
+    for (const auto& [name, keys] : models) {
+      if (std::find(keys.begin(), keys.end(), k.key) != keys.end()) takers += (takers.empty() ? "" : ", ") + name;
+    }
+    opt->group(k.per_model ? "Keys of " + takers : "Scenario keys (every model)");
     flag_of[k.key] = k.flag;
   }
   cmd->add_option("--model", raw["model"], "Same as the positional MODEL [model]");

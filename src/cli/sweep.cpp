@@ -46,7 +46,7 @@ int sweep_command(const SweepArgs& a) {
   // Every point must be a valid scenario before anything runs.
   for (const auto& p : points) {
     try {
-      ScenarioLoader loader(model_names());
+      ScenarioLoader loader(model_keys());
       Scenario s;
       if (a.config) loader.load_file(*a.config, s);
       loader.apply_override("model", a.model, "MODEL", s);

@@ -8,6 +8,7 @@
 
 #include "gpubench/core/device_table.hpp"
 #include "gpubench/core/json_optional.hpp"
+#include "gpubench/core/scenario_loader.hpp"
 
 namespace gpubench {
 
@@ -29,6 +30,21 @@ RunStatus run_status_from_string(const std::string& s) {
   throw std::invalid_argument("unknown run status '" + s + "'");
 }
 
+namespace {
+/// The resolved scenario without the per-model keys the model does not take (they were never set: the loader refuses
+/// them). Records from callers that did not name the model's keys keep every key.
+nlohmann::json scenario_for_record(const RunRecord& r) {
+  nlohmann::json s = r.scenario;
+  if (r.model.scenario_keys.empty()) return s;
+  for (const auto& k : scenario_keys()) {
+    const bool own = std::find(r.model.scenario_keys.begin(), r.model.scenario_keys.end(), k.key) !=
+                     r.model.scenario_keys.end();
+    if (k.per_model && !own) s.erase(k.key);
+  }
+  return s;
+}
+}  // namespace
+
 void to_json(nlohmann::json& j, const RunRecord& r) {
   nlohmann::json sources = nlohmann::json::object();
   for (const auto& [key, origin] : r.scenario.origins) sources[key] = origin.describe();
@@ -36,7 +52,7 @@ void to_json(nlohmann::json& j, const RunRecord& r) {
        {"schema_version", r.schema_version},
        {"status", to_string(r.status)},
        {"reason", r.reason},
-       {"scenario", r.scenario},
+       {"scenario", scenario_for_record(r)},
        {"scenario_sources", sources},
        {"precision", r.precision},
        {"execution", r.execution},
@@ -100,8 +116,8 @@ bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const {
                   o.cpu_governor, o.container, o.variables);
 }
 bool ModelRecord::operator==(const ModelRecord& o) const {
-  return std::tie(name, parameters, train_flops_per_sample, sample_unit, tokens_per_sample) ==
-         std::tie(o.name, o.parameters, o.train_flops_per_sample, o.sample_unit, o.tokens_per_sample);
+  return std::tie(name, parameters, train_flops_per_sample, sample_unit, tokens_per_sample, scenario_keys) ==
+         std::tie(o.name, o.parameters, o.train_flops_per_sample, o.sample_unit, o.tokens_per_sample, o.scenario_keys);
 }
 bool PrecisionRecord::operator==(const PrecisionRecord& o) const {
   return std::tie(requested, resolved, autocast_dtype, tf32_matmul, tf32_cudnn, loss_scaling, memory_format,

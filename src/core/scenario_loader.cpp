@@ -215,11 +215,17 @@ struct Field {
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = [] {
     std::vector<Field> f;
+    // Keys that only some models take; which ones is declared by each model in the engine's registry.
+    static const std::set<std::string> per_model{"image_size", "num_classes", "seq_len", "num_labels", "latent_size",
+                                                 "attention", "layers", "width", "heads", "dropout",
+                                                 "gradient_checkpointing"};
     auto add = [&f](std::string key, std::string flag, std::string desc, Setter s) {
-      f.push_back({{std::move(key), std::move(flag), std::move(desc)}, std::move(s)});
+      const bool model_key = per_model.count(key) != 0;
+      f.push_back({{std::move(key), std::move(flag), std::move(desc), false, model_key}, std::move(s)});
     };
     auto add_bool = [&f](std::string key, std::string flag, std::string desc, Setter s) {
-      f.push_back({{std::move(key), std::move(flag), std::move(desc), true}, std::move(s)});
+      const bool model_key = per_model.count(key) != 0;
+      f.push_back({{std::move(key), std::move(flag), std::move(desc), true, model_key}, std::move(s)});
     };
     using Models = std::vector<std::string>;
     add("name", "--name", "free-form label for the run",
@@ -582,6 +588,15 @@ const std::vector<ScenarioKey>& scenario_keys() {
 
 ScenarioLoader::ScenarioLoader(std::vector<std::string> known_models) : known_models_(std::move(known_models)) {}
 
+ScenarioLoader::ScenarioLoader(ModelKeys model_keys) : model_keys_(std::move(model_keys)) {
+  for (const auto& [name, keys] : model_keys_) known_models_.push_back(name);
+}
+
+bool is_per_model_key(const std::string& key) {
+  const Field* f = find_field(key);
+  return f != nullptr && f->doc.per_model;
+}
+
 void ScenarioLoader::load_file(const std::string& path, Scenario& s) const {
   load_text(read_scenario_file(path), has_extension(path, ".json") ? "json" : "yaml", path, s);
 }
@@ -641,6 +656,20 @@ void ScenarioLoader::apply_override(const std::string& key, const std::string& v
 }
 
 void ScenarioLoader::check(const Scenario& s) const {
+  const auto model = model_keys_.find(s.model);
+  if (model != model_keys_.end()) {
+    for (const auto& [key, origin] : s.origins) {
+      if (!is_per_model_key(key)) continue;
+      const auto& own = model->second;
+      if (std::find(own.begin(), own.end(), key) != own.end()) continue;
+      std::vector<std::string> takers;
+      for (const auto& [name, keys] : model_keys_) {
+        if (std::find(keys.begin(), keys.end(), key) != keys.end()) takers.push_back(name);
+      }
+      throw ScenarioError(origin, key, "not a key of " + s.model +
+                                           (takers.empty() ? std::string("") : "; it applies to " + join(takers, ", ")));
+    }
+  }
   if (s.batch_size && s.dataset_size < *s.batch_size * s.grad_accumulation) {
     // Point at whichever of the two keys the user set (dataset_size first): a default has no file or line.
     const bool dataset_set = s.origins.count("dataset_size") != 0;

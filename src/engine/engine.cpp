@@ -103,6 +103,12 @@ std::vector<ModelInfo> available_models() {
   return out;
 }
 
+ModelKeys model_keys() {
+  ModelKeys out;
+  for (const auto& e : engine::model_registry()) out[e.info.name] = e.info.scenario_keys;
+  return out;
+}
+
 std::vector<std::string> model_names() {
   std::vector<std::string> out;
   for (const auto& e : engine::model_registry()) out.push_back(e.info.name);
@@ -175,6 +181,7 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     record.model.train_flops_per_sample = workload->train_flops_per_sample();
     record.model.sample_unit = entry.info.sample_unit;
     record.model.tokens_per_sample = workload->tokens_per_sample();
+    record.model.scenario_keys = entry.info.scenario_keys;
 
     observer.on_start(record);
     maybe_inject_oom(*s.batch_size * s.grad_accumulation);

@@ -198,7 +198,9 @@ RunRecord every_field_set() {
   e = EnvironmentRecord{"h", "os", "cpu", 16, "cuda:1", "cuda", "NVIDIA H200", 1 << 30, "9.0", 132, "0:19:00.0",
                         "13.0", "13.0", "9.19.0", "2.11.0", "0.3", "abc", "Release", "gcc", "cmd", "2026-11-30T00:00:00Z",
                         "2.27.7", 1 << 20, "performance", "docker", {{"NCCL_DEBUG", "INFO"}}};
-  r.model = ModelRecord{"bert-base", 3, 4.5, "sequences", 128};
+  r.model = ModelRecord{"bert-base", 3, 4.5, "sequences", 128,
+                        {"image_size", "num_classes", "seq_len", "num_labels", "latent_size", "attention", "layers",
+                         "width", "heads", "dropout", "gradient_checkpointing"}};
   EpochTelemetry t;
   t.samples = 9;
   t.devices = 2;
@@ -276,6 +278,20 @@ TEST_F(RecordFileTest, EveryFieldSurvivesTheRoundTripAndEqualityComparesValues) 
   changed = back;
   changed.scenario.origins["batch_size"] = Origin{"elsewhere", 1, 1};
   EXPECT_TRUE(changed == r);
+}
+
+TEST_F(RecordFileTest, TheRecordsScenarioHoldsOnlyTheKeysTheModelTakes) {
+  RunRecord r = sample_record();
+  r.model.scenario_keys = {"image_size", "num_classes"};
+  const nlohmann::json j = r;
+  EXPECT_TRUE(j["scenario"].contains("image_size"));
+  EXPECT_TRUE(j["scenario"].contains("batch_size"));  // common keys stay
+  for (const char* other : {"layers", "seq_len", "latent_size", "attention", "gradient_checkpointing"}) {
+    EXPECT_FALSE(j["scenario"].contains(other)) << other;
+  }
+  const std::string path = (dir_ / "keys.json").string();
+  write_record(path, r);
+  EXPECT_TRUE(read_record(path) == r);  // what was left out held its default, so it reads back the same
 }
 
 TEST_F(RecordFileTest, ImpossibleValuesAndNonRecordsAreRefusedNamingTheFile) {

@@ -38,7 +38,7 @@ class ScenarioFileTest : public ::testing::Test {
 
   testing::TempDir tmp_{"scenario"};
   fs::path dir_ = tmp_.path();
-  ScenarioLoader loader_{{"resnet50", "bert-base"}};
+  ScenarioLoader loader_{std::vector<std::string>{"resnet50", "bert-base"}};
 };
 
 TEST_F(ScenarioFileTest, HostileValuesAreErrorsNamingTheKeyNeverACrash) {
@@ -77,6 +77,33 @@ TEST_F(ScenarioFileTest, HostileValuesAreErrorsNamingTheKeyNeverACrash) {
     EXPECT_NE(e.find(c.name), std::string::npos) << c.name << ": " << e.substr(0, 300);
     EXPECT_NE(e.find(c.expect), std::string::npos) << c.name << ": " << e.substr(0, 300);
   }
+}
+
+TEST_F(ScenarioFileTest, AKeyOfAnotherModelIsRefusedNamingTheKeyAndTheModelsThatTakeIt) {
+  const ScenarioLoader loader(ModelKeys{{"resnet50", {"image_size", "num_classes"}},
+                                        {"bert-base", {"seq_len", "layers", "heads"}},
+                                        {"sd-unet", {"latent_size", "layers", "heads"}}});
+  Scenario s;
+  loader.load_file(write("r.yaml", "model: resnet50\nimage_size: 64\nlayers: 2\n"), s);
+  try {
+    loader.check(s);
+    FAIL() << "layers accepted for resnet50";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("r.yaml:3:9: key 'layers': not a key of resnet50; it applies to bert-base, "
+                                         "sd-unet"),
+              std::string::npos)
+        << e.what();
+  }
+  // The same key from a flag names the flag; keys the model takes, and common keys, pass.
+  Scenario t;
+  loader.apply_override("model", "resnet50", "MODEL", t);
+  loader.apply_override("seq_len", "64", "--seq-len", t);
+  EXPECT_THROW(loader.check(t), ScenarioError);
+  Scenario ok;
+  loader.load_file(write("b.yaml", "model: bert-base\nseq_len: 64\nlayers: 2\nbatch_size: 8\nepochs: 2\n"), ok);
+  EXPECT_NO_THROW(loader.check(ok));
+  EXPECT_TRUE(is_per_model_key("layers"));
+  EXPECT_FALSE(is_per_model_key("batch_size"));
 }
 
 TEST_F(ScenarioFileTest, OnlyRegularFilesOfAtMostOneMebibyteAreRead) {
@@ -253,7 +280,7 @@ TEST_F(ScenarioFileTest, DatasetSmallerThanABatchIsRejectedAtTheDatasetKey) {
 }
 
 TEST(ScenarioOverrideTest, BadFlagValueNamesTheFlag) {
-  ScenarioLoader loader({"resnet50"});
+  ScenarioLoader loader(std::vector<std::string>{"resnet50"});
   Scenario s;
   try {
     loader.apply_override("batch_size", "abc", "--batch-size", s);
@@ -264,7 +291,7 @@ TEST(ScenarioOverrideTest, BadFlagValueNamesTheFlag) {
 }
 
 TEST(ScenarioOverrideTest, FlagStringsAreTakenVerbatim) {
-  ScenarioLoader loader({});
+  ScenarioLoader loader(std::vector<std::string>{});
   Scenario s;
   loader.apply_override("name", "a: b", "--name", s);  // not parsed as YAML
   EXPECT_EQ(s.name, "a: b");

@@ -10,6 +10,7 @@
 #include "gpubench/core/launch.hpp"
 #include "gpubench/core/run_record.hpp"
 #include "gpubench/core/scenario.hpp"
+#include "gpubench/core/scenario_loader.hpp"
 
 namespace gpubench {
 
@@ -20,12 +21,17 @@ struct ModelInfo {
   std::string sample_unit;        ///< "images", "sequences", ...
   int64_t default_batch_size = 0; ///< on accelerators; CPU runs are bounded further
   std::string default_optimizer;  ///< "sgd" or "adamw"
+  /// The per-model scenario keys this model takes (image_size, seq_len, layers, ...); a scenario that sets another
+  /// model's key is refused (exit 2), and a record keeps only these besides the common keys.
+  std::vector<std::string> scenario_keys;
 };
 
 /// Models known to the registry, in listing order.
 std::vector<ModelInfo> available_models();
 /// Just their names (what a scenario's `model` may say).
 std::vector<std::string> model_names();
+/// Each model's per-model scenario keys, for the scenario loader.
+ModelKeys model_keys();
 
 /// A device gpubench could run on, or one it cannot use with the reason.
 struct DeviceInfo {
