@@ -5,7 +5,8 @@
 # Needs clang with its runtime (Debian: clang, libclang-rt-14-dev), installed here when missing and apt-get can; where
 # no such compiler can be had the script says so and skips (exit 0): gcc's sanitizers lack libFuzzer.
 # Knobs: GPUBENCH_FUZZ_SECONDS (per target, default 60), GPUBENCH_SANITIZE_BUILD_DIR (default build-sanitize/),
-# GPUBENCH_NO_APT=1 (never call apt-get). Findings: libFuzzer's crash-*/timeout-* inputs under <build>/fuzz-findings/.
+# GPUBENCH_NO_APT=1 (never call apt-get). The fuzzers start from seed 1, so a CI run is reproducible.
+# Findings: libFuzzer's crash-*/timeout-* inputs under <build>/fuzz-findings/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GPUBENCH_SANITIZE_BUILD_DIR:-$ROOT/build-sanitize}"
@@ -69,7 +70,7 @@ find "$ROOT/results" -name '*.json' -size -1024k -print0 2>/dev/null | head -z -
 status=0
 for target in scenario record; do
   log "fuzzing ${target} reading for ${SECONDS_EACH} s ($(ls "$corpus/$target" | wc -l) seeds)"
-  if ! (cd "$findings" && "$BUILD/fuzz/${target}_fuzzer" -max_total_time="$SECONDS_EACH" -timeout=10 \
+  if ! (cd "$findings" && "$BUILD/fuzz/${target}_fuzzer" -seed=1 -max_total_time="$SECONDS_EACH" -timeout=10 \
         -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "$corpus/$target" 2> "$BUILD/fuzz-${target}.log"); then
     status=1
     log "FINDING in ${target} reading: see $BUILD/fuzz-${target}.log and $findings"
