@@ -226,14 +226,14 @@ TEST_F(CliTest, AMultiGpuJobsEnergyIsEveryRanksGpuSummedWithPerRankFigures) {
     ASSERT_EQ(e.rank_telemetry.size(), 2u);
     const EpochTelemetry& r0 = e.rank_telemetry[0];
     const EpochTelemetry& r1 = e.rank_telemetry[1];
-    EXPECT_DOUBLE_EQ(*r0.power_avg_w, 200.0);
-    EXPECT_DOUBLE_EQ(*r1.power_avg_w, 300.0);
+    EXPECT_NEAR(*r0.power_avg_w, 200.0, 1e-9);  // time-weighted means: rounding
+    EXPECT_NEAR(*r1.power_avg_w, 300.0, 1e-9);
     ASSERT_TRUE(e.telemetry.has_value());
     EXPECT_EQ(e.telemetry->devices, 2);
-    EXPECT_DOUBLE_EQ(*e.telemetry->power_avg_w, 500.0);
-    EXPECT_DOUBLE_EQ(*e.telemetry->energy_j, *r0.energy_j + *r1.energy_j);
-    EXPECT_DOUBLE_EQ(*e.telemetry->joules_per_sample, *e.telemetry->energy_j / 32.0);  // all 32 samples, both ranks
-    EXPECT_DOUBLE_EQ(*e.telemetry->sm_clock_avg_mhz, 1800.0);
+    EXPECT_NEAR(*e.telemetry->power_avg_w, 500.0, 1e-9);
+    EXPECT_NEAR(*e.telemetry->energy_j, *r0.energy_j + *r1.energy_j, 1e-9 * *e.telemetry->energy_j);
+    EXPECT_NEAR(*e.telemetry->joules_per_sample, *e.telemetry->energy_j / 32.0, 1e-12 * *e.telemetry->energy_j);  // all 32 samples, both ranks
+    EXPECT_NEAR(*e.telemetry->sm_clock_avg_mhz, 1800.0, 1e-9);
     EXPECT_DOUBLE_EQ(*e.telemetry->temperature_peak_c, 60.0);
     job_joules += *e.telemetry->energy_j;
   }
