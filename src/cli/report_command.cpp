@@ -52,8 +52,7 @@ int report_command(const ReportArgs& a) {
     spdlog::error("--out {}: {}", a.out_dir, e.what());
     return kExitUsage;
   }
-  static const std::vector<std::string> chart_names{"throughput.png", "epoch_time.png", "telemetry.png",
-                                                    "batch_size.png", "compare.png"};
+  const std::vector<std::string>& chart_names = report_chart_files();
   std::error_code ec;
   for (const auto& c : chart_names) fs::remove(fs::path(a.out_dir) / c, ec);  // no stale charts from an earlier report
 

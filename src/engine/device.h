@@ -23,6 +23,9 @@ struct ResolvedDevice {
   bool is_cuda_like() const { return device.is_cuda(); }  ///< CUDA or ROCm (HIP presents as CUDA)
 };
 
+/// The first line of an error message (LibTorch's carry a C++ backtrace after it).
+inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 /// Resolves "auto", "cpu", "cuda[:N]", "rocm[:N]", "mps". Throws DeviceUnavailable with a clear reason.
 ResolvedDevice resolve_device(const std::string& spec);
 

@@ -20,7 +20,6 @@ namespace gpubench {
 
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 /// Test hook for OOM handling (sweeps continue past an OOM point): GPUBENCH_FAULT_INJECT=oom-above-batch:N makes
 /// every run with a batch larger than N end as if the device ran out of memory.
@@ -191,14 +190,14 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     engine::release_cached_memory(device);
     fail(RunStatus::kOom, "out of device memory at batch size " +
                               (record.scenario.batch_size ? std::to_string(*record.scenario.batch_size) : "?") +
-                              ": " + first_line(e.what_without_backtrace()));
+                              ": " + engine::first_line(e.what_without_backtrace()));
   } catch (const InjectedOom& e) {
     fail(RunStatus::kOom, "out of device memory at batch size " + std::to_string(*record.scenario.batch_size) + ": " +
                               e.what());
   } catch (const c10::Error& e) {
-    fail(RunStatus::kFailed, who + first_line(e.what_without_backtrace()) + describe_peers());
+    fail(RunStatus::kFailed, who + engine::first_line(e.what_without_backtrace()) + describe_peers());
   } catch (const std::exception& e) {
-    fail(RunStatus::kFailed, who + first_line(e.what()) + describe_peers());
+    fail(RunStatus::kFailed, who + engine::first_line(e.what()) + describe_peers());
   }
   return record;
 }

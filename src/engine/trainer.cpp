@@ -129,7 +129,6 @@ std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer& 
   return {};
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 /// Test hook for fault handling: GPUBENCH_FAULT_INJECT=ACTION-rank:R:step:N sends this process a signal at its Nth
 /// step (warm-up and timed steps counted together, from 1); ACTION-rank:R:after-epoch:E does it right after epoch E

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "gpubench/report/compare_report.hpp"
+#include "gpubench/report/run_report.hpp"
 
 namespace gpubench {
 
@@ -21,20 +22,6 @@ std::string why(const Comparison& c) {
   std::string issues;
   for (const auto& i : c.not_like_for_like) issues += (issues.empty() ? "" : "; ") + i;
   return issues.empty() ? "" : "NOT like-for-like: " + issues;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -88,15 +75,15 @@ std::string format_compare_junit(const CompareResult& r, double threshold) {
   out += fmt::format("<testsuite name=\"gpubench compare\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n",
                      r.comparisons.size(), failures, skipped);
   for (const auto& c : r.comparisons) {
-    out += fmt::format("  <testcase classname=\"gpubench\" name=\"{}\">", xml_escape(c.label));
+    out += fmt::format("  <testcase classname=\"gpubench\" name=\"{}\">", markup_escape(c.label));
     if (c.verdict == Verdict::kRegression) {
       out += fmt::format("\n    <failure message=\"{}\">throughput {} beyond the {:.1f}% threshold</failure>\n  ",
-                         xml_escape("regression: " + change(c)), xml_escape(change(c)), threshold * 100);
+                         markup_escape("regression: " + change(c)), markup_escape(change(c)), threshold * 100);
     } else if (c.verdict == Verdict::kNotComparable || c.verdict == Verdict::kNoBaseline) {
-      out += fmt::format("\n    <skipped message=\"{}\"/>\n  ", xml_escape(to_string(c.verdict) + ": " + why(c)));
+      out += fmt::format("\n    <skipped message=\"{}\"/>\n  ", markup_escape(to_string(c.verdict) + ": " + why(c)));
     } else {
-      out += fmt::format("\n    <system-out>{}: {}</system-out>\n  ", xml_escape(to_string(c.verdict)),
-                         xml_escape(change(c)));
+      out += fmt::format("\n    <system-out>{}: {}</system-out>\n  ", markup_escape(to_string(c.verdict)),
+                         markup_escape(change(c)));
     }
     out += "</testcase>\n";
   }

@@ -29,14 +29,22 @@ std::string file_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+/// Each chart file with its title, in display order.
+const std::vector<std::pair<std::string, std::string>>& charts() {
+  static const std::vector<std::pair<std::string, std::string>> all{
+      {"throughput.png", "Throughput per run"},
+      {"epoch_time.png", "Epoch time"},
+      {"telemetry.png", "Power, SM clock and temperature"},
+      {"batch_size.png", "Throughput against batch size"},
+      {"compare.png", "Comparison with 95 % intervals"}};
+  return all;
+}
+
 std::string chart_title(const std::string& name) {
-  static const std::map<std::string, std::string> titles{{"throughput.png", "Throughput per run"},
-                                                         {"epoch_time.png", "Epoch time"},
-                                                         {"telemetry.png", "Power, SM clock and temperature"},
-                                                         {"batch_size.png", "Throughput against batch size"},
-                                                         {"compare.png", "Comparison with 95 % intervals"}};
-  auto it = titles.find(name);
-  return it == titles.end() ? name : it->second;
+  for (const auto& [file, title] : charts()) {
+    if (file == name) return title;
+  }
+  return name;
 }
 
 std::vector<Row> run_rows(const ReportInput& in) {
@@ -118,20 +126,6 @@ std::array<double, 4> spread(const std::vector<double>& rates) {
   return {st.mean_ms, st.min_ms, st.max_ms, st.mean_ms > 0 ? st.stdev_ms / st.mean_ms * 100.0 : 0.0};
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string base64_encode(const std::string& bytes) {
@@ -197,17 +191,17 @@ std::string format_report_markdown(const ReportInput& in) {
 }
 
 std::string format_report_html(const ReportInput& in, const std::function<std::string(const std::string&)>& png_base64) {
-  std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html_escape(in.title) +
+  std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + markup_escape(in.title) +
                     "</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
                     "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#eee}"
                     "img{max-width:100%}</style></head><body>\n";
-  out += "<h1>" + html_escape(in.title) + "</h1>\n<p>" + std::to_string(in.runs.size()) + " run record(s).</p>\n";
+  out += "<h1>" + markup_escape(in.title) + "</h1>\n<p>" + std::to_string(in.runs.size()) + " run record(s).</p>\n";
   out += "<h2>Runs</h2>\n<table><tr>";
-  for (const auto& c : run_columns()) out += "<th>" + html_escape(c) + "</th>";
+  for (const auto& c : run_columns()) out += "<th>" + markup_escape(c) + "</th>";
   out += "</tr>\n";
   for (const auto& row : run_rows(in)) {
     out += "<tr>";
-    for (const auto& c : row.cells) out += "<td>" + html_escape(c) + "</td>";
+    for (const auto& c : row.cells) out += "<td>" + markup_escape(c) + "</td>";
     out += "</tr>\n";
   }
   out += "</table>\n";
@@ -215,7 +209,7 @@ std::string format_report_html(const ReportInput& in, const std::function<std::s
   if (!sweeps.empty()) {
     out += "<h2>Throughput against batch size</h2>\n";
     for (const auto& g : sweeps) {
-      out += "<p>" + html_escape(g.front()->scenario.model + " " + g.front()->precision.resolved + " on " +
+      out += "<p>" + markup_escape(g.front()->scenario.model + " " + g.front()->precision.resolved + " on " +
                                  g.front()->environment.device_name) +
              "</p>\n<table><tr><th>batch</th><th>status</th><th>samples/s</th></tr>\n";
       for (const RunRecord* r : g) {
@@ -233,20 +227,43 @@ std::string format_report_html(const ReportInput& in, const std::function<std::s
     for (const auto& g : repeats) {
       const auto [mean, lo, hi, cov] = spread(g.rates);
       out += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.2f}%</td></tr>\n",
-                         html_escape(g.label), g.rates.size(), mean, lo, hi, cov);
+                         markup_escape(g.label), g.rates.size(), mean, lo, hi, cov);
     }
     out += "</table>\n";
   }
   out += "<h2>Charts</h2>\n";
-  if (in.charts.empty()) out += "<p>No charts: " + html_escape(in.chart_note.empty() ? "nothing to plot" : in.chart_note) + "</p>\n";
+  if (in.charts.empty()) out += "<p>No charts: " + markup_escape(in.chart_note.empty() ? "nothing to plot" : in.chart_note) + "</p>\n";
   for (const auto& c : in.charts) {
     const std::string data = png_base64(c);
     if (data.empty()) continue;
-    out += "<h3>" + html_escape(chart_title(c)) + "</h3>\n<img alt=\"" + html_escape(chart_title(c)) +
+    out += "<h3>" + markup_escape(chart_title(c)) + "</h3>\n<img alt=\"" + markup_escape(chart_title(c)) +
            "\" src=\"data:image/png;base64," + data + "\">\n";
   }
   out += "</body></html>\n";
   return out;
+}
+
+std::string markup_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+const std::vector<std::string>& report_chart_files() {
+  static const std::vector<std::string> files = [] {
+    std::vector<std::string> out;
+    for (const auto& c : charts()) out.push_back(c.first);
+    return out;
+  }();
+  return files;
 }
 
 }  // namespace gpubench

@@ -24,4 +24,10 @@ std::string format_report_html(const ReportInput& in, const std::function<std::s
 /// Standard base64 (RFC 4648) of `bytes`.
 std::string base64_encode(const std::string& bytes);
 
+/// `&`, `<`, `>` and `"` as entities: safe text for HTML and XML elements and attributes.
+std::string markup_escape(const std::string& s);
+
+/// The chart files scripts/plot_results.py may draw, in display order.
+const std::vector<std::string>& report_chart_files();
+
 }  // namespace gpubench
