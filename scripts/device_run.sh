@@ -13,6 +13,8 @@
 #   sweep  - issue #6 on a GPU: `--batch-size max` for ResNet-50 bf16 (real OOMs) and a batch-size sweep
 #   trust  - issue #12 on nvidia-h200-x2: --amp (fp16 + loss scaling) against PyTorch AMP and bf16, and 1- vs 2-GPU
 #            energy with nvidia-smi logging both boards alongside
+#   faults - issue #13's fault paths on NCCL (nvidia-h200-x2): a rank killed, a rank stopped, rank 0 killed after an
+#            epoch, each timed; and a clean 2-GPU run through the runner
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -215,6 +217,31 @@ phase_trust() {
       --out-dir "$OUT/records/scaling_energy" 2>> "$OUT/session.log" | tee -a "$OUT/session.log"
   kill $smi 2>/dev/null
   bundle
+}
+
+# Issue #13's fault paths on NCCL (nvidia-h200-x2; the CI tests run them on Gloo): a rank killed, a rank stopped,
+# rank 0 killed after an epoch; each timed, with its record kept. Also a clean 2-GPU run through the runner.
+fault_run() {  # name | fault | ddp timeout | extra flags
+  local name="$1" fault="$2" timeout="$3" extra="$4" t0 rc
+  log "faults $name: GPUBENCH_FAULT_INJECT=$fault --ddp-timeout $timeout"
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  GPUBENCH_FAULT_INJECT="$fault" "$GB" run resnet50 --amp --batch-size 128 --dataset-size 25600 --epochs 3 \
+      --warmup-steps 10 --nproc-per-node 2 --ddp-timeout "$timeout" $extra --quiet \
+      --output "$OUT/records/fault_$name.json" > /dev/null 2>> "$OUT/session.log"
+  rc=$?
+  log "faults $name: exit $rc after $(echo "$(date +%s.%N) - $t0" | bc) s"
+  bundle
+}
+
+phase_faults() {
+  log "faults: a clean 2-GPU run (energy per rank through the runner)"
+  "$GB" run resnet50 --amp --batch-size 256 --dataset-size 25600 --nproc-per-node 2 --quiet \
+      --output "$OUT/records/clean_2gpu.json" 2>> "$OUT/session.log" | tail -3 | tee -a "$OUT/session.log"
+  fault_run killed_rank1 kill-rank:1:step:20 30s ""
+  fault_run stopped_rank1 stop-rank:1:step:20 20s ""
+  fault_run killed_rank0_after_epoch1 kill-rank:0:after-epoch:1 30s ""
+  ps aux | grep -c "[g]pubench run" | xargs -I{} echo "gpubench processes left: {}" | tee -a "$OUT/session.log"
 }
 
 phase_pairs() {
