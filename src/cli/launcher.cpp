@@ -55,6 +55,17 @@ std::string describe_exit(int status) {
 
 bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
 
+/// "stopped (SIGSTOP)" for a process the kernel reports as stopped, "" otherwise (/proc/<pid>/stat's state field).
+std::string stopped_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return "";
+  const char state = stat[paren + 2];
+  return state == 'T' || state == 't' ? "stopped (SIGSTOP)" : "";
+}
+
 }  // namespace
 
 /// After rank 0 has ended, the seconds the other ranks get before they are stopped.
@@ -119,6 +130,7 @@ int launch_local_ranks(const LaunchPlan& plan) {
   std::vector<int> status(pids.size(), 0);
   std::vector<bool> done(pids.size(), false);
   int first_failed = -1, forwarded = 0;
+  std::string stopped_note;  // ranks found stopped when the first rank failed
   Clock::time_point deadline = Clock::time_point::max();
   bool terminated = false;
   size_t remaining = pids.size();
@@ -133,6 +145,9 @@ int launch_local_ranks(const LaunchPlan& plan) {
         --remaining;
         if (failed(st) && first_failed < 0 && forwarded == 0) {
           first_failed = static_cast<int>(r);
+          for (size_t k = 0; k < pids.size(); ++k) {  // a rank that hangs because it is stopped is the real cause
+            if (!done[k] && !stopped_state(pids[k]).empty()) stopped_note += "rank " + std::to_string(k) + " was stopped (SIGSTOP); ";
+          }
           // Rank 0 writes the record: when another rank fails first, rank 0 gets time to notice and say so. When
           // rank 0 itself is done, the others have nothing left to report (a hung or stopped rank never would):
           // they get a moment, then are stopped, so the launcher ends within --ddp-timeout and a few seconds.
@@ -183,7 +198,8 @@ int launch_local_ranks(const LaunchPlan& plan) {
   }
 
   // A rank failed: make sure the record exists and names it.
-  const std::string what = "rank " + std::to_string(first_failed) + " " + describe_exit(status[first_failed]);
+  const std::string what =
+      stopped_note + "rank " + std::to_string(first_failed) + " " + describe_exit(status[first_failed]);
   if (record_path.empty()) record_path = plan.scenario.output.empty() ? "runs/launch_failed.json" : plan.scenario.output;
   try {
     RunRecord r;

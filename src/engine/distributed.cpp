@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -82,6 +83,12 @@ Communicator::Communicator(const RankInfo& info, const at::Device& device, doubl
   }
   if (device.is_cuda()) {
 #ifdef GPUBENCH_WITH_NCCL
+    // A timed-out collective must reach this rank's own code, so rank 0 can write a `failed` record naming the
+    // rank that died or hung. NCCL's default (3, SkipCleanUp) makes its watchdog take the whole process down instead,
+    // after waiting a further minute to dump debug state (seen on the H200 x2). CleanUpOnly (2) aborts the
+    // communicators and lets the next collective throw. A user's own setting wins.
+    ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", 0);
+    ::setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "0", 0);
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = to_ms(timeout_s);
     m.backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(m.store, info.rank, info.world_size, opts);
