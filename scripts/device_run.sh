@@ -224,13 +224,13 @@ phase_trust() {
 fault_run() {  # name | fault | ddp timeout | extra flags
   local name="$1" fault="$2" timeout="$3" extra="$4" t0 rc
   log "faults $name: GPUBENCH_FAULT_INJECT=$fault --ddp-timeout $timeout"
-  t0=$(date +%s.%N)
+  t0=$(date +%s)
   # shellcheck disable=SC2086
   GPUBENCH_FAULT_INJECT="$fault" "$GB" run resnet50 --amp --batch-size 128 --dataset-size 25600 --epochs 3 \
       --warmup-steps 10 --nproc-per-node 2 --ddp-timeout "$timeout" $extra --quiet \
       --output "$OUT/records/fault_$name.json" > /dev/null 2>> "$OUT/session.log"
   rc=$?
-  log "faults $name: exit $rc after $(echo "$(date +%s.%N) - $t0" | bc) s"
+  log "faults $name: exit $rc after $(( $(date +%s) - t0 )) s"
   bundle
 }
 
