@@ -83,12 +83,10 @@ Communicator::Communicator(const RankInfo& info, const at::Device& device, doubl
   }
   if (device.is_cuda()) {
 #ifdef GPUBENCH_WITH_NCCL
-    // A timed-out collective must reach this rank's own code, so rank 0 can write a `failed` record naming the
-    // rank that died or hung. NCCL's default (3, SkipCleanUp) makes its watchdog take the whole process down instead,
-    // after waiting a further minute to dump debug state (seen on the H200 x2). CleanUpOnly (2) aborts the
-    // communicators and lets the next collective throw. A user's own setting wins.
-    ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", 0);
-    ::setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "0", 0);
+    // NCCL's own error handling stays as PyTorch sets it (SkipCleanUp: the watchdog takes a rank down after a
+    // timed-out collective). On the H200 x2, CleanUpOnly (TORCH_NCCL_ASYNC_ERROR_HANDLING=2) left rank 0 hung after a
+    // peer stopped, which is worse; the launcher writes the record when rank 0 cannot
+    // (results/2026-11-30-h200x2-nccl-faults).
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = to_ms(timeout_s);
     m.backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(m.store, info.rank, info.world_size, opts);
