@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   gpubench::RunRecord copy = r;
   gpubench::summarize_energy(copy);
+  (void)gpubench::job_energy(r);
   gpubench::compute_drift(copy);
   const std::vector<gpubench::LoadedRecord> side{{"fuzz.json", r}};
   gpubench::CompareOptions options;

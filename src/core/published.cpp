@@ -198,9 +198,7 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
   if (ref.power_w && ref.epoch_seconds && ref.dataset_size) {
     c.published_joules_per_sample = *ref.power_w * *ref.epoch_seconds / static_cast<double>(*ref.dataset_size);
   }
-  RunRecord energy = run;  // the whole job's J/sample (every GPU), also for records older than the summary's figure
-  summarize_energy(energy);
-  c.measured_joules_per_sample = energy.summary.joules_per_sample;
+  c.measured_joules_per_sample = job_energy(run).joules_per_sample;  // every GPU's, also for older records
   if (!ref.notes.empty()) c.remarks.push_back(ref.notes);
   return c;
 }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -88,25 +89,26 @@ void write_record(const std::string& path, const RunRecord& record) {
   write_file_atomic(path, text + "\n");
 }
 
+FileReadError::FileReadError(const std::string& path, std::string problem)
+    : std::runtime_error("'" + path + "' " + problem), problem_(std::move(problem)) {}
+
 std::string read_text_file(const std::string& path, size_t max_bytes, const std::string& what) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) io_error("cannot read " + what, path, errno);
-  if (S_ISDIR(st.st_mode)) throw std::runtime_error("'" + path + "' is a directory, not a " + what);
-  if (!S_ISREG(st.st_mode)) {
-    throw std::runtime_error("'" + path + "' is not a regular file (a FIFO, socket or device), not a " + what);
-  }
+  if (::stat(path.c_str(), &st) != 0) throw FileReadError(path, std::string("cannot read file: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw FileReadError(path, "is a directory, not a " + what);
+  if (!S_ISREG(st.st_mode)) throw FileReadError(path, "is not a regular file (a FIFO, socket or device), not a " + what);
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    throw std::runtime_error("'" + path + "' is " + std::to_string(st.st_size) + " bytes; a " + what + " is at most " +
-                             std::to_string(max_bytes >> 20) + " MiB");
+    throw FileReadError(path, "is " + std::to_string(st.st_size) + " bytes; a " + what + " is at most " +
+                                  std::to_string(max_bytes >> 20) + " MiB");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) io_error("cannot read " + what, path, errno);
-  std::string text(max_bytes + 1 < static_cast<size_t>(st.st_size) + 4096 ? max_bytes + 1
-                                                                          : static_cast<size_t>(st.st_size) + 4096,
-                   '\0');
+  if (!in) throw FileReadError(path, std::string("cannot read file: ") + std::strerror(errno));
+  // At most one byte past the limit is read, whatever the file does meanwhile.
+  std::string text(std::min(max_bytes + 1, static_cast<size_t>(st.st_size) + 4096), '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > max_bytes) throw std::runtime_error("'" + path + "' grew past " + std::to_string(max_bytes) + " bytes");
+  if (in.bad()) throw FileReadError(path, std::string("cannot read file: ") + std::strerror(errno));
+  if (text.size() > max_bytes) throw FileReadError(path, "grew past " + std::to_string(max_bytes) + " bytes");
   return text;
 }
 

@@ -254,25 +254,31 @@ void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms) {
   compute_drift(r);
 }
 
-void summarize_energy(RunRecord& r) {
-  RunSummary& s = r.summary;
-  s.energy_j.reset();
-  s.joules_per_sample.reset();
-  s.power_avg_w.reset();
-  s.power_devices = 0;
+JobEnergy job_energy(const RunRecord& r) {
+  JobEnergy out;
   double joules = 0, seconds = 0;
-  int64_t samples = 0;
+  int64_t samples = 0, devices = 0;
   for (const auto& e : r.epochs) {
-    if (!e.telemetry || !e.telemetry->energy_j) return;  // a gap: a total would be too low
+    if (!e.telemetry || !e.telemetry->energy_j) return out;  // a gap: a total would be too low
     joules += *e.telemetry->energy_j;
     seconds += e.seconds;
     samples += e.samples;
-    s.power_devices = std::max(s.power_devices, e.telemetry->devices);
+    devices = std::max(devices, e.telemetry->devices);
   }
-  if (r.epochs.empty()) return;
-  s.energy_j = joules;
-  if (samples > 0) s.joules_per_sample = joules / static_cast<double>(samples);
-  if (seconds > 0) s.power_avg_w = joules / seconds;
+  if (r.epochs.empty()) return out;
+  out.energy_j = joules;
+  out.devices = devices;
+  if (samples > 0) out.joules_per_sample = joules / static_cast<double>(samples);
+  if (seconds > 0) out.power_avg_w = joules / seconds;
+  return out;
+}
+
+void summarize_energy(RunRecord& r) {
+  const JobEnergy e = job_energy(r);
+  r.summary.energy_j = e.energy_j;
+  r.summary.joules_per_sample = e.joules_per_sample;
+  r.summary.power_avg_w = e.power_avg_w;
+  r.summary.power_devices = e.devices;
 }
 
 void compute_drift(RunRecord& r) {

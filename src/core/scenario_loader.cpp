@@ -1,5 +1,7 @@
 #include "gpubench/core/scenario_loader.hpp"
 
+#include "gpubench/core/record_io.hpp"
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -421,24 +423,13 @@ bool has_extension(const std::string& path, const std::string& ext) {
 }
 
 /// The whole file, refusing what is not a regular file (a FIFO would block, /dev/zero never ends) and anything
-/// over kMaxFileBytes (read at most one byte more to tell).
+/// over kMaxFileBytes: the records' bounded reader, with its problems reported as scenario errors.
 std::string read_scenario_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    throw ScenarioError(Origin{path, 0, 0}, "", std::string("cannot read file: ") + std::strerror(errno));
+  try {
+    return read_text_file(path, kMaxFileBytes, "scenario file");
+  } catch (const FileReadError& e) {
+    throw ScenarioError(Origin{path, 0, 0}, "", e.problem());
   }
-  if (S_ISDIR(st.st_mode)) throw ScenarioError(Origin{path, 0, 0}, "", "is a directory, not a scenario file");
-  if (!S_ISREG(st.st_mode)) {
-    throw ScenarioError(Origin{path, 0, 0}, "",
-                        "is not a regular file (a FIFO, socket or device); give a YAML or JSON file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ScenarioError(Origin{path, 0, 0}, "", std::string("cannot read file: ") + std::strerror(errno));
-  std::string text(kMaxFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (in.bad()) throw ScenarioError(Origin{path, 0, 0}, "", std::string("cannot read file: ") + std::strerror(errno));
-  return text;
 }
 
 /// yaml-cpp parses nested collections recursively: refuse nesting no scenario needs before it can exhaust the stack

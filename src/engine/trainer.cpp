@@ -129,7 +129,6 @@ std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer& 
   return {};
 }
 
-
 /// Test hook for fault handling: GPUBENCH_FAULT_INJECT=ACTION-rank:R:step:N sends this process a signal at its Nth
 /// step (warm-up and timed steps counted together, from 1); ACTION-rank:R:after-epoch:E does it right after epoch E
 /// (1-based) was reported and streamed. ACTION: kill (SIGKILL), term (SIGTERM), stop (SIGSTOP: a hung rank). A single
@@ -248,8 +247,9 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
   for (int64_t i = 0; i < warmup; ++i) {
     if (stop_requested(plan)) break;
     runner.run();
-    if (plan.comm != nullptr) plan.comm->set_progress(steps_run + 1);
-    fault.maybe_fire(plan.comm, ++steps_run);
+    ++steps_run;
+    if (plan.comm != nullptr) plan.comm->set_progress(steps_run);
+    fault.maybe_fire(plan.comm, steps_run);
     observer.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size, seconds_since(warm_t0)});
   }
 
@@ -321,8 +321,9 @@ void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, 
       losses.push_back(step());
       timer->mark();
       ++done;
-      if (dist) plan.comm->set_progress(steps_run + 1);
-      fault.maybe_fire(plan.comm, ++steps_run);
+      ++steps_run;
+      if (dist) plan.comm->set_progress(steps_run);
+      fault.maybe_fire(plan.comm, steps_run);
       const double elapsed = seconds_since(t0);
       observer.on_step(StepProgress{false, e, max_epochs == INT64_MAX ? 0 : max_epochs, done, steps_per_epoch,
                                     batch_size, elapsed});

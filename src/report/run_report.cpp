@@ -52,10 +52,9 @@ std::vector<Row> run_rows(const ReportInput& in) {
   for (const auto& lr : in.runs) {
     const RunRecord& r = lr.record;
     const bool ok = r.status == RunStatus::kOk;
-    RunRecord energy = r;  // the whole job's power and J/sample, also for records written before the summary had them
-    summarize_energy(energy);
-    const auto& power = energy.summary.power_avg_w;
-    const auto& joules = energy.summary.joules_per_sample;
+    const JobEnergy energy = job_energy(r);  // the whole job's, also for records older than the summary's figures
+    const auto& power = energy.power_avg_w;
+    const auto& joules = energy.joules_per_sample;
     rows.push_back(Row{{file_name(lr.path), r.scenario.model,
                         r.environment.device_name.empty() ? r.environment.device : r.environment.device_name,
                         r.precision.resolved.empty() ? r.scenario.precision : r.precision.resolved,

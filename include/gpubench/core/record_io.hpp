@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "gpubench/core/run_record.hpp"
@@ -31,7 +32,18 @@ std::string json_text(const nlohmann::json& j, int indent = -1, bool* replaced =
 RunRecord read_record(const std::string& path);
 /// The same for text already in memory; `source` names it in errors.
 RunRecord parse_record(const std::string& text, const std::string& source);
-/// At most `max_bytes` of a regular file (FIFOs, devices and directories are refused, never read).
+/// A file that cannot be read as asked; what() is "'<path>' <problem>", problem() the part without the path.
+class FileReadError : public std::runtime_error {
+ public:
+  FileReadError(const std::string& path, std::string problem);
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string problem_;
+};
+
+/// At most `max_bytes` of a regular file (FIFOs, devices and directories are refused, never read). `what` names
+/// the kind of file in messages ("gpubench record", "scenario file"). Throws FileReadError.
 std::string read_text_file(const std::string& path, size_t max_bytes, const std::string& what);
 
 /// Appends one JSON object as a line to `path` and fsyncs it (JSON Lines), creating the file if needed. A write that

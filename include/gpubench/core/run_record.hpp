@@ -180,7 +180,14 @@ std::vector<std::string> record_problems(const RunRecord& r);
 
 /// Recomputes `summary` totals from `epochs` and the per-step samples (ms) of all timed steps.
 void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms);
-/// Fills the summary's energy fields (whole job, all timed epochs) from the epochs' telemetry.
+/// Energy over all timed epochs for the whole job (every GPU): unset figures when an epoch lacks energy.
+struct JobEnergy {
+  std::optional<double> energy_j, joules_per_sample, power_avg_w;  ///< J, J per sample trained, J / s (W)
+  int64_t devices = 0;                                              ///< GPUs summed
+};
+/// From the epochs' telemetry; works for records written before the summary carried these figures.
+JobEnergy job_energy(const RunRecord& r);
+/// Fills the summary's energy fields from job_energy.
 void summarize_energy(RunRecord& r);
 /// Fills the summary's drift fields from the first and last complete epochs (needs two of them).
 void compute_drift(RunRecord& r);
