@@ -25,8 +25,7 @@
 #include "gpubench/engine/engine.hpp"
 #include "gpubench/runner/runner.hpp"
 #include "gpubench/core/compare.hpp"
-#include "gpubench/report/compare_report.hpp"
-#include "gpubench/report/console.hpp"
+#include "gpubench/report/views.hpp"
 #include "gpubench/telemetry/readers.hpp"
 
 namespace gpubench::cli {
@@ -116,6 +115,10 @@ std::string write_record_somewhere(const std::string& path, const RunRecord& rec
   throw std::runtime_error(errors);
 }
 
+void print_run_summary(const RunRecord& record) {
+  std::fputs(make_printer("console")->render(run_summary_document(record)).c_str(), stdout);
+}
+
 struct RunOutcome {
   RunStatus status = RunStatus::kFailed;
   double samples_per_s = 0;
@@ -160,7 +163,7 @@ RunOutcome run_once(const Scenario& scenario, const RunArgs& args, int index, in
     written = write_record_somewhere(path, record);
   } catch (const std::exception& e) {
     outcome.record_where_asked = false;
-    std::fputs(format_run_summary(record).c_str(), stdout);
+    print_run_summary(record);
     std::printf("record: not written (%s)\n", e.what());
     spdlog::error("the run finished but its record could not be written anywhere: {}", e.what());
     if (!observer.stream_path().empty()) spdlog::error("its finished epochs are in {}", observer.stream_path());
@@ -168,7 +171,7 @@ RunOutcome run_once(const Scenario& scenario, const RunArgs& args, int index, in
   }
   std::error_code ec;
   if (!observer.stream_path().empty()) std::filesystem::remove(observer.stream_path(), ec);  // folded in
-  std::fputs(format_run_summary(record).c_str(), stdout);
+  print_run_summary(record);
   std::printf("record: %s\n", written.c_str());
   if (written != path) {
     outcome.record_where_asked = false;
@@ -405,24 +408,15 @@ int compare_published(const CompareArgs& a) {
     spdlog::error("no gpubench run record in {}", a.candidate);
     return kExitUsage;
   }
-  std::string md;
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& r : runs) {
-    const PublishedComparison c = compare_with_published(*ref, r.record);
-    md += format_published_markdown(c, r.record, r.path) + "\n";
-    j.push_back({{"reference", ref->id}, {"record", r.path}, {"published_samples_per_s", c.published_samples_per_s},
-                 {"measured_samples_per_s", c.measured_samples_per_s}, {"percent_of_published", c.percent_of_published},
-                 {"measured_epoch_seconds", c.measured_epoch_seconds}, {"differences", c.differences},
-                 {"published_price_performance", c.published_price_performance},
-                 {"recomputed_price_performance", c.recomputed_price_performance},
-                 {"measured_price_performance", c.measured_price_performance},
-                 {"published_joules_per_sample", c.published_joules_per_sample},
-                 {"measured_joules_per_sample", c.measured_joules_per_sample}, {"remarks", c.remarks}});
-  }
-  std::fputs(md.c_str(), stdout);
+  std::vector<PublishedRun> rows;
+  for (const auto& r : runs) rows.push_back(PublishedRun{r.path, &r.record, compare_with_published(*ref, r.record)});
+  const Document doc = published_document(*ref, rows);
   try {
-    if (!a.markdown.empty()) write_file_atomic(a.markdown, md);
-    if (!a.json.empty()) write_file_atomic(a.json, json_text(j, 2) + "\n");
+    PrinterMultiplex mux;
+    add_outputs(mux, a.output, "md");  // Markdown reads well on a console too
+    if (!a.markdown.empty()) mux.add("md", a.markdown);
+    if (!a.json.empty()) mux.add("json", a.json);
+    mux.print(doc);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return kExitRunFailed;
@@ -464,12 +458,22 @@ int compare_command(const CompareArgs& a) {
     spdlog::error("nothing to compare: {} baseline and {} candidate records", base.size(), candidate.size());
     return kExitUsage;
   }
+  const std::vector<std::string> tags = metric_tags(base);
+  if (std::find(tags.begin(), tags.end(), a.metric) == tags.end()) {
+    std::string known;
+    for (const auto& t : tags) known += (known.empty() ? "" : ", ") + t;
+    spdlog::error("--metric {}: the baseline records have no such metric; they have: {}", a.metric, known);
+    return kExitUsage;
+  }
+  options.metric = a.metric;
   const CompareResult result = compare_runs(base, candidate, options);
-  std::fputs(format_compare_console(result, options.threshold).c_str(), stdout);
   try {
-    if (!a.markdown.empty()) write_file_atomic(a.markdown, format_compare_markdown(result, options.threshold));
-    if (!a.junit.empty()) write_file_atomic(a.junit, format_compare_junit(result, options.threshold));
-    if (!a.json.empty()) write_file_atomic(a.json, json_text(compare_to_json(result, options.threshold), 2) + "\n");
+    PrinterMultiplex mux;
+    add_outputs(mux, a.output, "console");
+    if (!a.markdown.empty()) mux.add("md", a.markdown);
+    if (!a.junit.empty()) mux.add("junit", a.junit);
+    if (!a.json.empty()) mux.add("json", a.json);
+    mux.print(compare_document(result, options.threshold));
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return kExitUsage;

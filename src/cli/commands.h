@@ -40,12 +40,20 @@ struct InfoArgs {
 int info_command(const InfoArgs& args);
 int validate_command(const std::vector<std::string>& files);
 
+/// Where a command's document goes: `--format` for standard output, and `--save FILE` (repeatable) for files in
+/// the format their extension names (.md .html .csv .jsonl .json .xml .txt) or given as FORMAT:FILE.
+struct OutputArgs {
+  std::string format;                 ///< standard output's format; empty = the command's default
+  std::vector<std::string> files;     ///< FILE or FORMAT:FILE
+};
+
 struct ScalingArgs {
   std::string model;
   std::string gpus = "1,2";              ///< rank counts to run, e.g. "1,2,4,8"
   std::string out_dir;                   ///< records and the summary; default runs/scaling_<model>_<time>
   std::vector<std::string> run_args;     ///< passed to every `gpubench run` (scenario flags, --config, ...)
   std::string self;                      ///< path of this binary
+  OutputArgs output;                     ///< the summary's formats (scaling.md and scaling.json are always written)
 };
 int scaling_command(const ScalingArgs& args);
 
@@ -56,8 +64,19 @@ struct SweepArgs {
   std::map<std::string, std::string> override_flag;  ///< scenario key -> flag name
   std::string out_dir;                               ///< default runs/sweep_<model>_<time>
   std::string self;                                  ///< this binary
+  OutputArgs output;                                 ///< the summary's formats (sweep.md/.json are always written)
 };
 int sweep_command(const SweepArgs& args);
+
+struct ExportArgs {
+  std::vector<std::string> paths;  ///< record files or directories
+  std::string per = "epoch";       ///< one row per epoch or per run
+  std::string format;              ///< csv (default), jsonl, json, md, html, console
+  std::string out;                 ///< file; empty = standard output
+};
+int export_command(const ExportArgs& args);
+/// The standard metrics: tag, unit, direction, where measured, meaning.
+int metrics_command();
 
 struct ReportArgs {
   std::vector<std::string> paths;  ///< record files or directories
@@ -71,8 +90,22 @@ struct CompareArgs {
   std::string base, candidate;               ///< a record file or a directory of records, each
   std::string threshold = "2%";             ///< "2%" or "0.02"
   std::string markdown, junit, json;         ///< optional output files
+  std::string metric = "samples_per_s";      ///< the metric compared (a tag; `gpubench export` lists them)
   uint64_t seed = 1;
+  OutputArgs output;
 };
 int compare_command(const CompareArgs& args);
+
+}  // namespace gpubench::cli
+
+namespace gpubench {
+class PrinterMultiplex;
+}
+
+namespace gpubench::cli {
+
+/// The printers an OutputArgs asks for: standard output in `format` (or `default_format`), plus each file. Throws
+/// std::invalid_argument for an unknown format or a file whose format cannot be told from its name.
+void add_outputs(PrinterMultiplex& mux, const OutputArgs& out, const std::string& default_format);
 
 }  // namespace gpubench::cli

@@ -12,6 +12,7 @@
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/scenario_loader.hpp"
 #include "gpubench/engine/engine.hpp"
+#include "gpubench/report/document.hpp"
 
 namespace {
 
@@ -43,6 +44,18 @@ std::map<std::string, std::string> given_flags(CLI::App* cmd, std::map<std::stri
     if (opt->count() > 0) out[k.key] = (k.boolean && raw[k.key].empty()) ? "true" : raw[k.key];
   }
   return out;
+}
+
+/// --format (standard output) and --output FILE (repeatable) for a command that prints a document.
+void add_output_options(CLI::App* cmd, gpubench::cli::OutputArgs& out, const std::string& default_format) {
+  std::string formats;
+  for (const auto& f : gpubench::printer_formats()) formats += (formats.empty() ? "" : ", ") + f;
+  cmd->add_option("--format", out.format, "Format of what is printed on standard output: " + formats +
+                                              " (default " + default_format + ")")
+      ->check(CLI::IsMember(gpubench::printer_formats()));
+  cmd->add_option("--save", out.files,
+                  "Also save it to FILE, in the format its extension names (.md .html .csv .jsonl .json .xml=JUnit "
+                  ".txt) or as FORMAT:FILE; repeatable");
 }
 
 }  // namespace
@@ -108,6 +121,7 @@ int main(int argc, char** argv) {
   scaling->add_option("--gpus", scaling_args.gpus, "Rank counts to run, comma-separated (default 1,2)");
   scaling->add_option("--out-dir", scaling_args.out_dir,
                       "Folder for the records and scaling.json/scaling.md (default runs/scaling_<model>_<time>)");
+  add_output_options(scaling, scaling_args.output, "console");
   scaling->allow_extras();
   scaling->footer("Every other option is passed to each `gpubench run` (e.g. --precision bf16 --batch-size 256, "
                   "which is per GPU).\nEfficiency = throughput on N ÷ (N × throughput on 1). Exit 1 if a run failed.");
@@ -120,6 +134,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--out-dir", sweep_args.out_dir,
                     "Folder for one record per point plus sweep.md/sweep.json (default runs/sweep_<model>_<time>)");
   add_scenario_flags(sweep, sweep_raw, sweep_args.override_flag, "; a comma list sweeps it");
+  add_output_options(sweep, sweep_args.output, "console");
   sweep->footer("Example: gpubench sweep resnet50 --batch-size 32,64,128,256 --precision fp32,bf16\n"
                 "--batch-size max searches for the largest batch that trains. Exit codes: 0 every point ran (ok or "
                 "oom), 1 a point failed otherwise, 2 a point is not a valid scenario (nothing ran).");
@@ -145,8 +160,29 @@ int main(int argc, char** argv) {
   compare->add_option("--junit", compare_args.junit, "Also write JUnit XML here");
   compare->add_option("--json", compare_args.json, "Also write the comparison as JSON here");
   compare->add_option("--seed", compare_args.seed, "Bootstrap seed (default 1)");
-  compare->footer("Pairs runs by resolved scenario (repeats are pooled). The 95% interval of the throughput ratio is a "
-                  "bootstrap over runs and their steps.\nExit codes: 0 no regression, 2 usage error, 3 regression.");
+  compare->add_option("--metric", compare_args.metric,
+                      "Metric to compare, by tag (default samples_per_s: throughput); e.g. joules_per_sample, "
+                      "peak_reserved_bytes, step_time_p95_ms, epoch_seconds. `gpubench metrics` lists them; the "
+                      "metric says whether higher or lower is better");
+  add_output_options(compare, compare_args.output, "console");
+  compare->footer("Pairs runs by resolved scenario (repeats are pooled). The 95% interval of the ratio is a bootstrap over "
+                  "runs and their steps\n(throughput) or their epochs (other metrics). A regression is a change for the "
+                  "worse beyond --threshold.\nExit codes: 0 no regression, 2 usage error, 3 regression.");
+
+  gpubench::cli::ExportArgs export_args;
+  auto* exporter = app.add_subcommand("export", "Records as a table: one row per epoch (or run), every metric a column");
+  exporter->add_option("RECORDS", export_args.paths, "Record files or directories of records")->required();
+  exporter->add_option("--per", export_args.per, "One row per epoch (default) or per run")
+      ->check(CLI::IsMember({"epoch", "run"}));
+  exporter->add_option("--format", export_args.format,
+                       "csv (default), jsonl, json, md, html or console; with --out the extension decides unless given")
+      ->check(CLI::IsMember(gpubench::printer_formats()));
+  exporter->add_option("-o,--out", export_args.out, "Write here instead of standard output (atomically)");
+  exporter->footer("Columns: the run's identity (record, model, device, precision, batch_size, world_size, ...), then "
+                   "one column per metric tag\nwith its unit in the name (samples_per_s, step_time_p95_ms, "
+                   "joules_per_sample, ...). Loads with pandas.read_csv or read_json(lines=True).");
+
+  auto* metrics = app.add_subcommand("metrics", "List the metric tags records carry (for compare --metric and export)");
 
   try {
     app.parse(argc, argv);
@@ -166,6 +202,8 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return gpubench::cli::validate_command(files);
     if (compare->parsed()) return gpubench::cli::compare_command(compare_args);
     if (report->parsed()) return gpubench::cli::report_command(report_args);
+    if (exporter->parsed()) return gpubench::cli::export_command(export_args);
+    if (metrics->parsed()) return gpubench::cli::metrics_command();
     if (sweep->parsed()) {
       sweep_args.overrides = given_flags(sweep, sweep_raw);
       sweep_args.overrides.erase("model");

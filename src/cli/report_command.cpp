@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/subprocess.h"
 #include "gpubench/core/record_io.hpp"
-#include "gpubench/report/run_report.hpp"
+#include "gpubench/report/views.hpp"
 
 namespace gpubench::cli {
 
@@ -72,10 +72,11 @@ int report_command(const ReportArgs& a) {
     spdlog::warn("no charts: {}", in.chart_note);
   }
   try {
-    write_file_atomic(a.out_dir + "/report.md", format_report_markdown(in));
-    write_file_atomic(a.out_dir + "/report.html", format_report_html(in, [&](const std::string& name) {
-                        return base64_encode(slurp(fs::path(a.out_dir) / name));
-                      }));
+    PrinterMultiplex mux;
+    mux.add("md", a.out_dir + "/report.md");
+    mux.add("html", a.out_dir + "/report.html",
+            [&](const std::string& name) { return slurp(fs::path(a.out_dir) / name); });
+    mux.print(report_document(in));
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return kExitRunFailed;

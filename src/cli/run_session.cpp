@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "gpubench/core/record_io.hpp"
-#include "gpubench/report/console.hpp"
+#include "gpubench/report/views.hpp"
 
 namespace gpubench::cli {
 

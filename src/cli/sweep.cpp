@@ -14,7 +14,7 @@
 #include "gpubench/core/scenario_loader.hpp"
 #include "gpubench/core/sweep.hpp"
 #include "gpubench/engine/engine.hpp"
-#include "gpubench/report/console.hpp"
+#include "gpubench/report/views.hpp"
 
 namespace gpubench::cli {
 
@@ -84,9 +84,7 @@ int sweep_command(const SweepArgs& a) {
     return args;
   };
 
-  nlohmann::json summary = nlohmann::json::array();
-  std::string md = "| point | status | batch | samples/s | step ms (median) | peak allocated | record |\n"
-                   "| --- | --- | --- | --- | --- | --- | --- |\n";
+  std::vector<SweepPointResult> results;
   bool all_fine = true;
   for (size_t i = 0; i < points.size(); ++i) {
     const SweepPoint& p = points[i];
@@ -122,8 +120,7 @@ int sweep_command(const SweepArgs& a) {
                                 found, list);
       spdlog::info("sweep point {}: {}", i + 1, search_note);
       if (found == 0) {
-        summary.push_back({{"point", p.label()}, {"status", "oom"}, {"reason", "not even batch size 1 fits"}});
-        md += fmt::format("| {} | oom (batch 1 does not fit) | | | | | |\n", p.label());
+        results.push_back(SweepPointResult{p.label(), p.swept, path, 0, std::nullopt, "oom: not even batch size 1 fits"});
         continue;
       }
       args = args_for(p, {"batch_size", "dataset_size"});
@@ -142,36 +139,30 @@ int sweep_command(const SweepArgs& a) {
     args.insert(args.end(), {"--output", path, "--quiet"});
     spdlog::info("sweep point {}/{}: {}", i + 1, points.size(), p.label());
     const int rc = run_child(args);
-    nlohmann::json row = {{"point", p.label()}, {"swept", p.swept}, {"record", path}, {"exit_code", rc}};
+    SweepPointResult result{p.label(), p.swept, path, rc, std::nullopt, ""};
     try {
       RunRecord r = read_record(path);
       if (!search_note.empty()) {
         r.notes.push_back(search_note);
         write_record(path, r);
       }
-      row["status"] = to_string(r.status);
-      row["reason"] = r.reason;
-      row["batch_size"] = r.scenario.batch_size ? *r.scenario.batch_size : 0;
-      row["samples_per_s"] = r.summary.samples_per_s;
-      row["peak_allocated_bytes"] = r.summary.peak_allocated_bytes;
       all_fine = all_fine && (r.status == RunStatus::kOk || r.status == RunStatus::kOom);
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", p.label(),
-                        r.status == RunStatus::kOk ? "ok" : to_string(r.status) + ": " + r.reason,
-                        r.scenario.batch_size ? std::to_string(*r.scenario.batch_size) : "?",
-                        r.status == RunStatus::kOk ? fmt::format("{:.1f}", r.summary.samples_per_s) : "-",
-                        r.status == RunStatus::kOk ? fmt::format("{:.2f}", r.summary.step_time.median_ms) : "-",
-                        r.summary.peak_allocated_bytes ? format_bytes(*r.summary.peak_allocated_bytes) : "-",
-                        std::filesystem::path(path).filename().string());
+      result.record = std::move(r);
     } catch (const std::exception& e) {
       all_fine = false;
-      row["status"] = "missing";
-      md += fmt::format("| {} | no record (exit {}) | | | | | |\n", p.label(), rc);
     }
-    summary.push_back(row);
+    results.push_back(std::move(result));
   }
-  std::fputs(md.c_str(), stdout);
-  write_file_atomic(dir + "/sweep.md", md);
-  write_file_atomic(dir + "/sweep.json", json_text(nlohmann::json{{"model", a.model}, {"points", summary}}, 2) + "\n");
+  try {
+    PrinterMultiplex mux;
+    add_outputs(mux, a.output, "console");
+    mux.add("md", dir + "/sweep.md");
+    mux.add("json", dir + "/sweep.json");
+    mux.print(sweep_document(a.model, results));
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitRunFailed;
+  }
   std::printf("summary: %s/sweep.md\n", dir.c_str());
   return all_fine ? kExitOk : kExitRunFailed;
 }

@@ -23,8 +23,33 @@ std::string to_string(Verdict v) {
     case Verdict::kRegression: return "regression";
     case Verdict::kNotComparable: return "not comparable";
     case Verdict::kNoBaseline: return "no baseline";
+    case Verdict::kChanged: return "changed";
   }
   return "?";
+}
+
+std::string verdict_text(const Comparison& c) {
+  const bool rate = c.metric_unit.size() > 2 && c.metric_unit.compare(c.metric_unit.size() - 2, 2, "/s") == 0;
+  switch (c.verdict) {
+    case Verdict::kFaster: return rate || c.metric == kThroughputTag ? "faster" : "better";
+    case Verdict::kSlower: return rate || c.metric == kThroughputTag ? "slower" : "worse";
+    case Verdict::kChanged: return c.ratio > 1 ? "higher" : "lower";
+    default: return to_string(c.verdict);
+  }
+}
+
+std::vector<std::string> metric_tags(const std::vector<LoadedRecord>& records) {
+  std::vector<std::string> tags;
+  auto add = [&tags](const Metrics& ms) {
+    for (const auto& m : ms) {
+      if (std::find(tags.begin(), tags.end(), m.tag) == tags.end()) tags.push_back(m.tag);
+    }
+  };
+  for (const auto& lr : records) {
+    add(run_metrics(lr.record));
+    for (const auto& e : lr.record.epochs) add(epoch_metrics(lr.record, e));
+  }
+  return tags;
 }
 
 bool CompareResult::any_regression() const {
@@ -50,6 +75,32 @@ Runs step_times(const std::vector<const LoadedRecord*>& side) {
     for (const auto& e : r->record.epochs) steps.insert(steps.end(), e.step_times_ms.begin(), e.step_times_ms.end());
     if (steps.empty() && r->record.summary.steps > 0) steps.push_back(r->record.summary.step_time.mean_ms);
     if (!steps.empty()) runs.push_back(std::move(steps));
+  }
+  return runs;
+}
+
+/// Per-run values of a metric other than throughput: each complete epoch's value, or the run's one value for
+/// metrics without per-epoch values. Also returns the metric's description from the first record that has it.
+Runs metric_values(const std::vector<const LoadedRecord*>& side, const std::string& tag, std::optional<Metric>* about) {
+  Runs runs;
+  for (const auto* r : side) {
+    std::vector<double> values;
+    for (const auto& e : r->record.epochs) {
+      if (!e.complete) continue;
+      const Metrics ms = epoch_metrics(r->record, e);
+      if (const Metric* m = find_metric(ms, tag)) {
+        values.push_back(m->value);
+        if (!*about) *about = *m;
+      }
+    }
+    if (values.empty()) {
+      const Metrics ms = run_metrics(r->record);
+      if (const Metric* m = find_metric(ms, tag)) {
+        values.push_back(m->value);
+        if (!*about) *about = *m;
+      }
+    }
+    if (!values.empty()) runs.push_back(std::move(values));
   }
   return runs;
 }
@@ -181,10 +232,11 @@ std::vector<std::string> like_for_like_issues(const std::vector<const LoadedReco
 CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std::vector<LoadedRecord>& candidates,
                            const CompareOptions& options) {
   CompareResult result;
+  result.metric = options.metric;
   compare_environments(baselines, candidates, result.environment);
 
   // Group both sides by comparable scenario, in first-seen order.
-  auto group = [](const std::vector<LoadedRecord>& side) {
+  auto group_by_scenario = [](const std::vector<LoadedRecord>& side) {
     std::vector<std::pair<nlohmann::json, std::vector<const LoadedRecord*>>> groups;
     for (const auto& r : side) {
       if (r.record.status != RunStatus::kOk) continue;  // failed runs have no throughput to compare
@@ -198,14 +250,15 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
     }
     return groups;
   };
-  const auto base_groups = group(baselines);
-  const auto cand_groups = group(candidates);
+  const auto base_groups = group_by_scenario(baselines);
+  const auto cand_groups = group_by_scenario(candidates);
 
   std::mt19937_64 rng(options.seed);
   for (const auto& group : cand_groups) {
     const nlohmann::json& key = group.first;  // not a structured binding: lambdas below capture it (C++17)
     const auto& cands = group.second;
     Comparison c;
+    c.metric = options.metric;
     c.label = label_of(cands.front()->record.scenario);
     for (const auto* r : cands) c.new_paths.push_back(r->path);
     const auto match = std::find_if(base_groups.begin(), base_groups.end(), [&key](const auto& g) { return g.first == key; });
@@ -226,42 +279,74 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
     }
     for (const auto* r : match->second) c.base_paths.push_back(r->path);
     c.not_like_for_like = like_for_like_issues(match->second, cands);
-    const Runs base = step_times(match->second);
-    const Runs cand = step_times(cands);
+    // Throughput resamples step times (each step trains the same samples on both sides, so throughput scales as
+    // 1 / mean step time); any other metric resamples its own per-epoch (or per-run) values.
+    const bool throughput = options.metric == kThroughputTag;
+    std::optional<Metric> about;
+    const Runs base = throughput ? step_times(match->second) : metric_values(match->second, options.metric, &about);
+    const Runs cand = throughput ? step_times(cands) : metric_values(cands, options.metric, &about);
     const std::optional<int64_t> batch = cands.front()->record.scenario.batch_size;
-    if (base.empty() || cand.empty() || !batch) {
+    if (about) {
+      c.metric_name = about->name;
+      c.metric_unit = about->unit;
+      c.better = about->better;
+    }
+    if (base.empty() || cand.empty() || (throughput && !batch)) {
       c.verdict = Verdict::kNotComparable;
-      c.differing_keys = {batch ? "(no timed steps on one side)" : "(no batch size in the records)"};
+      c.differing_keys = {!throughput      ? "(no " + options.metric + " on one side)"
+                          : batch          ? "(no timed steps on one side)"
+                                           : "(no batch size in the records)"};
       result.comparisons.push_back(c);
       continue;
     }
-    // Each step trains the same number of samples on both sides, so throughput scales as 1 / mean step time.
-    const double samples_per_step =
-        static_cast<double>(*batch) * static_cast<double>(cands.front()->record.scenario.grad_accumulation);
-    const double base_ms = mean_of_runs(base), new_ms = mean_of_runs(cand);
-    c.base_samples_per_s = samples_per_step / base_ms * 1000.0;
-    c.new_samples_per_s = samples_per_step / new_ms * 1000.0;
-    c.ratio = base_ms / new_ms;
+    const double base_mean = mean_of_runs(base), new_mean = mean_of_runs(cand);
+    if (throughput) {
+      const double samples_per_step =
+          static_cast<double>(*batch) * static_cast<double>(cands.front()->record.scenario.grad_accumulation);
+      c.base_samples_per_s = c.base_value = samples_per_step / base_mean * 1000.0;
+      c.new_samples_per_s = c.new_value = samples_per_step / new_mean * 1000.0;
+      const RunRecord& first = cands.front()->record;
+      c.metric_unit = (first.model.sample_unit.empty() ? std::string("samples") : first.model.sample_unit) + "/s";
+      c.ratio = base_mean / new_mean;
+    } else {
+      c.base_value = base_mean;
+      c.new_value = new_mean;
+      c.ratio = base_mean != 0 ? new_mean / base_mean : (new_mean == 0 ? 1.0 : 0.0);
+    }
     const bool spread = std::any_of(base.begin(), base.end(), [](const auto& r) { return r.size() > 1; }) ||
+                        std::any_of(cand.begin(), cand.end(), [](const auto& r) { return r.size() > 1; }) ||
                         base.size() > 1 || cand.size() > 1;
-    if (!spread) {
+    if (!spread || base_mean == 0) {
       c.ci_low = c.ci_high = c.ratio;
       c.interval_basis = "none";
     } else {
       std::vector<double> ratios(static_cast<size_t>(options.resamples));
-      for (auto& r : ratios) r = resample_mean(base, rng) / resample_mean(cand, rng);
+      for (auto& r : ratios) {
+        const double b = resample_mean(base, rng), n = resample_mean(cand, rng);
+        r = throughput ? b / n : n / b;
+      }
       std::sort(ratios.begin(), ratios.end());
       const double tail = (1.0 - options.confidence) / 2.0 * 100.0;
       c.ci_low = percentile_sorted(ratios, tail);
       c.ci_high = percentile_sorted(ratios, 100.0 - tail);
-      c.interval_basis = (base.size() > 1 || cand.size() > 1) ? "runs and steps" : "steps";
+      const char* unit = throughput ? "steps" : "epochs";
+      c.interval_basis = (base.size() > 1 || cand.size() > 1) ? std::string("runs and ") + unit : std::string(unit);
     }
-    if (c.ci_low > 1.0) {
-      c.verdict = Verdict::kFaster;
-    } else if (c.ci_high < 1.0) {
-      c.verdict = c.ratio < 1.0 - options.threshold ? Verdict::kRegression : Verdict::kSlower;
-    } else {
+    // Better and worse in the metric's direction; a regression is worse by more than the threshold.
+    // With one value per side there is no interval: only a change beyond the threshold counts.
+    const bool no_interval = c.interval_basis == "none";
+    const bool up = no_interval ? c.ratio > 1.0 + options.threshold : c.ci_low > 1.0;
+    const bool down = no_interval ? c.ratio < 1.0 - options.threshold : c.ci_high < 1.0;
+    if (!up && !down) {
       c.verdict = Verdict::kNoChange;
+    } else if (c.better == Better::kNeither) {
+      c.verdict = Verdict::kChanged;
+    } else if (up == (c.better == Better::kHigher)) {
+      c.verdict = Verdict::kFaster;
+    } else {
+      const bool beyond = c.better == Better::kHigher ? c.ratio < 1.0 - options.threshold
+                                                      : c.ratio > 1.0 + options.threshold;
+      c.verdict = beyond ? Verdict::kRegression : Verdict::kSlower;
     }
     result.comparisons.push_back(c);
   }

@@ -49,7 +49,7 @@ void to_json(nlohmann::json& j, const RunRecord& r) {
   nlohmann::json sources = nlohmann::json::object();
   for (const auto& [key, origin] : r.scenario.origins) sources[key] = origin.describe();
   j = {{"schema", "gpubench.run"},
-       {"schema_version", r.schema_version},
+       {"schema_version", kRecordSchemaVersion},  // the layout written is always this build's
        {"status", to_string(r.status)},
        {"reason", r.reason},
        {"scenario", scenario_for_record(r)},
@@ -65,6 +65,9 @@ void to_json(nlohmann::json& j, const RunRecord& r) {
        {"distributed", r.distributed},
        {"repeat_index", r.repeat_index},
        {"repeat_count", r.repeat_count}};
+  // Every metric, tagged: the standard ones derived from the fields, then the extras (metrics.hpp).
+  for (size_t i = 0; i < r.epochs.size(); ++i) j["epochs"][i]["metrics"] = epoch_metrics(r, r.epochs[i]);
+  j["summary"]["metrics"] = run_metrics(r);
 }
 
 void from_json(const nlohmann::json& j, RunRecord& r) {
@@ -100,6 +103,9 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.distributed = j.value("distributed", std::optional<DistributedRecord>{});
   r.repeat_index = j.value("repeat_index", int64_t{1});
   r.repeat_count = j.value("repeat_count", int64_t{1});
+  // Standard metrics are derived from the fields again; only the extras are kept.
+  for (auto& e : r.epochs) e.metrics = extra_metrics_only(std::move(e.metrics));
+  r.summary.metrics = extra_metrics_only(std::move(r.summary.metrics));
 }
 
 // Equality compares values member by member, never the serialised JSON of both sides: a field the serialiser
@@ -137,21 +143,21 @@ bool DistributedRecord::operator==(const DistributedRecord& o) const {
 bool EpochRecord::operator==(const EpochRecord& o) const {
   return std::tie(index, steps, samples, seconds, samples_per_s, step_time, step_times_ms, peak_allocated_bytes,
                   peak_reserved_bytes, peak_host_rss_bytes, loss_first, loss_last, skipped_steps, complete, telemetry,
-                  rank_telemetry) ==
+                  rank_telemetry, metrics) ==
          std::tie(o.index, o.steps, o.samples, o.seconds, o.samples_per_s, o.step_time, o.step_times_ms,
                   o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.loss_first, o.loss_last,
-                  o.skipped_steps, o.complete, o.telemetry, o.rank_telemetry);
+                  o.skipped_steps, o.complete, o.telemetry, o.rank_telemetry, o.metrics);
 }
 bool RunSummary::operator==(const RunSummary& o) const {
   return std::tie(epochs, steps, samples, seconds, samples_per_s, steps_per_s, tokens_per_s, epoch_seconds_mean,
                   achieved_tflops, peak_tflops, peak_source, mfu, step_time, peak_allocated_bytes, peak_reserved_bytes,
                   peak_host_rss_bytes, warmup_steps, warmup_seconds, bounded_by, energy_j, joules_per_sample,
-                  power_avg_w, power_devices, throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c) ==
+                  power_avg_w, power_devices, throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c, metrics) ==
          std::tie(o.epochs, o.steps, o.samples, o.seconds, o.samples_per_s, o.steps_per_s, o.tokens_per_s,
                   o.epoch_seconds_mean, o.achieved_tflops, o.peak_tflops, o.peak_source, o.mfu, o.step_time,
                   o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.warmup_steps,
                   o.warmup_seconds, o.bounded_by, o.energy_j, o.joules_per_sample, o.power_avg_w, o.power_devices,
-                  o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c);
+                  o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c, o.metrics);
 }
 /// Origins of scenario values are provenance (file:line, flags) and a record keeps only their description, so they
 /// are left out; everything else counts.

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpubench/core/metrics.hpp"
 #include "gpubench/core/run_record.hpp"
 
 namespace gpubench {
@@ -15,9 +16,14 @@ struct CompareOptions {
   double confidence = 0.95;  ///< two-sided confidence level of the interval
   int resamples = 2000;      ///< bootstrap resamples
   uint64_t seed = 1;         ///< bootstrap seed: the same inputs give the same interval
+  /// The metric compared (a tag of metrics.hpp); its direction says which way is better. Throughput resamples
+  /// step times; any other metric resamples its per-epoch values (or one value per run for run-only metrics).
+  std::string metric = kThroughputTag;
 };
 
-enum class Verdict { kFaster, kNoChange, kSlower, kRegression, kNotComparable, kNoBaseline };
+/// kFaster / kSlower: better / worse in the metric's direction (faster / slower for throughput); kChanged: a
+/// significant change of a metric with no better direction (power, clocks).
+enum class Verdict { kFaster, kNoChange, kSlower, kRegression, kNotComparable, kNoBaseline, kChanged };
 std::string to_string(Verdict v);
 
 /// A record with the file it came from.
@@ -30,10 +36,16 @@ struct LoadedRecord {
 struct Comparison {
   std::string label;                   ///< "resnet50 bs256 bf16 cuda:0"
   std::vector<std::string> base_paths, new_paths;
-  double base_samples_per_s = 0, new_samples_per_s = 0;  ///< pooled means over the runs
-  double ratio = 0;                    ///< new / base throughput (> 1 is faster)
+  double base_samples_per_s = 0, new_samples_per_s = 0;  ///< pooled throughput means (throughput comparisons)
+  std::string metric = kThroughputTag;  ///< the metric's tag, name, unit hint and direction
+  std::string metric_name = "throughput", metric_unit;
+  Better better = Better::kHigher;
+  double base_value = 0, new_value = 0;  ///< pooled means of the metric over the runs
+  double ratio = 0;                    ///< new / base value of the metric (throughput: > 1 is faster)
   double ci_low = 0, ci_high = 0;      ///< confidence interval of `ratio`
-  std::string interval_basis;          ///< what was resampled: "runs and steps", "steps", "none"
+  /// What was resampled: "runs and steps", "steps", "runs and epochs", "epochs", or "none" (one value per side: no
+  /// interval, and only a change beyond the threshold is a verdict)
+  std::string interval_basis;
   Verdict verdict = Verdict::kNoChange;
   std::vector<std::string> differing_keys;  ///< scenario keys that differ (not comparable)
   /// Why the two sides' conditions differ in a way that moves throughput (GPU model, power limit, clocks locked or
@@ -49,7 +61,12 @@ struct EnvironmentDiff {
   bool like_for_like = true;
 };
 
+/// The verdict in the metric's words: "faster"/"slower" for rates, "better"/"worse" for other directed metrics,
+/// "higher"/"lower" for a significant change of an undirected one.
+std::string verdict_text(const Comparison& c);
+
 struct CompareResult {
+  std::string metric = kThroughputTag;
   std::vector<Comparison> comparisons;
   EnvironmentDiff environment;
   bool any_regression() const;
@@ -64,6 +81,9 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
 
 /// The scenario keys that make two runs different experiments (everything but output paths and labels).
 nlohmann::json comparable_scenario(const Scenario& s);
+
+/// Tags of every metric the records hold (run or epoch level), in first-seen order.
+std::vector<std::string> metric_tags(const std::vector<LoadedRecord>& records);
 
 /// Reads records from files and directories (*.json that are gpubench run records; other JSON is skipped and named
 /// in `skipped`). Throws std::runtime_error for a path that does not exist.

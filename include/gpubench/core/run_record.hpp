@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpubench/core/json_optional.hpp"
+#include "gpubench/core/metrics.hpp"
 #include "gpubench/core/scenario.hpp"
 #include "gpubench/core/stats.hpp"
 #include "gpubench/core/telemetry.hpp"
@@ -18,7 +19,7 @@
 namespace gpubench {
 
 /// Version of the JSON layout written by gpubench; bumped on any incompatible change (docs/record-schema.md).
-inline constexpr int kRecordSchemaVersion = 1;
+inline constexpr int kRecordSchemaVersion = 2;  // 2: tagged `metrics` on epochs and the summary
 
 /// How a run ended. Anything but kOk makes `gpubench run` exit with code 1.
 enum class RunStatus { kOk, kOom, kNan, kInterrupted, kFailed };
@@ -123,6 +124,9 @@ struct EpochRecord {
   std::optional<EpochTelemetry> telemetry;
   /// Multi-GPU runs: each rank's own device telemetry, by rank (empty for one process).
   std::vector<EpochTelemetry> rank_telemetry;
+  /// Extra metrics measured for this epoch that have no field here (metrics.hpp); the JSON's `metrics` array holds
+  /// these after the standard ones derived from the fields.
+  Metrics metrics;
   bool operator==(const EpochRecord& o) const;
 };
 
@@ -151,6 +155,8 @@ struct RunSummary {
   int64_t power_devices = 0;
   /// Last complete epoch against the first (sustained runs): throughput and SM clock change (%), temperature (C).
   std::optional<double> throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c;
+  /// Extra whole-run metrics with no field here (metrics.hpp), as on epochs.
+  Metrics metrics;
   bool operator==(const RunSummary& o) const;
 };
 
@@ -211,7 +217,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, b
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
                                                 step_time, step_times_ms, peak_allocated_bytes, peak_reserved_bytes,
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,
-                                                complete, telemetry, rank_telemetry)
+                                                complete, telemetry, rank_telemetry, metrics)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, samples, seconds, samples_per_s,
                                                 steps_per_s, tokens_per_s,
                                                 epoch_seconds_mean, achieved_tflops, peak_tflops, peak_source, mfu,
@@ -219,7 +225,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, sampl
                                                 peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes,
                                                 warmup_steps, warmup_seconds, bounded_by, energy_j,
                                                 joules_per_sample, power_avg_w, power_devices,
-                                                throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c)
+                                                throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c, metrics)
 
 void to_json(nlohmann::json& j, const RunRecord& r);
 void from_json(const nlohmann::json& j, RunRecord& r);

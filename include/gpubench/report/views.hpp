@@ -1,0 +1,65 @@
+#pragma once
+// Every view gpubench prints, as a Document (document.hpp): what each command says. How it is said (console,
+// Markdown, HTML, CSV, JSONL, JSON, JUnit) is the printers' business. Tables take their metric columns from the
+// records' tagged metrics (metrics.hpp), so a new metric appears in every view that lists metrics.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpubench/core/compare.hpp"
+#include "gpubench/core/published.hpp"
+#include "gpubench/core/scaling.hpp"
+#include "gpubench/report/document.hpp"
+
+namespace gpubench {
+
+/// "1.23 GiB" style rendering of a byte count (binary units).
+std::string format_bytes(int64_t bytes);
+
+/// `gpubench run`: what ran where, a row per epoch, totals, every other metric, status and notes.
+Document run_summary_document(const RunRecord& record);
+
+/// `gpubench compare`: a row per scenario with both sides' value of the metric, the change with its interval and
+/// the verdict; environment differences; JUnit cases (regressions fail, not-comparable pairs are skipped); JSON
+/// data in the `gpubench.compare` layout.
+Document compare_document(const CompareResult& r, double threshold);
+
+/// `gpubench compare published/ID RUN…`: each run beside the published figure.
+struct PublishedRun {
+  std::string path;
+  const RunRecord* run = nullptr;
+  PublishedComparison comparison;
+};
+Document published_document(const PublishedReference& ref, const std::vector<PublishedRun>& runs);
+
+/// `gpubench report`: runs, sweeps (throughput against batch size), repeats, charts.
+struct ReportInput {
+  std::string title = "gpubench report";
+  std::vector<LoadedRecord> runs;
+  std::vector<std::string> charts;  ///< PNG file names next to the report (throughput.png, ...), in display order
+  std::string chart_note;           ///< why there are no charts, when there are none
+};
+Document report_document(const ReportInput& in);
+/// The chart files scripts/plot_results.py may draw, in display order.
+const std::vector<std::string>& report_chart_files();
+
+/// `gpubench export`: one row per epoch (or per run) with identity columns and every metric as a column.
+enum class ExportPer { kEpoch, kRun };
+Document export_document(const std::vector<LoadedRecord>& records, ExportPer per);
+
+/// `gpubench sweep`: a row per point.
+struct SweepPointResult {
+  std::string label;                  ///< "batch_size=64,precision=bf16"
+  std::map<std::string, std::string> swept;  ///< the keys this point varies, with their values
+  std::string record_path;
+  int exit_code = 0;
+  std::optional<RunRecord> record;    ///< absent when the point left no record
+  std::string status_note;            ///< e.g. "not even batch size 1 fits"
+};
+Document sweep_document(const std::string& model, const std::vector<SweepPointResult>& points);
+
+/// `gpubench scaling`: a row per rank count with efficiency against the base run.
+Document scaling_document(const std::string& model, const ScalingResult& result);
+
+}  // namespace gpubench

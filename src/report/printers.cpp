@@ -1,0 +1,477 @@
+// The printers: one Document, seven formats (document.hpp).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "gpubench/core/record_io.hpp"
+#include "gpubench/report/views.hpp"
+#include "gpubench/report/document.hpp"
+
+namespace gpubench {
+
+size_t Table::add_column(Column c) {
+  columns.push_back(std::move(c));
+  for (auto& r : rows) r.resize(columns.size());
+  return columns.size() - 1;
+}
+
+size_t Table::column_for(const Column& c) {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].key == c.key) return i;
+  }
+  return add_column(c);
+}
+
+std::vector<Cell>& Table::add_row() {
+  rows.emplace_back(columns.size());
+  return rows.back();
+}
+
+Document& Document::heading(std::string text, int level) {
+  Block b;
+  b.kind = Block::Kind::kHeading;
+  b.level = level;
+  b.text = std::move(text);
+  blocks.push_back(std::move(b));
+  return *this;
+}
+Document& Document::paragraph(std::string text) {
+  Block b;
+  b.kind = Block::Kind::kParagraph;
+  b.text = std::move(text);
+  blocks.push_back(std::move(b));
+  return *this;
+}
+Document& Document::list(std::vector<std::string> items) {
+  Block b;
+  b.kind = Block::Kind::kList;
+  b.items = std::move(items);
+  blocks.push_back(std::move(b));
+  return *this;
+}
+Document& Document::quote(std::string text) {
+  Block b;
+  b.kind = Block::Kind::kQuote;
+  b.text = std::move(text);
+  blocks.push_back(std::move(b));
+  return *this;
+}
+Document& Document::image(std::string file, std::string title) {
+  Block b;
+  b.kind = Block::Kind::kImage;
+  b.file = std::move(file);
+  b.text = std::move(title);
+  blocks.push_back(std::move(b));
+  return *this;
+}
+Table& Document::table(Table t) {
+  Block b;
+  b.kind = Block::Kind::kTable;
+  b.table = std::move(t);
+  blocks.push_back(std::move(b));
+  return blocks.back().table;
+}
+std::vector<const Table*> Document::tables() const {
+  std::vector<const Table*> out;
+  for (const auto& b : blocks) {
+    if (b.kind == Block::Kind::kTable) out.push_back(&b.table);
+  }
+  return out;
+}
+
+Column metric_column(const Metric& m) { return Column{m.tag, m.name, m.unit, m.better}; }
+
+std::string format_value(double v, const std::string& unit) {
+  if (!std::isfinite(v)) return "-";
+  if (unit == "bytes") return format_bytes(static_cast<int64_t>(std::llround(v)));
+  if (unit == "fraction") return fmt::format("{:.1f}%", v * 100.0);
+  if (unit == "%") return fmt::format("{:.2f}%", v);
+  if (unit == "ms" || unit == "s") return fmt::format("{:.2f}", v);
+  if (unit == "count") return fmt::format("{:.0f}", v);
+  if (unit == "W" || unit == "C" || unit == "MHz") return fmt::format("{:.0f}", v);
+  if (unit == "TFLOP/s") return fmt::format("{:.3g}", v);
+  if (unit.size() > 2 && unit.compare(unit.size() - 2, 2, "/s") == 0) return fmt::format("{:.1f}", v);
+  if (unit == "ratio") return fmt::format("{:.3f}", v);
+  return fmt::format("{:.4g}", v);
+}
+
+std::string header_with_unit(const Column& c) {
+  if (c.unit.empty() || c.unit == "bytes" || c.unit == "fraction" || c.unit == "count" || c.unit == "%" ||
+      c.unit == "ratio") {
+    return c.header;
+  }
+  return c.header + " (" + c.unit + ")";
+}
+
+std::string markup_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string base64_encode(const std::string& bytes) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                       static_cast<unsigned char>(bytes[i + 2]);
+    out += {t[(v >> 18) & 63], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
+  }
+  if (i + 1 == bytes.size()) {
+    const unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
+    out += {t[(v >> 18) & 63], t[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == bytes.size()) {
+    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8);
+    out += {t[(v >> 18) & 63], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+namespace {
+
+/// A cell for people.
+std::string human(const Cell& c, const Column& col) {
+  if (c.number) return format_value(*c.number, col.unit);
+  return c.text.empty() ? "-" : c.text;
+}
+
+/// A number for programs: the shortest text that reads back to the same double.
+std::string raw_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : ""; }
+
+nlohmann::json cell_json(const Cell& c) {
+  if (c.number) return std::isfinite(*c.number) ? nlohmann::json(*c.number) : nlohmann::json(nullptr);
+  if (c.text.empty()) return nullptr;
+  return c.text;
+}
+
+nlohmann::json row_json(const Table& t, const std::vector<Cell>& row) {
+  nlohmann::json o = nlohmann::json::object();
+  for (size_t i = 0; i < t.columns.size(); ++i) o[t.columns[i].key] = i < row.size() ? cell_json(row[i]) : nullptr;
+  return o;
+}
+
+class ConsolePrinter : public Printer {
+ public:
+  std::string render(const Document& d) const override {
+    std::string out;
+    for (const auto& b : d.blocks) {
+      switch (b.kind) {
+        case Block::Kind::kHeading: out += b.text + "\n"; break;
+        case Block::Kind::kParagraph: out += b.text + "\n"; break;
+        case Block::Kind::kQuote: out += "  \"" + b.text + "\"\n"; break;
+        case Block::Kind::kList:
+          for (const auto& i : b.items) out += "  " + i + "\n";
+          break;
+        case Block::Kind::kImage: out += "chart: " + b.file + " (" + b.text + ")\n"; break;
+        case Block::Kind::kTable: out += table(b.table); break;
+      }
+    }
+    return out;
+  }
+
+ private:
+  static std::string table(const Table& t) {
+    std::string out;
+    if (!t.title.empty()) out += t.title + "\n";
+    std::vector<size_t> width(t.columns.size());
+    std::vector<std::vector<std::string>> cells;
+    for (size_t i = 0; i < t.columns.size(); ++i) width[i] = header_with_unit(t.columns[i]).size();
+    for (const auto& r : t.rows) {
+      std::vector<std::string> line;
+      for (size_t i = 0; i < t.columns.size(); ++i) {
+        line.push_back(i < r.size() ? human(r[i], t.columns[i]) : "-");
+        width[i] = std::max(width[i], line.back().size());
+      }
+      cells.push_back(std::move(line));
+    }
+    auto emit = [&](const std::vector<std::string>& line, const std::vector<Cell>* row) {
+      std::string s;
+      for (size_t i = 0; i < line.size(); ++i) {
+        const bool right = row != nullptr && i < row->size() && (*row)[i].number.has_value();
+        s += (i ? "  " : "") + (right ? fmt::format("{:>{}}", line[i], width[i]) : fmt::format("{:<{}}", line[i], width[i]));
+      }
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      return s + "\n";
+    };
+    std::vector<std::string> headers;
+    for (const auto& c : t.columns) headers.push_back(header_with_unit(c));
+    out += emit(headers, nullptr);
+    for (size_t r = 0; r < cells.size(); ++r) out += emit(cells[r], &t.rows[r]);
+    for (const auto& n : t.notes) out += n + "\n";
+    return out;
+  }
+};
+
+std::string md_cell(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+class MarkdownPrinter : public Printer {
+ public:
+  std::string render(const Document& d) const override {
+    std::string out;
+    for (const auto& b : d.blocks) {
+      switch (b.kind) {
+        case Block::Kind::kHeading: out += std::string(static_cast<size_t>(std::clamp(b.level, 1, 6)), '#') + " " + b.text + "\n\n"; break;
+        case Block::Kind::kParagraph: out += b.text + "\n\n"; break;
+        case Block::Kind::kQuote: out += "> " + b.text + "\n\n"; break;
+        case Block::Kind::kList:
+          for (const auto& i : b.items) out += "- " + i + "\n";
+          out += "\n";
+          break;
+        case Block::Kind::kImage: out += "![" + b.text + "](" + b.file + ")\n\n"; break;
+        case Block::Kind::kTable: out += table(b.table) + "\n"; break;
+      }
+    }
+    while (out.size() > 1 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n') out.pop_back();
+    return out;
+  }
+
+ private:
+  static std::string table(const Table& t) {
+    std::string out;
+    if (!t.title.empty()) out += t.title + "\n\n";
+    out += "|";
+    for (const auto& c : t.columns) out += " " + md_cell(header_with_unit(c)) + " |";
+    out += "\n|";
+    for (const auto& c : t.columns) out += c.unit.empty() ? " --- |" : " ---: |";
+    out += "\n";
+    for (const auto& r : t.rows) {
+      out += "|";
+      for (size_t i = 0; i < t.columns.size(); ++i) out += " " + md_cell(i < r.size() ? human(r[i], t.columns[i]) : "-") + " |";
+      out += "\n";
+    }
+    if (!t.notes.empty()) out += "\n";
+    for (const auto& n : t.notes) out += n + "\n";
+    return out;
+  }
+};
+
+class HtmlPrinter : public Printer {
+ public:
+  explicit HtmlPrinter(std::function<std::string(const std::string&)> load) : load_(std::move(load)) {}
+  std::string render(const Document& d) const override {
+    std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + markup_escape(d.title) +
+                      "</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+                      "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#eee}"
+                      "td.n{text-align:right}img{max-width:100%}</style></head><body>\n";
+    for (const auto& b : d.blocks) {
+      switch (b.kind) {
+        case Block::Kind::kHeading: {
+          const int l = std::clamp(b.level, 1, 6);
+          out += fmt::format("<h{}>{}</h{}>\n", l, markup_escape(b.text), l);
+          break;
+        }
+        case Block::Kind::kParagraph: out += "<p>" + markup_escape(b.text) + "</p>\n"; break;
+        case Block::Kind::kQuote: out += "<blockquote>" + markup_escape(b.text) + "</blockquote>\n"; break;
+        case Block::Kind::kList:
+          out += "<ul>";
+          for (const auto& i : b.items) out += "<li>" + markup_escape(i) + "</li>";
+          out += "</ul>\n";
+          break;
+        case Block::Kind::kImage: {
+          const std::string data = load_ ? load_(b.file) : std::string();
+          if (load_ && data.empty()) break;  // an unreadable chart is left out, not shown broken
+          out += "<h3>" + markup_escape(b.text) + "</h3>\n<img alt=\"" + markup_escape(b.text) + "\" src=\"" +
+                 (data.empty() ? markup_escape(b.file) : "data:image/png;base64," + base64_encode(data)) + "\">\n";
+          break;
+        }
+        case Block::Kind::kTable: out += table(b.table); break;
+      }
+    }
+    return out + "</body></html>\n";
+  }
+
+ private:
+  static std::string table(const Table& t) {
+    std::string out;
+    if (!t.title.empty()) out += "<p>" + markup_escape(t.title) + "</p>\n";
+    out += "<table><tr>";
+    for (const auto& c : t.columns) out += "<th>" + markup_escape(header_with_unit(c)) + "</th>";
+    out += "</tr>\n";
+    for (const auto& r : t.rows) {
+      out += "<tr>";
+      for (size_t i = 0; i < t.columns.size(); ++i) {
+        const bool number = i < r.size() && r[i].number.has_value();
+        out += std::string(number ? "<td class=\"n\">" : "<td>") +
+               markup_escape(i < r.size() ? human(r[i], t.columns[i]) : "-") + "</td>";
+      }
+      out += "</tr>\n";
+    }
+    out += "</table>\n";
+    for (const auto& n : t.notes) out += "<p>" + markup_escape(n) + "</p>\n";
+    return out;
+  }
+  std::function<std::string(const std::string&)> load_;
+};
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+/// RFC 4180 CSV of the document's first table: one header line of column keys, raw numbers.
+class CsvPrinter : public Printer {
+ public:
+  std::string render(const Document& d) const override {
+    const auto tables = d.tables();
+    if (tables.empty()) return "";
+    const Table& t = *tables.front();
+    std::string out;
+    for (size_t i = 0; i < t.columns.size(); ++i) out += (i ? "," : "") + csv_field(t.columns[i].key);
+    out += "\n";
+    for (const auto& r : t.rows) {
+      for (size_t i = 0; i < t.columns.size(); ++i) {
+        std::string v;
+        if (i < r.size()) v = r[i].number ? raw_number(*r[i].number) : r[i].text;
+        out += (i ? "," : "") + csv_field(v);
+      }
+      out += "\n";
+    }
+    return out;
+  }
+};
+
+/// One JSON object per table row; with several tables each object names its table.
+class JsonlPrinter : public Printer {
+ public:
+  std::string render(const Document& d) const override {
+    const auto tables = d.tables();
+    std::string out;
+    for (const Table* t : tables) {
+      for (const auto& r : t->rows) {
+        nlohmann::json o = row_json(*t, r);
+        if (tables.size() > 1) o["table"] = t->id;
+        out += json_text(o, -1) + "\n";
+      }
+    }
+    return out;
+  }
+};
+
+class JsonPrinter : public Printer {
+ public:
+  std::string render(const Document& d) const override {
+    if (!d.data.is_null()) return json_text(d.data, 2) + "\n";
+    nlohmann::json tables = nlohmann::json::object();
+    for (const Table* t : d.tables()) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& r : t->rows) rows.push_back(row_json(*t, r));
+      tables[t->id.empty() ? "rows" : t->id] = rows;
+    }
+    return json_text(nlohmann::json{{"schema", "gpubench." + d.kind}, {"title", d.title}, {"tables", tables}}, 2) + "\n";
+  }
+};
+
+class JunitPrinter : public Printer {
+ public:
+  std::string render(const Document& d) const override {
+    int failures = 0, skipped = 0;
+    for (const auto& c : d.cases) {
+      failures += c.outcome == TestCase::Outcome::kFail;
+      skipped += c.outcome == TestCase::Outcome::kSkip;
+    }
+    std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    out += fmt::format("<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n",
+                       markup_escape("gpubench " + d.kind), d.cases.size(), failures, skipped);
+    for (const auto& c : d.cases) {
+      out += fmt::format("  <testcase classname=\"gpubench\" name=\"{}\">", markup_escape(c.name));
+      switch (c.outcome) {
+        case TestCase::Outcome::kFail:
+          out += fmt::format("\n    <failure message=\"{}\">{}</failure>\n  ", markup_escape(c.message),
+                             markup_escape(c.message));
+          break;
+        case TestCase::Outcome::kSkip:
+          out += fmt::format("\n    <skipped message=\"{}\"/>\n  ", markup_escape(c.message));
+          break;
+        case TestCase::Outcome::kPass:
+          out += fmt::format("\n    <system-out>{}</system-out>\n  ", markup_escape(c.message));
+          break;
+      }
+      out += "</testcase>\n";
+    }
+    return out + "</testsuite>\n";
+  }
+};
+
+}  // namespace
+
+const std::vector<std::string>& printer_formats() {
+  static const std::vector<std::string> f{"console", "md", "html", "csv", "jsonl", "json", "junit"};
+  return f;
+}
+
+std::unique_ptr<Printer> make_printer(const std::string& format, std::function<std::string(const std::string&)> load_image) {
+  if (format == "console" || format == "text") return std::make_unique<ConsolePrinter>();
+  if (format == "md" || format == "markdown") return std::make_unique<MarkdownPrinter>();
+  if (format == "html") return std::make_unique<HtmlPrinter>(std::move(load_image));
+  if (format == "csv") return std::make_unique<CsvPrinter>();
+  if (format == "jsonl") return std::make_unique<JsonlPrinter>();
+  if (format == "json") return std::make_unique<JsonPrinter>();
+  if (format == "junit" || format == "xml") return std::make_unique<JunitPrinter>();
+  std::string known;
+  for (const auto& f : printer_formats()) known += (known.empty() ? "" : ", ") + f;
+  throw std::invalid_argument("unknown output format '" + format + "' (known: " + known + ")");
+}
+
+std::string format_for_path(const std::string& path) {
+  const auto dot = path.find_last_of('.');
+  const auto slash = path.find_last_of('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  const std::string ext = path.substr(dot + 1);
+  if (ext == "md" || ext == "markdown") return "md";
+  if (ext == "html" || ext == "htm") return "html";
+  if (ext == "csv" || ext == "jsonl" || ext == "json") return ext;
+  if (ext == "xml") return "junit";
+  if (ext == "txt") return "console";
+  return "";
+}
+
+void PrinterMultiplex::add(std::string format, std::string destination,
+                           std::function<std::string(const std::string&)> load_image) {
+  outputs_.push_back(Output{make_printer(format, std::move(load_image)), std::move(destination)});
+}
+
+void PrinterMultiplex::print(const Document& d) const {
+  std::string first_error;
+  for (const auto& o : outputs_) {
+    const std::string text = o.printer->render(d);
+    if (o.destination == "-") {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+      continue;
+    }
+    try {
+      write_file_atomic(o.destination, text);
+    } catch (const std::exception& e) {
+      if (first_error.empty()) first_error = o.destination + ": " + e.what();
+    }
+  }
+  if (!first_error.empty()) throw std::runtime_error(first_error);
+}
+
+}  // namespace gpubench

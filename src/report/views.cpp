@@ -1,0 +1,679 @@
+// The views (views.hpp): each command's Document. Layout lives here once; formats live in printers.cpp.
+
+#include "gpubench/report/views.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "gpubench/core/stats.hpp"
+
+namespace gpubench {
+
+std::string format_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, units[u]);
+}
+
+namespace {
+
+std::string file_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string sample_unit(const RunRecord& r) { return r.model.sample_unit.empty() ? "samples" : r.model.sample_unit; }
+std::string device_label(const RunRecord& r) {
+  return r.environment.device_name.empty() ? r.environment.device : r.environment.device_name;
+}
+std::string precision_label(const RunRecord& r) {
+  return r.precision.resolved.empty() ? r.scenario.precision : r.precision.resolved;
+}
+std::string mode_label(const RunRecord& r) { return r.execution.mode.empty() ? "eager" : r.execution.mode; }
+
+Column text_column(std::string key, std::string header) { return Column{std::move(key), std::move(header), "", Better::kNeither}; }
+Column count_column(std::string key, std::string header) {
+  return Column{std::move(key), std::move(header), "count", Better::kNeither};
+}
+
+/// Puts `m` in its column of `row`, adding the column when the table lacks it. Rates of different sample units
+/// share one column, headed in samples/s.
+void put_metric(Table& t, std::vector<Cell>& row, const Metric& m) {
+  const size_t before = t.columns.size();
+  const size_t i = t.column_for(metric_column(m));
+  if (t.columns.size() != before) row.resize(t.columns.size());
+  Column& c = t.columns[i];
+  if (c.unit != m.unit && c.unit.size() > 2 && c.unit.compare(c.unit.size() - 2, 2, "/s") == 0) c.unit = "samples/s";
+  row[i] = Cell::num(m.value);
+}
+
+/// The metrics of `ms` whose tags are in `wanted` (in that order), then every extra metric (not in the standard
+/// catalog): views show a chosen few standard metrics and every metric someone added.
+Metrics pick(const Metrics& ms, const std::vector<std::string>& wanted) {
+  Metrics out;
+  for (const auto& tag : wanted) {
+    if (const Metric* m = find_metric(ms, tag)) out.push_back(*m);
+  }
+  for (const auto& m : ms) {
+    if (!is_standard_metric(m.tag)) out.push_back(m);
+  }
+  return out;
+}
+
+/// Identity of a run for tables that list runs.
+void put_identity(Table& t, std::vector<Cell>& row, const LoadedRecord& lr) {
+  const RunRecord& r = lr.record;
+  auto put = [&](const Column& c, Cell v) {
+    const size_t i = t.column_for(c);
+    row.resize(t.columns.size());
+    row[i] = std::move(v);
+  };
+  put(text_column("record", "record"), Cell::str(file_name(lr.path)));
+  put(text_column("model", "model"), Cell::str(r.scenario.model));
+  put(text_column("device", "device"), Cell::str(device_label(r)));
+  put(text_column("precision", "precision"), Cell::str(precision_label(r)));
+  put(count_column("batch_size", "batch"),
+      r.scenario.batch_size ? Cell::num(static_cast<double>(*r.scenario.batch_size)) : Cell::none());
+  put(count_column("world_size", "GPUs"), Cell::num(static_cast<double>(r.distributed ? r.distributed->world_size : 1)));
+  put(text_column("execution_mode", "mode"), Cell::str(mode_label(r)));
+  put(text_column("status", "status"), Cell::str(to_string(r.status)));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------------
+// run
+
+Document run_summary_document(const RunRecord& r) {
+  const Scenario& s = r.scenario;
+  const std::string unit = sample_unit(r);
+  Document d;
+  d.kind = "run";
+  d.title = (r.model.name.empty() ? s.model : r.model.name) + " on " +
+            (r.environment.device.empty() ? s.device : r.environment.device);
+  d.paragraph(fmt::format("{} ({}), {} [{}], {}, batch {}, {}", d.title, r.environment.device_name, precision_label(r),
+                          r.precision.requested.empty() ? s.precision : r.precision.requested, s.memory_format,
+                          s.batch_size ? std::to_string(*s.batch_size) : "?", s.optimizer.name));
+  if (!r.execution.optimizer_implementation.empty()) {
+    d.paragraph(fmt::format("execution: {}, {} optimizer{}", r.execution.mode == "cuda_graph" ? "CUDA graph" : "eager",
+                            r.execution.optimizer_implementation,
+                            r.execution.graph_fallback.empty() ? "" : " (graph not used: " + r.execution.graph_fallback + ")"));
+  }
+  if (!r.epochs.empty()) {
+    Table t;
+    t.id = "epochs";
+    t.add_column(count_column("epoch", "epoch"));
+    t.add_column(count_column("steps", "steps"));
+    t.add_column(count_column("samples", "samples"));
+    const bool device_mem = r.epochs.front().peak_allocated_bytes.has_value();
+    const std::vector<std::string> shown{"epoch_seconds", kThroughputTag, "step_time_median_ms", "step_time_p5_ms",
+                                         "step_time_p95_ms", device_mem ? "peak_allocated_bytes" : "peak_host_rss_bytes",
+                                         "power_avg_w", "loss_first", "loss_last"};
+    for (const auto& e : r.epochs) {
+      auto& row = t.add_row();
+      row[0] = Cell::num(static_cast<double>(e.index + 1));
+      row[1] = Cell::num(static_cast<double>(e.steps));
+      row[2] = Cell::num(static_cast<double>(e.samples));
+      for (const auto& m : pick(epoch_metrics(r, e), shown)) put_metric(t, row, m);
+    }
+    const size_t note = t.add_column(text_column("note", ""));
+    for (size_t i = 0; i < r.epochs.size(); ++i) t.rows[i][note] = Cell::str(r.epochs[i].complete ? "" : "(partial)");
+    for (auto& row : t.rows) {
+      if (row[note].text.empty()) row[note] = Cell::str(" ");  // an empty note is blank, not "-"
+    }
+    d.table(std::move(t));
+    const RunSummary& m = r.summary;
+    std::string total = fmt::format("total: {} {} in {:.2f} s = {:.1f} {}/s, {:.3g} TFLOP/s of model FLOPs", m.samples,
+                                    unit, m.seconds, m.samples_per_s, unit, m.achieved_tflops);
+    if (m.mfu && m.peak_tflops) total += fmt::format(" ({:.1f}% of the {:g} TFLOP/s peak)", *m.mfu * 100.0, *m.peak_tflops);
+    if (m.peak_reserved_bytes) total += fmt::format(", peak reserved {}", format_bytes(*m.peak_reserved_bytes));
+    total += fmt::format(" (warm-up: {} steps, {:.1f} s)", m.warmup_steps, m.warmup_seconds);
+    d.paragraph(total);
+    const JobEnergy energy = job_energy(r);
+    if (energy.energy_j) {
+      d.paragraph(fmt::format("energy: {:.1f} J, {} J/{}, {} W{}", *energy.energy_j,
+                              energy.joules_per_sample ? fmt::format("{:.4g}", *energy.joules_per_sample) : "-",
+                              unit.substr(0, unit.size() - 1),
+                              energy.power_avg_w ? fmt::format("{:.0f}", *energy.power_avg_w) : "-",
+                              energy.devices > 1 ? fmt::format(" over {} GPUs", energy.devices) : ""));
+    }
+    std::vector<std::string> extras;
+    for (const auto& x : run_metrics(r)) {
+      if (is_standard_metric(x.tag)) continue;
+      const Column c = metric_column(x);
+      extras.push_back(header_with_unit(c) + ": " + format_value(x.value, x.unit));
+    }
+    if (!extras.empty()) d.paragraph("also measured: " + [&] {
+      std::string all;
+      for (const auto& x : extras) all += (all.empty() ? "" : ", ") + x;
+      return all;
+    }());
+    if (!m.bounded_by.empty()) d.paragraph("bounded by: " + m.bounded_by);
+  }
+  d.paragraph("status: " + to_string(r.status) + (r.reason.empty() ? "" : " - " + r.reason));
+  d.cases.push_back(TestCase{d.title, r.status == RunStatus::kOk ? TestCase::Outcome::kPass : TestCase::Outcome::kFail,
+                             to_string(r.status) + (r.reason.empty() ? "" : ": " + r.reason)});
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// compare
+
+namespace {
+
+std::string change(const Comparison& c) {
+  if (c.verdict == Verdict::kNotComparable || c.verdict == Verdict::kNoBaseline) return "-";
+  return fmt::format("{:+.2f}% [{:+.2f}%, {:+.2f}%]", (c.ratio - 1) * 100, (c.ci_low - 1) * 100, (c.ci_high - 1) * 100);
+}
+
+std::string why(const Comparison& c) {
+  if (c.verdict == Verdict::kNotComparable) {
+    std::string keys;
+    for (const auto& k : c.differing_keys) keys += (keys.empty() ? "" : ", ") + k;
+    return "differs in: " + keys;
+  }
+  if (c.verdict == Verdict::kNoBaseline) return "no baseline run of this model";
+  std::string issues;
+  for (const auto& i : c.not_like_for_like) issues += (issues.empty() ? "" : "; ") + i;
+  return issues.empty() ? "" : "NOT like-for-like: " + issues;
+}
+
+nlohmann::json compare_json(const CompareResult& r, double threshold) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& c : r.comparisons) {
+    rows.push_back({{"label", c.label},
+                    {"metric", c.metric},
+                    {"metric_name", c.metric_name},
+                    {"unit", c.metric_unit},
+                    {"better", to_string(c.better)},
+                    {"verdict", verdict_text(c)},
+                    {"ratio", c.ratio},
+                    {"ci_low", c.ci_low},
+                    {"ci_high", c.ci_high},
+                    {"interval_basis", c.interval_basis},
+                    {"base_value", c.base_value},
+                    {"new_value", c.new_value},
+                    {"base_samples_per_s", c.base_samples_per_s},
+                    {"new_samples_per_s", c.new_samples_per_s},
+                    {"differing_keys", c.differing_keys},
+                    {"like_for_like", c.like_for_like()},
+                    {"not_like_for_like", c.not_like_for_like},
+                    {"base_paths", c.base_paths},
+                    {"new_paths", c.new_paths}});
+  }
+  return {{"schema", "gpubench.compare"},
+          {"schema_version", 2},
+          {"metric", r.metric},
+          {"threshold", threshold},
+          {"regression", r.any_regression()},
+          {"like_for_like", r.environment.like_for_like},
+          {"environment_differences", r.environment.differences},
+          {"comparisons", rows}};
+}
+
+}  // namespace
+
+Document compare_document(const CompareResult& r, double threshold) {
+  Document d;
+  d.kind = "compare";
+  d.title = "gpubench compare";
+  d.data = compare_json(r, threshold);
+  // The metric's description from the first comparison that found it.
+  std::string name = r.metric, unit;
+  Better better = r.metric == kThroughputTag ? Better::kHigher : Better::kNeither;
+  for (const auto& c : r.comparisons) {
+    if (!c.metric_unit.empty()) {
+      name = c.metric_name;
+      unit = c.metric_unit;
+      better = c.better;
+      break;
+    }
+  }
+  if (r.metric != kThroughputTag) {
+    d.paragraph(fmt::format("metric: {} ({}{}), {}", name, r.metric, unit.empty() ? "" : ", " + unit,
+                            better == Better::kNeither ? "no better direction"
+                                                       : to_string(better) + " is better"));
+  }
+  Table t;
+  t.id = "comparisons";
+  t.add_column(text_column("scenario", "scenario"));
+  t.add_column(Column{"base", "base", unit, better});
+  t.add_column(Column{"new", "new", unit, better});
+  t.add_column(text_column("change", "change [95% CI]"));
+  t.add_column(text_column("verdict", "verdict"));
+  t.add_column(text_column("detail", "detail"));
+  for (const auto& c : r.comparisons) {
+    const bool numbers = c.verdict != Verdict::kNotComparable && c.verdict != Verdict::kNoBaseline;
+    t.rows.push_back({Cell::str(c.label), numbers ? Cell::num(c.base_value) : Cell::none(),
+                      numbers ? Cell::num(c.new_value) : Cell::none(), Cell::str(change(c)),
+                      Cell::str(c.verdict == Verdict::kRegression ? "REGRESSION" : verdict_text(c)), Cell::str(why(c))});
+    TestCase tc{c.label, TestCase::Outcome::kPass, verdict_text(c) + ": " + change(c)};
+    if (c.verdict == Verdict::kRegression) {
+      tc.outcome = TestCase::Outcome::kFail;
+      tc.message = fmt::format("regression: {} {} beyond the {:.1f}% threshold", name, change(c), threshold * 100);
+    } else if (!numbers) {
+      tc.outcome = TestCase::Outcome::kSkip;
+      tc.message = verdict_text(c) + ": " + why(c);
+    }
+    d.cases.push_back(tc);
+  }
+  t.notes.push_back(fmt::format("A regression is a change for the worse whose 95% interval excludes no change and "
+                                "which exceeds {:.1f}%.", threshold * 100));
+  d.table(std::move(t));
+  if (!r.environment.differences.empty()) {
+    d.paragraph(r.environment.like_for_like ? "Environment differences:"
+                                            : "Environment differences (NOT like-for-like):");
+    d.list(r.environment.differences);
+  }
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// published
+
+Document published_document(const PublishedReference& ref, const std::vector<PublishedRun>& runs) {
+  Document d;
+  d.kind = "published";
+  d.title = "gpubench vs published " + ref.id;
+  d.data = nlohmann::json::array();
+  auto value = [](const std::optional<double>& v, const std::string& unit) {
+    return v ? Cell::str(format_value(*v, unit)) : Cell::none();
+  };
+  for (const auto& pr : runs) {
+    const RunRecord& run = *pr.run;
+    const PublishedComparison& c = pr.comparison;
+    const std::string unit = sample_unit(run);
+    d.heading(pr.path + " vs published `" + ref.id + "`", 2);
+    d.paragraph("Published: " + ref.source);
+    d.quote(ref.quote);
+    Table t;
+    t.id = "published";
+    t.add_column(text_column("figure", ""));
+    t.add_column(text_column("published", "published"));
+    t.add_column(text_column("measured", "measured here"));
+    t.rows.push_back({Cell::str("device"), Cell::str(ref.device), Cell::str(device_label(run))});
+    t.rows.push_back({Cell::str(unit + "/s"), value(c.published_samples_per_s, "samples/s"), value(c.measured_samples_per_s, "samples/s")});
+    if (ref.epoch_seconds) {
+      t.rows.push_back({Cell::str(fmt::format("epoch of {} samples (s)",
+                                              ref.dataset_size ? std::to_string(*ref.dataset_size) : "?")),
+                        value(ref.epoch_seconds, "s"), value(c.measured_epoch_seconds, "s")});
+    }
+    if (ref.steps_per_s) {
+      t.rows.push_back({Cell::str("it/s"), value(ref.steps_per_s, "it/s"), value(run.summary.steps_per_s, "it/s")});
+    }
+    if (c.published_joules_per_sample || c.measured_joules_per_sample) {
+      t.rows.push_back({Cell::str("energy per sample (J)"), value(c.published_joules_per_sample, "J/sample"),
+                        value(c.measured_joules_per_sample, "J/sample")});
+    }
+    if (c.published_price_performance || c.recomputed_price_performance || c.measured_price_performance) {
+      auto pp = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}", *v) : std::string("-"); };
+      t.rows.push_back({Cell::str("price-performance (" + (ref.price_performance_unit.empty() ? std::string("epochs/min per 10,000 CNY")
+                                                                                            : ref.price_performance_unit) + ")"),
+                        Cell::str(pp(c.published_price_performance) + " as published; " +
+                                  pp(c.recomputed_price_performance) + " from its own time and price"),
+                        Cell::str(c.measured_price_performance ? pp(c.measured_price_performance)
+                                                               : "no CNY price for this device in the table")});
+    }
+    if (ref.scaling_2gpu) {
+      t.rows.push_back({Cell::str("2-device speed-up"), Cell::str(fmt::format("{:.2f}x", *ref.scaling_2gpu)),
+                        Cell::str("run `gpubench scaling`")});
+    }
+    d.table(std::move(t));
+    d.paragraph(c.percent_of_published
+                    ? fmt::format("Measured throughput is **{:.1f} %** of the published figure.", *c.percent_of_published)
+                    : std::string("No measured throughput to compare (the run did not finish ok)."));
+    d.paragraph("How the recipes differ:");
+    d.list(c.differences);
+    if (!c.remarks.empty()) {
+      d.paragraph("About the published figure:");
+      d.list(c.remarks);
+    }
+    d.data.push_back({{"reference", ref.id}, {"record", pr.path}, {"published_samples_per_s", c.published_samples_per_s},
+                      {"measured_samples_per_s", c.measured_samples_per_s}, {"percent_of_published", c.percent_of_published},
+                      {"measured_epoch_seconds", c.measured_epoch_seconds}, {"differences", c.differences},
+                      {"published_price_performance", c.published_price_performance},
+                      {"recomputed_price_performance", c.recomputed_price_performance},
+                      {"measured_price_performance", c.measured_price_performance},
+                      {"published_joules_per_sample", c.published_joules_per_sample},
+                      {"measured_joules_per_sample", c.measured_joules_per_sample}, {"remarks", c.remarks}});
+  }
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// report
+
+namespace {
+
+/// Each chart file with its title, in display order.
+const std::vector<std::pair<std::string, std::string>>& charts() {
+  static const std::vector<std::pair<std::string, std::string>> all{
+      {"throughput.png", "Throughput per run"},
+      {"epoch_time.png", "Epoch time"},
+      {"telemetry.png", "Power, SM clock and temperature"},
+      {"batch_size.png", "Throughput against batch size"},
+      {"compare.png", "Comparison with 95 % intervals"}};
+  return all;
+}
+
+std::string chart_title(const std::string& name) {
+  for (const auto& [file, title] : charts()) {
+    if (file == name) return title;
+  }
+  return name;
+}
+
+/// Runs that differ only in batch size, grouped (model, precision, device, mode), each group sorted by batch.
+std::vector<std::vector<const RunRecord*>> sweep_groups(const ReportInput& in) {
+  std::map<std::string, std::vector<const RunRecord*>> groups;
+  for (const auto& lr : in.runs) {
+    if (lr.record.status != RunStatus::kOk && lr.record.status != RunStatus::kOom) continue;
+    nlohmann::json key = comparable_scenario(lr.record.scenario);
+    key.erase("batch_size");
+    key.erase("dataset_size");
+    key["device_name"] = lr.record.environment.device_name;
+    groups[key.dump()].push_back(&lr.record);
+  }
+  std::vector<std::vector<const RunRecord*>> out;
+  for (auto& [k, g] : groups) {
+    std::sort(g.begin(), g.end(), [](const RunRecord* a, const RunRecord* b) {
+      return a->scenario.batch_size.value_or(0) < b->scenario.batch_size.value_or(0);
+    });
+    if (g.size() > 1 && g.front()->scenario.batch_size != g.back()->scenario.batch_size) out.push_back(g);
+  }
+  return out;
+}
+
+/// Runs of the same scenario on the same device in the same mode (repeats): their throughput spread.
+struct RepeatGroup {
+  std::string label, unit;
+  std::vector<double> rates;
+};
+
+std::vector<RepeatGroup> repeat_groups(const ReportInput& in) {
+  std::map<std::string, RepeatGroup> groups;
+  for (const auto& lr : in.runs) {
+    const RunRecord& r = lr.record;
+    if (r.status != RunStatus::kOk || r.summary.samples_per_s <= 0) continue;
+    nlohmann::json key = comparable_scenario(r.scenario);
+    key["device_name"] = r.environment.device_name;
+    key["mode"] = r.execution.mode;
+    RepeatGroup& g = groups[key.dump()];
+    g.label = fmt::format("{} bs{} {} {}", r.scenario.model, r.scenario.batch_size.value_or(0), r.precision.resolved,
+                          mode_label(r));
+    g.unit = sample_unit(r) + "/s";
+    g.rates.push_back(r.summary.samples_per_s);
+  }
+  std::vector<RepeatGroup> out;
+  for (auto& [k, g] : groups) {
+    if (g.rates.size() > 1) out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace
+
+Document report_document(const ReportInput& in) {
+  Document d;
+  d.kind = "report";
+  d.title = in.title;
+  d.heading(in.title, 1);
+  d.paragraph(fmt::format("{} run record(s).", in.runs.size()));
+  d.heading("Runs", 2);
+  Table runs;
+  runs.id = "runs";
+  const std::vector<std::string> shown{kThroughputTag,       "epoch_seconds", "step_time_median_ms", "step_time_p95_ms",
+                                       "peak_reserved_bytes", "power_avg_w",   "joules_per_sample",   "mfu"};
+  for (const auto& lr : in.runs) {
+    auto& row = runs.add_row();
+    put_identity(runs, row, lr);
+    const bool ok = lr.record.status == RunStatus::kOk;
+    for (const auto& m : pick(run_metrics(lr.record), shown)) {
+      if (ok || m.unit == "bytes") put_metric(runs, row, m);  // a failed run's rates and times mean nothing
+    }
+    d.cases.push_back(TestCase{file_name(lr.path), ok ? TestCase::Outcome::kPass : TestCase::Outcome::kFail,
+                               to_string(lr.record.status) + (lr.record.reason.empty() ? "" : ": " + lr.record.reason)});
+  }
+  for (auto& row : runs.rows) row.resize(runs.columns.size());
+  d.table(std::move(runs));
+  const auto sweeps = sweep_groups(in);
+  if (!sweeps.empty()) {
+    d.heading("Throughput against batch size", 2);
+    for (const auto& g : sweeps) {
+      const RunRecord& f = *g.front();
+      Table t;
+      t.id = "batch_sizes";
+      t.title = fmt::format("{} {} on {}:", f.scenario.model, f.precision.resolved, f.environment.device_name);
+      t.add_column(count_column("batch_size", "batch"));
+      t.add_column(text_column("status", "status"));
+      t.add_column(Column{kThroughputTag, "throughput", sample_unit(f) + "/s", Better::kHigher});
+      t.add_column(Column{"peak_reserved_bytes", "peak reserved", "bytes", Better::kLower});
+      for (const RunRecord* r : g) {
+        t.rows.push_back({Cell::num(static_cast<double>(r->scenario.batch_size.value_or(0))), Cell::str(to_string(r->status)),
+                          r->status == RunStatus::kOk ? Cell::num(r->summary.samples_per_s) : Cell::none(),
+                          r->summary.peak_reserved_bytes ? Cell::num(static_cast<double>(*r->summary.peak_reserved_bytes))
+                                                         : Cell::none()});
+      }
+      d.table(std::move(t));
+    }
+  }
+  const auto repeats = repeat_groups(in);
+  if (!repeats.empty()) {
+    d.heading("Repeats", 2);
+    Table t;
+    t.id = "repeats";
+    t.add_column(text_column("scenario", "scenario"));
+    t.add_column(count_column("runs", "runs"));
+    const std::string unit = repeats.front().unit;
+    t.add_column(Column{"mean", "mean", unit, Better::kHigher});
+    t.add_column(Column{"min", "min", unit, Better::kHigher});
+    t.add_column(Column{"max", "max", unit, Better::kHigher});
+    t.add_column(Column{"cv_pct", "coefficient of variation", "%", Better::kLower});
+    for (const auto& g : repeats) {
+      const StepTimeStats st = summarize_step_times(g.rates);  // the step-time statistics, applied to samples/s
+      t.rows.push_back({Cell::str(g.label), Cell::num(static_cast<double>(g.rates.size())), Cell::num(st.mean_ms),
+                        Cell::num(st.min_ms), Cell::num(st.max_ms),
+                        Cell::num(st.mean_ms > 0 ? st.stdev_ms / st.mean_ms * 100.0 : 0.0)});
+    }
+    d.table(std::move(t));
+  }
+  d.heading("Charts", 2);
+  if (in.charts.empty()) d.paragraph("No charts: " + (in.chart_note.empty() ? std::string("nothing to plot") : in.chart_note));
+  for (const auto& c : in.charts) d.image(c, chart_title(c));
+  return d;
+}
+
+const std::vector<std::string>& report_chart_files() {
+  static const std::vector<std::string> files = [] {
+    std::vector<std::string> out;
+    for (const auto& c : charts()) out.push_back(c.first);
+    return out;
+  }();
+  return files;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// export
+
+Document export_document(const std::vector<LoadedRecord>& records, ExportPer per) {
+  Document d;
+  d.kind = "export";
+  d.title = per == ExportPer::kEpoch ? "gpubench epochs" : "gpubench runs";
+  Table t;
+  t.id = per == ExportPer::kEpoch ? "epochs" : "runs";
+  auto identity = [&t](std::vector<Cell>& row, const LoadedRecord& lr) {
+    const RunRecord& r = lr.record;
+    put_identity(t, row, lr);
+    auto put = [&](const Column& c, Cell v) {
+      const size_t i = t.column_for(c);
+      row.resize(t.columns.size());
+      row[i] = std::move(v);
+    };
+    put(text_column("path", "path"), Cell::str(lr.path));
+    put(text_column("device_type", "device type"), Cell::str(r.environment.device_type));
+    put(count_column("grad_accumulation", "gradient accumulation"), Cell::num(static_cast<double>(r.scenario.grad_accumulation)));
+    put(count_column("repeat_index", "repeat"), Cell::num(static_cast<double>(r.repeat_index)));
+    put(text_column("start_time_utc", "start (UTC)"), Cell::str(r.environment.start_time_utc));
+    put(text_column("driver_version", "driver"), Cell::str(r.telemetry.driver_version));
+    put(text_column("libtorch_version", "LibTorch"), Cell::str(r.environment.libtorch_version));
+    put(text_column("git_revision", "gpubench revision"), Cell::str(r.environment.git_revision));
+  };
+  for (const auto& lr : records) {
+    if (per == ExportPer::kRun) {
+      auto& row = t.add_row();
+      identity(row, lr);
+      for (const auto& m : run_metrics(lr.record)) put_metric(t, row, m);
+      continue;
+    }
+    for (const auto& e : lr.record.epochs) {
+      auto& row = t.add_row();
+      identity(row, lr);
+      auto put = [&](const Column& c, Cell v) {
+        const size_t i = t.column_for(c);
+        row.resize(t.columns.size());
+        row[i] = std::move(v);
+      };
+      put(count_column("epoch", "epoch"), Cell::num(static_cast<double>(e.index)));
+      put(text_column("complete", "complete"), Cell::str(e.complete ? "true" : "false"));
+      put(count_column("steps", "steps"), Cell::num(static_cast<double>(e.steps)));
+      put(count_column("samples", "samples"), Cell::num(static_cast<double>(e.samples)));
+      for (const auto& m : epoch_metrics(lr.record, e)) put_metric(t, row, m);
+    }
+  }
+  for (auto& row : t.rows) row.resize(t.columns.size());
+  d.table(std::move(t));
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// sweep and scaling
+
+Document sweep_document(const std::string& model, const std::vector<SweepPointResult>& points) {
+  Document d;
+  d.kind = "sweep";
+  d.title = "gpubench sweep " + model;
+  Table t;
+  t.id = "points";
+  t.add_column(text_column("point", "point"));
+  t.add_column(text_column("status", "status"));
+  t.add_column(count_column("batch_size", "batch"));
+  t.add_column(Column{kThroughputTag, "throughput", "samples/s", Better::kHigher});
+  t.add_column(Column{"step_time_median_ms", "step time median", "ms", Better::kLower});
+  t.add_column(Column{"peak_allocated_bytes", "peak allocated", "bytes", Better::kLower});
+  t.add_column(text_column("record", "record"));
+  nlohmann::json rows = nlohmann::json::array();
+  std::string unit;
+  for (const auto& p : points) {
+    nlohmann::json row = {{"point", p.label}, {"swept", p.swept}, {"record", p.record_path}, {"exit_code", p.exit_code}};
+    TestCase tc{p.label, TestCase::Outcome::kPass, ""};
+    if (!p.record) {
+      const std::string status = p.status_note.empty() ? fmt::format("no record (exit {})", p.exit_code) : p.status_note;
+      row["status"] = p.status_note.empty() ? "missing" : "oom";
+      if (!p.status_note.empty()) row["reason"] = p.status_note;
+      t.rows.push_back({Cell::str(p.label), Cell::str(status), Cell::none(), Cell::none(), Cell::none(), Cell::none(), Cell::none()});
+      tc.outcome = p.status_note.empty() ? TestCase::Outcome::kFail : TestCase::Outcome::kSkip;
+      tc.message = status;
+    } else {
+      const RunRecord& r = *p.record;
+      const bool ok = r.status == RunStatus::kOk;
+      if (ok && unit.empty()) unit = sample_unit(r) + "/s";
+      row["status"] = to_string(r.status);
+      row["reason"] = r.reason;
+      row["batch_size"] = r.scenario.batch_size ? *r.scenario.batch_size : 0;
+      row["samples_per_s"] = r.summary.samples_per_s;
+      row["peak_allocated_bytes"] = r.summary.peak_allocated_bytes;
+      t.rows.push_back({Cell::str(p.label), Cell::str(ok ? "ok" : to_string(r.status) + ": " + r.reason),
+                        r.scenario.batch_size ? Cell::num(static_cast<double>(*r.scenario.batch_size)) : Cell::none(),
+                        ok ? Cell::num(r.summary.samples_per_s) : Cell::none(),
+                        ok ? Cell::num(r.summary.step_time.median_ms) : Cell::none(),
+                        r.summary.peak_allocated_bytes ? Cell::num(static_cast<double>(*r.summary.peak_allocated_bytes))
+                                                       : Cell::none(),
+                        Cell::str(file_name(p.record_path))});
+      tc.outcome = ok ? TestCase::Outcome::kPass
+                      : (r.status == RunStatus::kOom ? TestCase::Outcome::kSkip : TestCase::Outcome::kFail);
+      tc.message = ok ? fmt::format("{:.1f} samples/s", r.summary.samples_per_s) : to_string(r.status) + ": " + r.reason;
+    }
+    rows.push_back(row);
+    d.cases.push_back(tc);
+  }
+  if (!unit.empty()) t.columns[3].unit = unit;
+  d.table(std::move(t));
+  d.data = {{"model", model}, {"points", rows}};
+  return d;
+}
+
+Document scaling_document(const std::string& model, const ScalingResult& result) {
+  Document d;
+  d.kind = "scaling";
+  d.title = "gpubench scaling " + model;
+  Table t;
+  t.id = "points";
+  t.add_column(count_column("ranks", "ranks"));
+  t.add_column(text_column("status", "status"));
+  t.add_column(Column{kThroughputTag, "throughput", "samples/s", Better::kHigher});
+  t.add_column(Column{"per_rank_samples_per_s", "per rank", "samples/s", Better::kHigher});
+  t.add_column(Column{"scaling_efficiency", "scaling efficiency", "fraction", Better::kHigher});
+  t.add_column(Column{"epoch_seconds", "epoch time", "s", Better::kLower});
+  t.add_column(count_column("slowest_rank", "slowest rank"));
+  t.add_column(Column{"comm_wait_fraction", "comm wait (rank 0)", "fraction", Better::kLower});
+  t.add_column(Column{"power_avg_w", "power, all GPUs", "W", Better::kNeither});
+  t.add_column(Column{"joules_per_sample", "energy per sample", "J/sample", Better::kLower});
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& p : result.points) {
+    nlohmann::json row = {{"ranks", p.ranks}, {"record", p.record_path}, {"exit_code", p.exit_code}};
+    auto& cells = t.add_row();
+    cells[0] = Cell::num(static_cast<double>(p.ranks));
+    TestCase tc{fmt::format("{} ranks", p.ranks), TestCase::Outcome::kPass, ""};
+    if (!p.record) {
+      row["status"] = "missing";
+      cells[1] = Cell::str("no record (" + p.error + ")");
+      tc.outcome = TestCase::Outcome::kFail;
+      tc.message = cells[1].text;
+    } else if (!p.ok()) {
+      const RunRecord& r = *p.record;
+      row["status"] = to_string(r.status);
+      row["samples_per_s"] = r.summary.samples_per_s;
+      cells[1] = Cell::str(to_string(r.status) + ": " + r.reason);
+      tc.outcome = TestCase::Outcome::kFail;
+      tc.message = cells[1].text;
+    } else {
+      const RunRecord& r = *p.record;
+      const JobEnergy energy = job_energy(r);
+      row["status"] = "ok";
+      row["samples_per_s"] = *p.samples_per_s;
+      row["scaling_efficiency"] = p.efficiency.value_or(0);
+      row["comm_wait_fraction_rank0"] = p.comm_wait_fraction.value_or(0);
+      row["power_avg_w"] = energy.power_avg_w;  // the whole job's: every GPU's power summed
+      row["joules_per_sample"] = energy.joules_per_sample;
+      row["power_devices"] = energy.devices;
+      cells[1] = Cell::str("ok");
+      cells[2] = Cell::num(p.samples_per_s);
+      cells[3] = Cell::num(p.per_rank_samples_per_s);
+      cells[4] = Cell::num(p.efficiency);
+      cells[5] = Cell::num(r.summary.epoch_seconds_mean > 0 ? std::optional<double>(r.summary.epoch_seconds_mean) : std::nullopt);
+      cells[6] = r.distributed ? Cell::num(static_cast<double>(r.distributed->slowest_rank)) : Cell::none();
+      cells[7] = Cell::num(p.comm_wait_fraction);
+      cells[8] = Cell::num(energy.power_avg_w);
+      cells[9] = Cell::num(energy.joules_per_sample);
+      t.columns[2].unit = t.columns[3].unit = sample_unit(r) + "/s";
+      tc.message = fmt::format("efficiency {:.1f}%", p.efficiency.value_or(0) * 100);
+    }
+    rows.push_back(row);
+    d.cases.push_back(tc);
+  }
+  if (result.base_ranks != 1 && result.base_ranks != 0) {
+    t.notes.push_back(fmt::format("Efficiency is relative to the {}-rank run (no 1-rank run).", result.base_ranks));
+  }
+  d.table(std::move(t));
+  d.data = {{"model", model}, {"points", rows}};
+  return d;
+}
+
+}  // namespace gpubench
