@@ -119,67 +119,73 @@ void print_run_summary(const RunRecord& record) {
   std::fputs(make_printer("console")->render(run_summary_document(record)).c_str(), stdout);
 }
 
-struct RunOutcome {
-  RunStatus status = RunStatus::kFailed;
-  double samples_per_s = 0;
-  bool record_where_asked = true;  ///< false: the record went to a fallback path, or nowhere
-};
 
-/// One run of the scenario, its record written.
-RunOutcome run_once(const Scenario& scenario, const RunArgs& args, int index, int count, const RankInfo& rank) {
-  RunOptions options;
-  options.command_line = args.command_line;
-  options.stop_requested = &g_stop;
-  options.rank = rank;
-  const Runner runner(options);
-  if (rank.rank > 0) {
-    // Other ranks train, sample their own GPU and take part in every collective; rank 0 writes the one record.
-    RunObserver silent;
-    const RunRecord r = runner.run(scenario, silent);
-    if (r.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(r.status), r.reason);
-    return {r.status, r.summary.samples_per_s, true};
-  }
-  RunSession observer(args.quiet, [&](const RunRecord& h) {
-    std::string path =
-        repeat_path(scenario.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario.output,
-                    index, count);
-    if (const char* f = std::getenv(kRecordPathFileEnv)) std::ofstream(f) << path << "\n";  // for the launcher
-    return path;
-  });
-  RunRecord record = runner.run(scenario, observer);
-  record.repeat_index = index;
-  record.repeat_count = count;
+/// Rank 0's side of `gpubench run`: a console session per repeat, and each finished record written (with fallbacks)
+/// and summarised before the next repeat starts.
+class RunWriter {
+ public:
+  RunWriter(const Scenario& scenario, const RunArgs& args) : scenario_(scenario), args_(args) {}
 
-  std::string path = observer.output_path();
-  if (path.empty()) {
-    path = repeat_path(scenario.output.empty() ? default_output(record.scenario, record.scenario.precision)
-                                               : scenario.output,
-                       index, count);
+  RunObserver& session_for(int index) {
+    if (!session_ || index_ != index) {
+      index_ = index;
+      if (args_.repeats > 1) spdlog::info("repeat {}/{}", index, args_.repeats);
+      session_ = std::make_unique<RunSession>(args_.quiet, [this, index](const RunRecord& h) {
+        const std::string path = repeat_path(
+            scenario_.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario_.output, index,
+            args_.repeats);
+        if (const char* f = std::getenv(kRecordPathFileEnv)) std::ofstream(f) << path << "\n";  // for the launcher
+        return path;
+      });
+    }
+    return *session_;
   }
-  record.scenario.output = path;
-  RunOutcome outcome{record.status, record.summary.samples_per_s, true};
-  std::string written;
-  try {
-    written = write_record_somewhere(path, record);
-  } catch (const std::exception& e) {
-    outcome.record_where_asked = false;
+
+  /// Writes the record where asked (or somewhere it can), prints its summary, and remembers how it went.
+  void write(RunRecord& record) {
+    std::string path = session_->output_path();
+    if (path.empty()) {
+      path = repeat_path(scenario_.output.empty() ? default_output(record.scenario, record.scenario.precision)
+                                                  : scenario_.output,
+                         index_, args_.repeats);
+    }
+    record.scenario.output = path;
+    if (record.status == RunStatus::kOk) rates_.push_back(record.summary.samples_per_s);
+    all_ok_ = all_ok_ && record.status == RunStatus::kOk;
+    std::string written;
+    try {
+      written = write_record_somewhere(path, record);
+    } catch (const std::exception& e) {
+      where_asked_ = false;
+      print_run_summary(record);
+      std::printf("record: not written (%s)\n", e.what());
+      spdlog::error("the run finished but its record could not be written anywhere: {}", e.what());
+      if (!session_->stream_path().empty()) spdlog::error("its finished epochs are in {}", session_->stream_path());
+      return;
+    }
+    std::error_code ec;
+    if (!session_->stream_path().empty()) std::filesystem::remove(session_->stream_path(), ec);  // folded in
     print_run_summary(record);
-    std::printf("record: not written (%s)\n", e.what());
-    spdlog::error("the run finished but its record could not be written anywhere: {}", e.what());
-    if (!observer.stream_path().empty()) spdlog::error("its finished epochs are in {}", observer.stream_path());
-    return outcome;
+    std::printf("record: %s\n", written.c_str());
+    if (written != path) {
+      where_asked_ = false;
+      spdlog::error("could not write the record to {}; it was written to {} instead", path, written);
+    }
+    if (record.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(record.status), record.reason);
   }
-  std::error_code ec;
-  if (!observer.stream_path().empty()) std::filesystem::remove(observer.stream_path(), ec);  // folded in
-  print_run_summary(record);
-  std::printf("record: %s\n", written.c_str());
-  if (written != path) {
-    outcome.record_where_asked = false;
-    spdlog::error("could not write the record to {}; it was written to {} instead", path, written);
-  }
-  if (record.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(record.status), record.reason);
-  return outcome;
-}
+
+  const std::vector<double>& rates() const { return rates_; }  ///< samples/s of each successful repeat
+  bool all_ok() const { return all_ok_; }
+  bool where_asked() const { return where_asked_; }
+
+ private:
+  const Scenario& scenario_;
+  const RunArgs& args_;
+  std::unique_ptr<RunSession> session_;
+  int index_ = 0;
+  std::vector<double> rates_;
+  bool all_ok_ = true, where_asked_ = true;
+};
 
 /// Before any training: every file the run will write can be written (record, per-repeat records, trace).
 void check_outputs(const Scenario& s, int repeats) {
@@ -257,31 +263,37 @@ int run_command(const RunArgs& args) {
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  std::vector<double> rates;  // samples/s of each successful repeat
-  bool all_ok = true, records_where_asked = true;
-  for (int i = 1; i <= args.repeats && !g_stop.load(); ++i) {
-    if (args.repeats > 1) spdlog::info("repeat {}/{}", i, args.repeats);
-    const RunOutcome o = run_once(scenario, args, i, args.repeats, rank);
-    if (o.status == RunStatus::kOk) rates.push_back(o.samples_per_s);
-    all_ok = all_ok && o.status == RunStatus::kOk;
-    records_where_asked = records_where_asked && o.record_where_asked;
-    if (i < args.repeats && cooldown_s > 0 && !g_stop.load()) {
-      spdlog::info("cooling down for {:.0f} s", cooldown_s);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(cooldown_s);
-      while (std::chrono::steady_clock::now() < until && !g_stop.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    }
+  RunOptions options;
+  options.command_line = args.command_line;
+  options.stop_requested = &g_stop;
+  options.rank = rank;
+  const Runner runner(options);
+  const RepeatPlan plan{args.repeats, cooldown_s};
+  RunWriter writer(scenario, args);
+  RunObserver silent;
+  bool others_ok = true;
+  if (rank.rank > 0) {
+    // Other ranks train, sample their own GPU and take part in every collective; rank 0 writes the one record.
+    runner.run_repeats(scenario, plan, [&silent](int) -> RunObserver& { return silent; }, [&others_ok](RunRecord& r) {
+      if (r.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(r.status), r.reason);
+      others_ok = others_ok && r.status == RunStatus::kOk;
+    });
+  } else {
+    runner.run_repeats(
+        scenario, plan,
+        [&writer](int i) -> RunObserver& { return writer.session_for(i); },
+        [&writer](RunRecord& r) { writer.write(r); });
   }
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  const std::vector<double>& rates = writer.rates();
   if (rates.size() > 1) {
     const StepTimeStats s = summarize_step_times(rates);  // the step-time statistics, applied to samples/s
     std::printf("repeats: %zu, samples/s mean %.1f, min %.1f, max %.1f, coefficient of variation %.2f%%\n",
                 rates.size(), s.mean_ms, s.min_ms, s.max_ms, s.stdev_ms / s.mean_ms * 100.0);
   }
-  if (!records_where_asked) return kExitRecordNotWritten;
-  return all_ok && !g_stop.load() ? kExitOk : kExitRunFailed;
+  if (!writer.where_asked()) return kExitRecordNotWritten;
+  return writer.all_ok() && others_ok && !g_stop.load() ? kExitOk : kExitRunFailed;
 }
 
 int list_command() {

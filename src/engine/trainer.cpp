@@ -188,239 +188,318 @@ void gather_rank_telemetry(Communicator& comm, const std::optional<EpochTelemetr
   ep.telemetry = combine_devices(ep.rank_telemetry, ep.samples);
 }
 
-}  // namespace
 
-void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, RunRecord& record) {
-  const Scenario& s = plan.scenario;
-  const int64_t batch_size = *s.batch_size * s.grad_accumulation;  // samples per optimizer step
-  const at::Device dev = plan.device.device;
+/// One training run, step by step: prepare -> warm up -> capture (graph mode) -> timed epochs -> finish. Each step
+/// is a member function; the state they share is here, not in one long function.
+class TrainingRun {
+ public:
+  TrainingRun(const TrainingPlan& plan, Workload& workload, RunObserver& observer, RunRecord& record)
+      : plan_(plan),
+        s_(plan.scenario),
+        workload_(workload),
+        observer_(observer),
+        record_(record),
+        dev_(plan.device.device),
+        batch_size_(*plan.scenario.batch_size * plan.scenario.grad_accumulation),
+        dist_(plan.comm != nullptr),
+        world_(plan.comm != nullptr ? plan.comm->world_size() : 1),
+        fault_(FaultInjection::from_env()) {}
 
-  observer.on_phase("preparing model and data on " + plan.device.id);
-  auto module = workload.module();
-  module->to(dev);
-  if (plan.channels_last) to_channels_last(*module);
-  module->train();
-  if (plan.comm != nullptr) {
-    // Every rank starts from rank 0's weights and buffers, as DDP does at construction.
-    plan.comm->broadcast(module->parameters());
-    plan.comm->broadcast(module->buffers());
+  void run() {
+    prepare();
+    warm_up();
+    capture_graph();
+    start_timing();
+    timed_epochs();
+    finish();
   }
 
-  // Synthetic data: one batch generated on the device and reused every step, as PyTorch's synthetic
-  // benchmarks do. This times the training step, not an input pipeline.
-  at::Generator gen = at::globalContext().defaultGenerator(dev);
-  {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(s.seed + static_cast<uint64_t>(plan.comm != nullptr ? plan.comm->rank() : 0));  // own data per rank
+ private:
+  /// Model, synthetic batch, optimizer and (multi-process) gradient buckets on the device.
+  void prepare() {
+    observer_.on_phase("preparing model and data on " + plan_.device.id);
+    module_ = workload_.module();
+    module_->to(dev_);
+    if (plan_.channels_last) to_channels_last(*module_);
+    module_->train();
+    if (dist_) {
+      // Every rank starts from rank 0's weights and buffers, as DDP does at construction.
+      plan_.comm->broadcast(module_->parameters());
+      plan_.comm->broadcast(module_->buffers());
+    }
+    // Synthetic data: one batch generated on the device and reused every step, as PyTorch's synthetic
+    // benchmarks do. This times the training step, not an input pipeline.
+    at::Generator gen = at::globalContext().defaultGenerator(dev_);
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_current_seed(s_.seed + static_cast<uint64_t>(dist_ ? plan_.comm->rank() : 0));  // own data per rank
+    }
+    batch_ = workload_.make_batch(batch_size_, at::TensorOptions().device(dev_), gen);  // all micro-batches
+    if (plan_.channels_last) {
+      for (auto& t : batch_.inputs) {
+        if (t.dim() == 4) t = t.contiguous(at::MemoryFormat::ChannelsLast);
+      }
+    }
+    optimizer_ = make_optimizer(s_.optimizer, module_->parameters());
+    record_.execution.optimizer_implementation = optimizer_->implementation();
+    record_.execution.graph_requested = s_.graph;
+    if (dist_) {
+      buckets_ = std::make_unique<GradientBuckets>(*plan_.comm, module_->parameters(), s_.ddp_bucket_mb);
+      DistributedRecord d;
+      d.world_size = plan_.comm->world_size();
+      d.backend = plan_.comm->backend_name();
+      d.launcher = plan_.comm->info().launcher;
+      d.bucket_mb = s_.ddp_bucket_mb;
+      d.buckets = static_cast<int64_t>(buckets_->bucket_count());
+      record_.distributed = d;
+    }
+    runner_ = std::make_unique<StepRunner>(plan_, workload_, batch_, *optimizer_, buckets_.get());
+    timer_ = make_step_timer(plan_.device);
+    record_.notes.push_back(std::string("step times: ") + timer_->method());
   }
-  Batch batch = workload.make_batch(batch_size, at::TensorOptions().device(dev), gen);  // all micro-batches
-  if (plan.channels_last) {
-    for (auto& t : batch.inputs) {
-      if (t.dim() == 4) t = t.contiguous(at::MemoryFormat::ChannelsLast);
+
+  /// cuDNN autotuning, allocator growth, lazy initialisation; not timed.
+  void warm_up() {
+    const int64_t warmup = *s_.warmup_steps;
+    observer_.on_phase("warm-up (" + std::to_string(warmup) + " steps)");
+    warm_t0_ = Clock::now();
+    for (int64_t i = 0; i < warmup; ++i) {
+      if (stop_requested(plan_)) break;
+      runner_->run();
+      count_step();
+      observer_.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size_, seconds_since(warm_t0_)});
     }
   }
 
-  auto optimizer = make_optimizer(s.optimizer, module->parameters());
-  record.execution.optimizer_implementation = optimizer->implementation();
-  record.execution.graph_requested = s.graph;
-  std::unique_ptr<GradientBuckets> buckets;
-  if (plan.comm != nullptr) {
-    buckets = std::make_unique<GradientBuckets>(*plan.comm, module->parameters(), s.ddp_bucket_mb);
-    DistributedRecord d;
-    d.world_size = plan.comm->world_size();
-    d.backend = plan.comm->backend_name();
-    d.launcher = plan.comm->info().launcher;
-    d.bucket_mb = s.ddp_bucket_mb;
-    d.buckets = static_cast<int64_t>(buckets->bucket_count());
-    record.distributed = d;
-  }
-  const FaultInjection fault = FaultInjection::from_env();
-  int64_t steps_run = 0;  // warm-up and timed, for heartbeats and fault injection
-  StepRunner runner(plan, workload, batch, *optimizer, buckets.get());
-  auto timer = make_step_timer(plan.device);
-  record.notes.push_back(std::string("step times: ") + timer->method());
-
-  // Warm-up: cuDNN autotuning, allocator growth, lazy initialisation; not timed.
-  const int64_t warmup = *s.warmup_steps;
-  observer.on_phase("warm-up (" + std::to_string(warmup) + " steps)");
-  const auto warm_t0 = Clock::now();
-  for (int64_t i = 0; i < warmup; ++i) {
-    if (stop_requested(plan)) break;
-    runner.run();
-    ++steps_run;
-    if (plan.comm != nullptr) plan.comm->set_progress(steps_run);
-    fault.maybe_fire(plan.comm, steps_run);
-    observer.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size, seconds_since(warm_t0)});
-  }
-
-  // Graph mode: capture the step once the eager warm-up has done cuDNN autotuning and the first optimizer step.
-  std::unique_ptr<StepGraph> graph;
-  if (s.graph && !stop_requested(plan)) {
-    std::string why = graph_unsupported_reason(plan, *optimizer);
+  /// Graph mode: the whole step captured once the eager warm-up has done cuDNN autotuning and the first optimizer
+  /// step; a graph that cannot be used is recorded with why, and the run goes on eager.
+  void capture_graph() {
+    if (!s_.graph || stop_requested(plan_)) return;
+    std::string why = graph_unsupported_reason(plan_, *optimizer_);
     if (why.empty()) {
-      observer.on_phase("capturing the training step in a CUDA graph");
+      observer_.on_phase("capturing the training step in a CUDA graph");
       try {
-        graph = capture_step([&runner] { return runner.run(); }, /*side_warmup=*/3);
+        StepRunner& r = *runner_;
+        graph_ = capture_step([&r] { return r.run(); }, /*side_warmup=*/3);
       } catch (const std::exception& e) {
         why = "capture failed: " + first_line(e.what());
       }
     }
-    if (graph) {
-      record.execution.mode = "cuda_graph";
-    } else {
-      record.execution.graph_fallback = why;
-      const std::string msg = "CUDA graph requested but not used (" + why + "); running eager";
-      record.notes.push_back(msg);
-      observer.on_note(msg);
+    if (graph_) {
+      record_.execution.mode = "cuda_graph";
+      return;
+    }
+    record_.execution.graph_fallback = why;
+    const std::string msg = "CUDA graph requested but not used (" + why + "); running eager";
+    record_.notes.push_back(msg);
+    observer_.on_note(msg);
+  }
+
+  /// The device idle and every rank at the same point; the warm-up's figures recorded.
+  void start_timing() {
+    synchronize(plan_.device);
+    if (dist_) plan_.comm->gather(0.0);  // all ranks start the first epoch together
+    record_.summary.warmup_steps = *s_.warmup_steps;
+    record_.summary.warmup_seconds = seconds_since(warm_t0_);
+    runner_->take_skipped();
+    // An epoch is dataset_size samples in total: with N ranks each takes 1/N of them (as DistributedSampler does).
+    steps_per_epoch_ = std::max<int64_t>(1, s_.dataset_size / (batch_size_ * world_));
+    losses_.reserve(static_cast<size_t>(steps_per_epoch_));
+    // A sustained run (duration_s) trains whole epochs until its time is up; `epochs`, if set, is then a maximum.
+    max_epochs_ = (duration_s() > 0 && !s_.is_set("epochs")) ? INT64_MAX : s_.epochs;
+  }
+
+  void timed_epochs() {
+    const std::string of_epochs = max_epochs_ == INT64_MAX ? "" : "/" + std::to_string(max_epochs_);
+    for (int64_t e = 0; e < max_epochs_; ++e) {
+      if (!dist_ && stop_requested(plan_)) {
+        record_.summary.bounded_by = "interrupt";
+        break;
+      }
+      if (duration_s() > 0 && measured_s_ >= duration_s()) break;
+      observer_.on_phase("epoch " + std::to_string(e + 1) + of_epochs);
+      EpochRecord ep = timed_epoch(e);
+      scan_losses(ep);
+      if (dist_) agree_on_stopping(e);
+      record_.epochs.push_back(ep);
+      observer_.on_epoch(ep);
+      fault_.maybe_fire_after_epoch(plan_.comm, e + 1);
+      if (record_.status != RunStatus::kOk || !record_.summary.bounded_by.empty()) break;
     }
   }
-  // A replay overwrites the graph's loss tensor, so each step keeps a copy (one small device copy, no sync).
-  auto step = [&]() -> at::Tensor { return graph ? graph->replay().clone() : runner.run(); };
 
-  synchronize(plan.device);
-  if (plan.comm != nullptr) plan.comm->gather(0.0);  // all ranks start the first epoch together
-  record.summary.warmup_steps = warmup;
-  record.summary.warmup_seconds = seconds_since(warm_t0);
-  runner.take_skipped();
-
-  // An epoch is dataset_size samples in total: with N ranks each takes 1/N of them (as DistributedSampler does).
-  const int64_t ranks = plan.comm != nullptr ? plan.comm->world_size() : 1;
-  const int64_t steps_per_epoch = std::max<int64_t>(1, s.dataset_size / (batch_size * ranks));
-  const double budget_s = s.time_budget_s.value_or(0.0);
-  double measured_s = 0;
-  std::vector<double> all_step_ms;
-  std::vector<at::Tensor> losses;
-  losses.reserve(static_cast<size_t>(steps_per_epoch));
-
-  // A sustained run (duration_s) trains whole epochs until its time is up; `epochs`, if set, is then a maximum.
-  const double duration_s = s.duration_s.value_or(0.0);
-  const int64_t max_epochs = (duration_s > 0 && !s.is_set("epochs")) ? INT64_MAX : s.epochs;
-  const std::string of_epochs = max_epochs == INT64_MAX ? "" : "/" + std::to_string(max_epochs);
-  const bool dist = plan.comm != nullptr;
-  const int world = dist ? plan.comm->world_size() : 1;
-  for (int64_t e = 0; e < max_epochs; ++e) {
-    if (!dist && stop_requested(plan)) {
-      record.summary.bounded_by = "interrupt";
-      break;
-    }
-    if (duration_s > 0 && measured_s >= duration_s) break;
-    observer.on_phase("epoch " + std::to_string(e + 1) + of_epochs);
-    reset_memory_peaks(plan.device);
-    losses.clear();
-    synchronize(plan.device);
-    observer.on_epoch_begin(e);
+  /// One epoch: the timed steps between two device synchronisations, then its record (times, memory, telemetry).
+  EpochRecord timed_epoch(int64_t e) {
+    reset_memory_peaks(plan_.device);
+    losses_.clear();
+    synchronize(plan_.device);
+    observer_.on_epoch_begin(e);
     const auto t0 = Clock::now();
-    timer->begin_epoch(steps_per_epoch);
-    if (buckets) buckets->begin_epoch(steps_per_epoch);
+    timer_->begin_epoch(steps_per_epoch_);
+    if (buckets_) buckets_->begin_epoch(steps_per_epoch_);
+    const double budget = budget_s();
     int64_t done = 0;
-    while (done < steps_per_epoch) {
-      if (!dist && stop_requested(plan)) {
-        record.summary.bounded_by = "interrupt";
+    while (done < steps_per_epoch_) {
+      if (!dist_ && stop_requested(plan_)) {
+        record_.summary.bounded_by = "interrupt";
         break;
       }
-      losses.push_back(step());
-      timer->mark();
+      // A replay overwrites the graph's loss tensor, so each step keeps a copy (one small device copy, no sync).
+      losses_.push_back(graph_ ? graph_->replay().clone() : runner_->run());
+      timer_->mark();
       ++done;
-      ++steps_run;
-      if (dist) plan.comm->set_progress(steps_run);
-      fault.maybe_fire(plan.comm, steps_run);
+      count_step();
       const double elapsed = seconds_since(t0);
-      observer.on_step(StepProgress{false, e, max_epochs == INT64_MAX ? 0 : max_epochs, done, steps_per_epoch,
-                                    batch_size, elapsed});
-      if (!dist && budget_s > 0 && measured_s + elapsed >= budget_s && done < steps_per_epoch) {
-        record.summary.bounded_by = "time_budget";
+      observer_.on_step(StepProgress{false, e, max_epochs_ == INT64_MAX ? 0 : max_epochs_, done, steps_per_epoch_,
+                                     batch_size_, elapsed});
+      if (!dist_ && budget > 0 && measured_s_ + elapsed >= budget && done < steps_per_epoch_) {
+        record_.summary.bounded_by = "time_budget";
         break;
       }
     }
-    synchronize(plan.device);
+    synchronize(plan_.device);
     double seconds = seconds_since(t0);
-    const std::optional<EpochTelemetry> local_telemetry = observer.on_epoch_end(e, done * batch_size);
-    if (dist) {
+    const std::optional<EpochTelemetry> local_telemetry = observer_.on_epoch_end(e, done * batch_size_);
+    if (dist_) {
       // The epoch ends when its slowest rank does; every rank's time goes into the record.
-      const std::vector<double> per_rank = plan.comm->gather(seconds);
-      record.distributed->rank_epoch_seconds.push_back(per_rank);
-      record.distributed->rank_comm_wait_seconds.push_back(plan.comm->gather(buckets->end_epoch_wait_seconds()));
+      const std::vector<double> per_rank = plan_.comm->gather(seconds);
+      record_.distributed->rank_epoch_seconds.push_back(per_rank);
+      record_.distributed->rank_comm_wait_seconds.push_back(plan_.comm->gather(buckets_->end_epoch_wait_seconds()));
       seconds = *std::max_element(per_rank.begin(), per_rank.end());
     }
-    measured_s += seconds;
+    measured_s_ += seconds;
 
     EpochRecord ep;
     ep.index = e;
     ep.steps = done;
-    ep.samples = done * batch_size * world;
+    ep.samples = done * batch_size_ * world_;
     ep.seconds = seconds;
     ep.samples_per_s = seconds > 0 ? static_cast<double>(ep.samples) / seconds : 0.0;
-    std::vector<double> step_ms = timer->end_epoch_ms();
+    const std::vector<double> step_ms = timer_->end_epoch_ms();
     ep.step_time = summarize_step_times(step_ms);
     ep.step_times_ms.reserve(step_ms.size());
     for (double v : step_ms) ep.step_times_ms.push_back(std::round(v * 1e4) / 1e4);
-    all_step_ms.insert(all_step_ms.end(), step_ms.begin(), step_ms.end());
-    const DeviceMemoryPeaks peaks = read_memory_peaks(plan.device);
+    all_step_ms_.insert(all_step_ms_.end(), step_ms.begin(), step_ms.end());
+    const DeviceMemoryPeaks peaks = read_memory_peaks(plan_.device);
     ep.peak_allocated_bytes = peaks.allocated_bytes;
     ep.peak_reserved_bytes = peaks.reserved_bytes;
-    if (dev.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
-    ep.skipped_steps = runner.take_skipped();
-    ep.complete = done == steps_per_epoch;
-    if (dist) {
-      gather_rank_telemetry(*plan.comm, local_telemetry, ep);
+    if (dev_.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
+    ep.skipped_steps = runner_->take_skipped();
+    ep.complete = done == steps_per_epoch_;
+    if (dist_) {
+      gather_rank_telemetry(*plan_.comm, local_telemetry, ep);
     } else {
       ep.telemetry = local_telemetry;
     }
-
-    if (!losses.empty()) {
-      const at::Tensor l = at::stack(losses).to(at::kCPU, at::kDouble);
-      const double* v = l.data_ptr<double>();
-      ep.loss_first = v[0];
-      ep.loss_last = v[l.numel() - 1];
-      for (int64_t i = 0; i < l.numel(); ++i) {
-        if (!std::isfinite(v[i])) {
-          record.status = RunStatus::kNan;
-          record.reason = "loss became non-finite (" + describe_loss(v[i]) + ") at epoch " + std::to_string(e + 1) +
-                          ", step " + std::to_string(i + 1) + "; lower the learning rate or use bf16/fp32";
-          ep.loss_last = v[i];
-          break;
-        }
-      }
-    }
-    if (dist) {
-      int code = kGoOn;
-      if (record.status == RunStatus::kNan) code = kNonFinite;
-      else if (stop_requested(plan)) code = kInterrupt;
-      else if (budget_s > 0 && measured_s >= budget_s && e + 1 < max_epochs) code = kBudget;
-      double agreed = 0;
-      for (double c : plan.comm->gather(code)) agreed = std::max(agreed, c);
-      if (agreed == kInterrupt) record.summary.bounded_by = "interrupt";
-      if (agreed == kBudget) record.summary.bounded_by = "time_budget";
-      if (agreed == kNonFinite && record.status == RunStatus::kOk) {
-        record.status = RunStatus::kNan;
-        record.reason = "loss became non-finite on another rank in epoch " + std::to_string(e + 1);
-      }
-    }
-    record.epochs.push_back(ep);
-    observer.on_epoch(ep);
-    fault.maybe_fire_after_epoch(plan.comm, e + 1);
-    if (record.status != RunStatus::kOk || !record.summary.bounded_by.empty()) break;
-  }
-  if (dist) {
-    std::vector<double> total(static_cast<size_t>(world), 0.0);
-    for (const auto& per_rank : record.distributed->rank_epoch_seconds) {
-      for (size_t r = 0; r < per_rank.size(); ++r) total[r] += per_rank[r];
-    }
-    record.distributed->slowest_rank = static_cast<int>(std::max_element(total.begin(), total.end()) - total.begin());
+    return ep;
   }
 
-  if (duration_s > 0) {
-    record.scenario.epochs = static_cast<int64_t>(record.epochs.size());
-    record.notes.push_back("sustained run: " + std::to_string(record.epochs.size()) + " epochs in " +
-                           std::to_string(static_cast<int64_t>(measured_s)) + " s (duration_s " +
-                           std::to_string(static_cast<int64_t>(duration_s)) + " s); scenario.epochs is the count run");
+  /// The epoch's losses, read once after it (one device-to-host copy): first, last, and the first non-finite one,
+  /// which ends the run with status nan.
+  void scan_losses(EpochRecord& ep) {
+    if (losses_.empty()) return;
+    const at::Tensor l = at::stack(losses_).to(at::kCPU, at::kDouble);
+    const double* v = l.data_ptr<double>();
+    ep.loss_first = v[0];
+    ep.loss_last = v[l.numel() - 1];
+    for (int64_t i = 0; i < l.numel(); ++i) {
+      if (!std::isfinite(v[i])) {
+        record_.status = RunStatus::kNan;
+        record_.reason = "loss became non-finite (" + describe_loss(v[i]) + ") at epoch " + std::to_string(ep.index + 1) +
+                         ", step " + std::to_string(i + 1) + "; lower the learning rate or use bf16/fp32";
+        ep.loss_last = v[i];
+        return;
+      }
+    }
   }
-  summarize_run(record, all_step_ms);
-  if (record.summary.bounded_by == "interrupt" && record.status == RunStatus::kOk) {
-    record.status = RunStatus::kInterrupted;
-    record.reason = "interrupted (SIGINT/SIGTERM) after " + std::to_string(record.summary.steps) +
-                    " timed steps; completed epochs are kept";
+
+  /// Multi-process runs stop together: each rank votes (go on, time budget, interrupt, non-finite loss) and the
+  /// largest vote wins on every rank, so no rank waits in a collective the others never enter.
+  void agree_on_stopping(int64_t e) {
+    int code = kGoOn;
+    if (record_.status == RunStatus::kNan) {
+      code = kNonFinite;
+    } else if (stop_requested(plan_)) {
+      code = kInterrupt;
+    } else if (budget_s() > 0 && measured_s_ >= budget_s() && e + 1 < max_epochs_) {
+      code = kBudget;
+    }
+    double agreed = 0;
+    for (double c : plan_.comm->gather(code)) agreed = std::max(agreed, c);
+    if (agreed == kInterrupt) record_.summary.bounded_by = "interrupt";
+    if (agreed == kBudget) record_.summary.bounded_by = "time_budget";
+    if (agreed == kNonFinite && record_.status == RunStatus::kOk) {
+      record_.status = RunStatus::kNan;
+      record_.reason = "loss became non-finite on another rank in epoch " + std::to_string(e + 1);
+    }
   }
+
+  /// The slowest rank, the sustained-run note, the summary, and the interrupted status.
+  void finish() {
+    if (dist_) {
+      std::vector<double> total(static_cast<size_t>(world_), 0.0);
+      for (const auto& per_rank : record_.distributed->rank_epoch_seconds) {
+        for (size_t r = 0; r < per_rank.size(); ++r) total[r] += per_rank[r];
+      }
+      record_.distributed->slowest_rank = static_cast<int>(std::max_element(total.begin(), total.end()) - total.begin());
+    }
+    if (duration_s() > 0) {
+      record_.scenario.epochs = static_cast<int64_t>(record_.epochs.size());
+      record_.notes.push_back("sustained run: " + std::to_string(record_.epochs.size()) + " epochs in " +
+                              std::to_string(static_cast<int64_t>(measured_s_)) + " s (duration_s " +
+                              std::to_string(static_cast<int64_t>(duration_s())) +
+                              " s); scenario.epochs is the count run");
+    }
+    summarize_run(record_, all_step_ms_);
+    if (record_.summary.bounded_by == "interrupt" && record_.status == RunStatus::kOk) {
+      record_.status = RunStatus::kInterrupted;
+      record_.reason = "interrupted (SIGINT/SIGTERM) after " + std::to_string(record_.summary.steps) +
+                       " timed steps; completed epochs are kept";
+    }
+  }
+
+  /// Warm-up and timed steps together: heartbeats for the launcher, and the fault-injection hook.
+  void count_step() {
+    ++steps_run_;
+    if (dist_) plan_.comm->set_progress(steps_run_);
+    fault_.maybe_fire(plan_.comm, steps_run_);
+  }
+
+  double budget_s() const { return s_.time_budget_s.value_or(0.0); }
+  double duration_s() const { return s_.duration_s.value_or(0.0); }
+
+  const TrainingPlan& plan_;
+  const Scenario& s_;
+  Workload& workload_;
+  RunObserver& observer_;
+  RunRecord& record_;
+  const at::Device dev_;
+  const int64_t batch_size_;  ///< samples per optimizer step on one rank (all micro-batches)
+  const bool dist_;
+  const int world_;
+  const FaultInjection fault_;
+
+  std::shared_ptr<torch::nn::Module> module_;
+  Batch batch_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<GradientBuckets> buckets_;
+  std::unique_ptr<StepRunner> runner_;
+  std::unique_ptr<StepTimer> timer_;
+  std::unique_ptr<StepGraph> graph_;
+
+  Clock::time_point warm_t0_;
+  int64_t steps_run_ = 0;
+  int64_t steps_per_epoch_ = 1;
+  int64_t max_epochs_ = 0;
+  double measured_s_ = 0;
+  std::vector<double> all_step_ms_;
+  std::vector<at::Tensor> losses_;
+};
+
+}  // namespace
+
+void train(const TrainingPlan& plan, Workload& workload, RunObserver& observer, RunRecord& record) {
+  TrainingRun(plan, workload, observer, record).run();
 }
 
 }  // namespace gpubench::engine

@@ -1,6 +1,8 @@
 #include "gpubench/runner/runner.hpp"
 
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "gpubench/telemetry/device_monitor.hpp"
 
@@ -80,6 +82,28 @@ RunRecord Runner::run(const Scenario& scenario, RunObserver& progress) const {
   monitoring.complete(record);
   if (record.distributed) record.distributed->interconnect = describe_interconnect(record, options_.rank.master_addr);
   return record;  // drift was computed with the summary: the engine puts each epoch's telemetry in as it ends
+}
+
+int Runner::run_repeats(const Scenario& scenario, const RepeatPlan& plan,
+                        const std::function<RunObserver&(int index)>& observer_for,
+                        const std::function<void(RunRecord& record)>& on_record) const {
+  auto stopping = [this] { return options_.stop_requested != nullptr && options_.stop_requested->load(); };
+  int done = 0;
+  for (int i = 1; i <= plan.count && !stopping(); ++i) {
+    RunRecord record = run(scenario, observer_for(i));
+    record.repeat_index = i;
+    record.repeat_count = plan.count;
+    on_record(record);
+    ++done;
+    if (i < plan.count && plan.cooldown_s > 0) {
+      if (!stopping()) observer_for(i).on_phase("cooling down for " + std::to_string(static_cast<int64_t>(plan.cooldown_s)) + " s");
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(plan.cooldown_s);
+      while (std::chrono::steady_clock::now() < until && !stopping()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  }
+  return done;
 }
 
 }  // namespace gpubench

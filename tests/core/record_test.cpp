@@ -239,10 +239,12 @@ RunRecord every_field_set() {
   ep.complete = false;
   ep.telemetry = t;
   ep.rank_telemetry = {t, t};
+  ep.metrics = {Metric{"extra_epoch_ms", "extra", "ms", Better::kLower, 1.25}};
   r.epochs = {ep};
   RunSummary& m = r.summary;
   m = RunSummary{1, 2, 3, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, "table", 0.5, summarize_step_times({3.0}), 12, 13, 14,
-                 15, 16.5, "time_budget", 17.5, 18.5, 19.5, 2, 20.5, 21.5, 22.5};
+                 15, 16.5, "time_budget", 17.5, 18.5, 19.5, 2, 20.5, 21.5, 22.5,
+                 {Metric{"extra_run", "extra run", "count", Better::kHigher, 3}}};
   r.notes = {"a note"};
   TelemetryInfo& ti = r.telemetry;
   ti = TelemetryInfo{"nvml", true, "reason", 0.1, "580.1", 700.0, true, true, false, 5, 16, 18, "GPU-1", "serial",

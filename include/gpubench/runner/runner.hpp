@@ -4,9 +4,18 @@
 // engine does not know: the telemetry block, locked-clock evidence, drift and the interconnect. Front ends (the CLI,
 // tests, a library user) pass an observer that only reports progress, and all get the same record.
 
+#include <functional>
+
 #include "gpubench/engine/engine.hpp"
 
 namespace gpubench {
+
+/// `--repeats N --cooldown S`: the same scenario N times, with an idle pause between runs so that every repeat
+/// starts from a similar temperature.
+struct RepeatPlan {
+  int count = 1;
+  double cooldown_s = 0;
+};
 
 class Runner {
  public:
@@ -15,6 +24,14 @@ class Runner {
   /// Trains `scenario` once. Failures (no device, OOM, non-finite loss, interrupt) come back as a record with that
   /// status and a reason, never as an exception. `progress` sees every engine event plus on_telemetry.
   RunRecord run(const Scenario& scenario, RunObserver& progress) const;
+
+  /// Trains `scenario` plan.count times. Before each run, `observer_for(index)` (1-based) gives the observer for it;
+  /// after it, `on_record(record)` receives the record (repeat_index/repeat_count set) so it is on disk before the
+  /// next run starts. Stops early, also during a cool-down, once RunOptions::stop_requested is set. Returns how many
+  /// runs were made.
+  int run_repeats(const Scenario& scenario, const RepeatPlan& plan,
+                  const std::function<RunObserver&(int index)>& observer_for,
+                  const std::function<void(RunRecord& record)>& on_record) const;
 
  private:
   RunOptions options_;
