@@ -15,6 +15,9 @@
 #            energy with nvidia-smi logging both boards alongside
 #   faults - issue #13's fault paths on NCCL (nvidia-h200-x2): a rank killed, a rank stopped, rank 0 killed after an
 #            epoch, each timed; and a clean 2-GPU run through the runner
+#   arch   - issue #14 (runner, tagged metrics, printers, per-model options, train() split): ResNet-50 AMP bs 256 and
+#            BERT-base bs 32 against PyTorch, alternating, $REPS rounds; then export, compare --metric and report
+#            on those GPU records
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -242,6 +245,31 @@ phase_faults() {
   fault_run stopped_rank1 stop-rank:1:step:20 20s ""
   fault_run killed_rank0_after_epoch1 kill-rank:0:after-epoch:1 30s ""
   ps aux | grep -c "[g]pubench run" | xargs -I{} echo "gpubench processes left: {}" | tee -a "$OUT/session.log"
+}
+
+phase_arch() {
+  pair amp_bs256 "--precision amp --batch-size 256 --dataset-size 25600 --warmup-steps 15"
+  local bert="--precision bf16 --batch-size 32 --seq-len 128 --dataset-size 6400 --warmup-steps 15" r
+  for r in $(seq 1 "$REPS"); do
+    # shellcheck disable=SC2086
+    run_gb "gpubench_bert_bs32_r$r" bert-base $bert
+    # shellcheck disable=SC2086
+    run_pt "pytorch_bert_bs32_r$r" --model bert-base $bert --fused
+  done
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/summary_arch.json" | tee "$OUT/summary_arch.md"
+  mkdir -p "$OUT/gpubench_only"
+  cp "$OUT"/records/gpubench_*.json "$OUT/gpubench_only/"
+  log "export, compare --metric, report on the GPU records"
+  "$GB" export "$OUT/gpubench_only" --out "$OUT/arch_epochs.csv" 2>> "$OUT/session.log"
+  "$GB" export "$OUT/gpubench_only" --per run --format jsonl --out "$OUT/arch_runs.jsonl" 2>> "$OUT/session.log"
+  local m
+  for m in samples_per_s joules_per_sample step_time_p95_ms peak_reserved_bytes; do
+    "$GB" compare "$OUT/records/gpubench_amp_bs256_r1.json" "$OUT/records/gpubench_amp_bs256_r2.json" --metric "$m" \
+        --format md 2>> "$OUT/session.log" | tee -a "$OUT/arch_compare.md"
+    echo "exit ${PIPESTATUS[0]}" >> "$OUT/arch_compare.md"
+  done
+  "$GB" report "$OUT/gpubench_only" --out "$OUT/arch_report" --title "issue 14 on the H200" 2>> "$OUT/session.log" | tail -1
+  rm -rf "$OUT/gpubench_only"
 }
 
 phase_pairs() {

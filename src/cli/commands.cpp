@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <chrono>
 #include <csignal>
@@ -39,6 +40,13 @@ std::string local_timestamp() {
   return buf;
 }
 
+std::string file_name_part(std::string text) {
+  for (char& c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' && c != '=') c = '-';
+  }
+  return text;
+}
+
 namespace {
 
 std::atomic<bool> g_stop{false};
@@ -50,21 +58,15 @@ extern "C" void on_signal(int sig) {
   }
 }
 
-std::string sanitize(std::string s) {
-  for (char& c : s) {
-    if (c == ':' || c == '/' || c == ' ') c = '-';
-  }
-  return s;
-}
 
 std::string default_output(const Scenario& s, const std::string& precision) {
-  return fmt::format("runs/{}_{}_{}_bs{}_{}.json", sanitize(s.model), sanitize(s.device), precision,
+  return fmt::format("runs/{}_{}_{}_bs{}_{}.json", file_name_part(s.model), file_name_part(s.device), precision,
                      s.batch_size ? std::to_string(*s.batch_size) : "default", local_timestamp());
 }
 
 /// Builds the scenario from --config, the positional model and flags; throws ScenarioError.
 Scenario build_scenario(const RunArgs& a) {
-  ScenarioLoader loader(model_keys());
+  ScenarioLoader loader(model_options());
   Scenario s;
   if (a.config) loader.load_file(*a.config, s);
   if (a.model) loader.apply_override("model", *a.model, "MODEL", s);
@@ -382,7 +384,7 @@ int info_command(const InfoArgs& args) {
 }
 
 int validate_command(const std::vector<std::string>& files) {
-  ScenarioLoader loader(model_keys());
+  ScenarioLoader loader(model_options());
   int rc = kExitOk;
   for (const auto& f : files) {
     try {

@@ -12,6 +12,10 @@ namespace gpubench::cli {
 /// "20261130-024512": local time, for default output names.
 std::string local_timestamp();
 
+/// `text` as part of a file name: letters, digits and `. - _ =` stay, anything else becomes '-'
+/// ("cuda:0" -> "cuda-0", "batch_size=64,precision=bf16" -> "batch_size=64-precision=bf16").
+std::string file_name_part(std::string text);
+
 /// Exit codes shared by all subcommands.
 /// 4: the run ended but its record could not be written where asked (the console says where it went, if anywhere).
 enum ExitCode : int { kExitOk = 0, kExitRunFailed = 1, kExitUsage = 2, kExitRegression = 3, kExitRecordNotWritten = 4 };
@@ -107,5 +111,17 @@ namespace gpubench::cli {
 /// The printers an OutputArgs asks for: standard output in `format` (or `default_format`), plus each file. Throws
 /// std::invalid_argument for an unknown format or a file whose format cannot be told from its name.
 void add_outputs(PrinterMultiplex& mux, const OutputArgs& out, const std::string& default_format);
+
+}  // namespace gpubench::cli
+
+namespace gpubench {
+struct Document;
+}
+
+namespace gpubench::cli {
+
+/// A sweep's or scaling run's summary: standard output (and --save files) as asked, plus <dir>/<stem>.md and
+/// <dir>/<stem>.json. Logs and returns false when something could not be written.
+bool print_summary(const Document& d, const OutputArgs& out, const std::string& dir, const std::string& stem);
 
 }  // namespace gpubench::cli

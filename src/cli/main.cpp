@@ -20,15 +20,17 @@ namespace {
 void add_scenario_flags(CLI::App* cmd, std::map<std::string, std::string>& raw,
                         std::map<std::string, std::string>& flag_of, const std::string& suffix) {
   // Help lists the keys every model takes, then each model's own (as the registry declares them).
-  const gpubench::ModelKeys models = gpubench::model_keys();
-  for (const auto& k : gpubench::scenario_keys()) {
+  const gpubench::ModelOptions models = gpubench::model_options();
+  for (const auto& k : gpubench::all_scenario_keys(models)) {
     if (k.key == "model") continue;
+    std::string takers;
+    for (const auto& [name, options] : models) {
+      for (const auto& o : options) {
+        if (o.key == k.key) takers += (takers.empty() ? "" : ", ") + name;
+      }
+    }
     auto* opt = cmd->add_option(k.flag, raw[k.key], k.description + suffix + " [" + k.key + "]");
     if (k.boolean) opt->expected(0, 1);  // `--cuda-graph` alone means true; `--cuda-graph false` also works
-    std::string takers;
-    for (const auto& [name, keys] : models) {
-      if (std::find(keys.begin(), keys.end(), k.key) != keys.end()) takers += (takers.empty() ? "" : ", ") + name;
-    }
     opt->group(k.per_model ? "Keys of " + takers : "Scenario keys (every model)");
     flag_of[k.key] = k.flag;
   }
@@ -39,7 +41,7 @@ void add_scenario_flags(CLI::App* cmd, std::map<std::string, std::string>& raw,
 /// The scenario flags the user gave on `cmd`, as key -> text (a bare boolean flag means "true").
 std::map<std::string, std::string> given_flags(CLI::App* cmd, std::map<std::string, std::string>& raw) {
   std::map<std::string, std::string> out;
-  for (const auto& k : gpubench::scenario_keys()) {
+  for (const auto& k : gpubench::all_scenario_keys(gpubench::model_options())) {
     const auto* opt = cmd->get_option(k.key == "model" ? "--model" : k.flag);
     if (opt->count() > 0) out[k.key] = (k.boolean && raw[k.key].empty()) ? "true" : raw[k.key];
   }

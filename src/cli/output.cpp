@@ -35,6 +35,21 @@ void add_outputs(PrinterMultiplex& mux, const OutputArgs& out, const std::string
   }
 }
 
+bool print_summary(const Document& d, const OutputArgs& out, const std::string& dir, const std::string& stem) {
+  try {
+    PrinterMultiplex mux;
+    add_outputs(mux, out, "console");
+    mux.add("md", dir + "/" + stem + ".md");
+    mux.add("json", dir + "/" + stem + ".json");
+    mux.print(d);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return false;
+  }
+  std::printf("summary: %s/%s.md\n", dir.c_str(), stem.c_str());
+  return true;
+}
+
 int export_command(const ExportArgs& a) {
   if (a.per != "epoch" && a.per != "run") {
     spdlog::error("--per: expected epoch or run, got '{}'", a.per);

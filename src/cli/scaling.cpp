@@ -76,17 +76,7 @@ int scaling_command(const ScalingArgs& a) {
     result.points.push_back(std::move(p));
   }
   compute_scaling(result);
-  try {
-    PrinterMultiplex mux;
-    add_outputs(mux, a.output, "console");
-    mux.add("md", dir + "/scaling.md");
-    mux.add("json", dir + "/scaling.json");
-    mux.print(scaling_document(a.model, result));
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return kExitRunFailed;
-  }
-  std::printf("summary: %s/scaling.md\n", dir.c_str());
+  if (!print_summary(scaling_document(a.model, result), a.output, dir, "scaling")) return kExitRunFailed;
   const bool all_ok = result.all_ok();
   return all_ok ? kExitOk : kExitRunFailed;
 }

@@ -20,16 +20,9 @@ namespace gpubench::cli {
 
 namespace {
 
-std::string sanitize(std::string s) {
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '=') c = '_';
-  }
-  return s;
-}
-
 std::vector<std::string> key_order() {
   std::vector<std::string> keys;
-  for (const auto& k : scenario_keys()) keys.push_back(k.key);
+  for (const auto& k : all_scenario_keys(model_options())) keys.push_back(k.key);
   return keys;
 }
 
@@ -46,7 +39,7 @@ int sweep_command(const SweepArgs& a) {
   // Every point must be a valid scenario before anything runs.
   for (const auto& p : points) {
     try {
-      ScenarioLoader loader(model_keys());
+      ScenarioLoader loader(model_options());
       Scenario s;
       if (a.config) loader.load_file(*a.config, s);
       loader.apply_override("model", a.model, "MODEL", s);
@@ -88,7 +81,7 @@ int sweep_command(const SweepArgs& a) {
   bool all_fine = true;
   for (size_t i = 0; i < points.size(); ++i) {
     const SweepPoint& p = points[i];
-    const std::string path = fmt::format("{}/point{:02d}_{}.json", dir, i + 1, sanitize(p.label()));
+    const std::string path = fmt::format("{}/point{:02d}_{}.json", dir, i + 1, file_name_part(p.label()));
     std::vector<std::string> args;
     std::string search_note;
     const bool max_batch = p.values.count("batch_size") && p.values.at("batch_size") == "max";
@@ -153,17 +146,7 @@ int sweep_command(const SweepArgs& a) {
     }
     results.push_back(std::move(result));
   }
-  try {
-    PrinterMultiplex mux;
-    add_outputs(mux, a.output, "console");
-    mux.add("md", dir + "/sweep.md");
-    mux.add("json", dir + "/sweep.json");
-    mux.print(sweep_document(a.model, results));
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return kExitRunFailed;
-  }
-  std::printf("summary: %s/sweep.md\n", dir.c_str());
+  if (!print_summary(sweep_document(a.model, results), a.output, dir, "sweep")) return kExitRunFailed;
   return all_fine ? kExitOk : kExitRunFailed;
 }
 

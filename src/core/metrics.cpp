@@ -295,9 +295,11 @@ Metrics run_metrics(const RunRecord& r) {
 }
 
 Metrics extra_metrics_only(Metrics metrics) {
-  metrics.erase(std::remove_if(metrics.begin(), metrics.end(), [](const Metric& m) { return is_standard_metric(m.tag); }),
-                metrics.end());
-  return metrics;
+  Metrics out;  // one entry per tag, as set_metric keeps them (a list read from a file may repeat a tag)
+  for (auto& m : metrics) {
+    if (!is_standard_metric(m.tag)) set_metric(out, std::move(m));
+  }
+  return out;
 }
 
 }  // namespace gpubench

@@ -1,6 +1,8 @@
 #include "gpubench/core/run_record.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -31,17 +33,36 @@ RunStatus run_status_from_string(const std::string& s) {
 }
 
 namespace {
-/// The resolved scenario without the per-model keys the model does not take (they were never set: the loader refuses
-/// them). Records from callers that did not name the model's keys keep every key.
+/// The resolved scenario with only the model's own keys (a caller that bypassed the loader may have set others).
+/// Records from callers that did not name the model's keys keep every key.
 nlohmann::json scenario_for_record(const RunRecord& r) {
-  nlohmann::json s = r.scenario;
-  if (r.model.scenario_keys.empty()) return s;
-  for (const auto& k : scenario_keys()) {
-    const bool own = std::find(r.model.scenario_keys.begin(), r.model.scenario_keys.end(), k.key) !=
-                     r.model.scenario_keys.end();
-    if (k.per_model && !own) s.erase(k.key);
+  if (r.model.scenario_keys.empty()) return r.scenario;
+  Scenario s = r.scenario;
+  const auto& own = r.model.scenario_keys;
+  for (auto it = s.model_options.begin(); it != s.model_options.end();) {
+    it = std::find(own.begin(), own.end(), it->first) == own.end() ? s.model_options.erase(it) : std::next(it);
   }
   return s;
+}
+
+/// Records written before models declared their keys (schema 1 without `model.scenario_keys`) hold every model's
+/// keys with defaults; keep only the keys each of the three models of that time took, so that old and new records of
+/// one scenario still compare equal.
+void drop_other_models_keys(RunRecord& r) {
+  static const std::map<std::string, std::vector<std::string>> legacy{
+      {"resnet50", {"image_size", "num_classes"}},
+      {"bert-base", {"seq_len", "num_labels", "layers", "width", "heads", "dropout", "attention", "gradient_checkpointing"}},
+      {"sd-unet", {"latent_size", "layers", "width", "heads", "dropout", "attention", "gradient_checkpointing"}}};
+  const std::vector<std::string>* own = &r.model.scenario_keys;
+  if (own->empty()) {
+    const auto it = legacy.find(r.scenario.model);
+    if (it == legacy.end()) return;
+    own = &it->second;
+  }
+  auto& options = r.scenario.model_options;
+  for (auto it = options.begin(); it != options.end();) {
+    it = std::find(own->begin(), own->end(), it->first) == own->end() ? options.erase(it) : std::next(it);
+  }
 }
 }  // namespace
 
@@ -103,6 +124,7 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.distributed = j.value("distributed", std::optional<DistributedRecord>{});
   r.repeat_index = j.value("repeat_index", int64_t{1});
   r.repeat_count = j.value("repeat_count", int64_t{1});
+  drop_other_models_keys(r);
   // Standard metrics are derived from the fields again; only the extras are kept.
   for (auto& e : r.epochs) e.metrics = extra_metrics_only(std::move(e.metrics));
   r.summary.metrics = extra_metrics_only(std::move(r.summary.metrics));

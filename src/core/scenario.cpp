@@ -60,18 +60,7 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["seed"] = s.seed;
   j["time_budget_s"] = s.time_budget_s;
   j["duration_s"] = s.duration_s;
-  j["image_size"] = s.image_size;
-  j["num_classes"] = s.num_classes;
-  j["seq_len"] = s.seq_len;
-  j["num_labels"] = s.num_labels;
-  j["latent_size"] = s.latent_size;
-  j["attention"] = s.attention;
-  j["layers"] = s.layers;
-  j["width"] = s.width;
-  j["heads"] = s.heads;
-  j["dropout"] = s.dropout;
   j["grad_accumulation"] = s.grad_accumulation;
-  j["gradient_checkpointing"] = s.gradient_checkpointing;
   j["cudnn_benchmark"] = s.cudnn_benchmark;
   j["graph"] = s.graph;
   j["ddp_bucket_mb"] = s.ddp_bucket_mb;
@@ -80,6 +69,9 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["telemetry"] = s.telemetry;
   j["telemetry_interval_s"] = s.telemetry_interval_s;
   j["telemetry_trace"] = s.telemetry_trace;
+  for (const auto& [key, value] : s.model_options) {
+    if (!j.contains(key)) j[key] = value;  // the model's own keys sit beside the common ones, as in a scenario file
+  }
 }
 void from_json(const nlohmann::json& j, Scenario& s) {
   Scenario d;
@@ -99,18 +91,7 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.seed = j.value("seed", d.seed);
   s.time_budget_s = j.value("time_budget_s", d.time_budget_s);
   s.duration_s = j.value("duration_s", d.duration_s);
-  s.image_size = j.value("image_size", d.image_size);
-  s.num_classes = j.value("num_classes", d.num_classes);
-  s.seq_len = j.value("seq_len", d.seq_len);
-  s.num_labels = j.value("num_labels", d.num_labels);
-  s.latent_size = j.value("latent_size", d.latent_size);
-  s.attention = j.value("attention", d.attention);
-  s.layers = j.value("layers", d.layers);
-  s.width = j.value("width", d.width);
-  s.heads = j.value("heads", d.heads);
-  s.dropout = j.value("dropout", d.dropout);
   s.grad_accumulation = j.value("grad_accumulation", d.grad_accumulation);
-  s.gradient_checkpointing = j.value("gradient_checkpointing", d.gradient_checkpointing);
   s.cudnn_benchmark = j.value("cudnn_benchmark", d.cudnn_benchmark);
   s.graph = j.value("graph", d.graph);
   s.ddp_bucket_mb = j.value("ddp_bucket_mb", d.ddp_bucket_mb);
@@ -119,6 +100,14 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.telemetry = j.value("telemetry", d.telemetry);
   s.telemetry_interval_s = j.value("telemetry_interval_s", d.telemetry_interval_s);
   s.telemetry_trace = j.value("telemetry_trace", d.telemetry_trace);
+  // Every other key is one of the model's own; only scalars can be (a record is untrusted input).
+  static const nlohmann::json common = Scenario{};
+  s.model_options.clear();
+  for (const auto& [key, value] : j.items()) {
+    if (common.contains(key)) continue;
+    if (value.is_structured()) throw std::runtime_error("scenario \"" + key + "\" must be a single value");
+    s.model_options[key] = value;
+  }
 }
 
 // Member by member (not through JSON): a key the serialiser forgets then shows up as a round-trip difference.
@@ -128,14 +117,11 @@ bool OptimizerSettings::operator==(const OptimizerSettings& o) const {
 }
 bool Scenario::operator==(const Scenario& o) const {
   return std::tie(name, model, batch_size, precision, memory_format, device, epochs, dataset_size, warmup_steps,
-                  optimizer, seed, time_budget_s, duration_s, image_size, num_classes, seq_len, num_labels,
-                  latent_size, attention, layers, width, heads, dropout, grad_accumulation, gradient_checkpointing,
-                  cudnn_benchmark, graph, ddp_bucket_mb, ddp_timeout_s, output, telemetry, telemetry_interval_s,
+                  optimizer, seed, time_budget_s, duration_s, model_options, grad_accumulation, cudnn_benchmark, graph, ddp_bucket_mb, ddp_timeout_s, output, telemetry, telemetry_interval_s,
                   telemetry_trace) ==
          std::tie(o.name, o.model, o.batch_size, o.precision, o.memory_format, o.device, o.epochs, o.dataset_size,
-                  o.warmup_steps, o.optimizer, o.seed, o.time_budget_s, o.duration_s, o.image_size, o.num_classes,
-                  o.seq_len, o.num_labels, o.latent_size, o.attention, o.layers, o.width, o.heads, o.dropout,
-                  o.grad_accumulation, o.gradient_checkpointing, o.cudnn_benchmark, o.graph, o.ddp_bucket_mb,
+                  o.warmup_steps, o.optimizer, o.seed, o.time_budget_s, o.duration_s, o.model_options,
+                  o.grad_accumulation, o.cudnn_benchmark, o.graph, o.ddp_bucket_mb,
                   o.ddp_timeout_s, o.output, o.telemetry, o.telemetry_interval_s, o.telemetry_trace);
 }
 

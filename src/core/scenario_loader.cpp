@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sys/stat.h>
 #include <set>
@@ -217,17 +218,13 @@ struct Field {
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = [] {
     std::vector<Field> f;
-    // Keys that only some models take; which ones is declared by each model in the engine's registry.
-    static const std::set<std::string> per_model{"image_size", "num_classes", "seq_len", "num_labels", "latent_size",
-                                                 "attention", "layers", "width", "heads", "dropout",
-                                                 "gradient_checkpointing"};
+    // The keys every model takes. A model's own keys (image_size, seq_len, layers, ...) are declared by the model
+    // (ModelOption, in the engine's registry) and reach the loader through its constructor.
     auto add = [&f](std::string key, std::string flag, std::string desc, Setter s) {
-      const bool model_key = per_model.count(key) != 0;
-      f.push_back({{std::move(key), std::move(flag), std::move(desc), false, model_key}, std::move(s)});
+      f.push_back({{std::move(key), std::move(flag), std::move(desc), false, false}, std::move(s)});
     };
     auto add_bool = [&f](std::string key, std::string flag, std::string desc, Setter s) {
-      const bool model_key = per_model.count(key) != 0;
-      f.push_back({{std::move(key), std::move(flag), std::move(desc), true, model_key}, std::move(s)});
+      f.push_back({{std::move(key), std::move(flag), std::move(desc), true, false}, std::move(s)});
     };
     using Models = std::vector<std::string>;
     add("name", "--name", "free-form label for the run",
@@ -303,31 +300,8 @@ const std::vector<Field>& fields() {
         });
     add("telemetry_trace", "--telemetry-trace", "write the raw telemetry samples to this CSV file",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.telemetry_trace = as_string(n, c); });
-    add("image_size", "--image-size", "image models: input side in pixels (default 224)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.image_size = as_int(n, c, 32, 4096); });
-    add("num_classes", "--num-classes", "classification models: number of classes (default 1000)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.num_classes = as_int(n, c, 2, 1 << 24); });
-    add("seq_len", "--seq-len", "sequence models: tokens per sequence (default 128)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.seq_len = as_int(n, c, 1, 1 << 20); });
-    add("num_labels", "--num-labels", "sequence classification: number of labels (default 2)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.num_labels = as_int(n, c, 2, 1 << 20); });
-    add("latent_size", "--latent-size", "diffusion UNet: latent side, 64 for 512-px images (default 64)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.latent_size = as_int(n, c, 8, 1024); });
-    add("attention", "--attention", "sdpa (fused kernels, default) | math (explicit softmax attention)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.attention = as_enum(n, c, {"sdpa", "math"}); });
-    add("layers", "--layers", "reduced model: transformer layers (BERT) or resnets per block (UNet)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.layers = as_int(n, c, 1, 1024); });
-    add("width", "--width", "reduced model: hidden size (BERT) or first block's channels (UNet)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.width = as_int(n, c, 8, 1 << 16); });
-    add("heads", "--heads", "reduced model: attention heads",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.heads = as_int(n, c, 1, 1024); });
-    add("dropout", "--dropout", "override the model's dropout probability, in [0, 1)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.dropout = as_double(n, c, 0, 0.999, false); });
     add("grad_accumulation", "--grad-accumulation", "micro-batches of batch_size per optimizer step (default 1)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.grad_accumulation = as_int(n, c, 1, 1 << 16); });
-    add_bool("gradient_checkpointing", "--gradient-checkpointing",
-        "recompute each transformer layer / UNet block in backward to save memory (true/false)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.gradient_checkpointing = as_bool(n, c); });
     add_bool("cudnn_benchmark", "--cudnn-benchmark", "let cuDNN autotune convolutions (true/false, default true)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.cudnn_benchmark = as_bool(n, c); });
     add_bool("graph", "--cuda-graph",
@@ -368,6 +342,37 @@ std::vector<std::string> keys_with_prefix(const std::string& prefix) {
   return out;
 }
 
+/// A model's own key, read as its declaration says.
+nlohmann::json option_value(const ModelOption& o, const YAML::Node& n, const Ctx& c) {
+  switch (o.type) {
+    case ModelOption::Type::kInt:
+      return as_int(n, c, static_cast<int64_t>(o.min), static_cast<int64_t>(o.max));
+    case ModelOption::Type::kFloat: return as_double(n, c, o.min, o.max, false);
+    case ModelOption::Type::kBool: return as_bool(n, c);
+    case ModelOption::Type::kChoice: return as_enum(n, c, o.choices);
+  }
+  fail(c, "unknown option type");
+}
+
+using FindOption = std::function<const ModelOption*(const std::string&)>;
+
+/// Sets `key` from `value`: a common key through its field, a model's own key through its declaration. Returns
+/// false when neither knows the key.
+bool set_key(const std::string& key, const YAML::Node& value, const Origin& origin, Scenario& s,
+             const std::vector<std::string>& models, const FindOption& find_option) {
+  if (const Field* f = find_field(key)) {
+    f->set(value, Ctx{origin, f->doc.key}, s, models);
+    s.origins[f->doc.key] = origin;
+    return true;
+  }
+  if (const ModelOption* o = find_option(key)) {
+    s.model_options[key] = option_value(*o, value, Ctx{origin, key});
+    s.origins[key] = origin;
+    return true;
+  }
+  return false;
+}
+
 Origin origin_of(const YAML::Node& n, const std::string& source) {
   const YAML::Mark m = n.Mark();
   if (m.line < 0) return Origin{source, 0, 0};
@@ -375,7 +380,8 @@ Origin origin_of(const YAML::Node& n, const std::string& source) {
 }
 
 void merge_map(const YAML::Node& map, const std::string& prefix, const std::string& source, Scenario& s,
-               const std::vector<std::string>& models) {
+               const std::vector<std::string>& models, const FindOption& find_option,
+               const std::vector<std::string>& option_keys) {
   std::set<std::string> seen;
   for (auto it = map.begin(); it != map.end(); ++it) {
     // Copies: the iterator's pair is a temporary proxy, and references into it dangle (ASan:
@@ -387,18 +393,17 @@ void merge_map(const YAML::Node& map, const std::string& prefix, const std::stri
     const std::string key = prefix + key_node.Scalar();
     if (!seen.insert(key).second) throw ScenarioError(key_origin, key, "duplicate key");
     if (key == "optimizer" && value.IsMap()) {
-      merge_map(value, "optimizer.", source, s, models);
+      merge_map(value, "optimizer.", source, s, models, find_option, option_keys);
       continue;
     }
-    const Field* f = find_field(key == "optimizer" ? "optimizer.name" : key);
-    if (f == nullptr) {
+    if (!set_key(key == "optimizer" ? "optimizer.name" : key, value, origin_of(value, source), s, models,
+                 prefix.empty() ? find_option : FindOption([](const std::string&) { return nullptr; }))) {
+      std::vector<std::string> known = keys_with_prefix(prefix);
+      if (prefix.empty()) known.insert(known.end(), option_keys.begin(), option_keys.end());
       throw ScenarioError(key_origin, key,
-                          "unknown key" + did_you_mean(key_node.Scalar(), keys_with_prefix(prefix)) +
+                          "unknown key" + did_you_mean(key_node.Scalar(), known) +
                               "; see `gpubench run --help` for the keys a scenario accepts");
     }
-    const Origin value_origin = origin_of(value, source);
-    f->set(value, Ctx{value_origin, f->doc.key}, s, models);
-    s.origins[f->doc.key] = value_origin;
   }
 }
 
@@ -579,13 +584,40 @@ const std::vector<ScenarioKey>& scenario_keys() {
 
 ScenarioLoader::ScenarioLoader(std::vector<std::string> known_models) : known_models_(std::move(known_models)) {}
 
-ScenarioLoader::ScenarioLoader(ModelKeys model_keys) : model_keys_(std::move(model_keys)) {
-  for (const auto& [name, keys] : model_keys_) known_models_.push_back(name);
+ScenarioLoader::ScenarioLoader(ModelOptions models) : models_(std::move(models)) {
+  for (const auto& [name, options] : models_) known_models_.push_back(name);
 }
 
-bool is_per_model_key(const std::string& key) {
-  const Field* f = find_field(key);
-  return f != nullptr && f->doc.per_model;
+const ModelOption* ScenarioLoader::find_option(const std::string& key) const {
+  for (const auto& [name, options] : models_) {
+    for (const auto& o : options) {
+      if (o.key == key) return &o;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<ScenarioKey> all_scenario_keys(const ModelOptions& models) {
+  std::vector<ScenarioKey> out = scenario_keys();
+  // A key several models declare with different help says each model's ("bert-base: ...; sd-unet: ...").
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> helps;
+  for (const auto& [name, options] : models) {
+    for (const auto& o : options) {
+      auto it = std::find_if(out.begin(), out.end(), [&o](const ScenarioKey& k) { return k.key == o.key; });
+      if (it == out.end()) out.push_back(o.as_key());
+      helps[o.key].emplace_back(name, o.help);
+    }
+  }
+  for (auto& k : out) {
+    const auto h = helps.find(k.key);
+    if (h == helps.end() || h->second.size() < 2) continue;
+    const bool same = std::all_of(h->second.begin(), h->second.end(),
+                                  [&h](const auto& p) { return p.second == h->second.front().second; });
+    if (same) continue;
+    k.description.clear();
+    for (const auto& [model, help] : h->second) k.description += (k.description.empty() ? "" : "; ") + model + ": " + help;
+  }
+  return out;
 }
 
 void ScenarioLoader::load_file(const std::string& path, Scenario& s) const {
@@ -629,7 +661,12 @@ void ScenarioLoader::load_text(const std::string& text, const std::string& forma
                                                          std::string(root.IsSequence() ? "a list" : "a single value"));
   }
   try {
-    merge_map(root, "", source, s, known_models_);
+    std::vector<std::string> option_keys;
+    for (const auto& k : all_scenario_keys(models_)) {
+      if (k.per_model) option_keys.push_back(k.key);
+    }
+    merge_map(root, "", source, s, known_models_, [this](const std::string& k) { return find_option(k); },
+              option_keys);
   } catch (const ScenarioError&) {
     throw;
   } catch (const YAML::Exception& e) {  // a node yaml-cpp cannot convert: still the file's fault, still named
@@ -639,26 +676,39 @@ void ScenarioLoader::load_text(const std::string& text, const std::string& forma
 
 void ScenarioLoader::apply_override(const std::string& key, const std::string& value, const std::string& flag,
                                     Scenario& s) const {
-  const Field* f = find_field(key);
-  if (f == nullptr) throw ScenarioError(Origin{"command line " + flag, 0, 0}, key, "unknown scenario key");
   const Origin origin{"command line " + flag, 0, 0};
-  f->set(YAML::Node(value), Ctx{origin, key}, s, known_models_);
-  s.origins[key] = origin;
+  if (!set_key(key, YAML::Node(value), origin, s, known_models_, [this](const std::string& k) { return find_option(k); })) {
+    throw ScenarioError(origin, key, "unknown scenario key");
+  }
 }
 
 void ScenarioLoader::check(const Scenario& s) const {
-  const auto model = model_keys_.find(s.model);
-  if (model != model_keys_.end()) {
-    for (const auto& [key, origin] : s.origins) {
-      if (!is_per_model_key(key)) continue;
-      const auto& own = model->second;
-      if (std::find(own.begin(), own.end(), key) != own.end()) continue;
+  // Every model key set must be the chosen model's, within that model's declaration (two models may declare one
+  // key with different ranges; the value was read by the first declaration).
+  const auto model = models_.find(s.model);
+  for (const auto& [key, value] : s.model_options) {
+    const auto where = s.origins.find(key);
+    const Origin origin = where != s.origins.end() ? where->second : Origin{"scenario", 0, 0};
+    const ModelOption* own = nullptr;
+    if (model != models_.end()) {
+      for (const auto& o : model->second) {
+        if (o.key == key) own = &o;
+      }
+    }
+    if (own == nullptr) {
+      if (models_.empty() || model == models_.end()) continue;  // no declarations to check against
       std::vector<std::string> takers;
-      for (const auto& [name, keys] : model_keys_) {
-        if (std::find(keys.begin(), keys.end(), key) != keys.end()) takers.push_back(name);
+      for (const auto& [name, options] : models_) {
+        for (const auto& o : options) {
+          if (o.key == key) takers.push_back(name);
+        }
       }
       throw ScenarioError(origin, key, "not a key of " + s.model +
                                            (takers.empty() ? std::string("") : "; it applies to " + join(takers, ", ")));
+    }
+    if (!value.is_null()) {
+      const YAML::Node node(value.is_string() ? value.get<std::string>() : value.dump());
+      option_value(*own, node, Ctx{origin, key});  // throws with this model's range
     }
   }
   if (s.batch_size && s.dataset_size < *s.batch_size * s.grad_accumulation) {

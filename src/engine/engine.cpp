@@ -11,6 +11,8 @@
 
 #include "device.h"
 #include "distributed.h"
+#include <algorithm>
+
 #include "gpubench/engine/engine.hpp"
 #include "models/registry.h"
 #include "precision.h"
@@ -102,9 +104,15 @@ std::vector<ModelInfo> available_models() {
   return out;
 }
 
-ModelKeys model_keys() {
-  ModelKeys out;
-  for (const auto& e : engine::model_registry()) out[e.info.name] = e.info.scenario_keys;
+std::vector<std::string> ModelInfo::option_keys() const {
+  std::vector<std::string> out;
+  for (const auto& o : options) out.push_back(o.key);
+  return out;
+}
+
+ModelOptions model_options() {
+  ModelOptions out;
+  for (const auto& e : engine::model_registry()) out[e.info.name] = e.info.options;
   return out;
 }
 
@@ -155,6 +163,15 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     }
     const engine::ModelEntry& entry = engine::find_model(requested.model);
     Scenario s = requested;
+    // The model's own keys: another model's is refused (the loader already did, for files and flags), and the
+    // unset ones take the model's declared defaults, so the record holds every key the model took.
+    const std::vector<std::string> own = entry.info.option_keys();
+    for (const auto& [key, value] : s.model_options) {
+      if (std::find(own.begin(), own.end(), key) == own.end()) {
+        throw std::invalid_argument("key '" + key + "' is not a key of " + entry.info.name);
+      }
+    }
+    for (const auto& o : entry.info.options) s.model_options.emplace(o.key, o.default_value);
     torch::manual_seed(s.seed);
     observer.on_phase("building " + entry.info.name);
     workload = entry.make(s);
@@ -180,7 +197,7 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     record.model.train_flops_per_sample = workload->train_flops_per_sample();
     record.model.sample_unit = entry.info.sample_unit;
     record.model.tokens_per_sample = workload->tokens_per_sample();
-    record.model.scenario_keys = entry.info.scenario_keys;
+    record.model.scenario_keys = own;
 
     observer.on_start(record);
     maybe_inject_oom(*s.batch_size * s.grad_accumulation);

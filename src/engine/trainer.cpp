@@ -116,7 +116,7 @@ std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer& 
   if (plan.comm != nullptr) {
     return "multi-process runs launch their all-reduces from backward hooks, which are not captured yet";
   }
-  if (plan.scenario.gradient_checkpointing) {
+  if (plan.scenario.option<bool>("gradient_checkpointing").value_or(false)) {
     return "gradient checkpointing saves and restores the RNG state from the host, which a capture cannot do";
   }
   if (!opt.capturable()) {

@@ -9,6 +9,7 @@
 
 #include "common/temp_dir.h"
 
+#include "gpubench/core/compare.hpp"
 #include "gpubench/core/record_io.hpp"
 
 namespace gpubench {
@@ -172,18 +173,9 @@ RunRecord every_field_set() {
   s.seed = 11;
   s.time_budget_s = 12.5;
   s.duration_s = 13.5;
-  s.image_size = 96;
-  s.num_classes = 17;
-  s.seq_len = 33;
-  s.num_labels = 5;
-  s.latent_size = 16;
-  s.attention = "math";
-  s.layers = 2;
-  s.width = 64;
-  s.heads = 4;
-  s.dropout = 0.25;
+  s.model_options = {{"seq_len", 33},  {"num_labels", 5},   {"attention", "math"},          {"layers", 2},
+                     {"width", 64},    {"heads", 4},        {"dropout", 0.25},              {"gradient_checkpointing", true}};
   s.grad_accumulation = 2;
-  s.gradient_checkpointing = true;
   s.cudnn_benchmark = false;
   s.graph = true;
   s.ddp_bucket_mb = 8;
@@ -285,15 +277,45 @@ TEST_F(RecordFileTest, EveryFieldSurvivesTheRoundTripAndEqualityComparesValues) 
 TEST_F(RecordFileTest, TheRecordsScenarioHoldsOnlyTheKeysTheModelTakes) {
   RunRecord r = sample_record();
   r.model.scenario_keys = {"image_size", "num_classes"};
+  // A caller that bypassed the loader set other models' keys too: the record leaves them out.
+  r.scenario.model_options = {{"image_size", 224}, {"num_classes", 1000}, {"layers", 2}, {"seq_len", 128}};
   const nlohmann::json j = r;
-  EXPECT_TRUE(j["scenario"].contains("image_size"));
+  EXPECT_EQ(j["scenario"]["image_size"], 224);
   EXPECT_TRUE(j["scenario"].contains("batch_size"));  // common keys stay
   for (const char* other : {"layers", "seq_len", "latent_size", "attention", "gradient_checkpointing"}) {
     EXPECT_FALSE(j["scenario"].contains(other)) << other;
   }
   const std::string path = (dir_ / "keys.json").string();
   write_record(path, r);
-  EXPECT_TRUE(read_record(path) == r);  // what was left out held its default, so it reads back the same
+  RunRecord expected = r;
+  expected.scenario.model_options.erase("layers");
+  expected.scenario.model_options.erase("seq_len");
+  EXPECT_TRUE(read_record(path) == expected);
+}
+
+TEST_F(RecordFileTest, SchemaOneRecordsWithEveryModelsKeysStillCompareWithNewOnes) {
+  // Before models declared their keys, a record's scenario held every model's key with its default and no
+  // model.scenario_keys. Read now, it keeps only the keys its model took, so it pairs with a new record.
+  RunRecord fresh = sample_record();
+  fresh.model.scenario_keys = {"image_size", "num_classes"};
+  fresh.scenario.model_options = {{"image_size", 224}, {"num_classes", 1000}};
+  nlohmann::json old = fresh;
+  old["schema_version"] = 1;
+  old["model"].erase("scenario_keys");
+  old["epochs"][0].erase("metrics");
+  old["summary"].erase("metrics");
+  const nlohmann::json every_other{{"seq_len", 128},   {"num_labels", 2},  {"latent_size", 64},
+                                   {"attention", "sdpa"}, {"layers", nullptr}, {"width", nullptr},
+                                   {"heads", nullptr},  {"dropout", nullptr}, {"gradient_checkpointing", false}};
+  for (const auto& [k, v] : every_other.items()) old["scenario"][k] = v;
+  const RunRecord back = old.get<RunRecord>();
+  EXPECT_EQ(back.schema_version, 1);
+  EXPECT_EQ(back.scenario.model_options, fresh.scenario.model_options);
+  EXPECT_EQ(comparable_scenario(back.scenario), comparable_scenario(fresh.scenario));
+  // Its metrics are derived from its fields as for any record.
+  const Metrics m = run_metrics(back);
+  ASSERT_NE(find_metric(m, kThroughputTag), nullptr);
+  EXPECT_DOUBLE_EQ(find_metric(m, kThroughputTag)->value, fresh.summary.samples_per_s);
 }
 
 TEST_F(RecordFileTest, ImpossibleValuesAndNonRecordsAreRefusedNamingTheFile) {

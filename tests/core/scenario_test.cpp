@@ -36,6 +36,22 @@ class ScenarioFileTest : public ::testing::Test {
     return "";
   }
 
+  /// Declarations as a registry makes them (the engine's are tested through the binary).
+  static ModelOptions test_models() {
+    using T = ModelOption::Type;
+    const ModelOption bert_layers{"layers", "--layers", "transformer layers", T::kInt, 1, 1024, {}, nullptr};
+    const ModelOption unet_layers{"layers", "--layers", "resnets per block", T::kInt, 1, 8, {}, nullptr};
+    const ModelOption heads{"heads", "--heads", "attention heads", T::kInt, 1, 1024, {}, nullptr};
+    const ModelOption attention{"attention", "--attention", "kernel", T::kChoice, 0, 0, {"sdpa", "math"}, "sdpa"};
+    const ModelOption dropout{"dropout", "--dropout", "probability", T::kFloat, 0, 0.999, {}, nullptr};
+    return ModelOptions{
+        {"resnet50", {{"image_size", "--image-size", "side", T::kInt, 32, 4096, {}, 224},
+                      {"num_classes", "--num-classes", "classes", T::kInt, 2, 1 << 24, {}, 1000}}},
+        {"bert-base", {{"seq_len", "--seq-len", "tokens", T::kInt, 1, 512, {}, 128}, bert_layers, heads, attention,
+                       dropout}},
+        {"sd-unet", {{"latent_size", "--latent-size", "side", T::kInt, 8, 1024, {}, 64}, unet_layers, heads}}};
+  }
+
   testing::TempDir tmp_{"scenario"};
   fs::path dir_ = tmp_.path();
   ScenarioLoader loader_{std::vector<std::string>{"resnet50", "bert-base"}};
@@ -80,9 +96,7 @@ TEST_F(ScenarioFileTest, HostileValuesAreErrorsNamingTheKeyNeverACrash) {
 }
 
 TEST_F(ScenarioFileTest, AKeyOfAnotherModelIsRefusedNamingTheKeyAndTheModelsThatTakeIt) {
-  const ScenarioLoader loader(ModelKeys{{"resnet50", {"image_size", "num_classes"}},
-                                        {"bert-base", {"seq_len", "layers", "heads"}},
-                                        {"sd-unet", {"latent_size", "layers", "heads"}}});
+  const ScenarioLoader loader(test_models());
   Scenario s;
   loader.load_file(write("r.yaml", "model: resnet50\nimage_size: 64\nlayers: 2\n"), s);
   try {
@@ -102,8 +116,44 @@ TEST_F(ScenarioFileTest, AKeyOfAnotherModelIsRefusedNamingTheKeyAndTheModelsThat
   Scenario ok;
   loader.load_file(write("b.yaml", "model: bert-base\nseq_len: 64\nlayers: 2\nbatch_size: 8\nepochs: 2\n"), ok);
   EXPECT_NO_THROW(loader.check(ok));
-  EXPECT_TRUE(is_per_model_key("layers"));
-  EXPECT_FALSE(is_per_model_key("batch_size"));
+  EXPECT_EQ(ok.option<int64_t>("layers"), 2);
+  const auto keys = all_scenario_keys(test_models());
+  const auto layers = std::find_if(keys.begin(), keys.end(), [](const ScenarioKey& k) { return k.key == "layers"; });
+  ASSERT_NE(layers, keys.end());
+  EXPECT_TRUE(layers->per_model);
+  // Declared twice with different help: the help names each model's meaning.
+  EXPECT_NE(layers->description.find("bert-base: transformer layers; sd-unet: resnets per block"), std::string::npos)
+      << layers->description;
+}
+
+TEST_F(ScenarioFileTest, AModelsKeyIsReadByItsDeclarationAndCheckedAgainstTheChosenModel) {
+  const ScenarioLoader loader(test_models());
+  // Type and range come from the declaration next to the model, and errors name file, line and key.
+  Scenario s;
+  try {
+    loader.load_file(write("a.yaml", "model: bert-base\nseq_len: 4096\n"), s);
+    FAIL() << "seq_len 4096 accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("a.yaml:2:10: key 'seq_len': expected an integer from 1 to 512"),
+              std::string::npos) << e.what();
+  }
+  Scenario b;
+  loader.load_file(write("b.yaml", "model: bert-base\nattention: math\ndropout: 0\n"), b);
+  EXPECT_EQ(b.option<std::string>("attention"), "math");
+  EXPECT_EQ(b.option<double>("dropout"), 0.0);
+  EXPECT_THROW(loader.load_file(write("c.yaml", "attention: flash\n"), b), ScenarioError);
+  // A key both models declare, in the range of the first but not of the chosen one: check() names it.
+  Scenario u;
+  loader.load_file(write("d.yaml", "model: sd-unet\nlayers: 100\n"), u);
+  try {
+    loader.check(u);
+    FAIL() << "layers 100 accepted for sd-unet";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("d.yaml:2:9: key 'layers': expected an integer from 1 to 8"),
+              std::string::npos) << e.what();
+  }
+  // A loader that knows no model declarations takes none of their keys.
+  EXPECT_THROW(loader_.load_file(write("e.yaml", "seq_len: 64\n"), b), ScenarioError);
 }
 
 TEST_F(ScenarioFileTest, OnlyRegularFilesOfAtMostOneMebibyteAreRead) {

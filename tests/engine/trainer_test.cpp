@@ -11,8 +11,7 @@ Scenario tiny(const std::string& device = "cpu") {
   Scenario s;
   s.model = "resnet50";
   s.device = device;
-  s.image_size = 32;
-  s.num_classes = 10;
+  s.model_options = {{"image_size", 32}, {"num_classes", 10}};
   s.batch_size = 4;
   s.dataset_size = 16;
   s.epochs = 2;
@@ -200,10 +199,7 @@ TEST(TrainerTest, CudaGraphCapturesTheWholeStepAndTrains_CUDA) {
   Scenario b;
   b.model = "bert-base";
   b.device = "cuda";
-  b.layers = 2;
-  b.width = 64;
-  b.heads = 2;
-  b.seq_len = 16;
+  b.model_options = {{"layers", 2}, {"width", 64}, {"heads", 2}, {"seq_len", 16}};
   b.batch_size = 8;
   b.dataset_size = 64;
   b.epochs = 3;

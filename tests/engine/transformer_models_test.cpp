@@ -135,11 +135,11 @@ Scenario reduced(const std::string& model) {
   s.epochs = 2;
   s.warmup_steps = 0;
   s.time_budget_s = 600;
-  s.layers = model == "bert-base" ? 2 : 1;
-  s.width = model == "bert-base" ? 64 : 32;
-  s.heads = model == "bert-base" ? 4 : 2;
-  s.seq_len = 32;
-  s.latent_size = 16;
+  s.model_options["layers"] = model == "bert-base" ? 2 : 1;
+  s.model_options["width"] = model == "bert-base" ? 64 : 32;
+  s.model_options["heads"] = model == "bert-base" ? 4 : 2;
+  if (model == "bert-base") s.model_options["seq_len"] = 32;
+  if (model == "sd-unet") s.model_options["latent_size"] = 16;
   s.batch_size = 4;
   s.dataset_size = 32;
   s.optimizer.name = "adamw";
@@ -180,7 +180,7 @@ std::vector<torch::Tensor> gradients(Workload& w, const Batch& batch, int64_t k)
 TEST(GradientAccumulationTest, FourMicroBatchesGiveTheGradientOfOneBatchFourTimesLarger) {
   for (const std::string model : {"bert-base", "sd-unet"}) {
     Scenario s = reduced(model);
-    s.dropout = 0.0;
+    s.model_options["dropout"] = 0.0;
     torch::manual_seed(7);
     auto w = find_model(model).make(s);
     auto gen = at::globalContext().defaultGenerator(c10::Device(c10::kCPU));
@@ -200,7 +200,7 @@ TEST(GradientCheckpointingTest, GivesTheSameGradientsAsKeepingActivations) {
     std::vector<std::vector<torch::Tensor>> grads;
     for (bool ckpt : {false, true}) {
       Scenario s = reduced(model);
-      s.gradient_checkpointing = ckpt;
+      s.model_options["gradient_checkpointing"] = ckpt;
       torch::manual_seed(11);
       auto w = find_model(model).make(s);
       auto gen = at::globalContext().defaultGenerator(c10::Device(c10::kCPU));
@@ -246,10 +246,10 @@ TEST(GradientCheckpointingTest, LowersPeakMemoryOnTheGpu_CUDA) {
   for (bool ckpt : {false, true}) {
     Scenario s = reduced("sd-unet");
     s.device = "cuda";
-    s.width = 64;
-    s.latent_size = 32;
+    s.model_options["width"] = 64;
+    s.model_options["latent_size"] = 32;
     s.batch_size = 8;
-    s.gradient_checkpointing = ckpt;
+    s.model_options["gradient_checkpointing"] = ckpt;
     RunObserver quiet;
     const RunRecord r = run_benchmark(s, quiet, {});
     ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;

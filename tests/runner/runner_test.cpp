@@ -32,7 +32,7 @@ TEST(RunnerTest, AnyCallerGetsTelemetryInEveryEpochAndTheTelemetryBlock) {
   setenv("GPUBENCH_NVML_LIBRARY", GPUBENCH_FAKE_NVML, 1);
   setenv("FAKE_NVML_SCRIPT", (dir / "nvml.txt").c_str(), 1);
   Scenario s;
-  ScenarioLoader loader(model_names());
+  ScenarioLoader loader(model_options());
   loader.load_file(std::string(GPUBENCH_TEST_DATA) + "/tiny_resnet.yaml", s);
   loader.apply_override("epochs", "2", "test", s);
   loader.apply_override("dataset_size", "8", "test", s);

@@ -60,7 +60,8 @@ struct EpochRecord;
 Metrics epoch_metrics(const RunRecord& r, const EpochRecord& e);
 /// Every metric of a run: the standard ones of the summary, then the summary's extras.
 Metrics run_metrics(const RunRecord& r);
-/// Drops standard metrics from a list read from JSON (they are derived again from the fields, never trusted twice).
+/// Drops standard metrics from a list read from JSON (they are derived again from the fields, never trusted twice),
+/// and keeps one entry per tag (the last value).
 Metrics extra_metrics_only(Metrics metrics);
 
 /// The metric `compare` uses by default: throughput.

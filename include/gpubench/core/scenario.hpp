@@ -51,18 +51,7 @@ struct Scenario {
   uint64_t seed = 0;                      ///< seeds model initialisation and the synthetic data
   std::optional<double> time_budget_s;    ///< stop timing after this many measured seconds (s); CPU default 60
   std::optional<double> duration_s;       ///< sustained run: keep training whole epochs for this long (s)
-  int64_t image_size = 224;               ///< image models: square input side (pixels)
-  int64_t num_classes = 1000;             ///< classification models: output classes
-  int64_t seq_len = 128;                  ///< sequence models: tokens per sequence
-  int64_t num_labels = 2;                 ///< sequence classification: labels
-  int64_t latent_size = 64;               ///< diffusion UNet: latent side (64 = 512-px images)
-  std::string attention = "sdpa";         ///< sdpa (fused kernels) | math (explicit softmax attention)
-  std::optional<int64_t> layers;          ///< reduced model: transformer layers (BERT) / resnets per block (UNet)
-  std::optional<int64_t> width;           ///< reduced model: hidden size (BERT) / first block channels (UNet)
-  std::optional<int64_t> heads;           ///< reduced model: attention heads
-  std::optional<double> dropout;          ///< override the model's dropout probability (e.g. 0 for exact tests)
   int64_t grad_accumulation = 1;          ///< micro-batches of batch_size per optimizer step
-  bool gradient_checkpointing = false;    ///< recompute each block in backward instead of keeping activations
   bool cudnn_benchmark = true;            ///< let cuDNN autotune convolution algorithms
   bool graph = false;                     ///< capture the whole step in a CUDA graph and replay it (CUDA only)
   double ddp_bucket_mb = 25;              ///< multi-GPU: gradient all-reduce bucket size (MiB), as DDP's bucket_cap_mb
@@ -72,8 +61,22 @@ struct Scenario {
   double telemetry_interval_s = 0.1;      ///< sampling period (s)
   std::string telemetry_trace;            ///< CSV file for the raw samples; empty = none
 
+  /// The chosen model's own keys (image_size, seq_len, layers, ...): each model declares them, with type, range,
+  /// default and help, next to its factory (the engine's registry); the loader checks them against that
+  /// declaration. Values are JSON scalars; null means "the model's own" for keys that override an architecture.
+  /// The engine fills in the model's defaults, so a record holds every key the model takes.
+  std::map<std::string, nlohmann::json> model_options;
+
   /// Where each key that was set came from (dotted key -> origin). Keys absent here hold defaults.
   std::map<std::string, Origin> origins;
+
+  /// A model option's value, or nullopt when absent or null. Throws nlohmann::json::type_error on a wrong type.
+  template <typename T>
+  std::optional<T> option(const std::string& key) const {
+    const auto it = model_options.find(key);
+    if (it == model_options.end() || it->second.is_null()) return std::nullopt;
+    return it->second.get<T>();
+  }
 
   bool is_set(const std::string& key) const { return origins.count(key) != 0; }
   /// Values only (origins are provenance, not identity): two runs of the same scenario compare equal.

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gpubench/core/scenario.hpp"
 
 namespace gpubench {
@@ -31,30 +33,44 @@ struct ScenarioKey {
   std::string flag;         ///< command-line flag, e.g. "--lr"
   std::string description;  ///< one line, with the unit
   bool boolean = false;     ///< true/false key: the bare flag (`--cuda-graph`) means true
-  bool per_model = false;   ///< applies only to the models that declare it (ModelKeys); common to all otherwise
+  bool per_model = false;   ///< a model's own key (ModelOption); common to all models otherwise
 };
 
-/// For each model, the per-model scenario keys it takes (the engine's registry declares them next to each factory).
-using ModelKeys = std::map<std::string, std::vector<std::string>>;
+/// One of a model's own scenario keys, declared next to the model's factory (LibTorch's options structs): the
+/// loader validates it, `--help` lists it under the model, and the engine fills in its default.
+struct ModelOption {
+  enum class Type { kInt, kFloat, kBool, kChoice };
+  std::string key;                    ///< as written in files, e.g. "seq_len"
+  std::string flag;                   ///< e.g. "--seq-len"
+  std::string help;                   ///< one line, with the unit
+  Type type = Type::kInt;
+  double min = 0, max = 0;            ///< inclusive range (kInt, kFloat)
+  std::vector<std::string> choices;   ///< kChoice
+  nlohmann::json default_value;       ///< null: the model's own architecture value (an override key)
+  ScenarioKey as_key() const { return ScenarioKey{key, flag, help, type == Type::kBool, true}; }
+};
 
-/// Whether `key` is a per-model key (image_size, seq_len, layers, ...) rather than one every model takes.
-bool is_per_model_key(const std::string& key);
+/// Each model's own keys, by model name (the engine's registry: model_options()).
+using ModelOptions = std::map<std::string, std::vector<ModelOption>>;
+
+/// The common keys, then every model's own keys once each (first declaration wins), for help and sweeps.
+std::vector<ScenarioKey> all_scenario_keys(const ModelOptions& models);
 
 /// Seconds from "90", "1.5", "90s", "2m", "1h" or "500ms" (the syntax of duration keys such as time_budget_s).
 /// Throws ScenarioError naming `where` (e.g. "command line --cooldown").
 double parse_duration_s(const std::string& text, const std::string& where);
 
-/// Every key a scenario file may contain.
+/// The keys every model takes (the models' own keys are declared by the models: ModelOptions).
 const std::vector<ScenarioKey>& scenario_keys();
 
 /// Builds a Scenario from files and flag overrides, validating every value as it arrives.
 class ScenarioLoader {
  public:
-  /// `known_models`: names accepted for `model` (the engine's registry); empty accepts any name. Per-model keys are
-  /// then not checked against the model.
+  /// `known_models`: names accepted for `model`; empty accepts any name. No model's own keys are known then.
   explicit ScenarioLoader(std::vector<std::string> known_models);
-  /// The registry's models with their per-model keys: check() also refuses a key of another model.
-  explicit ScenarioLoader(ModelKeys model_keys);
+  /// The registry's models with their own keys: files and flags may set any model's key (validated by its
+  /// declaration); check() refuses a key the chosen model does not take and checks it against that model's range.
+  explicit ScenarioLoader(ModelOptions models);
 
   /// Merges a YAML (.yaml/.yml) or JSON (.json) file into `s`. Throws ScenarioError.
   void load_file(const std::string& path, Scenario& s) const;
@@ -64,14 +80,14 @@ class ScenarioLoader {
   /// Applies one override: `key` is a dotted scenario key, `value` the flag's text, `flag` names it in errors.
   void apply_override(const std::string& key, const std::string& value, const std::string& flag,
                       Scenario& s) const;
-  /// Checks cross-field rules (e.g. dataset_size >= batch_size) and, with ModelKeys, that every per-model key set
-  /// applies to the chosen model ("key 'layers': not a key of resnet50; it applies to bert-base, sd-unet").
-  /// Throws ScenarioError.
+  /// Checks cross-field rules (e.g. dataset_size >= batch_size) and that every model key set applies to the chosen
+  /// model ("key 'layers': not a key of resnet50; it applies to bert-base, sd-unet"). Throws ScenarioError.
   void check(const Scenario& s) const;
 
  private:
+  const ModelOption* find_option(const std::string& key) const;  ///< any model's declaration of `key`
   std::vector<std::string> known_models_;
-  ModelKeys model_keys_;  ///< empty: per-model keys are not checked
+  ModelOptions models_;
 };
 
 }  // namespace gpubench

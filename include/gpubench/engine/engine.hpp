@@ -21,17 +21,19 @@ struct ModelInfo {
   std::string sample_unit;        ///< "images", "sequences", ...
   int64_t default_batch_size = 0; ///< on accelerators; CPU runs are bounded further
   std::string default_optimizer;  ///< "sgd" or "adamw"
-  /// The per-model scenario keys this model takes (image_size, seq_len, layers, ...); a scenario that sets another
-  /// model's key is refused (exit 2), and a record keeps only these besides the common keys.
-  std::vector<std::string> scenario_keys;
+  /// This model's own scenario keys (image_size, seq_len, layers, ...) with type, range, default and help, declared
+  /// next to its factory. A scenario that sets another model's key is refused (exit 2); a record keeps only these
+  /// besides the common keys, each with a concrete value (or null: the model's own architecture value).
+  std::vector<ModelOption> options;
+  std::vector<std::string> option_keys() const;
 };
 
 /// Models known to the registry, in listing order.
 std::vector<ModelInfo> available_models();
 /// Just their names (what a scenario's `model` may say).
 std::vector<std::string> model_names();
-/// Each model's per-model scenario keys, for the scenario loader.
-ModelKeys model_keys();
+/// Each model's own keys, for the scenario loader and `--help`.
+ModelOptions model_options();
 
 /// A device gpubench could run on, or one it cannot use with the reason.
 struct DeviceInfo {

@@ -136,6 +136,47 @@ OptimizerSettings adamw(double lr, double weight_decay) {
   return o;
 }
 
+// The models' own keys. Each declaration says the key's type, range, default and help; the loader validates files
+// and flags by it, `--help` lists it under the model, and the engine fills in the default before the factory runs.
+using Type = ModelOption::Type;
+
+ModelOption int_option(std::string key, std::string flag, std::string help, int64_t lo, int64_t hi,
+                       nlohmann::json def) {
+  return ModelOption{std::move(key), std::move(flag), std::move(help), Type::kInt, static_cast<double>(lo),
+                     static_cast<double>(hi), {}, std::move(def)};
+}
+
+// Keys bert-base and sd-unet share: reduced models for tests, the attention kernel, memory for time.
+ModelOption attention_option() {
+  return ModelOption{"attention", "--attention", "sdpa (fused kernels, default) | math (explicit softmax attention)",
+                     Type::kChoice, 0, 0, {"sdpa", "math"}, "sdpa"};
+}
+ModelOption dropout_option() {
+  return ModelOption{"dropout", "--dropout", "override the model's dropout probability, in [0, 0.999]",
+                     Type::kFloat, 0, 0.999, {}, nullptr};
+}
+ModelOption checkpointing_option() {
+  return ModelOption{"gradient_checkpointing", "--gradient-checkpointing",
+                     "recompute each transformer layer / UNet block in backward to save memory (true/false)",
+                     Type::kBool, 0, 0, {}, false};
+}
+ModelOption heads_option() {
+  return int_option("heads", "--heads", "reduced model: attention heads", 1, 1024, nullptr);
+}
+
+using Factory = std::function<std::unique_ptr<Workload>(const Scenario&)>;
+
+/// A registry entry whose factory always sees the model's declared defaults for keys the scenario left unset (the
+/// engine fills them in for the record too; tests and library callers may call the factory directly).
+ModelEntry entry(ModelInfo info, OptimizerSettings optimizer, Factory make) {
+  const std::vector<ModelOption> options = info.options;
+  return ModelEntry{std::move(info), std::move(optimizer), [options, make = std::move(make)](const Scenario& s) {
+                      Scenario with_defaults = s;
+                      for (const auto& o : options) with_defaults.model_options.emplace(o.key, o.default_value);
+                      return make(with_defaults);
+                    }};
+}
+
 }  // namespace
 
 Batch slice_batch(const Batch& b, int64_t start, int64_t length) {
@@ -147,61 +188,71 @@ Batch slice_batch(const Batch& b, int64_t start, int64_t length) {
 
 const std::vector<ModelEntry>& model_registry() {
   static const std::vector<ModelEntry> entries{
-      {ModelInfo{"resnet50", "ResNet-50 v1.5 as torchvision's resnet50 (25.6M parameters), ImageNet-style",
-                 "images", 256, "sgd", {"image_size", "num_classes"}},
+      entry(ModelInfo{"resnet50", "ResNet-50 v1.5 as torchvision's resnet50 (25.6M parameters), ImageNet-style",
+                 "images", 256, "sgd",
+                 {int_option("image_size", "--image-size", "input side in pixels (default 224)", 32, 4096, 224),
+                  int_option("num_classes", "--num-classes", "number of classes (default 1000)", 2, 1 << 24, 1000)}},
        OptimizerSettings{"sgd", 0.1, 0.9, 1e-4, false, std::nullopt, std::nullopt, std::nullopt, ""},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
-         if (s.gradient_checkpointing) {  // the loader refuses the key for resnet50; this guards other callers
-           throw std::invalid_argument("resnet50: gradient_checkpointing is implemented for bert-base and sd-unet only");
-         }
          models::ResNetOptions o;
-         o.num_classes = s.num_classes;
-         return std::make_unique<ImageClassification>(models::ResNet(o), o, s.image_size);
-       }},
-      {ModelInfo{"bert-base", "BERT-base fine-tuning as transformers' BertForSequenceClassification (109.5M parameters)",
+         o.num_classes = *s.option<int64_t>("num_classes");
+         return std::make_unique<ImageClassification>(models::ResNet(o), o, *s.option<int64_t>("image_size"));
+       }),
+      entry(ModelInfo{"bert-base", "BERT-base fine-tuning as transformers' BertForSequenceClassification (109.5M parameters)",
                  "sequences", 32, "adamw",
-                 {"seq_len", "num_labels", "layers", "width", "heads", "dropout", "attention", "gradient_checkpointing"}},
+                 {int_option("seq_len", "--seq-len", "tokens per sequence (default 128; at most 512)", 1, 512, 128),
+                  int_option("num_labels", "--num-labels", "number of labels (default 2)", 2, 1 << 20, 2),
+                  int_option("layers", "--layers", "reduced model: transformer layers (default 12)", 1, 1024, nullptr),
+                  int_option("width", "--width", "reduced model: hidden size (default 768)", 8, 1 << 16, nullptr),
+                  heads_option(), dropout_option(), attention_option(), checkpointing_option()}},
        adamw(2e-5, 0.01),
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          models::BertOptions o;
-         o.layers = s.layers.value_or(o.layers);
-         o.hidden = s.width.value_or(o.hidden);
+         o.layers = s.option<int64_t>("layers").value_or(o.layers);
+         o.hidden = s.option<int64_t>("width").value_or(o.hidden);
          o.intermediate = 4 * o.hidden;
-         o.heads = s.heads.value_or(o.heads);
-         o.num_labels = s.num_labels;
-         o.dropout = s.dropout.value_or(o.dropout);
-         o.math_attention = s.attention == "math";
+         o.heads = s.option<int64_t>("heads").value_or(o.heads);
+         o.num_labels = *s.option<int64_t>("num_labels");
+         o.dropout = s.option<double>("dropout").value_or(o.dropout);
+         o.math_attention = s.option<std::string>("attention") == "math";
          if (o.hidden % o.heads != 0) {
            throw std::invalid_argument("bert-base: width " + std::to_string(o.hidden) + " is not divisible by " +
                                        std::to_string(o.heads) + " heads");
          }
-         if (s.seq_len > o.max_positions) {
-           throw std::invalid_argument("bert-base: seq_len " + std::to_string(s.seq_len) + " exceeds its " +
+         const int64_t seq_len = *s.option<int64_t>("seq_len");
+         if (seq_len > o.max_positions) {
+           throw std::invalid_argument("bert-base: seq_len " + std::to_string(seq_len) + " exceeds its " +
                                        std::to_string(o.max_positions) + " positions");
          }
-         return std::make_unique<SequenceClassification>(o, s.seq_len, s.gradient_checkpointing);
-       }},
-      {ModelInfo{"sd-unet", "Stable Diffusion v1.5 UNet as diffusers' UNet2DConditionModel (859.5M parameters), "
+         return std::make_unique<SequenceClassification>(o, seq_len, *s.option<bool>("gradient_checkpointing"));
+       }),
+      entry(ModelInfo{"sd-unet", "Stable Diffusion v1.5 UNet as diffusers' UNet2DConditionModel (859.5M parameters), "
                             "latent-space fine-tuning",
                  "images", 16, "adamw",
-                 {"latent_size", "layers", "width", "heads", "dropout", "attention", "gradient_checkpointing"}},
+                 {int_option("latent_size", "--latent-size",
+                             "latent side, a multiple of 8; 64 for 512-px images (default 64)", 8, 1024, 64),
+                  int_option("layers", "--layers", "reduced model: resnets per block (default 2)", 1, 1024, nullptr),
+                  int_option("width", "--width", "reduced model: first block's channels (default 320)", 8, 1 << 16,
+                             nullptr),
+                  heads_option(), dropout_option(), attention_option(), checkpointing_option()}},
        adamw(1e-4, 1e-2),
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          models::UNetOptions o;
-         if (s.width) o.channels = {*s.width, 2 * *s.width, 4 * *s.width, 4 * *s.width};
-         o.layers_per_block = s.layers.value_or(o.layers_per_block);
-         o.heads = s.heads.value_or(o.heads);
-         o.dropout = s.dropout.value_or(o.dropout);
-         o.math_attention = s.attention == "math";
+         if (const auto w = s.option<int64_t>("width")) o.channels = {*w, 2 * *w, 4 * *w, 4 * *w};
+         o.layers_per_block = s.option<int64_t>("layers").value_or(o.layers_per_block);
+         o.heads = s.option<int64_t>("heads").value_or(o.heads);
+         o.dropout = s.option<double>("dropout").value_or(o.dropout);
+         o.math_attention = s.option<std::string>("attention") == "math";
          if (o.channels[0] % o.groups != 0 || o.channels[0] % o.heads != 0) {
            throw std::invalid_argument("sd-unet: width " + std::to_string(o.channels[0]) +
                                        " must be divisible by 32 (GroupNorm groups) and by the head count");
          }
-         if (s.latent_size % 8 != 0) {
+         const int64_t latent = *s.option<int64_t>("latent_size");
+         if (latent % 8 != 0) {
            throw std::invalid_argument("sd-unet: latent_size must be a multiple of 8 (three 2x downsamplings)");
          }
-         return std::make_unique<LatentDiffusion>(o, s.latent_size, s.gradient_checkpointing);
-       }},
+         return std::make_unique<LatentDiffusion>(o, latent, *s.option<bool>("gradient_checkpointing"));
+       }),
   };
   return entries;
 }
