@@ -150,15 +150,23 @@ std::string human(const Cell& c, const Column& col) {
 /// A number for programs: the shortest text that reads back to the same double.
 std::string raw_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : ""; }
 
-nlohmann::json cell_json(const Cell& c) {
-  if (c.number) return std::isfinite(*c.number) ? nlohmann::json(*c.number) : nlohmann::json(nullptr);
+nlohmann::json cell_json(const Cell& c, const Column& col) {
+  if (c.number) {
+    if (!std::isfinite(*c.number)) return nullptr;
+    // Counts and byte sizes are integers for programs too (256, not 256.0).
+    const bool whole = (col.unit == "count" || col.unit == "bytes") && std::fabs(*c.number) < 9.0e15 &&
+                       std::floor(*c.number) == *c.number;
+    return whole ? nlohmann::json(static_cast<int64_t>(*c.number)) : nlohmann::json(*c.number);
+  }
   if (c.text.empty()) return nullptr;
   return c.text;
 }
 
 nlohmann::json row_json(const Table& t, const std::vector<Cell>& row) {
   nlohmann::json o = nlohmann::json::object();
-  for (size_t i = 0; i < t.columns.size(); ++i) o[t.columns[i].key] = i < row.size() ? cell_json(row[i]) : nullptr;
+  for (size_t i = 0; i < t.columns.size(); ++i) {
+    o[t.columns[i].key] = i < row.size() ? cell_json(row[i], t.columns[i]) : nullptr;
+  }
   return o;
 }
 

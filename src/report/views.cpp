@@ -170,6 +170,7 @@ namespace {
 
 std::string change(const Comparison& c) {
   if (c.verdict == Verdict::kNotComparable || c.verdict == Verdict::kNoBaseline) return "-";
+  if (c.interval_basis == "none") return fmt::format("{:+.2f}% (one value per side: no interval)", (c.ratio - 1) * 100);
   return fmt::format("{:+.2f}% [{:+.2f}%, {:+.2f}%]", (c.ratio - 1) * 100, (c.ci_low - 1) * 100, (c.ci_high - 1) * 100);
 }
 

@@ -48,6 +48,8 @@ TEST(PrintersTest, JsonlHasOneObjectPerRowWithNullForMissing) {
   EXPECT_EQ(rows[0]["samples_per_s"], 1234.56);
   EXPECT_TRUE(rows[1]["samples_per_s"].is_null());
   EXPECT_EQ(rows[1]["name"], "b");
+  EXPECT_TRUE(rows[0]["peak_reserved_bytes"].is_number_integer());  // bytes and counts stay integers
+  EXPECT_TRUE(rows[0]["samples_per_s"].is_number_float());
 }
 
 TEST(PrintersTest, JsonWithoutADataPayloadHoldsTheTables) {
