@@ -99,12 +99,13 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   if (!version.is_number_integer() || version.get<int64_t>() < 1 || version.get<int64_t>() > 1000) {
     throw std::runtime_error("\"schema_version\" must be a small positive integer, got " + version.dump());
   }
-  r.schema_version = static_cast<int>(version.get<int64_t>());
-  if (r.schema_version > kRecordSchemaVersion) {
-    throw std::runtime_error("record schema version " + std::to_string(r.schema_version) +
-                             " is newer than this gpubench understands (" +
+  if (version.get<int64_t>() > kRecordSchemaVersion) {
+    throw std::runtime_error("record schema version " + version.dump() + " is newer than this gpubench understands (" +
                              std::to_string(kRecordSchemaVersion) + ")");
   }
+  // An older record is upgraded as it is read (metrics derived, other models' keys dropped): in memory every record
+  // has this build's layout, and writes it under this build's version.
+  r.schema_version = kRecordSchemaVersion;
   r.status = run_status_from_string(j.at("status").get<std::string>());
   r.reason = j.value("reason", std::string());
   r.scenario = j.at("scenario").get<Scenario>();

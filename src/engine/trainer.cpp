@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cuda_graph.h"
+#include "gpubench/core/check.hpp"
 #include "optimizers.h"
 #include "step_timer.h"
 
@@ -206,6 +207,8 @@ class TrainingRun {
         fault_(FaultInjection::from_env()) {}
 
   void run() {
+    GPUBENCH_CHECK(s_.batch_size.has_value() && *s_.batch_size > 0, "the engine resolves batch_size before training");
+    GPUBENCH_CHECK(s_.warmup_steps.has_value(), "the engine resolves warmup_steps before training");
     prepare();
     warm_up();
     capture_graph();
@@ -361,6 +364,7 @@ class TrainingRun {
     double seconds = seconds_since(t0);
     const std::optional<EpochTelemetry> local_telemetry = observer_.on_epoch_end(e, done * batch_size_);
     if (dist_) {
+      GPUBENCH_CHECK(buckets_ && record_.distributed, "a multi-process run has gradient buckets and a distributed record");
       // The epoch ends when its slowest rank does; every rank's time goes into the record.
       const std::vector<double> per_rank = plan_.comm->gather(seconds);
       record_.distributed->rank_epoch_seconds.push_back(per_rank);

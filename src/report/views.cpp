@@ -606,7 +606,7 @@ Document sweep_document(const std::string& model, const std::vector<SweepPointRe
   }
   if (!unit.empty()) t.columns[3].unit = unit;
   d.table(std::move(t));
-  d.data = {{"model", model}, {"points", rows}};
+  d.data = {{"schema", "gpubench.sweep"}, {"model", model}, {"points", rows}};
   return d;
 }
 
@@ -673,7 +673,7 @@ Document scaling_document(const std::string& model, const ScalingResult& result)
     t.notes.push_back(fmt::format("Efficiency is relative to the {}-rank run (no 1-rank run).", result.base_ranks));
   }
   d.table(std::move(t));
-  d.data = {{"model", model}, {"points", rows}};
+  d.data = {{"schema", "gpubench.scaling"}, {"model", model}, {"points", rows}};
   return d;
 }
 

@@ -429,3 +429,37 @@ TEST_F(CliTest, AnotherModelsKeyIsRefusedNamingTheKeyAndTheModel) {
 
 }  // namespace
 }  // namespace gpubench
+
+namespace gpubench {
+namespace {
+
+bool has_jsonschema() {
+  return std::system("/usr/bin/python3 -c 'import jsonschema, yaml; jsonschema.Draft202012Validator' > /dev/null 2>&1") == 0;
+}
+
+TEST_F(CliTest, CommittedAndFreshRecordsAndShippedScenariosMatchTheJsonSchemas) {
+  if (!has_jsonschema()) GTEST_SKIP() << "python3-jsonschema is not installed (scripts/bootstrap.sh installs it)";
+  const std::string src = GPUBENCH_SOURCE_DIR;
+  const std::string fresh = (dir_ / "fresh.json").string();
+  ASSERT_EQ(gpubench("run --config " + tiny() + " --epochs 2 --output " + fresh).exit_code, 0);
+  const std::string sweep = (dir_ / "sweep").string();
+  ASSERT_EQ(gpubench("sweep resnet50 --config " + tiny() + " --epochs 1 --batch-size 2,4 --out-dir " + sweep).exit_code, 0);
+  const std::string validate = "/usr/bin/python3 -W ignore " + src + "/scripts/validate_records.py ";
+  const std::string out = (dir_ / "v.out").string();
+  // Every record under results/ (schema 1 and 2), the shipped scenarios, and what the commands write now.
+  const std::string all = validate + src + "/results " + src + "/configs " + fresh + " " + sweep + " > " + out + " 2>&1";
+  EXPECT_EQ(std::system(all.c_str()), 0) << slurp(out);
+  EXPECT_NE(slurp(out).find(" ok"), std::string::npos) << slurp(out);
+  // And the schema is no formality: an impossible record fails, naming the file and the path in it.
+  nlohmann::json broken = nlohmann::json::parse(slurp(fresh));
+  broken["epochs"][0]["seconds"] = -1;
+  broken["summary"]["metrics"][0]["better"] = "sideways";
+  std::ofstream(dir_ / "broken.json") << broken.dump();
+  const std::string bad = validate + (dir_ / "broken.json").string() + " > " + out + " 2>&1";
+  EXPECT_NE(std::system(bad.c_str()), 0);
+  EXPECT_NE(slurp(out).find("broken.json: epochs/0/seconds"), std::string::npos) << slurp(out);
+  EXPECT_NE(slurp(out).find("summary/metrics/0/better"), std::string::npos) << slurp(out);
+}
+
+}  // namespace
+}  // namespace gpubench

@@ -1,5 +1,7 @@
 #include "models/registry.h"
 
+#include "gpubench/core/check.hpp"
+
 #include <torch/nn/functional/loss.h>
 
 #include <stdexcept>
@@ -164,6 +166,14 @@ ModelOption heads_option() {
   return int_option("heads", "--heads", "reduced model: attention heads", 1, 1024, nullptr);
 }
 
+/// A key the model declares with a default: always present once defaults are filled in.
+template <typename T>
+T required(const Scenario& s, const std::string& key) {
+  const std::optional<T> v = s.option<T>(key);
+  GPUBENCH_CHECK(v.has_value(), "model key '" + key + "' has no value although the model declares a default");
+  return *v;
+}
+
 using Factory = std::function<std::unique_ptr<Workload>(const Scenario&)>;
 
 /// A registry entry whose factory always sees the model's declared defaults for keys the scenario left unset (the
@@ -195,8 +205,8 @@ const std::vector<ModelEntry>& model_registry() {
        OptimizerSettings{"sgd", 0.1, 0.9, 1e-4, false, std::nullopt, std::nullopt, std::nullopt, ""},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          models::ResNetOptions o;
-         o.num_classes = *s.option<int64_t>("num_classes");
-         return std::make_unique<ImageClassification>(models::ResNet(o), o, *s.option<int64_t>("image_size"));
+         o.num_classes = required<int64_t>(s, "num_classes");
+         return std::make_unique<ImageClassification>(models::ResNet(o), o, required<int64_t>(s, "image_size"));
        }),
       entry(ModelInfo{"bert-base", "BERT-base fine-tuning as transformers' BertForSequenceClassification (109.5M parameters)",
                  "sequences", 32, "adamw",
@@ -212,19 +222,19 @@ const std::vector<ModelEntry>& model_registry() {
          o.hidden = s.option<int64_t>("width").value_or(o.hidden);
          o.intermediate = 4 * o.hidden;
          o.heads = s.option<int64_t>("heads").value_or(o.heads);
-         o.num_labels = *s.option<int64_t>("num_labels");
+         o.num_labels = required<int64_t>(s, "num_labels");
          o.dropout = s.option<double>("dropout").value_or(o.dropout);
          o.math_attention = s.option<std::string>("attention") == "math";
          if (o.hidden % o.heads != 0) {
            throw std::invalid_argument("bert-base: width " + std::to_string(o.hidden) + " is not divisible by " +
                                        std::to_string(o.heads) + " heads");
          }
-         const int64_t seq_len = *s.option<int64_t>("seq_len");
+         const int64_t seq_len = required<int64_t>(s, "seq_len");
          if (seq_len > o.max_positions) {
            throw std::invalid_argument("bert-base: seq_len " + std::to_string(seq_len) + " exceeds its " +
                                        std::to_string(o.max_positions) + " positions");
          }
-         return std::make_unique<SequenceClassification>(o, seq_len, *s.option<bool>("gradient_checkpointing"));
+         return std::make_unique<SequenceClassification>(o, seq_len, required<bool>(s, "gradient_checkpointing"));
        }),
       entry(ModelInfo{"sd-unet", "Stable Diffusion v1.5 UNet as diffusers' UNet2DConditionModel (859.5M parameters), "
                             "latent-space fine-tuning",
@@ -247,11 +257,11 @@ const std::vector<ModelEntry>& model_registry() {
            throw std::invalid_argument("sd-unet: width " + std::to_string(o.channels[0]) +
                                        " must be divisible by 32 (GroupNorm groups) and by the head count");
          }
-         const int64_t latent = *s.option<int64_t>("latent_size");
+         const int64_t latent = required<int64_t>(s, "latent_size");
          if (latent % 8 != 0) {
            throw std::invalid_argument("sd-unet: latent_size must be a multiple of 8 (three 2x downsamplings)");
          }
-         return std::make_unique<LatentDiffusion>(o, latent, *s.option<bool>("gradient_checkpointing"));
+         return std::make_unique<LatentDiffusion>(o, latent, required<bool>(s, "gradient_checkpointing"));
        }),
   };
   return entries;
