@@ -23,6 +23,7 @@
 #include "gpubench/core/device_table.hpp"
 #include "gpubench/core/record_io.hpp"
 #include "gpubench/core/scenario_loader.hpp"
+#include "gpubench/core/store.hpp"
 #include "gpubench/engine/engine.hpp"
 #include "gpubench/runner/runner.hpp"
 #include "gpubench/core/compare.hpp"
@@ -174,6 +175,15 @@ class RunWriter {
       spdlog::error("could not write the record to {}; it was written to {} instead", path, written);
     }
     if (record.status != RunStatus::kOk) spdlog::error("run {}: {}", to_string(record.status), record.reason);
+    if (!args_.db.empty()) {
+      try {
+        ResultsStore(args_.db).add(record, written);
+        std::printf("stored in: %s\n", args_.db.c_str());
+      } catch (const std::exception& e) {
+        where_asked_ = false;  // the record is on disk, but not everywhere it was asked to go (exit 4)
+        spdlog::error("the record is in {} but could not be added to the results store: {}", written, e.what());
+      }
+    }
   }
 
   const std::vector<double>& rates() const { return rates_; }  ///< samples/s of each successful repeat
@@ -214,7 +224,10 @@ int run_command(const RunArgs& args) {
   try {
     scenario = build_scenario(args);
     if (args.cooldown != "0") cooldown_s = parse_duration_s(args.cooldown, "command line --cooldown");
-    if (rank_info_from_process_env().rank == 0) check_outputs(scenario, args.repeats);  // rank 0 writes them
+    if (rank_info_from_process_env().rank == 0) {
+      check_outputs(scenario, args.repeats);  // rank 0 writes them
+      if (!args.db.empty()) ResultsStore probe(args.db);  // the store opens (or is created) before anything trains
+    }
   } catch (const ScenarioError& e) {
     spdlog::error("{}", e.what());
     return kExitUsage;

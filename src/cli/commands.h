@@ -31,6 +31,7 @@ struct RunArgs {
   int repeats = 1;            ///< run the scenario this many times, one record each (_r1, _r2, ...)
   std::string cooldown = "0"; ///< pause between repeats: seconds or 10s/1m
   int nproc_per_node = 1;     ///< >1: start that many local ranks of this command (data-parallel)
+  std::string db;             ///< results store to add each finished record to (empty: none)
   std::string command_line;
   std::vector<std::string> argv;  ///< this process's arguments, argv[0] included (the launcher re-runs them)
 };
@@ -81,6 +82,18 @@ struct ExportArgs {
 int export_command(const ExportArgs& args);
 /// The standard metrics: tag, unit, direction, where measured, meaning.
 int metrics_command();
+
+/// `gpubench db add STORE RECORDS…`: imports records (files or folders); the same record twice is stored once.
+int db_add_command(const std::string& store, const std::vector<std::string>& paths);
+struct HistoryArgs {
+  std::string store;
+  std::string model;
+  std::vector<std::string> scenario;  ///< KEY=VALUE filters on the resolved scenario
+  std::string metric = "samples_per_s";
+  std::string since;
+  OutputArgs output;
+};
+int history_command(const HistoryArgs& args);
 
 struct ReportArgs {
   std::vector<std::string> paths;  ///< record files or directories

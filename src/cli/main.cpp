@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
                   "Data-parallel over N local ranks (GPUs 0..N-1, or CPU processes with --device cpu), started by "
                   "gpubench itself; under torchrun, srun or mpirun leave it out (their environment is read)")
       ->check(CLI::Range(1, 1024));
+  run->add_option("--db", run_args.db, "Also add each finished record to this results store (SQLite; see `gpubench history`)");
   // One flag per scenario key (batch_size <-> --batch-size), generated from the key table so they never drift.
   std::map<std::string, std::string> raw;
   add_scenario_flags(run, raw, run_args.override_flag, "");
@@ -184,6 +185,23 @@ int main(int argc, char** argv) {
                    "one column per metric tag\nwith its unit in the name (samples_per_s, step_time_p95_ms, "
                    "joules_per_sample, ...). Loads with pandas.read_csv or read_json(lines=True).");
 
+  auto* db = app.add_subcommand("db", "The results store (SQLite): `gpubench db add STORE RECORDS…`");
+  db->require_subcommand(1);
+  std::string db_file;
+  std::vector<std::string> db_paths;
+  auto* db_add = db->add_subcommand("add", "Import records (files or folders); the same record twice is stored once");
+  db_add->add_option("STORE", db_file, "SQLite file (created when missing)")->required();
+  db_add->add_option("RECORDS", db_paths, "Record files or directories of records")->required();
+  gpubench::cli::HistoryArgs history_args;
+  auto* history = app.add_subcommand("history", "A metric over time from a results store, one row per run");
+  history->add_option("STORE", history_args.store, "SQLite file written by `db add` or `run --db`")->required();
+  history->add_option("--model", history_args.model, "Only this model");
+  history->add_option("--scenario", history_args.scenario,
+                      "Only runs whose resolved scenario has KEY=VALUE (repeatable), e.g. batch_size=256");
+  history->add_option("--metric", history_args.metric, "The run-level metric to list (default samples_per_s)");
+  history->add_option("--since", history_args.since, "Only runs that started at or after this date (2026-11-01)");
+  add_output_options(history, history_args.output, "console");
+
   auto* metrics = app.add_subcommand("metrics", "List the metric tags records carry (for compare --metric and export)");
 
   try {
@@ -206,6 +224,8 @@ int main(int argc, char** argv) {
     if (report->parsed()) return gpubench::cli::report_command(report_args);
     if (exporter->parsed()) return gpubench::cli::export_command(export_args);
     if (metrics->parsed()) return gpubench::cli::metrics_command();
+    if (db_add->parsed()) return gpubench::cli::db_add_command(db_file, db_paths);
+    if (history->parsed()) return gpubench::cli::history_command(history_args);
     if (sweep->parsed()) {
       sweep_args.overrides = given_flags(sweep, sweep_raw);
       sweep_args.overrides.erase("model");

@@ -463,3 +463,30 @@ TEST_F(CliTest, CommittedAndFreshRecordsAndShippedScenariosMatchTheJsonSchemas) 
 
 }  // namespace
 }  // namespace gpubench
+
+namespace gpubench {
+namespace {
+
+TEST_F(CliTest, RunAddsToAResultsStoreAndHistoryListsIt) {
+  const std::string db = (dir_ / "results.db").string(), rec = (dir_ / "a.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --epochs 1 --output " + rec + " --db " + db);
+  if (r.err.find("built without SQLite") != std::string::npos) GTEST_SKIP() << "built without SQLite";
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Result again = gpubench("db add " + db + " " + rec);  // already there: stored once
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("added 0 record(s), 1 already stored; 1 in all"), std::string::npos) << again.out;
+  const Result h = gpubench("history " + db + " --model resnet50 --scenario batch_size=4 --format csv");
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.out.rfind("id,start_time_utc,model,", 0), 0u) << h.out;
+  EXPECT_NE(h.out.find(",resnet50,"), std::string::npos) << h.out;
+  EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 2) << h.out;  // header + the one run
+  EXPECT_EQ(gpubench("history " + db + " --scenario batch_size=4096 --format csv").out.find(",resnet50,"),
+            std::string::npos);
+  EXPECT_EQ(gpubench("history " + db + " --scenario nonsense").exit_code, 2);
+  // A store that cannot be opened stops the run before it trains.
+  const Result bad = gpubench("run --config " + tiny() + " --epochs 1 --output " + rec + " --db /proc/gpubench-no/r.db");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
+}  // namespace
+}  // namespace gpubench

@@ -1,0 +1,125 @@
+// The results store: import, idempotence, concurrent writers, history filters, whole records back.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/temp_dir.h"
+#include "gpubench/core/store.hpp"
+
+namespace gpubench {
+namespace {
+
+RunRecord run(int64_t batch, double rate, const std::string& start, const std::string& driver, int salt = 0) {
+  RunRecord r;
+  r.scenario.model = "resnet50";
+  r.scenario.batch_size = batch;
+  r.scenario.precision = "bf16";
+  r.scenario.seed = static_cast<uint64_t>(salt);  // makes otherwise equal records different
+  r.precision.resolved = "bf16";
+  r.model = ModelRecord{"resnet50", 25557032, 24.5e9, "images"};
+  r.environment.device_name = "NVIDIA H200";
+  r.environment.start_time_utc = start;
+  r.telemetry.driver_version = driver;
+  EpochRecord e;
+  e.steps = 10;
+  e.samples = 10 * batch;
+  e.seconds = static_cast<double>(e.samples) / rate;
+  e.samples_per_s = rate;
+  e.step_times_ms = std::vector<double>(10, 1000.0 * static_cast<double>(batch) / rate);
+  e.step_time = summarize_step_times(e.step_times_ms);
+  r.epochs.push_back(e);
+  summarize_run(r, e.step_times_ms);
+  return r;
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!store_available()) GTEST_SKIP() << "built without SQLite";
+  }
+  testing::TempDir tmp_{"store"};
+  std::string path_ = (tmp_.path() / "results.db").string();
+};
+
+TEST_F(StoreTest, TheSameRecordTwiceIsStoredOnceAndReadsBackWhole) {
+  ResultsStore db(path_);
+  const RunRecord a = run(256, 4700, "2026-11-01T00:00:00Z", "580.1");
+  EXPECT_TRUE(db.add(a, "runs/a.json"));
+  EXPECT_FALSE(db.add(a, "elsewhere/a.json"));  // same content, another path: still once
+  EXPECT_TRUE(db.add(run(256, 4710, "2026-11-02T00:00:00Z", "580.1"), "runs/b.json"));
+  EXPECT_EQ(db.count(), 2);
+  const auto rows = db.history(HistoryQuery{});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(db.record(rows[0].id), a);  // nothing lost: the whole record comes back equal
+  EXPECT_EQ(rows[0].source, "runs/a.json");
+  // Reopening finds everything (and the tables are not made twice).
+  ResultsStore again(path_);
+  EXPECT_EQ(again.count(), 2);
+}
+
+TEST_F(StoreTest, HistoryFiltersByModelScenarioAndDateAndListsTheMetric) {
+  ResultsStore db(path_);
+  db.add(run(256, 4700, "2026-11-01T00:00:00Z", "580.1"), "a");
+  db.add(run(128, 4300, "2026-11-02T00:00:00Z", "580.1"), "b");
+  db.add(run(256, 4500, "2026-11-03T00:00:00Z", "590.2"), "c");
+  HistoryQuery q;
+  q.model = "resnet50";
+  q.scenario["batch_size"] = "256";
+  auto rows = db.history(q);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(*rows[0].value, 4700);  // oldest first
+  EXPECT_DOUBLE_EQ(*rows[1].value, 4500);
+  EXPECT_EQ(rows[1].driver_version, "590.2");
+  EXPECT_EQ(rows[1].unit, "images/s");
+  q.since = "2026-11-02";
+  EXPECT_EQ(db.history(q).size(), 1u);
+  q = HistoryQuery{};
+  q.scenario["precision"] = "bf16";
+  q.metric = "step_time_median_ms";
+  rows = db.history(q);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_NEAR(*rows[1].value, 1000.0 * 128 / 4300, 1e-9);
+  q.model = "bert-base";
+  EXPECT_TRUE(db.history(q).empty());
+}
+
+TEST_F(StoreTest, TwoWritersAtOnceLoseNothing) {
+  { ResultsStore create(path_); }
+  constexpr int kEach = 25;
+  pid_t children[2];
+  for (int w = 0; w < 2; ++w) {
+    children[w] = ::fork();
+    ASSERT_GE(children[w], 0);
+    if (children[w] == 0) {
+      int rc = 0;
+      try {
+        ResultsStore db(path_);
+        for (int i = 0; i < kEach; ++i) {
+          if (!db.add(run(256, 4000 + i, "2026-11-01T00:00:00Z", "580.1", w * 1000 + i), "w")) rc = 2;
+        }
+      } catch (...) {
+        rc = 1;
+      }
+      ::_exit(rc);
+    }
+  }
+  for (pid_t c : children) {
+    int status = 0;
+    ::waitpid(c, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  EXPECT_EQ(ResultsStore(path_).count(), 2 * kEach);
+}
+
+TEST_F(StoreTest, AnUnusableFileIsAnErrorNamingIt) {
+  try {
+    ResultsStore db("/proc/gpubench-no/results.db");
+    FAIL() << "opened";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/gpubench-no/results.db"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gpubench
