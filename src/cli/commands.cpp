@@ -474,8 +474,39 @@ int compare_command(const CompareArgs& a) {
   std::vector<LoadedRecord> base, candidate;
   std::vector<std::string> skipped;
   try {
-    base = load_records({a.base}, &skipped);
     candidate = load_records({a.candidate}, &skipped);
+    if (a.base.rfind("db:", 0) == 0) {
+      // db:FILE[:last-N]: each candidate against the last N like-for-like runs of its scenario in the store.
+      std::string file = a.base.substr(3);
+      int last_n = 5;
+      const auto colon = file.rfind(":last-");
+      if (colon != std::string::npos) {
+        const std::string n = file.substr(colon + 6);
+        char* end = nullptr;
+        const long v = std::strtol(n.c_str(), &end, 10);
+        if (n.empty() || *end != '\0' || v < 1 || v > 10000) {
+          spdlog::error("BASE {}: expected db:FILE or db:FILE:last-N with N from 1 to 10000", a.base);
+          return kExitUsage;
+        }
+        last_n = static_cast<int>(v);
+        file = file.substr(0, colon);
+      }
+      const ResultsStore store(file);
+      for (const auto& c : candidate) {
+        for (auto& b : store.baseline_for(c.record, last_n)) {
+          const bool seen = std::any_of(base.begin(), base.end(), [&b](const LoadedRecord& x) { return x.path == b.path; });
+          if (!seen) base.push_back(std::move(b));
+        }
+      }
+      spdlog::info("baseline: {} run(s) from {} (the last {} of each scenario on the same GPU model)", base.size(),
+                   file, last_n);
+      if (base.empty()) {
+        spdlog::error("the store {} holds no earlier finished run of these scenarios on this GPU model", file);
+        return kExitUsage;
+      }
+    } else {
+      base = load_records({a.base}, &skipped);
+    }
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return kExitUsage;

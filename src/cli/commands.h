@@ -91,6 +91,7 @@ struct HistoryArgs {
   std::vector<std::string> scenario;  ///< KEY=VALUE filters on the resolved scenario
   std::string metric = "samples_per_s";
   std::string since;
+  bool detect = false;                ///< look for step changes in the metric (exit 3 on a change for the worse)
   OutputArgs output;
 };
 int history_command(const HistoryArgs& args);

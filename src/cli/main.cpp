@@ -155,7 +155,8 @@ int main(int argc, char** argv) {
   gpubench::cli::CompareArgs compare_args;
   auto* compare = app.add_subcommand("compare", "Compare candidate runs with baseline runs; exit 3 on a regression");
   compare->add_option("BASE", compare_args.base,
-                      "Baseline: a record file, a directory of records, or published/<id> (see `gpubench list`)")->required();
+                      "Baseline: a record file, a directory of records, published/<id> (see `gpubench list`), or db:STORE[:last-N] "
+                      "(the last N runs, default 5, of each candidate's scenario on the same GPU model in a results store)")->required();
   compare->add_option("NEW", compare_args.candidate, "Candidate: a record file or a directory of records")->required();
   compare->add_option("--threshold", compare_args.threshold,
                       "Significant slowdowns larger than this are regressions (2% or 0.02; default 2%)");
@@ -200,6 +201,9 @@ int main(int argc, char** argv) {
                       "Only runs whose resolved scenario has KEY=VALUE (repeatable), e.g. batch_size=256");
   history->add_option("--metric", history_args.metric, "The run-level metric to list (default samples_per_s)");
   history->add_option("--since", history_args.since, "Only runs that started at or after this date (2026-11-01)");
+  history->add_flag("--detect", history_args.detect,
+                    "Look for step changes in the metric (permutation test, 1 % false alarms per series) and name the "
+                    "first run after each with what changed; exit 3 on a change for the worse");
   add_output_options(history, history_args.output, "console");
 
   auto* metrics = app.add_subcommand("metrics", "List the metric tags records carry (for compare --metric and export)");

@@ -2,9 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "gpubench/core/changepoint.hpp"
 #include "gpubench/core/compare.hpp"
 #include "gpubench/core/store.hpp"
 #include "gpubench/report/views.hpp"
@@ -38,6 +42,90 @@ int db_add_command(const std::string& store, const std::vector<std::string>& pat
   return kExitOk;
 }
 
+namespace {
+
+/// What differs between two stored runs' software (the usual suspects of a step change).
+std::string environment_change(const HistoryRow& before, const HistoryRow& after) {
+  std::string out;
+  auto diff = [&out](const char* name, const std::string& a, const std::string& b) {
+    if (a != b) out += (out.empty() ? "" : "; ") + std::string(name) + " " + (a.empty() ? "?" : a) + " -> " + (b.empty() ? "?" : b);
+  };
+  diff("driver", before.driver_version, after.driver_version);
+  diff("CUDA", before.cuda_runtime_version, after.cuda_runtime_version);
+  diff("cuDNN", before.cudnn_version, after.cudnn_version);
+  diff("LibTorch", before.libtorch_version, after.libtorch_version);
+  diff("gpubench", before.git_revision, after.git_revision);
+  diff("GPU", before.device_name, after.device_name);
+  return out.empty() ? "no software difference recorded" : out;
+}
+
+/// `history --detect`: step changes in the finished runs' values (core/changepoint.hpp), each named by the first run
+/// after it and what changed in its environment. Returns whether one of them is a change for the worse.
+bool add_changes(Document& d, const std::vector<HistoryRow>& rows, const std::string& metric, const std::string& unit) {
+  // One series per scenario and GPU model: only like-for-like runs form a history.
+  std::vector<std::pair<std::string, std::vector<const HistoryRow*>>> series_of;
+  for (const auto& r : rows) {
+    if (r.status != "ok" || !r.value) continue;
+    const std::string key = r.scenario_json + "|" + r.device_name;
+    auto it = std::find_if(series_of.begin(), series_of.end(), [&key](const auto& s) { return s.first == key; });
+    if (it == series_of.end()) {
+      series_of.push_back({key, {&r}});
+    } else {
+      it->second.push_back(&r);
+    }
+  }
+  const DetectOptions options;
+  Table t;
+  t.id = "changes";
+  t.title = fmt::format("Step changes in {} (per scenario and GPU model; permutation test, false-alarm rate {:g} % per "
+                        "series, at least {} runs on each side):",
+                        metric, options.alpha * 100, options.min_segment);
+  const auto text = [](const char* key, const char* header) { return Column{key, header, "", Better::kNeither}; };
+  t.add_column(text("scenario", "scenario"));
+  t.add_column(Column{"first_run_after", "first run after", "count", Better::kNeither});
+  t.add_column(text("start_time_utc", "its start (UTC)"));
+  t.add_column(Column{"before", "mean before", unit, Better::kNeither});
+  t.add_column(Column{"after", "mean after", unit, Better::kNeither});
+  t.add_column(Column{"change_pct", "change", "%", Better::kNeither});
+  t.add_column(Column{"p_value", "p", "", Better::kNeither});
+  t.add_column(text("verdict", "verdict"));
+  t.add_column(text("environment_change", "what changed"));
+  bool worse = false;
+  size_t runs = 0;
+  for (const auto& [key, ok] : series_of) {
+    std::vector<double> series;
+    for (const auto* r : ok) series.push_back(*r->value);
+    runs += series.size();
+    const HistoryRow& first = *ok.front();
+    const std::string label = first.model + " bs" + (first.batch_size ? std::to_string(*first.batch_size) : "?") + " " +
+                              first.precision + " " + first.device_name;
+    for (const auto& c : detect_changes(series, options)) {
+      const HistoryRow& after = *ok[c.index];
+      const HistoryRow& before = *ok[c.index - 1];
+      const bool up = c.after_mean > c.before_mean;
+      const std::string verdict = after.better == "higher" ? (up ? "better" : "WORSE")
+                                  : after.better == "lower" ? (up ? "WORSE" : "better")
+                                                            : (up ? "higher" : "lower");
+      worse = worse || verdict == "WORSE";
+      t.rows.push_back({Cell::str(label), Cell::num(static_cast<double>(after.id)), Cell::str(after.start_time_utc),
+                        Cell::num(c.before_mean), Cell::num(c.after_mean),
+                        Cell::num((c.after_mean / c.before_mean - 1) * 100), Cell::num(c.p_value), Cell::str(verdict),
+                        Cell::str(environment_change(before, after))});
+      d.cases.push_back(TestCase{fmt::format("{} {} change at run {}", label, metric, after.id),
+                                 verdict == "WORSE" ? TestCase::Outcome::kFail : TestCase::Outcome::kPass,
+                                 fmt::format("{} -> {} ({})", c.before_mean, c.after_mean,
+                                             environment_change(before, after))});
+    }
+  }
+  if (t.rows.empty()) {
+    t.notes.push_back(fmt::format("none found in {} finished runs ({} series)", runs, series_of.size()));
+  }
+  d.table(std::move(t));
+  return worse;
+}
+
+}  // namespace
+
 int history_command(const HistoryArgs& a) {
   HistoryQuery q;
   q.model = a.model;
@@ -58,10 +146,14 @@ int history_command(const HistoryArgs& a) {
     spdlog::error("{}", e.what());
     return kExitUsage;
   }
-  std::string unit;
+  std::string unit;  // the metric's unit when every run shares it (images/s and sequences/s do not mix)
+  bool mixed = false;
   for (const auto& r : rows) {
-    if (!r.unit.empty()) unit = r.unit;
+    if (r.unit.empty()) continue;
+    mixed = mixed || (!unit.empty() && unit != r.unit);
+    unit = r.unit;
   }
+  if (mixed) unit = "samples/s" == unit || unit.size() > 2 ? "" : unit;
   Document d;
   d.kind = "history";
   d.title = "gpubench history " + a.store;
@@ -92,6 +184,8 @@ int history_command(const HistoryArgs& a) {
   }
   t.notes.push_back(std::to_string(rows.size()) + " run(s)");
   d.table(std::move(t));
+  bool worse = false;
+  if (a.detect) worse = add_changes(d, rows, a.metric, unit);
   try {
     PrinterMultiplex mux;
     add_outputs(mux, a.output, "console");
@@ -100,7 +194,7 @@ int history_command(const HistoryArgs& a) {
     spdlog::error("{}", e.what());
     return kExitUsage;
   }
-  return kExitOk;
+  return worse ? kExitRegression : kExitOk;
 }
 
 }  // namespace gpubench::cli

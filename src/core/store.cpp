@@ -211,7 +211,7 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
   std::string sql =
       "SELECT r.id, r.start_time_utc, r.model, r.device_name, r.precision, r.status, r.driver_version, "
       "r.cuda_runtime_version, r.cudnn_version, r.libtorch_version, r.git_revision, r.source, r.batch_size, m.value, "
-      "m.unit FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.epoch IS NULL AND m.tag = ? WHERE 1=1";
+      "m.unit, m.better, r.scenario_json FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.epoch IS NULL AND m.tag = ? WHERE 1=1";
   std::vector<std::string> args{q.metric};
   if (!q.model.empty()) {
     sql += " AND r.model = ?";
@@ -248,6 +248,8 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
     h.batch_size = s.int_or_null(12);
     h.value = s.double_or_null(13);
     h.unit = s.text(14);
+    h.better = s.text(15);
+    h.scenario_json = s.text(16);
     rows.push_back(std::move(h));
   }
   return rows;
@@ -258,6 +260,23 @@ RunRecord ResultsStore::record(int64_t id) const {
   s.bind(1, id);
   if (!s.step()) throw std::runtime_error("results store " + path_ + ": no run " + std::to_string(id));
   return parse_record(s.text(0), path_ + " run " + std::to_string(id) + " (" + s.text(1) + ")");
+}
+
+std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord& candidate, int last_n) const {
+  Statement s(db_,
+              "SELECT id, source FROM runs WHERE scenario_json = ? AND device_name = ? AND status = 'ok' "
+              "AND fingerprint <> ? AND (? = '' OR start_time_utc < ?) ORDER BY start_time_utc DESC, id DESC LIMIT ?",
+              path_);
+  const std::string start = candidate.environment.start_time_utc;
+  s.bind(1, comparable_scenario(candidate.scenario).dump()).bind(2, candidate.environment.device_name);
+  s.bind(3, record_fingerprint(candidate)).bind(4, start).bind(5, start).bind(6, int64_t{last_n});
+  std::vector<std::pair<int64_t, std::string>> ids;
+  while (s.step()) ids.emplace_back(s.int_or_null(0).value_or(0), s.text(1));
+  std::vector<LoadedRecord> out;
+  for (const auto& [id, source] : ids) {
+    out.push_back(LoadedRecord{path_ + ":" + std::to_string(id) + " (" + source + ")", record(id)});
+  }
+  return out;
 }
 
 int64_t ResultsStore::count() const {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpubench/core/compare.hpp"
 #include "gpubench/core/run_record.hpp"
 
 struct sqlite3;
@@ -33,7 +34,8 @@ struct HistoryRow {
       cudnn_version, libtorch_version, git_revision, source;
   std::optional<int64_t> batch_size;
   std::optional<double> value;  ///< the metric's run-level value (unset when the run has none, e.g. failed)
-  std::string unit;
+  std::string unit, better;     ///< the metric's unit hint and direction ("higher", "lower", "neither")
+  std::string scenario_json;    ///< the comparable resolved scenario: runs with equal ones are one series
 };
 
 class ResultsStore {
@@ -50,6 +52,9 @@ class ResultsStore {
   std::vector<HistoryRow> history(const HistoryQuery& q) const;
   /// The stored record with `id`.
   RunRecord record(int64_t id) const;
+  /// The baseline for `candidate`: the last `last_n` finished runs (status ok) of the same comparable scenario on the
+  /// same GPU model, started before it, newest first; the candidate itself (same fingerprint) is never its own.
+  std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n) const;
   int64_t count() const;
 
  private:
