@@ -9,6 +9,7 @@ Writes, where the records have the data:
   telemetry.png    power, SM clock and temperature over time, from the runs' telemetry traces (CSV)
   batch_size.png   throughput against batch size, for runs that differ only in batch size (sweeps)
   compare.png      throughput ratio per scenario with its 95 % interval (from `gpubench compare --json`)
+  trend.png        a metric over time, one line per scenario and GPU model (from `gpubench report --db`: --trend CSV)
 and prints the names of the files it wrote, one per line. Needs matplotlib (Debian: python3-matplotlib).
 """
 import argparse
@@ -44,7 +45,7 @@ def scenario_without(j, key):
     return json.dumps(s, sort_keys=True)
 
 
-def plot_all(runs, out, compare=None):
+def plot_all(runs, out, compare=None, trend=None):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -133,6 +134,27 @@ def plot_all(runs, out, compare=None):
             ax.set_ylabel("throughput new / base")
             ax.set_title("Comparison with 95 % intervals")
             save(fig, "compare.png")
+    if trend:
+        series = {}
+        for r in trend["rows"]:
+            if r.get("value") not in (None, ""):
+                series.setdefault(r["series"], []).append((r["start_time_utc"], float(r["value"])))
+        if series:
+            from datetime import datetime
+
+            def when(text):
+                return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+            fig, ax = plt.subplots(figsize=(8, 4))
+            for name, points in sorted(series.items()):
+                points = [(when(t), v) for t, v in points if when(t) is not None]
+                if points:
+                    ax.plot([t for t, _ in points], [v for _, v in points], marker="o", markersize=3, label=name)
+            ax.set_ylabel(trend["metric"])
+            ax.set_title(f"{trend['metric']} over time")
+            ax.legend(fontsize=7)
+            fig.autofmt_xdate()
+            save(fig, "trend.png")
     return written
 
 
@@ -140,11 +162,17 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--compare", help="JSON written by `gpubench compare --json`")
+    p.add_argument("--trend", help="CSV written by `gpubench report --db` (series, start_time_utc, value, ...)")
+    p.add_argument("--trend-metric", default="value", help="axis label for --trend")
     p.add_argument("records", nargs="*")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     compare = json.load(open(a.compare)) if a.compare else None
-    for name in plot_all(load_records(a.records), a.out, compare):
+    trend = None
+    if a.trend:
+        with open(a.trend) as f:
+            trend = {"metric": a.trend_metric, "rows": list(csv.DictReader(f))}
+    for name in plot_all(load_records(a.records), a.out, compare, trend):
         print(name)
     return 0
 

@@ -70,6 +70,7 @@ struct SweepArgs {
   std::string out_dir;                               ///< default runs/sweep_<model>_<time>
   std::string self;                                  ///< this binary
   OutputArgs output;                                 ///< the summary's formats (sweep.md/.json are always written)
+  std::string db;                                    ///< results store each point's record is added to
 };
 int sweep_command(const SweepArgs& args);
 
@@ -101,6 +102,8 @@ struct ReportArgs {
   std::string out_dir = "report";
   std::string title = "gpubench report";
   std::string compare_json;        ///< optional `gpubench compare --json` output, for the comparison chart
+  std::string db;                  ///< results store: its runs join the report, and a trend chart of `metric`
+  std::string metric = "samples_per_s";
 };
 int report_command(const ReportArgs& args);
 

@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   add_output_options(scaling, scaling_args.output, "console");
   scaling->allow_extras();
   scaling->footer("Every other option is passed to each `gpubench run` (e.g. --precision bf16 --batch-size 256, "
-                  "which is per GPU).\nEfficiency = throughput on N ÷ (N × throughput on 1). Exit 1 if a run failed.");
+                  "which is per GPU; --db STORE adds each record to a results store).\nEfficiency = throughput on N ÷ (N × throughput on 1). Exit 1 if a run failed.");
 
   gpubench::cli::SweepArgs sweep_args;
   std::map<std::string, std::string> sweep_raw;
@@ -138,13 +138,16 @@ int main(int argc, char** argv) {
                     "Folder for one record per point plus sweep.md/sweep.json (default runs/sweep_<model>_<time>)");
   add_scenario_flags(sweep, sweep_raw, sweep_args.override_flag, "; a comma list sweeps it");
   add_output_options(sweep, sweep_args.output, "console");
+  sweep->add_option("--db", sweep_args.db, "Also add each point's record to this results store (SQLite)");
   sweep->footer("Example: gpubench sweep resnet50 --batch-size 32,64,128,256 --precision fp32,bf16\n"
                 "--batch-size max searches for the largest batch that trains. Exit codes: 0 every point ran (ok or "
                 "oom), 1 a point failed otherwise, 2 a point is not a valid scenario (nothing ran).");
 
   gpubench::cli::ReportArgs report_args;
   auto* report = app.add_subcommand("report", "Markdown report and a self-contained HTML page with charts");
-  report->add_option("RECORDS", report_args.paths, "Record files or directories of records")->required();
+  report->add_option("RECORDS", report_args.paths, "Record files or directories of records (optional with --db)");
+  report->add_option("--db", report_args.db, "A results store: its runs join the report, with a trend chart of --metric");
+  report->add_option("--metric", report_args.metric, "The metric the trend chart draws (default samples_per_s)");
   report->add_option("-o,--out", report_args.out_dir, "Output folder (default report/)");
   report->add_option("--title", report_args.title, "Report title");
   report->add_option("--compare", report_args.compare_json,

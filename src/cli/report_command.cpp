@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/subprocess.h"
 #include "gpubench/core/record_io.hpp"
+#include "gpubench/core/store.hpp"
 #include "gpubench/report/views.hpp"
 
 namespace gpubench::cli {
@@ -28,6 +29,29 @@ std::string slurp(const std::filesystem::path& p) {
   return os.str();
 }
 
+/// The store's history as CSV for the trend chart: one series per scenario and GPU model.
+void write_trend(const std::string& path, const std::vector<HistoryRow>& history) {
+  Document d;
+  Table t;
+  t.id = "trend";
+  for (const char* key : {"series", "start_time_utc", "value", "run_id", "driver_version", "libtorch_version",
+                          "git_revision"}) {
+    t.add_column(Column{key, key, "", Better::kNeither});
+  }
+  for (const auto& h : history) {
+    if (h.status != "ok") continue;
+    const std::string series = h.model + " bs" + (h.batch_size ? std::to_string(*h.batch_size) : "?") + " " +
+                               h.precision + " " + h.device_name;
+    t.rows.push_back({Cell::str(series), Cell::str(h.start_time_utc), Cell::num(h.value),
+                      Cell::num(static_cast<double>(h.id)), Cell::str(h.driver_version), Cell::str(h.libtorch_version),
+                      Cell::str(h.git_revision)});
+  }
+  d.table(std::move(t));
+  PrinterMultiplex mux;
+  mux.add("csv", path);
+  mux.print(d);
+}
+
 }  // namespace
 
 int report_command(const ReportArgs& a) {
@@ -35,8 +59,17 @@ int report_command(const ReportArgs& a) {
   ReportInput in;
   in.title = a.title;
   std::vector<std::string> skipped;
+  std::vector<HistoryRow> history;
   try {
-    in.runs = load_records(a.paths, &skipped);
+    if (!a.paths.empty()) in.runs = load_records(a.paths, &skipped);
+    if (!a.db.empty()) {
+      // The store's runs join the report, and its history of the metric becomes the trend chart.
+      const ResultsStore store(a.db);
+      HistoryQuery q;
+      q.metric = a.metric;
+      history = store.history(q);
+      for (const auto& h : history) in.runs.push_back(LoadedRecord{a.db + ":" + std::to_string(h.id), store.record(h.id)});
+    }
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return kExitUsage;
@@ -60,7 +93,20 @@ int report_command(const ReportArgs& a) {
   const std::string python = env_or("GPUBENCH_PLOT_PYTHON", GPUBENCH_PLOT_PYTHON);
   std::vector<std::string> args{python, script, "--out", a.out_dir};
   if (!a.compare_json.empty()) args.insert(args.end(), {"--compare", a.compare_json});
-  for (const auto& r : in.runs) args.push_back(r.path);
+  if (!history.empty()) {
+    const std::string trend = (fs::path(a.out_dir) / "trend.csv").string();
+    try {
+      write_trend(trend, history);
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      return kExitRunFailed;
+    }
+    std::string unit = history.front().unit;
+    args.insert(args.end(), {"--trend", trend, "--trend-metric", a.metric + (unit.empty() ? "" : " (" + unit + ")")});
+  }
+  for (const auto& r : in.runs) {
+    if (r.path.rfind(a.db + ":", 0) != 0 || a.db.empty()) args.push_back(r.path);  // stored runs are not files
+  }
   const int rc = fs::exists(script) ? run_child(args) : -1;
   for (const auto& c : chart_names) {
     if (fs::exists(fs::path(a.out_dir) / c, ec)) in.charts.push_back(c);

@@ -130,6 +130,7 @@ int sweep_command(const SweepArgs& a) {
       args = args_for(p, {});
     }
     args.insert(args.end(), {"--output", path, "--quiet"});
+    if (!a.db.empty()) args.insert(args.end(), {"--db", a.db});  // the points, not the batch-size probes
     spdlog::info("sweep point {}/{}: {}", i + 1, points.size(), p.label());
     const int rc = run_child(args);
     SweepPointResult result{p.label(), p.swept, path, rc, std::nullopt, ""};

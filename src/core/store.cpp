@@ -279,6 +279,17 @@ std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord& candidate,
   return out;
 }
 
+std::string ResultsStore::integrity() const {
+  {
+    Statement s(db_, "PRAGMA integrity_check", path_);
+    if (s.step() && s.text(0) != "ok") return "integrity check: " + s.text(0);
+  }
+  Statement s(db_, "SELECT COUNT(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id)", path_);
+  s.step();
+  const int64_t bare = s.int_or_null(0).value_or(0);
+  return bare == 0 ? "ok" : std::to_string(bare) + " run(s) without their metrics";
+}
+
 int64_t ResultsStore::count() const {
   Statement s(db_, "SELECT COUNT(*) FROM runs", path_);
   s.step();

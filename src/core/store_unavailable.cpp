@@ -22,6 +22,7 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery&) const { unava
 RunRecord ResultsStore::record(int64_t) const { unavailable(); }
 std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord&, int) const { unavailable(); }
 int64_t ResultsStore::count() const { unavailable(); }
+std::string ResultsStore::integrity() const { unavailable(); }
 void ResultsStore::exec(const std::string&) const { unavailable(); }
 
 }  // namespace gpubench

@@ -360,7 +360,8 @@ const std::vector<std::pair<std::string, std::string>>& charts() {
       {"epoch_time.png", "Epoch time"},
       {"telemetry.png", "Power, SM clock and temperature"},
       {"batch_size.png", "Throughput against batch size"},
-      {"compare.png", "Comparison with 95 % intervals"}};
+      {"compare.png", "Comparison with 95 % intervals"},
+      {"trend.png", "A metric over time, per scenario and GPU model"}};
   return all;
 }
 

@@ -443,7 +443,14 @@ TEST_F(CliTest, CommittedAndFreshRecordsAndShippedScenariosMatchTheJsonSchemas) 
   const std::string fresh = (dir_ / "fresh.json").string();
   ASSERT_EQ(gpubench("run --config " + tiny() + " --epochs 2 --output " + fresh).exit_code, 0);
   const std::string sweep = (dir_ / "sweep").string();
-  ASSERT_EQ(gpubench("sweep resnet50 --config " + tiny() + " --epochs 1 --batch-size 2,4 --out-dir " + sweep).exit_code, 0);
+  const std::string db = (dir_ / "sweep.db").string();
+  ASSERT_EQ(gpubench("sweep resnet50 --config " + tiny() + " --epochs 1 --batch-size 2,4 --out-dir " + sweep + " --db " + db)
+                .exit_code,
+            0);
+  if (gpubench("db add " + db + " " + fresh).err.find("built without SQLite") == std::string::npos) {
+    const Result h = gpubench("history " + db + " --format csv");  // both points went in; so did the fresh run
+    EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 4) << h.out;
+  }
   const std::string validate = "/usr/bin/python3 -W ignore " + src + "/scripts/validate_records.py ";
   const std::string out = (dir_ / "v.out").string();
   // Every record under results/ (schema 1 and 2), the shipped scenarios, and what the commands write now.
@@ -550,6 +557,15 @@ TEST_F(CliTest, TheStoreGivesBaselinesAndFindsTheNightADriverMadeTrainingSlower)
   EXPECT_NE(same.err.find("baseline: 5 run(s)"), std::string::npos) << same.err;
   EXPECT_EQ(gpubench("compare db:" + db + " " + slow).exit_code, 3);
   EXPECT_EQ(gpubench("compare db:" + db + ":last-x " + slow).exit_code, 2);
+
+  // The report draws the history as a trend chart, from the store alone.
+  const fs::path rep = dir_ / "report";
+  const Result r = gpubench("report --db " + db + " --out " + rep.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(rep / "trend.png")) << r.out << r.err;
+  EXPECT_NE(slurp(rep / "report.md").find("(trend.png)"), std::string::npos);
+  EXPECT_NE(slurp(rep / "report.md").find("24 run record(s)"), std::string::npos);
+  EXPECT_NE(slurp(rep / "trend.csv").find(",590.10.01,"), std::string::npos);
 }
 
 }  // namespace

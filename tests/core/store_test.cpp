@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include "common/temp_dir.h"
 #include "gpubench/core/store.hpp"
 
@@ -110,6 +112,31 @@ TEST_F(StoreTest, TwoWritersAtOnceLoseNothing) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   }
   EXPECT_EQ(ResultsStore(path_).count(), 2 * kEach);
+}
+
+TEST_F(StoreTest, AWriterKilledMidImportLeavesAConsistentStore) {
+  { ResultsStore create(path_); }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ResultsStore db(path_);
+    for (int i = 0; i < 100000; ++i) db.add(run(256, 4000 + i % 500, "2026-11-01T00:00:00Z", "580.1", i), "w");
+    ::_exit(0);
+  }
+  // Let it write for a while, then kill it wherever it is (inside a transaction, most likely).
+  for (int i = 0; i < 200; ++i) {
+    ::usleep(10000);
+    if (ResultsStore(path_).count() >= 20) break;
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ResultsStore after(path_);
+  EXPECT_GE(after.count(), 1);
+  EXPECT_EQ(after.integrity(), "ok");  // every stored run is whole: the killed transaction left nothing
+  const int64_t before = after.count();
+  EXPECT_TRUE(after.add(run(128, 4100, "2026-11-02T00:00:00Z", "580.1", -1), "after"));  // and it still takes writes
+  EXPECT_EQ(after.count(), before + 1);
 }
 
 TEST_F(StoreTest, AnUnusableFileIsAnErrorNamingIt) {

@@ -56,6 +56,8 @@ class ResultsStore {
   /// same GPU model, started before it, newest first; the candidate itself (same fingerprint) is never its own.
   std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n) const;
   int64_t count() const;
+  /// "ok", or what is wrong: SQLite's integrity check, and a stored run without its metrics (a half-written add).
+  std::string integrity() const;
 
  private:
   void exec(const std::string& sql) const;
