@@ -9,7 +9,8 @@ Writes, where the records have the data:
   telemetry.png    power, SM clock and temperature over time, from the runs' telemetry traces (CSV)
   batch_size.png   throughput against batch size, for runs that differ only in batch size (sweeps)
   compare.png      throughput ratio per scenario with its 95 % interval (from `gpubench compare --json`)
-  trend.png        a metric over time, one line per scenario and GPU model (from `gpubench report --db`: --trend CSV)
+  trend.png        a metric over time, one line per scenario and GPU model, dotted where the driver, LibTorch or
+                   gpubench revision changed (from `gpubench report --db`: --trend CSV)
 and prints the names of the files it wrote, one per line. Needs matplotlib (Debian: python3-matplotlib).
 """
 import argparse
@@ -138,7 +139,7 @@ def plot_all(runs, out, compare=None, trend=None):
         series = {}
         for r in trend["rows"]:
             if r.get("value") not in (None, ""):
-                series.setdefault(r["series"], []).append((r["start_time_utc"], float(r["value"])))
+                series.setdefault(r["series"], []).append((r["start_time_utc"], float(r["value"]), r))
         if series:
             from datetime import datetime
 
@@ -147,9 +148,17 @@ def plot_all(runs, out, compare=None, trend=None):
 
             fig, ax = plt.subplots(figsize=(8, 4))
             for name, points in sorted(series.items()):
-                points = [(when(t), v) for t, v in points if when(t) is not None]
-                if points:
-                    ax.plot([t for t, _ in points], [v for _, v in points], marker="o", markersize=3, label=name)
+                points = [(when(t), v, r) for t, v, r in points if when(t) is not None]
+                if not points:
+                    continue
+                ax.plot([t for t, _, _ in points], [v for _, v, _ in points], marker="o", markersize=3, label=name)
+                # Where the software changed between two runs of a series: a dotted line, named.
+                for (_, _, a), (t, v, b) in zip(points, points[1:]):
+                    what = [k.split("_")[0] for k in ("driver_version", "libtorch_version", "git_revision")
+                            if a.get(k) != b.get(k)]
+                    if what:
+                        ax.axvline(t, color="grey", linestyle=":", linewidth=0.8)
+                        ax.annotate(", ".join(what), (t, v), fontsize=6, rotation=90, va="bottom", color="grey")
             ax.set_ylabel(trend["metric"])
             ax.set_title(f"{trend['metric']} over time")
             ax.legend(fontsize=7)
