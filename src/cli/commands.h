@@ -133,9 +133,14 @@ void add_outputs(PrinterMultiplex& mux, const OutputArgs& out, const std::string
 
 namespace gpubench {
 struct Document;
+struct LoadedRecord;
 }
 
 namespace gpubench::cli {
+
+/// Records from files and folders for a command that needs at least one: warns about skipped files; returns kExitOk,
+/// or kExitUsage after saying why there are none.
+int load_records_for(const std::vector<std::string>& paths, std::vector<LoadedRecord>& out);
 
 /// A sweep's or scaling run's summary: standard output (and --save files) as asked, plus <dir>/<stem>.md and
 /// <dir>/<stem>.json. Logs and returns false when something could not be written.

@@ -50,6 +50,22 @@ bool print_summary(const Document& d, const OutputArgs& out, const std::string& 
   return true;
 }
 
+int load_records_for(const std::vector<std::string>& paths, std::vector<LoadedRecord>& out) {
+  std::vector<std::string> skipped;
+  try {
+    out = load_records(paths, &skipped);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  for (const auto& s : skipped) spdlog::warn("skipped {}", s);
+  if (out.empty()) {
+    spdlog::error("no gpubench run records in the given paths");
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
 int export_command(const ExportArgs& a) {
   if (a.per != "epoch" && a.per != "run") {
     spdlog::error("--per: expected epoch or run, got '{}'", a.per);
@@ -66,19 +82,8 @@ int export_command(const ExportArgs& a) {
     spdlog::error("{}", e.what());
     return kExitUsage;
   }
-  std::vector<std::string> skipped;
   std::vector<LoadedRecord> records;
-  try {
-    records = load_records(a.paths, &skipped);
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return kExitUsage;
-  }
-  for (const auto& s : skipped) spdlog::warn("skipped {}", s);
-  if (records.empty()) {
-    spdlog::error("no gpubench run records in the given paths");
-    return kExitUsage;
-  }
+  if (const int rc = load_records_for(a.paths, records); rc != kExitOk) return rc;
   try {
     mux.print(export_document(records, a.per == "run" ? ExportPer::kRun : ExportPer::kEpoch));
   } catch (const std::exception& e) {

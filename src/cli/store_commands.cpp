@@ -16,19 +16,8 @@
 namespace gpubench::cli {
 
 int db_add_command(const std::string& store, const std::vector<std::string>& paths) {
-  std::vector<std::string> skipped;
   std::vector<LoadedRecord> records;
-  try {
-    records = load_records(paths, &skipped);
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return kExitUsage;
-  }
-  for (const auto& s : skipped) spdlog::warn("skipped {}", s);
-  if (records.empty()) {
-    spdlog::error("no gpubench run records in the given paths");
-    return kExitUsage;
-  }
+  if (const int rc = load_records_for(paths, records); rc != kExitOk) return rc;
   try {
     ResultsStore db(store);
     int added = 0;

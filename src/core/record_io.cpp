@@ -1,5 +1,7 @@
 #include "gpubench/core/record_io.hpp"
 
+#include <ctime>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -132,6 +134,15 @@ std::string first_oversized_number(const nlohmann::json& j, const std::string& a
     }
   }
   return "";
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 RunRecord parse_record(const std::string& text, const std::string& source) {

@@ -99,15 +99,6 @@ CREATE INDEX IF NOT EXISTS metrics_by_tag ON metrics(tag, run_id);
 CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, start_time_utc);
 )sql";
 
-std::string now_utc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 std::string record_fingerprint(const RunRecord& r) {
@@ -176,7 +167,7 @@ bool ResultsStore::add(const RunRecord& r, const std::string& source) {
                      "environment_json, record_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                      path_);
     const EnvironmentRecord& e = r.environment;
-    insert.bind(1, fingerprint).bind(2, now_utc()).bind(3, source).bind(4, e.start_time_utc).bind(5, to_string(r.status));
+    insert.bind(1, fingerprint).bind(2, utc_now_iso8601()).bind(3, source).bind(4, e.start_time_utc).bind(5, to_string(r.status));
     insert.bind(6, r.scenario.model).bind(7, e.device_name).bind(8, e.device_type);
     insert.bind(9, r.precision.resolved.empty() ? r.scenario.precision : r.precision.resolved);
     insert.bind(10, r.scenario.batch_size).bind(11, int64_t{r.distributed ? r.distributed->world_size : 1});

@@ -17,6 +17,7 @@
 #include "device.h"
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/host_facts.hpp"
+#include "gpubench/core/record_io.hpp"
 #include "gpubench/engine/engine.hpp"
 
 #ifdef GPUBENCH_WITH_CUDA
@@ -52,15 +53,6 @@ std::string version_string(long v, long major_div, long minor_div) {
   if (v <= 0) return "";
   return std::to_string(v / major_div) + "." + std::to_string((v % major_div) / minor_div) +
          (minor_div > 1 ? "." + std::to_string(v % minor_div) : "");
-}
-
-std::string utc_now_iso8601() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace

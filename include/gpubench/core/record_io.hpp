@@ -15,6 +15,9 @@ namespace gpubench {
 /// neither a temporary file nor a changed `path`.
 void write_file_atomic(const std::string& path, const std::string& text);
 
+/// Now, in UTC, as records write times: "2026-11-30T16:55:02Z".
+std::string utc_now_iso8601();
+
 /// Serialises `record` (pretty JSON) and writes it atomically to `path`.
 void write_record(const std::string& path, const RunRecord& record);
 
