@@ -21,6 +21,8 @@
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
+# Pass GPUBENCH_GIT_REVISION=<the commit here> in the device command: the copy there carries an earlier commit's .git,
+# so without it the records would name that commit (with -dirty).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/device-out}"
