@@ -129,18 +129,17 @@ class RunWriter {
  public:
   RunWriter(const Scenario& scenario, const RunArgs& args) : scenario_(scenario), args_(args) {}
 
+  /// A fresh console session for repeat `index` (the runner asks once per run).
   RunObserver& session_for(int index) {
-    if (!session_ || index_ != index) {
-      index_ = index;
-      if (args_.repeats > 1) spdlog::info("repeat {}/{}", index, args_.repeats);
-      session_ = std::make_unique<RunSession>(args_.quiet, [this, index](const RunRecord& h) {
-        const std::string path = repeat_path(
-            scenario_.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario_.output, index,
-            args_.repeats);
-        if (const char* f = std::getenv(kRecordPathFileEnv)) std::ofstream(f) << path << "\n";  // for the launcher
-        return path;
-      });
-    }
+    index_ = index;
+    if (args_.repeats > 1) spdlog::info("repeat {}/{}", index, args_.repeats);
+    session_ = std::make_unique<RunSession>(args_.quiet, [this, index](const RunRecord& h) {
+      const std::string path = repeat_path(
+          scenario_.output.empty() ? default_output(h.scenario, h.precision.resolved) : scenario_.output, index,
+          args_.repeats);
+      if (const char* f = std::getenv(kRecordPathFileEnv)) std::ofstream(f) << path << "\n";  // for the launcher
+      return path;
+    });
     return *session_;
   }
 

@@ -36,7 +36,7 @@ void write_trend(const std::string& path, const std::vector<HistoryRow>& history
   t.id = "trend";
   for (const char* key : {"series", "start_time_utc", "value", "run_id", "driver_version", "libtorch_version",
                           "git_revision"}) {
-    t.add_column(Column{key, key, "", Better::kNeither});
+    t.add_column(Column::text(key, key));
   }
   for (const auto& h : history) {
     if (h.status != "ok") continue;

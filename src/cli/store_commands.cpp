@@ -69,16 +69,15 @@ bool add_changes(Document& d, const std::vector<HistoryRow>& rows, const std::st
   t.title = fmt::format("Step changes in {} (per scenario and GPU model; permutation test, false-alarm rate {:g} % per "
                         "series, at least {} runs on each side):",
                         metric, options.alpha * 100, options.min_segment);
-  const auto text = [](const char* key, const char* header) { return Column{key, header, "", Better::kNeither}; };
-  t.add_column(text("scenario", "scenario"));
-  t.add_column(Column{"first_run_after", "first run after", "count", Better::kNeither});
-  t.add_column(text("start_time_utc", "its start (UTC)"));
+  t.add_column(Column::text("scenario", "scenario"));
+  t.add_column(Column::count("first_run_after", "first run after"));
+  t.add_column(Column::text("start_time_utc", "its start (UTC)"));
   t.add_column(Column{"before", "mean before", unit, Better::kNeither});
   t.add_column(Column{"after", "mean after", unit, Better::kNeither});
   t.add_column(Column{"change_pct", "change", "%", Better::kNeither});
   t.add_column(Column{"p_value", "p", "", Better::kNeither});
-  t.add_column(text("verdict", "verdict"));
-  t.add_column(text("environment_change", "what changed"));
+  t.add_column(Column::text("verdict", "verdict"));
+  t.add_column(Column::text("environment_change", "what changed"));
   bool worse = false;
   size_t runs = 0;
   for (const auto& [key, ok] : series_of) {
@@ -148,21 +147,20 @@ int history_command(const HistoryArgs& a) {
   d.title = "gpubench history " + a.store;
   Table t;
   t.id = "runs";
-  const auto text = [](const char* key, const char* header) { return Column{key, header, "", Better::kNeither}; };
-  t.add_column(Column{"id", "id", "count", Better::kNeither});
-  t.add_column(text("start_time_utc", "start (UTC)"));
-  t.add_column(text("model", "model"));
-  t.add_column(text("device", "device"));
-  t.add_column(text("precision", "precision"));
-  t.add_column(Column{"batch_size", "batch", "count", Better::kNeither});
-  t.add_column(text("status", "status"));
+  t.add_column(Column::count("id", "id"));
+  t.add_column(Column::text("start_time_utc", "start (UTC)"));
+  t.add_column(Column::text("model", "model"));
+  t.add_column(Column::text("device", "device"));
+  t.add_column(Column::text("precision", "precision"));
+  t.add_column(Column::count("batch_size", "batch"));
+  t.add_column(Column::text("status", "status"));
   t.add_column(Column{a.metric, a.metric, unit, Better::kNeither});
-  t.add_column(text("driver_version", "driver"));
-  t.add_column(text("cuda_runtime_version", "CUDA"));
-  t.add_column(text("cudnn_version", "cuDNN"));
-  t.add_column(text("libtorch_version", "LibTorch"));
-  t.add_column(text("git_revision", "gpubench"));
-  t.add_column(text("source", "record"));
+  t.add_column(Column::text("driver_version", "driver"));
+  t.add_column(Column::text("cuda_runtime_version", "CUDA"));
+  t.add_column(Column::text("cudnn_version", "cuDNN"));
+  t.add_column(Column::text("libtorch_version", "LibTorch"));
+  t.add_column(Column::text("git_revision", "gpubench"));
+  t.add_column(Column::text("source", "record"));
   for (const auto& r : rows) {
     t.rows.push_back({Cell::num(static_cast<double>(r.id)), Cell::str(r.start_time_utc), Cell::str(r.model),
                       Cell::str(r.device_name), Cell::str(r.precision),

@@ -29,7 +29,7 @@ std::string to_string(Verdict v) {
 }
 
 std::string verdict_text(const Comparison& c) {
-  const bool rate = c.metric_unit.size() > 2 && c.metric_unit.compare(c.metric_unit.size() - 2, 2, "/s") == 0;
+  const bool rate = is_rate_unit(c.metric_unit);
   switch (c.verdict) {
     case Verdict::kFaster: return rate || c.metric == kThroughputTag ? "faster" : "better";
     case Verdict::kSlower: return rate || c.metric == kThroughputTag ? "slower" : "worse";
@@ -305,8 +305,7 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
           static_cast<double>(*batch) * static_cast<double>(cands.front()->record.scenario.grad_accumulation);
       c.base_samples_per_s = c.base_value = samples_per_step / base_mean * 1000.0;
       c.new_samples_per_s = c.new_value = samples_per_step / new_mean * 1000.0;
-      const RunRecord& first = cands.front()->record;
-      c.metric_unit = (first.model.sample_unit.empty() ? std::string("samples") : first.model.sample_unit) + "/s";
+      c.metric_unit = throughput_unit(cands.front()->record);
       c.ratio = base_mean / new_mean;
     } else {
       c.base_value = base_mean;

@@ -245,9 +245,7 @@ const std::vector<Entry>& catalog() {
 }
 
 Metric make(const RunRecord& r, const MetricInfo& info, double value) {
-  std::string unit = info.unit;
-  if (unit == kSampleRate) unit = (r.model.sample_unit.empty() ? std::string("samples") : r.model.sample_unit) + "/s";
-  return Metric{info.tag, info.name, unit, info.better, value};
+  return Metric{info.tag, info.name, info.unit == kSampleRate ? throughput_unit(r) : info.unit, info.better, value};
 }
 
 void append_extras(Metrics& out, const Metrics& extras) {
@@ -257,6 +255,14 @@ void append_extras(Metrics& out, const Metrics& extras) {
 }
 
 }  // namespace
+
+bool is_rate_unit(const std::string& unit) {
+  return unit != "TFLOP/s" && unit.size() > 2 && unit.compare(unit.size() - 2, 2, "/s") == 0;
+}
+
+std::string throughput_unit(const RunRecord& r) {
+  return (r.model.sample_unit.empty() ? std::string("samples") : r.model.sample_unit) + "/s";
+}
 
 const std::vector<MetricInfo>& standard_metrics() {
   static const std::vector<MetricInfo> infos = [] {

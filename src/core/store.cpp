@@ -41,6 +41,11 @@ class Statement {
     check(v ? sqlite3_bind_int64(stmt_, i, *v) : sqlite3_bind_null(stmt_, i));
     return *this;
   }
+  /// Ready to run again with new values.
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
   /// true while there is a row.
   bool step() {
     const int rc = sqlite3_step(stmt_);
@@ -181,10 +186,11 @@ bool ResultsStore::add(const RunRecord& r, const std::string& source) {
       return false;
     }
     const int64_t id = sqlite3_last_insert_rowid(db_);
-    auto put = [&](const std::optional<int64_t>& epoch, const Metric& m) {
-      Statement one(db_, "INSERT INTO metrics (run_id, epoch, tag, value, unit, better) VALUES (?,?,?,?,?,?)", path_);
-      one.bind(1, id).bind(2, epoch).bind(3, m.tag).bind(4, m.value).bind(5, m.unit).bind(6, to_string(m.better));
-      one.step();
+    Statement metric(db_, "INSERT INTO metrics (run_id, epoch, tag, value, unit, better) VALUES (?,?,?,?,?,?)", path_);
+    auto put = [&](const std::optional<int64_t>& epoch, const Metric& m) {  // one prepared statement, reset per row
+      metric.reset();
+      metric.bind(1, id).bind(2, epoch).bind(3, m.tag).bind(4, m.value).bind(5, m.unit).bind(6, to_string(m.better));
+      metric.step();
     };
     for (const auto& m : run_metrics(r)) put(std::nullopt, m);
     for (const auto& ep : r.epochs) {

@@ -11,8 +11,6 @@
 
 #include "device.h"
 #include "distributed.h"
-#include <algorithm>
-
 #include "gpubench/engine/engine.hpp"
 #include "models/registry.h"
 #include "precision.h"
@@ -162,16 +160,8 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
       comm = std::make_unique<engine::Communicator>(rank, device.device, requested.ddp_timeout_s);
     }
     const engine::ModelEntry& entry = engine::find_model(requested.model);
-    Scenario s = requested;
-    // The model's own keys: another model's is refused (the loader already did, for files and flags), and the
-    // unset ones take the model's declared defaults, so the record holds every key the model took.
-    const std::vector<std::string> own = entry.info.option_keys();
-    for (const auto& [key, value] : s.model_options) {
-      if (std::find(own.begin(), own.end(), key) == own.end()) {
-        throw std::invalid_argument("key '" + key + "' is not a key of " + entry.info.name);
-      }
-    }
-    for (const auto& o : entry.info.options) s.model_options.emplace(o.key, o.default_value);
+    // The loader refused other models' keys in files and flags; this also covers callers that bypass it.
+    Scenario s = engine::resolve_model_options(entry.info, requested);
     torch::manual_seed(s.seed);
     observer.on_phase("building " + entry.info.name);
     workload = entry.make(s);
@@ -197,7 +187,7 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     record.model.train_flops_per_sample = workload->train_flops_per_sample();
     record.model.sample_unit = entry.info.sample_unit;
     record.model.tokens_per_sample = workload->tokens_per_sample();
-    record.model.scenario_keys = own;
+    record.model.scenario_keys = entry.info.option_keys();
 
     observer.on_start(record);
     maybe_inject_oom(*s.batch_size * s.grad_accumulation);

@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "gpubench/core/record_io.hpp"
-#include "gpubench/report/views.hpp"
 #include "gpubench/report/document.hpp"
 
 namespace gpubench {
@@ -25,54 +24,49 @@ size_t Table::column_for(const Column& c) {
   return add_column(c);
 }
 
+size_t Table::put(std::vector<Cell>& row, const Column& c, Cell value) {
+  const size_t i = column_for(c);
+  if (row.size() < columns.size()) row.resize(columns.size());
+  row[i] = std::move(value);
+  return i;
+}
+
 std::vector<Cell>& Table::add_row() {
   rows.emplace_back(columns.size());
   return rows.back();
 }
 
-Document& Document::heading(std::string text, int level) {
+Block& Document::add(Block::Kind kind, std::string text) {
   Block b;
-  b.kind = Block::Kind::kHeading;
-  b.level = level;
+  b.kind = kind;
   b.text = std::move(text);
   blocks.push_back(std::move(b));
+  return blocks.back();
+}
+Document& Document::heading(std::string text, int level) {
+  add(Block::Kind::kHeading, std::move(text)).level = level;
   return *this;
 }
 Document& Document::paragraph(std::string text) {
-  Block b;
-  b.kind = Block::Kind::kParagraph;
-  b.text = std::move(text);
-  blocks.push_back(std::move(b));
+  add(Block::Kind::kParagraph, std::move(text));
   return *this;
 }
 Document& Document::list(std::vector<std::string> items) {
-  Block b;
-  b.kind = Block::Kind::kList;
-  b.items = std::move(items);
-  blocks.push_back(std::move(b));
+  add(Block::Kind::kList, "").items = std::move(items);
   return *this;
 }
 Document& Document::quote(std::string text) {
-  Block b;
-  b.kind = Block::Kind::kQuote;
-  b.text = std::move(text);
-  blocks.push_back(std::move(b));
+  add(Block::Kind::kQuote, std::move(text));
   return *this;
 }
 Document& Document::image(std::string file, std::string title) {
-  Block b;
-  b.kind = Block::Kind::kImage;
-  b.file = std::move(file);
-  b.text = std::move(title);
-  blocks.push_back(std::move(b));
+  add(Block::Kind::kImage, std::move(title)).file = std::move(file);
   return *this;
 }
 Table& Document::table(Table t) {
-  Block b;
-  b.kind = Block::Kind::kTable;
+  Block& b = add(Block::Kind::kTable, "");
   b.table = std::move(t);
-  blocks.push_back(std::move(b));
-  return blocks.back().table;
+  return b.table;
 }
 std::vector<const Table*> Document::tables() const {
   std::vector<const Table*> out;
@@ -80,6 +74,17 @@ std::vector<const Table*> Document::tables() const {
     if (b.kind == Block::Kind::kTable) out.push_back(&b.table);
   }
   return out;
+}
+
+std::string format_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
 Column metric_column(const Metric& m) { return Column{m.tag, m.name, m.unit, m.better}; }
@@ -93,7 +98,7 @@ std::string format_value(double v, const std::string& unit) {
   if (unit == "count") return fmt::format("{:.0f}", v);
   if (unit == "W" || unit == "C" || unit == "MHz") return fmt::format("{:.0f}", v);
   if (unit == "TFLOP/s") return fmt::format("{:.3g}", v);
-  if (unit.size() > 2 && unit.compare(unit.size() - 2, 2, "/s") == 0) return fmt::format("{:.1f}", v);
+  if (is_rate_unit(unit)) return fmt::format("{:.1f}", v);
   if (unit == "ratio") return fmt::format("{:.3f}", v);
   return fmt::format("{:.4g}", v);
 }

@@ -11,17 +11,6 @@
 
 namespace gpubench {
 
-std::string format_bytes(int64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, units[u]);
-}
-
 namespace {
 
 std::string file_name(const std::string& path) {
@@ -38,20 +27,12 @@ std::string precision_label(const RunRecord& r) {
 }
 std::string mode_label(const RunRecord& r) { return r.execution.mode.empty() ? "eager" : r.execution.mode; }
 
-Column text_column(std::string key, std::string header) { return Column{std::move(key), std::move(header), "", Better::kNeither}; }
-Column count_column(std::string key, std::string header) {
-  return Column{std::move(key), std::move(header), "count", Better::kNeither};
-}
 
 /// Puts `m` in its column of `row`, adding the column when the table lacks it. Rates of different sample units
 /// share one column, headed in samples/s.
 void put_metric(Table& t, std::vector<Cell>& row, const Metric& m) {
-  const size_t before = t.columns.size();
-  const size_t i = t.column_for(metric_column(m));
-  if (t.columns.size() != before) row.resize(t.columns.size());
-  Column& c = t.columns[i];
-  if (c.unit != m.unit && c.unit.size() > 2 && c.unit.compare(c.unit.size() - 2, 2, "/s") == 0) c.unit = "samples/s";
-  row[i] = Cell::num(m.value);
+  Column& c = t.columns[t.put(row, metric_column(m), Cell::num(m.value))];
+  if (c.unit != m.unit && is_rate_unit(c.unit)) c.unit = "samples/s";
 }
 
 /// The metrics of `ms` whose tags are in `wanted` (in that order), then every extra metric (not in the standard
@@ -70,20 +51,16 @@ Metrics pick(const Metrics& ms, const std::vector<std::string>& wanted) {
 /// Identity of a run for tables that list runs.
 void put_identity(Table& t, std::vector<Cell>& row, const LoadedRecord& lr) {
   const RunRecord& r = lr.record;
-  auto put = [&](const Column& c, Cell v) {
-    const size_t i = t.column_for(c);
-    row.resize(t.columns.size());
-    row[i] = std::move(v);
-  };
-  put(text_column("record", "record"), Cell::str(file_name(lr.path)));
-  put(text_column("model", "model"), Cell::str(r.scenario.model));
-  put(text_column("device", "device"), Cell::str(device_label(r)));
-  put(text_column("precision", "precision"), Cell::str(precision_label(r)));
-  put(count_column("batch_size", "batch"),
+  const auto put = [&](const Column& c, Cell v) { t.put(row, c, std::move(v)); };
+  put(Column::text("record", "record"), Cell::str(file_name(lr.path)));
+  put(Column::text("model", "model"), Cell::str(r.scenario.model));
+  put(Column::text("device", "device"), Cell::str(device_label(r)));
+  put(Column::text("precision", "precision"), Cell::str(precision_label(r)));
+  put(Column::count("batch_size", "batch"),
       r.scenario.batch_size ? Cell::num(static_cast<double>(*r.scenario.batch_size)) : Cell::none());
-  put(count_column("world_size", "GPUs"), Cell::num(static_cast<double>(r.distributed ? r.distributed->world_size : 1)));
-  put(text_column("execution_mode", "mode"), Cell::str(mode_label(r)));
-  put(text_column("status", "status"), Cell::str(to_string(r.status)));
+  put(Column::count("world_size", "GPUs"), Cell::num(static_cast<double>(r.distributed ? r.distributed->world_size : 1)));
+  put(Column::text("execution_mode", "mode"), Cell::str(mode_label(r)));
+  put(Column::text("status", "status"), Cell::str(to_string(r.status)));
 }
 
 }  // namespace
@@ -109,9 +86,9 @@ Document run_summary_document(const RunRecord& r) {
   if (!r.epochs.empty()) {
     Table t;
     t.id = "epochs";
-    t.add_column(count_column("epoch", "epoch"));
-    t.add_column(count_column("steps", "steps"));
-    t.add_column(count_column("samples", "samples"));
+    t.add_column(Column::count("epoch", "epoch"));
+    t.add_column(Column::count("steps", "steps"));
+    t.add_column(Column::count("samples", "samples"));
     const bool device_mem = r.epochs.front().peak_allocated_bytes.has_value();
     const std::vector<std::string> shown{"epoch_seconds", kThroughputTag, "step_time_median_ms", "step_time_p5_ms",
                                          "step_time_p95_ms", device_mem ? "peak_allocated_bytes" : "peak_host_rss_bytes",
@@ -123,7 +100,7 @@ Document run_summary_document(const RunRecord& r) {
       row[2] = Cell::num(static_cast<double>(e.samples));
       for (const auto& m : pick(epoch_metrics(r, e), shown)) put_metric(t, row, m);
     }
-    const size_t note = t.add_column(text_column("note", ""));
+    const size_t note = t.add_column(Column::text("note", ""));
     for (size_t i = 0; i < r.epochs.size(); ++i) t.rows[i][note] = Cell::str(r.epochs[i].complete ? "" : "(partial)");
     for (auto& row : t.rows) {
       if (row[note].text.empty()) row[note] = Cell::str(" ");  // an empty note is blank, not "-"
@@ -244,12 +221,12 @@ Document compare_document(const CompareResult& r, double threshold) {
   }
   Table t;
   t.id = "comparisons";
-  t.add_column(text_column("scenario", "scenario"));
+  t.add_column(Column::text("scenario", "scenario"));
   t.add_column(Column{"base", "base", unit, better});
   t.add_column(Column{"new", "new", unit, better});
-  t.add_column(text_column("change", "change [95% CI]"));
-  t.add_column(text_column("verdict", "verdict"));
-  t.add_column(text_column("detail", "detail"));
+  t.add_column(Column::text("change", "change [95% CI]"));
+  t.add_column(Column::text("verdict", "verdict"));
+  t.add_column(Column::text("detail", "detail"));
   for (const auto& c : r.comparisons) {
     const bool numbers = c.verdict != Verdict::kNotComparable && c.verdict != Verdict::kNoBaseline;
     t.rows.push_back({Cell::str(c.label), numbers ? Cell::num(c.base_value) : Cell::none(),
@@ -296,9 +273,9 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     d.quote(ref.quote);
     Table t;
     t.id = "published";
-    t.add_column(text_column("figure", ""));
-    t.add_column(text_column("published", "published"));
-    t.add_column(text_column("measured", "measured here"));
+    t.add_column(Column::text("figure", ""));
+    t.add_column(Column::text("published", "published"));
+    t.add_column(Column::text("measured", "measured here"));
     t.rows.push_back({Cell::str("device"), Cell::str(ref.device), Cell::str(device_label(run))});
     t.rows.push_back({Cell::str(unit + "/s"), value(c.published_samples_per_s, "samples/s"), value(c.measured_samples_per_s, "samples/s")});
     if (ref.epoch_seconds) {
@@ -410,7 +387,7 @@ std::vector<RepeatGroup> repeat_groups(const ReportInput& in) {
     RepeatGroup& g = groups[key.dump()];
     g.label = fmt::format("{} bs{} {} {}", r.scenario.model, r.scenario.batch_size.value_or(0), r.precision.resolved,
                           mode_label(r));
-    g.unit = sample_unit(r) + "/s";
+    g.unit = throughput_unit(r);
     g.rates.push_back(r.summary.samples_per_s);
   }
   std::vector<RepeatGroup> out;
@@ -453,9 +430,9 @@ Document report_document(const ReportInput& in) {
       Table t;
       t.id = "batch_sizes";
       t.title = fmt::format("{} {} on {}:", f.scenario.model, f.precision.resolved, f.environment.device_name);
-      t.add_column(count_column("batch_size", "batch"));
-      t.add_column(text_column("status", "status"));
-      t.add_column(Column{kThroughputTag, "throughput", sample_unit(f) + "/s", Better::kHigher});
+      t.add_column(Column::count("batch_size", "batch"));
+      t.add_column(Column::text("status", "status"));
+      t.add_column(Column{kThroughputTag, "throughput", throughput_unit(f), Better::kHigher});
       t.add_column(Column{"peak_reserved_bytes", "peak reserved", "bytes", Better::kLower});
       for (const RunRecord* r : g) {
         t.rows.push_back({Cell::num(static_cast<double>(r->scenario.batch_size.value_or(0))), Cell::str(to_string(r->status)),
@@ -471,8 +448,8 @@ Document report_document(const ReportInput& in) {
     d.heading("Repeats", 2);
     Table t;
     t.id = "repeats";
-    t.add_column(text_column("scenario", "scenario"));
-    t.add_column(count_column("runs", "runs"));
+    t.add_column(Column::text("scenario", "scenario"));
+    t.add_column(Column::count("runs", "runs"));
     const std::string unit = repeats.front().unit;
     t.add_column(Column{"mean", "mean", unit, Better::kHigher});
     t.add_column(Column{"min", "min", unit, Better::kHigher});
@@ -513,19 +490,15 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
   auto identity = [&t](std::vector<Cell>& row, const LoadedRecord& lr) {
     const RunRecord& r = lr.record;
     put_identity(t, row, lr);
-    auto put = [&](const Column& c, Cell v) {
-      const size_t i = t.column_for(c);
-      row.resize(t.columns.size());
-      row[i] = std::move(v);
-    };
-    put(text_column("path", "path"), Cell::str(lr.path));
-    put(text_column("device_type", "device type"), Cell::str(r.environment.device_type));
-    put(count_column("grad_accumulation", "gradient accumulation"), Cell::num(static_cast<double>(r.scenario.grad_accumulation)));
-    put(count_column("repeat_index", "repeat"), Cell::num(static_cast<double>(r.repeat_index)));
-    put(text_column("start_time_utc", "start (UTC)"), Cell::str(r.environment.start_time_utc));
-    put(text_column("driver_version", "driver"), Cell::str(r.telemetry.driver_version));
-    put(text_column("libtorch_version", "LibTorch"), Cell::str(r.environment.libtorch_version));
-    put(text_column("git_revision", "gpubench revision"), Cell::str(r.environment.git_revision));
+    const auto put = [&](const Column& c, Cell v) { t.put(row, c, std::move(v)); };
+    put(Column::text("path", "path"), Cell::str(lr.path));
+    put(Column::text("device_type", "device type"), Cell::str(r.environment.device_type));
+    put(Column::count("grad_accumulation", "gradient accumulation"), Cell::num(static_cast<double>(r.scenario.grad_accumulation)));
+    put(Column::count("repeat_index", "repeat"), Cell::num(static_cast<double>(r.repeat_index)));
+    put(Column::text("start_time_utc", "start (UTC)"), Cell::str(r.environment.start_time_utc));
+    put(Column::text("driver_version", "driver"), Cell::str(r.telemetry.driver_version));
+    put(Column::text("libtorch_version", "LibTorch"), Cell::str(r.environment.libtorch_version));
+    put(Column::text("git_revision", "gpubench revision"), Cell::str(r.environment.git_revision));
   };
   for (const auto& lr : records) {
     if (per == ExportPer::kRun) {
@@ -537,15 +510,11 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
     for (const auto& e : lr.record.epochs) {
       auto& row = t.add_row();
       identity(row, lr);
-      auto put = [&](const Column& c, Cell v) {
-        const size_t i = t.column_for(c);
-        row.resize(t.columns.size());
-        row[i] = std::move(v);
-      };
-      put(count_column("epoch", "epoch"), Cell::num(static_cast<double>(e.index)));
-      put(text_column("complete", "complete"), Cell::str(e.complete ? "true" : "false"));
-      put(count_column("steps", "steps"), Cell::num(static_cast<double>(e.steps)));
-      put(count_column("samples", "samples"), Cell::num(static_cast<double>(e.samples)));
+      const auto put = [&](const Column& c, Cell v) { t.put(row, c, std::move(v)); };
+      put(Column::count("epoch", "epoch"), Cell::num(static_cast<double>(e.index)));
+      put(Column::text("complete", "complete"), Cell::str(e.complete ? "true" : "false"));
+      put(Column::count("steps", "steps"), Cell::num(static_cast<double>(e.steps)));
+      put(Column::count("samples", "samples"), Cell::num(static_cast<double>(e.samples)));
       for (const auto& m : epoch_metrics(lr.record, e)) put_metric(t, row, m);
     }
   }
@@ -563,13 +532,13 @@ Document sweep_document(const std::string& model, const std::vector<SweepPointRe
   d.title = "gpubench sweep " + model;
   Table t;
   t.id = "points";
-  t.add_column(text_column("point", "point"));
-  t.add_column(text_column("status", "status"));
-  t.add_column(count_column("batch_size", "batch"));
+  t.add_column(Column::text("point", "point"));
+  t.add_column(Column::text("status", "status"));
+  t.add_column(Column::count("batch_size", "batch"));
   t.add_column(Column{kThroughputTag, "throughput", "samples/s", Better::kHigher});
   t.add_column(Column{"step_time_median_ms", "step time median", "ms", Better::kLower});
   t.add_column(Column{"peak_allocated_bytes", "peak allocated", "bytes", Better::kLower});
-  t.add_column(text_column("record", "record"));
+  t.add_column(Column::text("record", "record"));
   nlohmann::json rows = nlohmann::json::array();
   std::string unit;
   for (const auto& p : points) {
@@ -585,7 +554,7 @@ Document sweep_document(const std::string& model, const std::vector<SweepPointRe
     } else {
       const RunRecord& r = *p.record;
       const bool ok = r.status == RunStatus::kOk;
-      if (ok && unit.empty()) unit = sample_unit(r) + "/s";
+      if (ok && unit.empty()) unit = throughput_unit(r);
       row["status"] = to_string(r.status);
       row["reason"] = r.reason;
       row["batch_size"] = r.scenario.batch_size ? *r.scenario.batch_size : 0;
@@ -617,13 +586,13 @@ Document scaling_document(const std::string& model, const ScalingResult& result)
   d.title = "gpubench scaling " + model;
   Table t;
   t.id = "points";
-  t.add_column(count_column("ranks", "ranks"));
-  t.add_column(text_column("status", "status"));
+  t.add_column(Column::count("ranks", "ranks"));
+  t.add_column(Column::text("status", "status"));
   t.add_column(Column{kThroughputTag, "throughput", "samples/s", Better::kHigher});
   t.add_column(Column{"per_rank_samples_per_s", "per rank", "samples/s", Better::kHigher});
   t.add_column(Column{"scaling_efficiency", "scaling efficiency", "fraction", Better::kHigher});
   t.add_column(Column{"epoch_seconds", "epoch time", "s", Better::kLower});
-  t.add_column(count_column("slowest_rank", "slowest rank"));
+  t.add_column(Column::count("slowest_rank", "slowest rank"));
   t.add_column(Column{"comm_wait_fraction", "comm wait (rank 0)", "fraction", Better::kLower});
   t.add_column(Column{"power_avg_w", "power, all GPUs", "W", Better::kNeither});
   t.add_column(Column{"joules_per_sample", "energy per sample", "J/sample", Better::kLower});
@@ -664,7 +633,7 @@ Document scaling_document(const std::string& model, const ScalingResult& result)
       cells[7] = Cell::num(p.comm_wait_fraction);
       cells[8] = Cell::num(energy.power_avg_w);
       cells[9] = Cell::num(energy.joules_per_sample);
-      t.columns[2].unit = t.columns[3].unit = sample_unit(r) + "/s";
+      t.columns[2].unit = t.columns[3].unit = throughput_unit(r);
       tc.message = fmt::format("efficiency {:.1f}%", p.efficiency.value_or(0) * 100);
     }
     rows.push_back(row);

@@ -90,13 +90,14 @@ int Runner::run_repeats(const Scenario& scenario, const RepeatPlan& plan,
   auto stopping = [this] { return options_.stop_requested != nullptr && options_.stop_requested->load(); };
   int done = 0;
   for (int i = 1; i <= plan.count && !stopping(); ++i) {
-    RunRecord record = run(scenario, observer_for(i));
+    RunObserver& observer = observer_for(i);
+    RunRecord record = run(scenario, observer);
     record.repeat_index = i;
     record.repeat_count = plan.count;
     on_record(record);
     ++done;
     if (i < plan.count && plan.cooldown_s > 0) {
-      if (!stopping()) observer_for(i).on_phase("cooling down for " + std::to_string(static_cast<int64_t>(plan.cooldown_s)) + " s");
+      if (!stopping()) observer.on_phase("cooling down for " + std::to_string(static_cast<int64_t>(plan.cooldown_s)) + " s");
       const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(plan.cooldown_s);
       while (std::chrono::steady_clock::now() < until && !stopping()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -64,6 +64,11 @@ Metrics run_metrics(const RunRecord& r);
 /// and keeps one entry per tag (the last value).
 Metrics extra_metrics_only(Metrics metrics);
 
+/// Whether a unit hint is a rate ("images/s", "it/s", "TFLOP/s" is not: it has its own format).
+bool is_rate_unit(const std::string& unit);
+/// The record's throughput unit: "images/s", "sequences/s" ("samples/s" when the model did not say).
+std::string throughput_unit(const RunRecord& r);
+
 /// The metric `compare` uses by default: throughput.
 inline constexpr const char* kThroughputTag = "samples_per_s";
 

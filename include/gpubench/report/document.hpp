@@ -35,6 +35,11 @@ struct Column {
   std::string header;  ///< for people
   std::string unit;    ///< unit hint (metrics.hpp) for number cells; "" = a plain number or text
   Better better = Better::kNeither;
+  /// A column of text, and one of whole numbers (counts, ids, batch sizes).
+  static Column text(std::string key, std::string header) { return Column{std::move(key), std::move(header), "", Better::kNeither}; }
+  static Column count(std::string key, std::string header) {
+    return Column{std::move(key), std::move(header), "count", Better::kNeither};
+  }
 };
 
 struct Table {
@@ -49,6 +54,9 @@ struct Table {
   size_t column_for(const Column& c);
   /// Appends an empty row and returns it (sized to the columns).
   std::vector<Cell>& add_row();
+  /// Sets `row`'s cell in column `c`, adding the column (and widening `row`) when the table lacks it; returns the
+  /// column's index.
+  size_t put(std::vector<Cell>& row, const Column& c, Cell value);
 };
 
 /// A JUnit test case (compare verdicts, sweep points, runs).
@@ -84,7 +92,13 @@ struct Document {
   Table& table(Table t);
   /// The tables in order (CSV and JSONL print these).
   std::vector<const Table*> tables() const;
+
+ private:
+  Block& add(Block::Kind kind, std::string text);
 };
+
+/// "1.23 GiB" style rendering of a byte count (binary units).
+std::string format_bytes(int64_t bytes);
 
 /// A metric as a column (its tag, name, unit hint and direction).
 Column metric_column(const Metric& m);

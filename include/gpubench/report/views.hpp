@@ -14,9 +14,6 @@
 
 namespace gpubench {
 
-/// "1.23 GiB" style rendering of a byte count (binary units).
-std::string format_bytes(int64_t bytes);
-
 /// `gpubench run`: what ran where, a row per epoch, totals, every other metric, status and notes.
 Document run_summary_document(const RunRecord& record);
 

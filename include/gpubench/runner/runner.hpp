@@ -25,7 +25,8 @@ class Runner {
   /// status and a reason, never as an exception. `progress` sees every engine event plus on_telemetry.
   RunRecord run(const Scenario& scenario, RunObserver& progress) const;
 
-  /// Trains `scenario` plan.count times. Before each run, `observer_for(index)` (1-based) gives the observer for it;
+  /// Trains `scenario` plan.count times. Before each run, `observer_for(index)` (1-based) gives the observer for it
+  /// (called once per run; it also hears the cool-down that follows);
   /// after it, `on_record(record)` receives the record (repeat_index/repeat_count set) so it is on disk before the
   /// next run starts. Stops early, also during a cool-down, once RunOptions::stop_requested is set. Returns how many
   /// runs were made.

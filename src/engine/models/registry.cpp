@@ -4,6 +4,7 @@
 
 #include <torch/nn/functional/loss.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "checkpoint.h"
@@ -176,18 +177,28 @@ T required(const Scenario& s, const std::string& key) {
 
 using Factory = std::function<std::unique_ptr<Workload>(const Scenario&)>;
 
-/// A registry entry whose factory always sees the model's declared defaults for keys the scenario left unset (the
-/// engine fills them in for the record too; tests and library callers may call the factory directly).
+/// A registry entry whose factory always sees the scenario resolved for its model (resolve_model_options): the
+/// engine calls it so, and so may tests and library callers that call the factory directly.
 ModelEntry entry(ModelInfo info, OptimizerSettings optimizer, Factory make) {
-  const std::vector<ModelOption> options = info.options;
-  return ModelEntry{std::move(info), std::move(optimizer), [options, make = std::move(make)](const Scenario& s) {
-                      Scenario with_defaults = s;
-                      for (const auto& o : options) with_defaults.model_options.emplace(o.key, o.default_value);
-                      return make(with_defaults);
+  ModelInfo described = info;
+  return ModelEntry{std::move(described), std::move(optimizer),
+                    [info = std::move(info), make = std::move(make)](const Scenario& s) {
+                      return make(resolve_model_options(info, s));
                     }};
 }
 
 }  // namespace
+
+Scenario resolve_model_options(const ModelInfo& info, Scenario s) {
+  const std::vector<std::string> own = info.option_keys();
+  for (const auto& [key, value] : s.model_options) {
+    if (std::find(own.begin(), own.end(), key) == own.end()) {
+      throw std::invalid_argument("key '" + key + "' is not a key of " + info.name);
+    }
+  }
+  for (const auto& o : info.options) s.model_options.emplace(o.key, o.default_value);
+  return s;
+}
 
 Batch slice_batch(const Batch& b, int64_t start, int64_t length) {
   Batch out;

@@ -46,6 +46,10 @@ struct ModelEntry {
   std::function<std::unique_ptr<Workload>(const Scenario&)> make;
 };
 
+/// `s` for the model `info` describes: another model's key is refused (std::invalid_argument naming it), and the
+/// model's keys left unset take their declared defaults, so a record holds every key the model took.
+Scenario resolve_model_options(const ModelInfo& info, Scenario s);
+
 /// All registered models.
 const std::vector<ModelEntry>& model_registry();
 /// The entry named `name`; throws std::invalid_argument listing the known names.
