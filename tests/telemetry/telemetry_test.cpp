@@ -221,7 +221,8 @@ TEST_F(FakeNvmlTest, DeviceIdentityClocksAndOtherProcessesAreRecorded) {
 }
 
 TEST(SamplerTest, SamplesOnAFixedGridWithIncreasingTimes) {
-  // The reader signals once it has been read 6 times; nothing depends on how fast this machine is.
+  // The reader signals on every read; nothing depends on how fast this machine is. The 7th read happens after the
+  // 6th reading was stored (a reading is stored after its read returns), so waiting for it leaves no race with stop().
   struct Counting : telemetry::Reader {
     std::string name() const override { return "counting"; }
     TelemetrySample read() override {
@@ -243,7 +244,7 @@ TEST(SamplerTest, SamplesOnAFixedGridWithIncreasingTimes) {
   sampler.start();
   {
     std::unique_lock<std::mutex> lock(counting.mu);
-    ASSERT_TRUE(counting.cv.wait_for(lock, std::chrono::seconds(60), [&] { return counting.n >= 6; }));
+    ASSERT_TRUE(counting.cv.wait_for(lock, std::chrono::seconds(60), [&] { return counting.n >= 7; }));
   }
   sampler.stop();
   const auto s = sampler.samples();
