@@ -60,8 +60,10 @@ int report_command(const ReportArgs& a) {
   in.title = a.title;
   std::vector<std::string> skipped;
   std::vector<HistoryRow> history;
+  size_t record_files = 0;
   try {
     if (!a.paths.empty()) in.runs = load_records(a.paths, &skipped);
+    record_files = in.runs.size();  // the store's runs come after these, and are not files
     if (!a.db.empty()) {
       // The store's runs join the report, and its history of the metric becomes the trend chart.
       const ResultsStore store(a.db);
@@ -104,9 +106,7 @@ int report_command(const ReportArgs& a) {
     std::string unit = history.front().unit;
     args.insert(args.end(), {"--trend", trend, "--trend-metric", a.metric + (unit.empty() ? "" : " (" + unit + ")")});
   }
-  for (const auto& r : in.runs) {
-    if (r.path.rfind(a.db + ":", 0) != 0 || a.db.empty()) args.push_back(r.path);  // stored runs are not files
-  }
+  for (size_t i = 0; i < record_files; ++i) args.push_back(in.runs[i].path);
   const int rc = fs::exists(script) ? run_child(args) : -1;
   for (const auto& c : chart_names) {
     if (fs::exists(fs::path(a.out_dir) / c, ec)) in.charts.push_back(c);
