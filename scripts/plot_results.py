@@ -41,7 +41,7 @@ def label(path, j):
 
 def scenario_without(j, key):
     s = dict(j["scenario"])
-    for k in ("output", "name", "telemetry", "telemetry_interval_s", "telemetry_trace", key):
+    for k in ("output", "name", "telemetry", "telemetry_interval_s", "telemetry_trace", "profile", "profile_steps", key):
         s.pop(k, None)
     return json.dumps(s, sort_keys=True)
 

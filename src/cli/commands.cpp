@@ -96,6 +96,33 @@ std::string repeat_path(const std::string& path, int index, int count) {
   return p.string();
 }
 
+std::string trace_path_for(const std::string& record_path) {
+  std::filesystem::path p(record_path);
+  const std::string stem = p.extension() == ".json" ? p.stem().string() : p.filename().string();
+  return (p.parent_path() / (stem + ".trace.json")).string();
+}
+
+void place_profile_trace(RunRecord& record, const std::string& record_path) {
+  if (!record.profile || record.profile->trace_path.empty()) return;
+  namespace fs = std::filesystem;
+  const std::string from = record.profile->trace_path, to = trace_path_for(record_path);
+  if (from == to) return;
+  std::error_code ec;
+  if (!fs::path(to).parent_path().empty()) fs::create_directories(fs::path(to).parent_path(), ec);
+  fs::rename(from, to, ec);
+  if (ec) {  // another file system: copy, then remove the original
+    ec.clear();
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::remove(from, ec);
+  }
+  if (ec && !fs::exists(to)) {
+    record.notes.push_back("the profile's trace stays at " + from + " (could not move it to " + to + ": " +
+                           ec.message() + ")");
+    return;
+  }
+  record.profile->trace_path = to;
+}
+
 /// Writes the record at `path`; where that fails, beside the epochs stream under another name, then in the temporary
 /// folder. Returns where it went; throws (naming every attempt) when nowhere worked.
 std::string write_record_somewhere(const std::string& path, const RunRecord& record) {
@@ -152,6 +179,7 @@ class RunWriter {
                          index_, args_.repeats);
     }
     record.scenario.output = path;
+    place_profile_trace(record, path);
     if (record.status == RunStatus::kOk) rates_.push_back(record.summary.samples_per_s);
     all_ok_ = all_ok_ && record.status == RunStatus::kOk;
     std::string written;

@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace gpubench {
+struct RunRecord;
+}  // namespace gpubench
+
 namespace gpubench::cli {
 
 /// "20261130-024512": local time, for default output names.
@@ -15,6 +19,11 @@ std::string local_timestamp();
 /// `text` as part of a file name: letters, digits and `. - _ =` stay, anything else becomes '-'
 /// ("cuda:0" -> "cuda-0", "batch_size=64,precision=bf16" -> "batch_size=64-precision=bf16").
 std::string file_name_part(std::string text);
+
+/// "runs/x.json" -> "runs/x.trace.json": where a record's profile trace goes.
+std::string trace_path_for(const std::string& record_path);
+/// Moves a `--profile` trace from where the engine wrote it to beside the record, and points the record at it.
+void place_profile_trace(RunRecord& record, const std::string& record_path);
 
 /// Exit codes shared by all subcommands.
 /// 4: the run ended but its record could not be written where asked (the console says where it went, if anywhere).

@@ -59,7 +59,10 @@ bool CompareResult::any_regression() const {
 
 nlohmann::json comparable_scenario(const Scenario& s) {
   nlohmann::json j = s;
-  for (const char* k : {"output", "name", "telemetry", "telemetry_interval_s", "telemetry_trace"}) j.erase(k);
+  for (const char* k : {"output", "name", "telemetry", "telemetry_interval_s", "telemetry_trace", "profile",
+                        "profile_steps"}) {
+    j.erase(k);
+  }
   return j;
 }
 

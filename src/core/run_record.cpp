@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "gpubench/core/device_table.hpp"
 #include "gpubench/core/json_optional.hpp"
@@ -84,6 +85,7 @@ void to_json(nlohmann::json& j, const RunRecord& r) {
        {"notes", r.notes},
        {"telemetry", r.telemetry},
        {"distributed", r.distributed},
+       {"profile", r.profile},
        {"repeat_index", r.repeat_index},
        {"repeat_count", r.repeat_count}};
   // Every metric, tagged: the standard ones derived from the fields, then the extras (metrics.hpp).
@@ -123,9 +125,14 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.notes = j.value("notes", std::vector<std::string>{});
   r.telemetry = j.value("telemetry", TelemetryInfo{});
   r.distributed = j.value("distributed", std::optional<DistributedRecord>{});
+  r.profile = j.value("profile", std::optional<ProfileRecord>{});
   r.repeat_index = j.value("repeat_index", int64_t{1});
   r.repeat_count = j.value("repeat_count", int64_t{1});
   drop_other_models_keys(r);
+  // Before schema 3, `bounded_by` said what cut the run short; that is `stopped_by` now.
+  if (version.get<int64_t>() < 3 && (r.summary.bounded_by == "interrupt" || r.summary.bounded_by == "time_budget")) {
+    r.summary.stopped_by = std::exchange(r.summary.bounded_by, std::string());
+  }
   // Standard metrics are derived from the fields again; only the extras are kept.
   for (auto& e : r.epochs) e.metrics = extra_metrics_only(std::move(e.metrics));
   r.summary.metrics = extra_metrics_only(std::move(r.summary.metrics));
@@ -174,21 +181,23 @@ bool EpochRecord::operator==(const EpochRecord& o) const {
 bool RunSummary::operator==(const RunSummary& o) const {
   return std::tie(epochs, steps, samples, seconds, samples_per_s, steps_per_s, tokens_per_s, epoch_seconds_mean,
                   achieved_tflops, peak_tflops, peak_source, mfu, step_time, peak_allocated_bytes, peak_reserved_bytes,
-                  peak_host_rss_bytes, warmup_steps, warmup_seconds, bounded_by, energy_j, joules_per_sample,
+                  peak_host_rss_bytes, warmup_steps, warmup_seconds, stopped_by, bounded_by, bottleneck_evidence, energy_j,
+                  joules_per_sample,
                   power_avg_w, power_devices, throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c, metrics) ==
          std::tie(o.epochs, o.steps, o.samples, o.seconds, o.samples_per_s, o.steps_per_s, o.tokens_per_s,
                   o.epoch_seconds_mean, o.achieved_tflops, o.peak_tflops, o.peak_source, o.mfu, o.step_time,
                   o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.warmup_steps,
-                  o.warmup_seconds, o.bounded_by, o.energy_j, o.joules_per_sample, o.power_avg_w, o.power_devices,
+                  o.warmup_seconds, o.stopped_by, o.bounded_by, o.bottleneck_evidence, o.energy_j, o.joules_per_sample, o.power_avg_w, o.power_devices,
                   o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c, o.metrics);
 }
 /// Origins of scenario values are provenance (file:line, flags) and a record keeps only their description, so they
 /// are left out; everything else counts.
 bool RunRecord::operator==(const RunRecord& o) const {
   return std::tie(schema_version, status, reason, scenario, precision, execution, environment, model, epochs, summary,
-                  notes, telemetry, distributed, repeat_index, repeat_count) ==
+                  notes, telemetry, distributed, profile, repeat_index, repeat_count) ==
          std::tie(o.schema_version, o.status, o.reason, o.scenario, o.precision, o.execution, o.environment, o.model,
-                  o.epochs, o.summary, o.notes, o.telemetry, o.distributed, o.repeat_index, o.repeat_count);
+                  o.epochs, o.summary, o.notes, o.telemetry, o.distributed, o.profile, o.repeat_index,
+                  o.repeat_count);
 }
 
 std::vector<std::string> record_problems(const RunRecord& r) {

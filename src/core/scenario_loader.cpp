@@ -300,6 +300,12 @@ const std::vector<Field>& fields() {
         });
     add("telemetry_trace", "--telemetry-trace", "write the raw telemetry samples to this CSV file",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.telemetry_trace = as_string(n, c); });
+    add_bool("profile", "--profile",
+        "after the timed epochs, profile separate steps: kernel categories, top kernels, GPU idle time, a Chrome "
+        "trace beside the record and a bottleneck verdict (true/false; the timed epochs are not affected)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.profile = as_bool(n, c); });
+    add("profile_steps", "--profile-steps", "steps in the profile (default 5)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.profile_steps = as_int(n, c, 1, 1000); });
     add("grad_accumulation", "--grad-accumulation", "micro-batches of batch_size per optimizer step (default 1)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.grad_accumulation = as_int(n, c, 1, 1 << 16); });
     add_bool("cudnn_benchmark", "--cudnn-benchmark", "let cuDNN autotune convolutions (true/false, default true)",

@@ -7,13 +7,16 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <unistd.h>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 
 #include "cuda_graph.h"
 #include "gpubench/core/check.hpp"
 #include "optimizers.h"
+#include "profiler.h"
 #include "step_timer.h"
 
 namespace gpubench::engine {
@@ -215,6 +218,7 @@ class TrainingRun {
     start_timing();
     timed_epochs();
     finish();
+    profile();
   }
 
  private:
@@ -316,7 +320,7 @@ class TrainingRun {
     const std::string of_epochs = max_epochs_ == INT64_MAX ? "" : "/" + std::to_string(max_epochs_);
     for (int64_t e = 0; e < max_epochs_; ++e) {
       if (!dist_ && stop_requested(plan_)) {
-        record_.summary.bounded_by = "interrupt";
+        record_.summary.stopped_by = "interrupt";
         break;
       }
       if (duration_s() > 0 && measured_s_ >= duration_s()) break;
@@ -327,7 +331,7 @@ class TrainingRun {
       record_.epochs.push_back(ep);
       observer_.on_epoch(ep);
       fault_.maybe_fire_after_epoch(plan_.comm, e + 1);
-      if (record_.status != RunStatus::kOk || !record_.summary.bounded_by.empty()) break;
+      if (record_.status != RunStatus::kOk || !record_.summary.stopped_by.empty()) break;
     }
   }
 
@@ -344,7 +348,7 @@ class TrainingRun {
     int64_t done = 0;
     while (done < steps_per_epoch_) {
       if (!dist_ && stop_requested(plan_)) {
-        record_.summary.bounded_by = "interrupt";
+        record_.summary.stopped_by = "interrupt";
         break;
       }
       // A replay overwrites the graph's loss tensor, so each step keeps a copy (one small device copy, no sync).
@@ -356,7 +360,7 @@ class TrainingRun {
       observer_.on_step(StepProgress{false, e, max_epochs_ == INT64_MAX ? 0 : max_epochs_, done, steps_per_epoch_,
                                      batch_size_, elapsed});
       if (!dist_ && budget > 0 && measured_s_ + elapsed >= budget && done < steps_per_epoch_) {
-        record_.summary.bounded_by = "time_budget";
+        record_.summary.stopped_by = "time_budget";
         break;
       }
     }
@@ -430,8 +434,8 @@ class TrainingRun {
     }
     double agreed = 0;
     for (double c : plan_.comm->gather(code)) agreed = std::max(agreed, c);
-    if (agreed == kInterrupt) record_.summary.bounded_by = "interrupt";
-    if (agreed == kBudget) record_.summary.bounded_by = "time_budget";
+    if (agreed == kInterrupt) record_.summary.stopped_by = "interrupt";
+    if (agreed == kBudget) record_.summary.stopped_by = "time_budget";
     if (agreed == kNonFinite && record_.status == RunStatus::kOk) {
       record_.status = RunStatus::kNan;
       record_.reason = "loss became non-finite on another rank in epoch " + std::to_string(e + 1);
@@ -455,11 +459,73 @@ class TrainingRun {
                               " s); scenario.epochs is the count run");
     }
     summarize_run(record_, all_step_ms_);
-    if (record_.summary.bounded_by == "interrupt" && record_.status == RunStatus::kOk) {
+    if (record_.summary.stopped_by == "interrupt" && record_.status == RunStatus::kOk) {
       record_.status = RunStatus::kInterrupted;
       record_.reason = "interrupted (SIGINT/SIGTERM) after " + std::to_string(record_.summary.steps) +
                        " timed steps; completed epochs are kept";
     }
+  }
+
+  /// `--profile`: separate steps under the profiler after the timed epochs (so their figures carry no profiler
+  /// overhead), summarised into the record. In a multi-process run every rank takes the steps (they all-reduce);
+  /// rank 0 profiles them, as it writes the record.
+  void profile() {
+    if (!s_.profile || record_.status != RunStatus::kOk || record_.summary.stopped_by == "interrupt" ||
+        stop_requested(plan_)) {
+      return;
+    }
+    const int64_t steps = s_.profile_steps;
+    observer_.on_phase("profiling " + std::to_string(steps) + " more steps (not timed)");
+    auto step = [this] {
+      if (graph_) {
+        graph_->replay();
+      } else {
+        runner_->run();
+      }
+    };
+    if (dist_ && plan_.comm->rank() != 0) {
+      for (int64_t i = 0; i < steps + 1; ++i) step();
+      synchronize(plan_.device);
+      return;
+    }
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path dir = fs::temp_directory_path(ec);
+    const std::string trace =
+        ec ? std::string() : (dir / ("gpubench-" + std::to_string(::getpid()) + "-profile.trace.json")).string();
+    const ProfileCapture cap = profile_steps(plan_.device, steps, step, trace);
+    runner_->take_skipped();  // fp16 skips in the profiled steps belong to no epoch
+    if (cap.events.empty()) {
+      note("no profile: " + cap.error);
+      return;
+    }
+    if (!cap.error.empty()) note(cap.error);
+    ProfileInputs in;
+    in.steps = steps;
+    in.model_flops_per_step = record_.model.train_flops_per_sample * static_cast<double>(batch_size_);
+    in.peak_tflops = record_.summary.peak_tflops;
+    in.peak_source = record_.summary.peak_source;
+    ProfileRecord p = summarize_profile(cap.events, in);
+    p.when = std::to_string(steps) + " steps after the timed epochs, plus one unrecorded step before them; not timed, "
+             "so the epochs carry no profiler overhead" + std::string(graph_ ? " (graph replays)" : "");
+    p.source = cap.source;
+    p.trace_path = cap.trace_path;
+    auto& m = record_.summary.metrics;
+    set_metric(m, Metric{"device_busy_fraction", "device busy (profile)", "fraction", Better::kHigher, p.busy_fraction});
+    set_metric(m, Metric{"device_idle_ms_per_step", "device idle per step (profile)", "ms", Better::kLower,
+                         p.idle_ms_per_step});
+    set_metric(m, Metric{"kernels_per_step", "kernels per step (profile)", "count", Better::kNeither,
+                         p.kernels_per_step});
+    if (p.matrix_tflops) {
+      set_metric(m, Metric{"matrix_tflops", "GEMM/conv/attention kernel TFLOP/s (profile)", "TFLOP/s", Better::kHigher,
+                           *p.matrix_tflops});
+    }
+    record_.profile = std::move(p);
+  }
+
+  void note(const std::string& msg) {
+    record_.notes.push_back(msg);
+    observer_.on_note(msg);
   }
 
   /// Warm-up and timed steps together: heartbeats for the launcher, and the fault-injection hook.

@@ -63,6 +63,50 @@ void put_identity(Table& t, std::vector<Cell>& row, const LoadedRecord& lr) {
   put(Column::text("status", "status"), Cell::str(to_string(r.status)));
 }
 
+/// The profile's headline, its time by category and its top kernels.
+void add_profile(Document& d, const ProfileRecord& p) {
+  std::string head = fmt::format("profile ({} steps, {}): device busy {:.1f}% ({:.2f} of {:.2f} ms per step), {:.0f} "
+                                 "kernels per step",
+                                 p.steps, p.source, p.busy_fraction * 100.0, p.busy_ms_per_step, p.wall_ms_per_step,
+                                 p.kernels_per_step);
+  if (p.launch_api_ms_per_step > 0) head += fmt::format(", {:.2f} ms per step in launch calls", p.launch_api_ms_per_step);
+  if (p.matrix_tflops) {
+    head += fmt::format("; GEMM/conv/attention kernels at {:.0f} TFLOP/s", *p.matrix_tflops);
+    if (p.matrix_peak_fraction) head += fmt::format(" ({:.0f}% of the dense peak)", *p.matrix_peak_fraction * 100.0);
+  }
+  d.paragraph(head);
+  Table c;
+  c.id = "profile_categories";
+  c.title = "Kernel time by category";
+  const Column cat = Column::text("category", "category"), ms{"ms_per_step", "per step", "ms", Better::kLower},
+               share{"fraction", "share", "fraction", Better::kNeither}, n{"kernels_per_step", "kernels/step", "", Better::kNeither};
+  for (const auto& x : p.categories) {
+    auto& row = c.add_row();
+    c.put(row, cat, Cell::str(category_display_name(x.category)));
+    c.put(row, ms, Cell::num(x.ms_per_step));
+    c.put(row, share, Cell::num(x.fraction));
+    c.put(row, n, Cell::num(x.kernels_per_step));
+  }
+  d.table(std::move(c));
+  Table k;
+  k.id = "profile_kernels";
+  k.title = "Top kernels";
+  const Column name = Column::text("kernel", "kernel"), kc = Column::text("category", "category"),
+               calls{"calls_per_step", "calls/step", "", Better::kNeither},
+               mean{"mean_us", "mean", "us", Better::kLower};
+  for (const auto& x : p.top_kernels) {
+    auto& row = k.add_row();
+    k.put(row, name, Cell::str(x.name));
+    k.put(row, kc, Cell::str(category_display_name(x.category)));
+    k.put(row, calls, Cell::num(x.calls_per_step));
+    k.put(row, ms, Cell::num(x.ms_per_step));
+    k.put(row, share, Cell::num(x.fraction));
+    k.put(row, mean, Cell::num(x.mean_us));
+  }
+  d.table(std::move(k));
+  d.paragraph("profiled: " + p.when + (p.trace_path.empty() ? std::string() : "; trace: " + p.trace_path));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -132,7 +176,13 @@ Document run_summary_document(const RunRecord& r) {
       for (const auto& x : extras) all += (all.empty() ? "" : ", ") + x;
       return all;
     }());
-    if (!m.bounded_by.empty()) d.paragraph("bounded by: " + m.bounded_by);
+    if (!m.stopped_by.empty()) d.paragraph("stopped by: " + m.stopped_by);
+  }
+  if (r.profile) add_profile(d, *r.profile);
+  if (!r.summary.bounded_by.empty()) {
+    d.paragraph("bounded by: " + r.summary.bounded_by + " - " + r.summary.bottleneck_evidence);
+  } else if (!r.summary.bottleneck_evidence.empty() && r.status == RunStatus::kOk) {
+    d.paragraph("bottleneck: " + r.summary.bottleneck_evidence);
   }
   d.paragraph("status: " + to_string(r.status) + (r.reason.empty() ? "" : " - " + r.reason));
   d.cases.push_back(TestCase{d.title, r.status == RunStatus::kOk ? TestCase::Outcome::kPass : TestCase::Outcome::kFail,

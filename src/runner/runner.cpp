@@ -4,6 +4,7 @@
 #include <memory>
 #include <thread>
 
+#include "gpubench/core/bottleneck.hpp"
 #include "gpubench/telemetry/device_monitor.hpp"
 
 namespace gpubench {
@@ -81,6 +82,9 @@ RunRecord Runner::run(const Scenario& scenario, RunObserver& progress) const {
   RunRecord record = run_benchmark(scenario, monitoring, options_);
   monitoring.complete(record);
   if (record.distributed) record.distributed->interconnect = describe_interconnect(record, options_.rank.master_addr);
+  const BottleneckVerdict verdict = diagnose_bottleneck(record);  // all the evidence is in: telemetry came last
+  record.summary.bounded_by = verdict.bounded_by;
+  record.summary.bottleneck_evidence = verdict.evidence;
   return record;  // drift was computed with the summary: the engine puts each epoch's telemetry in as it ends
 }
 

@@ -42,6 +42,20 @@ TEST_F(CliTest, RunWritesACompleteRecordAndExitsZero) {
   EXPECT_EQ(read_record(out).epochs.size(), 2u);
 }
 
+TEST_F(CliTest, ProfileWritesTheTraceBesideTheRecordAndPrintsTheVerdict) {
+  const std::string out = (dir_ / "runs" / "prof.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --profile --profile-steps 2 --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const RunRecord rec = read_record(out);
+  ASSERT_TRUE(rec.profile.has_value());
+  EXPECT_EQ(rec.profile->trace_path, (dir_ / "runs" / "prof.trace.json").string());
+  EXPECT_TRUE(fs::exists(rec.profile->trace_path));
+  EXPECT_FALSE(rec.summary.bounded_by.empty());  // a CPU profile always gives a verdict
+  EXPECT_NE(r.out.find("Kernel time by category"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bounded by: " + rec.summary.bounded_by), std::string::npos) << r.out;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "runs"), {}), 2);  // record + trace, nothing partial
+}
+
 TEST_F(CliTest, BadScenarioFileExitsTwoNamingFileLineAndKey) {
   const fs::path bad = dir_ / "bad.yaml";
   std::ofstream(bad) << "model: resnet50\nbatch_size: many\n";

@@ -235,7 +235,7 @@ RunRecord every_field_set() {
   r.epochs = {ep};
   RunSummary& m = r.summary;
   m = RunSummary{1, 2, 3, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, "table", 0.5, summarize_step_times({3.0}), 12, 13, 14,
-                 15, 16.5, "time_budget", 17.5, 18.5, 19.5, 2, 20.5, 21.5, 22.5,
+                 15, 16.5, "time_budget", "compute", "GEMM 80 %", 17.5, 18.5, 19.5, 2, 20.5, 21.5, 22.5,
                  {Metric{"extra_run", "extra run", "count", Better::kHigher, 3}}};
   r.notes = {"a note"};
   TelemetryInfo& ti = r.telemetry;
@@ -243,6 +243,22 @@ RunRecord every_field_set() {
                      "vbios", "default", 1980, 3201, 1700, 3000, 1980, 3201, true, "evidence",
                      std::vector<GpuProcess>{{42, "python", 1 << 20}}, "avg", "instant", "counter", "trace.csv"};
   r.distributed = DistributedRecord{2, "nccl", "torchrun", 25, 3, {{1.0, 2.0}}, {{0.5, 0.25}}, 1, "NVLink"};
+  r.profile = ProfileRecord{5,
+                            "after",
+                            "CUDA kernels",
+                            "runs/x.trace.json",
+                            40.5,
+                            38.25,
+                            2.25,
+                            0.94,
+                            900,
+                            12,
+                            3.5,
+                            {ProfileCategory{"gemm_conv", 30.0, 0.75, 400}},
+                            {ProfileKernel{"nvjet_tst", "gemm_conv", 24, 20.0, 833.3, 0.5}},
+                            412.5,
+                            0.52,
+                            "measured"};
   r.repeat_index = 2;
   r.repeat_count = 3;
   return r;

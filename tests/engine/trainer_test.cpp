@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "gpubench/engine/engine.hpp"
 
 namespace gpubench {
@@ -93,6 +96,44 @@ TEST(TrainerTest, SustainedRunTrainsWholeEpochsUntilItsDurationHasPassed) {
   EXPECT_EQ(r.summary.throughput_drift_pct.has_value(), r.epochs.size() >= 2);
 }
 
+TEST(TrainerTest, ProfileSummarisesSeparateStepsWithoutTouchingTheEpochs) {
+  Scenario s = tiny();
+  s.epochs = 1;
+  s.profile = true;
+  s.profile_steps = 2;
+  CountingObserver obs;
+  const RunRecord r = run_benchmark(s, obs, {});
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
+  ASSERT_TRUE(r.profile.has_value());
+  const ProfileRecord& p = *r.profile;
+  EXPECT_EQ(p.steps, 2);
+  EXPECT_EQ(r.epochs[0].steps, 4);  // the timed epoch holds its own steps only
+  EXPECT_EQ(obs.steps, 1 + 4);      // profiled steps are no timed or warm-up steps
+  EXPECT_GT(p.wall_ms_per_step, 0);
+  EXPECT_GT(p.busy_fraction, 0);
+  EXPECT_LE(p.busy_fraction, 1.0 + 1e-9);
+  EXPECT_GT(p.kernels_per_step, 50);  // ResNet-50's forward and backward: hundreds of operators
+  // A convolution network's time is in its convolutions; their FLOPs give a matrix-kernel rate.
+  ASSERT_FALSE(p.categories.empty());
+  EXPECT_EQ(p.categories.front().category, "gemm_conv");
+  EXPECT_GT(p.categories.front().fraction, 0.2);
+  double shares = 0;
+  for (const auto& c : p.categories) shares += c.fraction;
+  EXPECT_NEAR(shares, 1.0, 1e-6);
+  EXPECT_TRUE(p.matrix_tflops.has_value());
+  ASSERT_FALSE(p.top_kernels.empty());
+  EXPECT_NE(p.when.find("not timed"), std::string::npos);
+  // The trace is a Chrome trace holding the step markers.
+  ASSERT_FALSE(p.trace_path.empty());
+  std::ifstream in(p.trace_path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int markers = 0;
+  for (const auto& e : trace.at("traceEvents")) markers += e.value("name", "") == "gpubench::profiled_step";
+  EXPECT_EQ(markers, 2);
+  std::filesystem::remove(p.trace_path);
+  EXPECT_NE(find_metric(r.summary.metrics, "device_busy_fraction"), nullptr);
+}
+
 TEST(TrainerTest, TimeBudgetCutsTheEpochAndSaysSo) {
   Scenario s = tiny();
   s.dataset_size = 4000;
@@ -104,7 +145,7 @@ TEST(TrainerTest, TimeBudgetCutsTheEpochAndSaysSo) {
   ASSERT_EQ(r.epochs.size(), 1u);
   EXPECT_EQ(r.epochs[0].steps, 1);
   EXPECT_FALSE(r.epochs[0].complete);
-  EXPECT_EQ(r.summary.bounded_by, "time_budget");
+  EXPECT_EQ(r.summary.stopped_by, "time_budget");
 }
 
 TEST(TrainerTest, StopRequestEndsTheRunAsInterruptedAndKeepsTheEpoch) {

@@ -12,6 +12,7 @@
 
 #include "gpubench/core/json_optional.hpp"
 #include "gpubench/core/metrics.hpp"
+#include "gpubench/core/profile.hpp"
 #include "gpubench/core/scenario.hpp"
 #include "gpubench/core/stats.hpp"
 #include "gpubench/core/telemetry.hpp"
@@ -19,7 +20,7 @@
 namespace gpubench {
 
 /// Version of the JSON layout written by gpubench; bumped on any incompatible change (docs/record-schema.md).
-inline constexpr int kRecordSchemaVersion = 2;  // 2: tagged `metrics` on epochs and the summary
+inline constexpr int kRecordSchemaVersion = 3;  // 2: tagged `metrics`; 3: `profile`, `stopped_by`, the bottleneck verdict
 
 /// How a run ended. Anything but kOk makes `gpubench run` exit with code 1.
 enum class RunStatus { kOk, kOom, kNan, kInterrupted, kFailed };
@@ -148,7 +149,11 @@ struct RunSummary {
   std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes;
   int64_t warmup_steps = 0;
   double warmup_seconds = 0;           ///< untimed warm-up, including cuDNN autotuning (s)
-  std::string bounded_by;              ///< "", "time_budget", "interrupt": what cut the run short
+  std::string stopped_by;              ///< "", "time_budget", "interrupt": what cut the run short
+  /// What limits the run (core/bottleneck.hpp): capacity | input | thermal | power | communication | launch |
+  /// compute | memory, or empty with too little evidence; `bottleneck_evidence` gives the figures behind it.
+  std::string bounded_by;
+  std::string bottleneck_evidence;
   /// Energy over all timed epochs, for the whole job (every GPU of a multi-GPU run): J, J per sample trained, and
   /// the mean power (J / s, W); unset when an epoch lacks an energy figure. `power_devices` = GPUs summed.
   std::optional<double> energy_j, joules_per_sample, power_avg_w;
@@ -175,6 +180,7 @@ struct RunRecord {
   std::vector<std::string> notes;      ///< things a reader must know (CPU bounds, fallbacks, ...)
   TelemetryInfo telemetry;             ///< which reader sampled the device, and static device facts
   std::optional<DistributedRecord> distributed;  ///< multi-process runs: per-rank times, backend, world size
+  std::optional<ProfileRecord> profile;  ///< `--profile`: the kernel-level summary of separate, untimed steps
   int64_t repeat_index = 1;            ///< 1-based repeat of this scenario within one invocation (--repeats)
   int64_t repeat_count = 1;
   bool operator==(const RunRecord& o) const;
@@ -223,7 +229,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, sampl
                                                 epoch_seconds_mean, achieved_tflops, peak_tflops, peak_source, mfu,
                                                 step_time,
                                                 peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes,
-                                                warmup_steps, warmup_seconds, bounded_by, energy_j,
+                                                warmup_steps, warmup_seconds, stopped_by, bounded_by,
+                                                bottleneck_evidence, energy_j,
                                                 joules_per_sample, power_avg_w, power_devices,
                                                 throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c, metrics)
 

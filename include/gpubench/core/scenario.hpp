@@ -60,6 +60,8 @@ struct Scenario {
   bool telemetry = true;                  ///< sample power, clocks and temperature during the timed epochs
   double telemetry_interval_s = 0.1;      ///< sampling period (s)
   std::string telemetry_trace;            ///< CSV file for the raw samples; empty = none
+  bool profile = false;                   ///< after the timed epochs, profile separate steps (kernels, categories)
+  int64_t profile_steps = 5;              ///< steps in that profile
 
   /// The chosen model's own keys (image_size, seq_len, layers, ...): each model declares them, with type, range,
   /// default and help, next to its factory (the engine's registry); the loader checks them against that

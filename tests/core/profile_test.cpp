@@ -1,0 +1,323 @@
+// The profile's summary and the bottleneck verdict, on events and records built by hand.
+
+#include <gtest/gtest.h>
+
+#include "gpubench/core/bottleneck.hpp"
+#include "gpubench/core/profile.hpp"
+#include "gpubench/core/run_record.hpp"
+
+namespace gpubench {
+namespace {
+
+using Kind = ProfileEvent::Kind;
+
+ProfileEvent ev(Kind kind, std::string name, int64_t start_us, int64_t end_us, int64_t lane = 7) {
+  return ProfileEvent{kind, std::move(name), start_us * 1000, end_us * 1000, lane};
+}
+
+TEST(KernelCategoryTest, NamesTheKernelsOfOurWorkloads) {
+  // Real kernel names from CUDA traces of ResNet-50, BERT and the UNet (cuBLAS, cuDNN, ATen, flash attention, NCCL).
+  EXPECT_EQ(kernel_category("nvjet_tst_192x192_64x3_2x1_v_bz_coopB_TNT"), "gemm_conv");
+  EXPECT_EQ(kernel_category("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64"),
+            "gemm_conv");
+  EXPECT_EQ(kernel_category("cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x2x1_0_tnn_align8"),
+            "gemm_conv");
+  EXPECT_EQ(kernel_category("void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16>(...)"), "gemm_conv");
+  EXPECT_EQ(kernel_category("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>, true>(...)"),
+            "attention");
+  EXPECT_EQ(kernel_category("fmha_cutlassB_bf16_aligned_64x64_k64_sm80(PyTorchMemEffAttention::AttentionBackwardKernel)"),
+            "attention");
+  EXPECT_EQ(kernel_category("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(...)"),
+            "normalization");
+  EXPECT_EQ(kernel_category("void cudnn::bn_fw_tr_1C11_singleread_spec<__nv_bfloat16, 512, true, 1, 2, 0>(...)"),
+            "normalization");
+  EXPECT_EQ(kernel_category("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>"),
+            "elementwise");
+  EXPECT_EQ(kernel_category("void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float>"),
+            "elementwise");
+  EXPECT_EQ(kernel_category("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(...)"), "reduction");
+  EXPECT_EQ(kernel_category("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>"), "reduction");
+  EXPECT_EQ(kernel_category("void at::native::multi_tensor_apply_kernel<FusedAdamMathFunctor<float, 4>>(...)"),
+            "optimizer");
+  EXPECT_EQ(kernel_category("void at::native::(anonymous namespace)::_amp_non_finite_check_and_unscale_cuda_"),
+            "optimizer");
+  EXPECT_EQ(kernel_category("Memcpy HtoD (Pageable -> Device)"), "memcpy");
+  EXPECT_EQ(kernel_category("Memset (Device)"), "memcpy");
+  EXPECT_EQ(kernel_category("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+            "communication");
+  EXPECT_EQ(kernel_category("some_kernel_nobody_knows"), "other");
+  // CPU operators (a CPU run's "kernels").
+  EXPECT_EQ(kernel_category("aten::mm"), "gemm_conv");
+  EXPECT_EQ(kernel_category("aten::mkldnn_convolution"), "gemm_conv");
+  EXPECT_EQ(kernel_category("aten::native_layer_norm_backward"), "normalization");
+  EXPECT_EQ(kernel_category("aten::_fused_adamw_"), "optimizer");
+  EXPECT_EQ(kernel_category("aten::bernoulli_"), "elementwise");
+  EXPECT_EQ(kernel_category("autograd::engine::evaluate_function: AddmmBackward0"), "other");
+}
+
+TEST(KernelCategoryTest, ShortNamesKeepTheFunctorAndDropTheNoise) {
+  EXPECT_EQ(short_kernel_name("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(int, "
+                              "at::native::GeluCUDAKernelImpl, std::array<char*, 2ul>)"),
+            "vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>");
+  EXPECT_EQ(short_kernel_name("nvjet_tst_64x8_64x16_4x1_v_bz_TNT"), "nvjet_tst_64x8_64x16_4x1_v_bz_TNT");
+  EXPECT_LE(short_kernel_name(std::string(400, 'k')).size(), 120u);
+}
+
+/// Two steps of 10 ms each on one stream: a GEMM, an elementwise kernel and a copy per step, with a gap.
+std::vector<ProfileEvent> two_steps() {
+  return {
+      ev(Kind::kStep, "gpubench::profiled_step", 0, 8000),
+      ev(Kind::kStep, "gpubench::profiled_step", 10000, 18000),
+      // step 1: gemm 1000..7000 (6 ms), gelu 7000..8000 (1 ms), memcpy 9000..9500; idle 0..1000, 8000..9000,
+      // 9500..10000
+      ev(Kind::kKernel, "nvjet_tst_gemm", 1000, 7000),
+      ev(Kind::kKernel, "vectorized_elementwise_kernel<Gelu>", 7000, 8000),
+      ev(Kind::kMemcpy, "Memcpy DtoD (Device -> Device)", 9000, 9500),
+      // step 2: the same, and the last kernel ends after the step marker (the device runs behind the host)
+      ev(Kind::kKernel, "nvjet_tst_gemm", 11000, 17000),
+      ev(Kind::kKernel, "vectorized_elementwise_kernel<Gelu>", 17000, 18000),
+      ev(Kind::kMemcpy, "Memcpy DtoD (Device -> Device)", 19000, 20000),
+      ev(Kind::kLaunchApi, "cudaLaunchKernel", 500, 520),
+      ev(Kind::kLaunchApi, "cudaLaunchKernel", 10500, 10520),
+      // outside the window: the unrecorded step before it
+      ev(Kind::kKernel, "nvjet_tst_gemm", -5000, -1000),
+  };
+}
+
+TEST(ProfileSummaryTest, BusyIdleCategoriesAndTopKernels) {
+  ProfileInputs in;
+  in.steps = 2;
+  in.model_flops_per_step = 6e12;  // 6 TFLOP per step over 6 ms of GEMM: 1000 TFLOP/s
+  in.peak_tflops = 2000;
+  in.peak_source = "test";
+  const ProfileRecord p = summarize_profile(two_steps(), in);
+  EXPECT_EQ(p.steps, 2);
+  EXPECT_NEAR(p.wall_ms_per_step, 10.0, 1e-9);  // 0 .. 20 ms: stretched to the last copy's end
+  EXPECT_NEAR(p.busy_ms_per_step, 7.75, 1e-9);  // (6 + 1 + 0.5) and (6 + 1 + 1)
+  EXPECT_NEAR(p.idle_ms_per_step, 2.25, 1e-9);
+  EXPECT_NEAR(p.busy_fraction, 0.775, 1e-9);
+  EXPECT_NEAR(p.kernels_per_step, 3.0, 1e-9);
+  EXPECT_NEAR(p.gaps_per_step, 1.5, 1e-9);  // between kernels: 8->9, 9.5->11 and 18->19 ms, in two steps
+  EXPECT_NEAR(p.launch_api_ms_per_step, 0.02, 1e-9);
+  ASSERT_EQ(p.categories.size(), 3u);  // in display order, only those with time
+  EXPECT_EQ(p.categories[0].category, "gemm_conv");
+  EXPECT_NEAR(p.categories[0].ms_per_step, 6.0, 1e-9);
+  EXPECT_NEAR(p.categories[0].fraction, 12.0 / 15.5, 1e-9);
+  EXPECT_EQ(p.categories[1].category, "elementwise");
+  EXPECT_EQ(p.categories[2].category, "memcpy");
+  EXPECT_NEAR(p.categories[2].ms_per_step, 0.75, 1e-9);
+  ASSERT_EQ(p.top_kernels.size(), 3u);
+  EXPECT_EQ(p.top_kernels[0].name, "nvjet_tst_gemm");
+  EXPECT_NEAR(p.top_kernels[0].calls_per_step, 1.0, 1e-9);
+  EXPECT_NEAR(p.top_kernels[0].mean_us, 6000.0, 1e-6);
+  ASSERT_TRUE(p.matrix_tflops.has_value());
+  EXPECT_NEAR(*p.matrix_tflops, 1000.0, 1e-6);
+  EXPECT_NEAR(*p.matrix_peak_fraction, 0.5, 1e-9);
+}
+
+TEST(ProfileSummaryTest, OverlappingStreamsCountOnceAsBusy) {
+  ProfileInputs in;
+  in.steps = 1;
+  const ProfileRecord p = summarize_profile({ev(Kind::kStep, "gpubench::profiled_step", 0, 10000),
+                                             ev(Kind::kKernel, "nvjet_a", 0, 6000, 1),
+                                             ev(Kind::kKernel, "ncclDevKernel_AllReduce", 4000, 10000, 2)},
+                                            in);
+  EXPECT_NEAR(p.busy_ms_per_step, 10.0, 1e-9);
+  EXPECT_NEAR(p.busy_fraction, 1.0, 1e-9);
+  EXPECT_NEAR(p.gaps_per_step, 0.0, 1e-9);
+  ASSERT_EQ(p.categories.size(), 2u);
+  EXPECT_EQ(p.categories[1].category, "communication");
+  EXPECT_NEAR(p.categories[1].fraction, 0.5, 1e-9);  // of kernel time (12 ms), which exceeds the busy time
+  EXPECT_FALSE(p.matrix_tflops.has_value());         // no model FLOPs given
+}
+
+TEST(ProfileSummaryTest, CpuOperatorsCountTheirSelfTime) {
+  // aten::linear 0..10 ms contains aten::addmm 1..9, which contains aten::copy_ 2..3; aten::relu 12..14.
+  ProfileInputs in;
+  in.steps = 1;
+  const ProfileRecord p = summarize_profile({ev(Kind::kStep, "gpubench::profiled_step", 0, 20000),
+                                             ev(Kind::kCpuOp, "aten::linear", 0, 10000),
+                                             ev(Kind::kCpuOp, "aten::addmm", 1000, 9000),
+                                             ev(Kind::kCpuOp, "aten::copy_", 2000, 3000),
+                                             ev(Kind::kCpuOp, "aten::relu", 12000, 14000),
+                                             ev(Kind::kCpuOp, "aten::empty", 15000, 15000, 8)},
+                                            in);
+  EXPECT_NEAR(p.busy_ms_per_step, 12.0, 1e-9);  // the top-level operators
+  EXPECT_NEAR(p.busy_fraction, 0.6, 1e-9);
+  EXPECT_NEAR(p.kernels_per_step, 5.0, 1e-9);
+  ASSERT_FALSE(p.top_kernels.empty());
+  EXPECT_EQ(p.top_kernels[0].name, "aten::addmm");
+  EXPECT_NEAR(p.top_kernels[0].ms_per_step, 7.0, 1e-9);  // 8 ms less its copy
+  double total = 0;
+  for (const auto& c : p.categories) total += c.ms_per_step;
+  EXPECT_NEAR(total, 12.0, 1e-9);  // self times add up to the busy time: nothing counted twice
+}
+
+TEST(ProfileSummaryTest, NoEventsNoSummary) {
+  ProfileInputs in;
+  in.steps = 3;
+  const ProfileRecord p = summarize_profile({}, in);
+  EXPECT_EQ(p.busy_ms_per_step, 0.0);
+  EXPECT_TRUE(p.categories.empty());
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// The verdict, one record built to show each.
+
+RunRecord gpu_run() {
+  RunRecord r;
+  r.status = RunStatus::kOk;
+  r.environment.device_type = "cuda";
+  r.scenario.batch_size = 256;
+  r.summary.steps = 100;
+  r.summary.mfu = 0.12;
+  r.summary.peak_source = "table";
+  EpochRecord e;
+  e.steps = 100;
+  EpochTelemetry t;
+  t.gpu_util_avg_pct = 99;
+  t.sm_clock_avg_mhz = 1980;
+  t.clock_event_fraction = {{"sw_power_cap", 0.0}};
+  e.telemetry = t;
+  r.epochs = {e};
+  return r;
+}
+
+ProfileRecord profile_with(double busy, std::vector<std::pair<std::string, double>> shares) {
+  ProfileRecord p;
+  p.steps = 5;
+  p.busy_fraction = busy;
+  p.wall_ms_per_step = 40;
+  p.busy_ms_per_step = 40 * busy;
+  p.idle_ms_per_step = 40 * (1 - busy);
+  p.kernels_per_step = 900;
+  for (auto& [c, f] : shares) p.categories.push_back(ProfileCategory{c, 40 * f, f, 10});
+  return p;
+}
+
+TEST(BottleneckTest, OutOfMemoryIsCapacity) {
+  RunRecord r = gpu_run();
+  r.status = RunStatus::kOom;
+  r.reason = "CUDA out of memory";
+  const auto v = diagnose_bottleneck(r);
+  EXPECT_EQ(v.bounded_by, "capacity");
+  EXPECT_NE(v.evidence.find("batch 256"), std::string::npos);
+}
+
+TEST(BottleneckTest, WaitingForBatchesIsInput) {
+  RunRecord r = gpu_run();
+  r.profile = profile_with(0.99, {{"gemm_conv", 0.9}});
+  set_metric(r.summary.metrics, Metric{kInputWaitTag, "input wait", "fraction", Better::kLower, 0.31});
+  const auto v = diagnose_bottleneck(r);
+  EXPECT_EQ(v.bounded_by, "input");
+  EXPECT_NE(v.evidence.find("31 %"), std::string::npos);
+  r.summary.metrics.clear();
+  set_metric(r.summary.metrics, Metric{kInputWaitTag, "input wait", "fraction", Better::kLower, 0.02});
+  EXPECT_EQ(diagnose_bottleneck(r).bounded_by, "compute");  // 2 % waiting is not the bottleneck
+}
+
+TEST(BottleneckTest, ThermalSlowdownIsThermal) {
+  RunRecord r = gpu_run();
+  r.profile = profile_with(0.99, {{"gemm_conv", 0.9}});
+  r.epochs[0].telemetry->clock_event_fraction["hw_thermal_slowdown"] = 0.4;
+  r.epochs[0].telemetry->temperature_peak_c = 91;
+  r.telemetry.max_sm_clock_mhz = 1980;
+  const auto v = diagnose_bottleneck(r);
+  EXPECT_EQ(v.bounded_by, "thermal");
+  EXPECT_NE(v.evidence.find("40 %"), std::string::npos);
+  EXPECT_NE(v.evidence.find("91 C"), std::string::npos);
+}
+
+TEST(BottleneckTest, PowerCapIsPower) {
+  RunRecord r = gpu_run();
+  r.epochs[0].telemetry->clock_event_fraction["sw_power_cap"] = 0.85;
+  r.epochs[0].telemetry->power_avg_w = 699;
+  r.telemetry.power_limit_w = 700;
+  const auto v = diagnose_bottleneck(r);
+  EXPECT_EQ(v.bounded_by, "power");
+  EXPECT_NE(v.evidence.find("85 %"), std::string::npos);
+  EXPECT_NE(v.evidence.find("700 W limit"), std::string::npos);
+  r.epochs[0].telemetry->clock_event_fraction["sw_power_cap"] = 0.2;  // occasional capping: not the limit
+  EXPECT_NE(diagnose_bottleneck(r).bounded_by, "power");
+}
+
+TEST(BottleneckTest, ExposedAllReduceIsCommunication) {
+  RunRecord r = gpu_run();
+  DistributedRecord d;
+  d.world_size = 2;
+  d.backend = "nccl";
+  d.rank_epoch_seconds = {{10.0, 10.0}};
+  d.rank_comm_wait_seconds = {{2.5, 2.0}};
+  r.distributed = d;
+  const auto v = diagnose_bottleneck(r);
+  EXPECT_EQ(v.bounded_by, "communication");
+  EXPECT_NE(v.evidence.find("22 %"), std::string::npos);  // 4.5 of 20 rank-seconds
+  r.distributed->rank_comm_wait_seconds = {{0.1, 0.1}};
+  EXPECT_NE(diagnose_bottleneck(r).bounded_by, "communication");
+}
+
+TEST(BottleneckTest, AnIdleDeviceBetweenKernelsIsLaunchBound) {
+  RunRecord r = gpu_run();
+  r.profile = profile_with(0.45, {{"gemm_conv", 0.7}, {"elementwise", 0.3}});
+  r.profile->launch_api_ms_per_step = 9.5;
+  const auto v = diagnose_bottleneck(r);
+  EXPECT_EQ(v.bounded_by, "launch");
+  EXPECT_NE(v.evidence.find("55 %"), std::string::npos);
+  EXPECT_NE(v.evidence.find("--cuda-graph"), std::string::npos);
+}
+
+TEST(BottleneckTest, MatrixKernelsDominatingIsCompute) {
+  RunRecord r = gpu_run();
+  r.profile = profile_with(0.98, {{"gemm_conv", 0.55}, {"attention", 0.15}, {"elementwise", 0.3}});
+  r.profile->matrix_tflops = 412;
+  r.profile->matrix_peak_fraction = 0.52;
+  const auto v = diagnose_bottleneck(r);
+  EXPECT_EQ(v.bounded_by, "compute");
+  EXPECT_NE(v.evidence.find("70 %"), std::string::npos);
+  EXPECT_NE(v.evidence.find("412 TFLOP/s"), std::string::npos);
+  EXPECT_NE(v.evidence.find("52 %"), std::string::npos);
+}
+
+TEST(BottleneckTest, ElementwiseAndNormalisationDominatingIsMemory) {
+  RunRecord r = gpu_run();
+  r.profile = profile_with(0.97, {{"gemm_conv", 0.3}, {"normalization", 0.25}, {"elementwise", 0.45}});
+  const auto v = diagnose_bottleneck(r);
+  EXPECT_EQ(v.bounded_by, "memory");
+  EXPECT_NE(v.evidence.find("70 %"), std::string::npos);
+  EXPECT_NE(v.evidence.find("elementwise/activation 45 %"), std::string::npos);
+}
+
+TEST(BottleneckTest, WithoutAProfileTelemetryAndMfuDecideOrNothingDoes) {
+  RunRecord r = gpu_run();
+  r.epochs[0].telemetry->gpu_util_avg_pct = 55;
+  EXPECT_EQ(diagnose_bottleneck(r).bounded_by, "launch");
+  r.epochs[0].telemetry->gpu_util_avg_pct = 99;
+  r.summary.mfu = 0.41;
+  EXPECT_EQ(diagnose_bottleneck(r).bounded_by, "compute");
+  r.summary.mfu = 0.12;
+  const auto v = diagnose_bottleneck(r);
+  EXPECT_EQ(v.bounded_by, "");
+  EXPECT_NE(v.evidence.find("--profile"), std::string::npos);
+}
+
+TEST(BottleneckTest, AFailedRunGetsNoVerdict) {
+  RunRecord r = gpu_run();
+  r.status = RunStatus::kNan;
+  EXPECT_EQ(diagnose_bottleneck(r).bounded_by, "");
+}
+
+TEST(BottleneckTest, OldRecordsStopReasonMovesToStoppedBy) {
+  RunRecord r = gpu_run();
+  nlohmann::json j = r;
+  j["schema_version"] = 2;
+  j["summary"]["bounded_by"] = "time_budget";
+  const RunRecord back = j.get<RunRecord>();
+  EXPECT_EQ(back.summary.stopped_by, "time_budget");
+  EXPECT_EQ(back.summary.bounded_by, "");
+  j["schema_version"] = kRecordSchemaVersion;
+  j["summary"]["bounded_by"] = "compute";
+  EXPECT_EQ(j.get<RunRecord>().summary.bounded_by, "compute");
+}
+
+}  // namespace
+}  // namespace gpubench
