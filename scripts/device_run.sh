@@ -18,6 +18,11 @@
 #   arch   - issue #14 (runner, tagged metrics, printers, per-model options, train() split): ResNet-50 AMP bs 256 and
 #            BERT-base bs 32 against PyTorch, alternating, $REPS rounds; then export, compare --metric and report
 #            on those GPU records
+#   profile - issue #15: --profile on the H200 (BERT-base bs 128 eager and graph, bs 32, ResNet-50 AMP bs 256, the UNet
+#            bs 8), BERT bs 128 against transformers alternating ($REPS rounds) with torch.profiler traces of the same
+#            steps, and `gpubench trace` of PyTorch's trace against ours (trace_diff_*.txt)
+#   bertperf - issue #15's targets: BERT-base eager at bs 32/128/256 seq 128 and bs 32 seq 512, and graph mode at bs 128,
+#            against transformers eager (fused AdamW), alternating, $REPS rounds
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -272,6 +277,55 @@ phase_arch() {
   done
   "$GB" report "$OUT/gpubench_only" --out "$OUT/arch_report" --title "issue 14 on the H200" 2>> "$OUT/session.log" | tail -1
   rm -rf "$OUT/gpubench_only"
+}
+
+phase_profile() {
+  local bert="--precision bf16 --batch-size 128 --seq-len 128 --dataset-size 7680 --warmup-steps 15" r
+  for r in $(seq 1 "$REPS"); do
+    log "gpubench bert bs128 --profile (round $r)"
+    # shellcheck disable=SC2086
+    "$GB" run bert-base $bert --profile --output "$OUT/records/gpubench_bert_bs128_r$r.json" \
+        > "$OUT/console_gpubench_bert_bs128_r$r.txt" 2>> "$OUT/session.log"
+    # shellcheck disable=SC2086
+    run_pt "pytorch_bert_bs128_r$r" --model bert-base $bert --fused --trace "$OUT/records/pytorch_bert_bs128_r$r.trace.json"
+  done
+  "$GB" trace "$OUT/records/pytorch_bert_bs128_r1.trace.json" > "$OUT/profile_pytorch_bert_bs128.txt" 2>&1
+  "$GB" trace "$OUT/records/pytorch_bert_bs128_r1.trace.json" "$OUT/records/gpubench_bert_bs128_r1.trace.json" --top 40 \
+      > "$OUT/trace_diff_bert_bs128.txt" 2>&1
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/summary_profile.json" | tee "$OUT/summary_profile.md"
+  local name
+  for spec in "bert_bs128_graph|bert-base $bert --cuda-graph" \
+              "bert_bs32|bert-base --precision bf16 --batch-size 32 --dataset-size 3200 --warmup-steps 15" \
+              "resnet50_amp_bs256|resnet50 --precision amp --batch-size 256 --dataset-size 12800 --warmup-steps 15" \
+              "sdunet_bs8|sd-unet --precision bf16 --batch-size 8 --dataset-size 320 --warmup-steps 5"; do
+    name="${spec%%|*}"
+    log "gpubench $name --profile"
+    # shellcheck disable=SC2086
+    "$GB" run ${spec#*|} --profile --output "$OUT/records/profiled_$name.json" > "$OUT/console_profiled_$name.txt" \
+        2>> "$OUT/session.log"
+  done
+  grep -h "^bounded by\|^profile (" "$OUT"/console_*.txt | tee "$OUT/verdicts.txt"
+  gzip -f "$OUT"/records/*.trace.json
+}
+
+phase_bertperf() {
+  local common="--precision bf16 --warmup-steps 15" r spec name flags
+  for r in $(seq 1 "$REPS"); do
+    for spec in "bs32|--batch-size 32 --seq-len 128 --dataset-size 6400" \
+                "bs128_eager|--batch-size 128 --seq-len 128 --dataset-size 12800" \
+                "bs256|--batch-size 256 --seq-len 128 --dataset-size 12800" \
+                "bs32_seq512|--batch-size 32 --seq-len 512 --dataset-size 3200"; do
+      name="${spec%%|*}"
+      flags="${spec#*|}"
+      # shellcheck disable=SC2086
+      run_gb "gpubench_${name}_r$r" bert-base $common $flags
+      # shellcheck disable=SC2086
+      run_pt "pytorch_${name}_r$r" --model bert-base $common $flags --fused
+    done
+    # shellcheck disable=SC2086
+    run_gb "gpubench_bs128_graph_r$r" bert-base $common --batch-size 128 --seq-len 128 --dataset-size 12800 --cuda-graph
+  done
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/summary_bertperf.json" | tee "$OUT/summary_bertperf.md"
 }
 
 phase_pairs() {

@@ -55,6 +55,9 @@ def parse_args(argv):
     p.add_argument("--image-size", type=int)
     p.add_argument("--device", default=None)
     p.add_argument("--json", help="also write the result here")
+    p.add_argument("--trace", help="after the timed steps, profile --trace-steps more with torch.profiler and write "
+                   "the Chrome trace here (steps marked gpubench::profiled_step, as gpubench --profile does)")
+    p.add_argument("--trace-steps", type=int, default=5)
     a = p.parse_args(argv)
     s = load_scenario(a.config)
     opt = s.get("optimizer", {})
@@ -82,6 +85,8 @@ def parse_args(argv):
                       "weight_decay": opt.get("weight_decay", 0.01 if bert else 1e-4),
                       "nesterov": opt.get("nesterov", False)},
         "json": a.json,
+        "trace": a.trace,
+        "trace_steps": a.trace_steps,
     }
     if cfg["dataset_size"] < cfg["batch_size"]:
         p.error("dataset_size is smaller than batch_size")
@@ -214,13 +219,25 @@ def main(argv):
         rank_seconds = [float(t.item()) for t in gathered]
         seconds = max(rank_seconds)
     step_ms = sorted(events[i].elapsed_time(events[i + 1]) for i in range(steps))
+    if cfg.get("trace") and rank == 0:
+        # As gpubench --profile: after the timed steps, one unrecorded step under the profiler, then marked steps.
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize(dev)
+            for _ in range(cfg["trace_steps"]):
+                with record_function("gpubench::profiled_step"):
+                    step()
+            torch.cuda.synchronize(dev)
+        prof.export_chrome_trace(cfg["trace"])
     result = {
         "tool": "pytorch",
         "torch_version": torch.__version__,
         "model_library_version": torch_version_of_model,
         "cudnn_version": torch.backends.cudnn.version(),
         "device_name": torch.cuda.get_device_name(dev),
-        "scenario": {k: v for k, v in cfg.items() if k != "json"},
+        "scenario": {k: v for k, v in cfg.items() if k not in ("json", "trace", "trace_steps")},
         "precision_resolved": precision,
         "mode": "cuda_graph" if cfg["graph"] else ("compile" if cfg["compile"] else "eager"),
         "optimizer_implementation": "fused" if cfg["fused"] else "foreach",

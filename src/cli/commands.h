@@ -126,6 +126,14 @@ struct CompareArgs {
 };
 int compare_command(const CompareArgs& args);
 
+struct TraceArgs {
+  std::vector<std::string> paths;  ///< one or two Chrome traces (gpubench's `<record>.trace.json`, torch.profiler's)
+  size_t top = 25;                 ///< kernels listed
+  OutputArgs output;
+};
+/// `gpubench trace`: a Chrome trace's kernel profile, or two compared (where does B spend its time differently?).
+int trace_command(const TraceArgs& args);
+
 }  // namespace gpubench::cli
 
 namespace gpubench {

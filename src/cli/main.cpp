@@ -209,6 +209,20 @@ int main(int argc, char** argv) {
                     "first run after each with what changed; exit 3 on a change for the worse");
   add_output_options(history, history_args.output, "console");
 
+  gpubench::cli::TraceArgs trace_args;
+  auto* trace = app.add_subcommand(
+      "trace", "A Chrome trace's kernel profile by category and kernel, or two traces compared kernel by kernel");
+  trace->add_option("TRACES", trace_args.paths,
+                    "One trace, or two to compare (A then B): gpubench's <record>.trace.json from --profile, or "
+                    "torch.profiler's export_chrome_trace")
+      ->required()
+      ->expected(1, 2);
+  trace->add_option("--top", trace_args.top, "Kernels listed (default 25)")->check(CLI::Range(1, 100000));
+  add_output_options(trace, trace_args.output, "console");
+  trace->footer("Steps are the trace's step markers (gpubench::profiled_step, or torch.profiler's ProfilerStep#N); "
+                "times are per step.\nCategories and patterns: docs/performance.md. Compare gpubench with PyTorch on the "
+                "same GPU:\n  gpubench trace runs/bert.trace.json pytorch.trace.json");
+
   auto* metrics = app.add_subcommand("metrics", "List the metric tags records carry (for compare --metric and export)");
 
   try {
@@ -231,6 +245,7 @@ int main(int argc, char** argv) {
     if (report->parsed()) return gpubench::cli::report_command(report_args);
     if (exporter->parsed()) return gpubench::cli::export_command(export_args);
     if (metrics->parsed()) return gpubench::cli::metrics_command();
+    if (trace->parsed()) return gpubench::cli::trace_command(trace_args);
     if (db_add->parsed()) return gpubench::cli::db_add_command(db_file, db_paths);
     if (history->parsed()) return gpubench::cli::history_command(history_args);
     if (sweep->parsed()) {

@@ -3,11 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <stdexcept>
 
 #include "cli/commands.h"
 #include "gpubench/core/compare.hpp"
+#include "gpubench/core/profile.hpp"
 #include "gpubench/core/record_io.hpp"
 #include "gpubench/report/views.hpp"
 
@@ -91,6 +94,48 @@ int export_command(const ExportArgs& a) {
     return kExitRunFailed;
   }
   if (!a.out.empty()) spdlog::info("{} record(s) exported to {}", records.size(), a.out);
+  return kExitOk;
+}
+
+int trace_command(const TraceArgs& a) {
+  if (a.paths.empty() || a.paths.size() > 2) {
+    spdlog::error("trace: give one trace, or two to compare");
+    return kExitUsage;
+  }
+  PrinterMultiplex mux;
+  try {
+    add_outputs(mux, a.output, "console");
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  std::vector<std::pair<std::string, ProfileRecord>> traces;
+  for (const auto& path : a.paths) {
+    try {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) throw std::runtime_error("cannot open it");
+      const std::vector<ProfileEvent> events = events_from_chrome_trace(nlohmann::json::parse(in));
+      ProfileInputs inputs;
+      inputs.steps = std::max<int64_t>(1, count_steps(events));
+      inputs.top_kernels = SIZE_MAX;  // all of them: a comparison matches kernels by name
+      ProfileRecord p = summarize_profile(events, inputs);
+      if (p.wall_ms_per_step <= 0) throw std::runtime_error("it holds no kernels or operators");
+      p.when = count_steps(events) > 0 ? std::to_string(inputs.steps) + " marked steps"
+                                       : "no step markers: the whole trace as one step";
+      p.source = "Chrome trace";
+      p.trace_path = path;
+      traces.emplace_back(path, std::move(p));
+    } catch (const std::exception& e) {
+      spdlog::error("{}: {}", path, e.what());
+      return kExitUsage;
+    }
+  }
+  try {
+    mux.print(trace_document(traces, a.top));
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitRunFailed;
+  }
   return kExitOk;
 }
 

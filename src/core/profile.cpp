@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <stdexcept>
 #include <map>
 #include <tuple>
 
@@ -272,6 +274,60 @@ ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const P
     if (in.peak_tflops && *in.peak_tflops > 0) p.matrix_peak_fraction = *p.matrix_tflops / *in.peak_tflops;
   }
   return p;
+}
+
+std::vector<ProfileEvent> events_from_chrome_trace(const nlohmann::json& trace) {
+  const nlohmann::json* list = &trace;
+  if (trace.is_object()) {
+    const auto it = trace.find("traceEvents");
+    if (it == trace.end() || !it->is_array()) throw std::runtime_error("not a Chrome trace: no \"traceEvents\" array");
+    list = &*it;
+  } else if (!trace.is_array()) {
+    throw std::runtime_error("not a Chrome trace: neither an object with \"traceEvents\" nor an array of events");
+  }
+  std::vector<ProfileEvent> out;
+  for (const auto& e : *list) {
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const auto ts = e.find("ts"), dur = e.find("dur"), name = e.find("name"), cat = e.find("cat");
+    if (ts == e.end() || dur == e.end() || name == e.end() || cat == e.end() || !ts->is_number() ||
+        !dur->is_number() || !name->is_string() || !cat->is_string()) {
+      continue;
+    }
+    ProfileEvent p;
+    p.name = name->get<std::string>();
+    const std::string c = cat->get<std::string>();
+    if (c == "kernel") {
+      p.kind = ProfileEvent::Kind::kKernel;
+    } else if (c == "gpu_memcpy") {
+      p.kind = ProfileEvent::Kind::kMemcpy;
+    } else if (c == "gpu_memset") {
+      p.kind = ProfileEvent::Kind::kMemset;
+    } else if (c == "cpu_op") {
+      p.kind = ProfileEvent::Kind::kCpuOp;
+    } else if (c == "user_annotation" &&
+               (p.name == "gpubench::profiled_step" || p.name.rfind("ProfilerStep#", 0) == 0)) {
+      p.kind = ProfileEvent::Kind::kStep;
+    } else if ((c == "cuda_runtime" || c == "cuda_driver") &&
+               (p.name.find("LaunchKernel") != std::string::npos || p.name.find("cuLaunch") != std::string::npos ||
+                p.name.find("GraphLaunch") != std::string::npos)) {
+      p.kind = ProfileEvent::Kind::kLaunchApi;
+    } else {
+      continue;
+    }
+    const double start_us = ts->get<double>(), dur_us = dur->get<double>();
+    if (!std::isfinite(start_us) || !std::isfinite(dur_us) || dur_us < 0 || std::fabs(start_us) > 9e15) continue;
+    p.start_ns = std::llround(start_us * 1000.0);
+    p.end_ns = p.start_ns + std::llround(dur_us * 1000.0);
+    const auto tid = e.find("tid");
+    if (tid != e.end() && tid->is_number_integer()) p.lane = tid->get<int64_t>();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+int64_t count_steps(const std::vector<ProfileEvent>& events) {
+  return std::count_if(events.begin(), events.end(),
+                       [](const ProfileEvent& e) { return e.kind == ProfileEvent::Kind::kStep; });
 }
 
 bool ProfileCategory::operator==(const ProfileCategory& o) const {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "gpubench/core/stats.hpp"
@@ -694,6 +695,113 @@ Document scaling_document(const std::string& model, const ScalingResult& result)
   }
   d.table(std::move(t));
   d.data = {{"schema", "gpubench.scaling"}, {"model", model}, {"points", rows}};
+  return d;
+}
+
+
+// ---------------------------------------------------------------------------------------------------------------
+// trace
+
+
+Document trace_document(const std::vector<std::pair<std::string, ProfileRecord>>& traces, size_t top) {
+  Document d;
+  d.kind = "trace";
+  d.title = "Kernel profile";
+  if (traces.size() == 1) {
+    d.paragraph(traces[0].first);
+    ProfileRecord p = traces[0].second;
+    if (p.top_kernels.size() > top) p.top_kernels.resize(top);
+    add_profile(d, p);
+    return d;
+  }
+  const ProfileRecord& a = traces[0].second;
+  const ProfileRecord& b = traces[1].second;
+  d.paragraph("A: " + traces[0].first + " (" + std::to_string(a.steps) + " steps)");
+  d.paragraph("B: " + traces[1].first + " (" + std::to_string(b.steps) + " steps)");
+  const Column ms_a{"a_ms_per_step", "A", "ms", Better::kLower}, ms_b{"b_ms_per_step", "B", "ms", Better::kLower},
+      diff{"diff_ms_per_step", "B - A", "ms", Better::kNeither};
+  Table head;
+  head.id = "trace_steps";
+  head.title = "Per step";
+  const Column what = Column::text("measure", "");
+  auto line = [&](const std::string& label, double x, double y) {
+    auto& row = head.add_row();
+    head.put(row, what, Cell::str(label));
+    head.put(row, ms_a, Cell::num(x));
+    head.put(row, ms_b, Cell::num(y));
+    head.put(row, diff, Cell::num(y - x));
+  };
+  line("wall", a.wall_ms_per_step, b.wall_ms_per_step);
+  line("device busy", a.busy_ms_per_step, b.busy_ms_per_step);
+  line("device idle", a.idle_ms_per_step, b.idle_ms_per_step);
+  line("launch calls", a.launch_api_ms_per_step, b.launch_api_ms_per_step);
+  d.table(std::move(head));
+
+  Table cats;
+  cats.id = "trace_categories";
+  cats.title = "Kernel time by category";
+  const Column cat = Column::text("category", "category");
+  const Column n_a{"a_kernels_per_step", "A kernels", "", Better::kNeither},
+      n_b{"b_kernels_per_step", "B kernels", "", Better::kNeither};
+  for (const auto& [id, name] : kernel_categories()) {
+    const ProfileCategory zero{id, 0, 0, 0};
+    const auto find = [&](const ProfileRecord& p) {
+      for (const auto& c : p.categories) {
+        if (c.category == id) return c;
+      }
+      return zero;
+    };
+    const ProfileCategory x = find(a), y = find(b);
+    if (x.ms_per_step == 0 && y.ms_per_step == 0) continue;
+    auto& row = cats.add_row();
+    cats.put(row, cat, Cell::str(name));
+    cats.put(row, ms_a, Cell::num(x.ms_per_step));
+    cats.put(row, ms_b, Cell::num(y.ms_per_step));
+    cats.put(row, diff, Cell::num(y.ms_per_step - x.ms_per_step));
+    cats.put(row, n_a, Cell::num(x.kernels_per_step));
+    cats.put(row, n_b, Cell::num(y.kernels_per_step));
+  }
+  d.table(std::move(cats));
+
+  struct Pair {
+    std::string category;
+    double a = 0, b = 0, calls_a = 0, calls_b = 0;
+  };
+  std::map<std::string, Pair> kernels;
+  for (const auto& k : a.top_kernels) {
+    auto& p = kernels[k.name];
+    p.category = k.category;
+    p.a += k.ms_per_step;
+    p.calls_a += k.calls_per_step;
+  }
+  for (const auto& k : b.top_kernels) {
+    auto& p = kernels[k.name];
+    p.category = k.category;
+    p.b += k.ms_per_step;
+    p.calls_b += k.calls_per_step;
+  }
+  std::vector<std::pair<std::string, Pair>> sorted(kernels.begin(), kernels.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) {
+    return std::fabs(x.second.b - x.second.a) > std::fabs(y.second.b - y.second.a);
+  });
+  if (sorted.size() > top) sorted.resize(top);
+  Table k;
+  k.id = "trace_kernels";
+  k.title = "Kernels that differ most";
+  const Column name = Column::text("kernel", "kernel"), kc = Column::text("category", "category"),
+               c_a{"a_calls_per_step", "A calls", "", Better::kNeither},
+               c_b{"b_calls_per_step", "B calls", "", Better::kNeither};
+  for (const auto& [kn, p] : sorted) {
+    auto& row = k.add_row();
+    k.put(row, name, Cell::str(kn));
+    k.put(row, kc, Cell::str(category_display_name(p.category)));
+    k.put(row, ms_a, Cell::num(p.a));
+    k.put(row, ms_b, Cell::num(p.b));
+    k.put(row, diff, Cell::num(p.b - p.a));
+    k.put(row, c_a, Cell::num(p.calls_a));
+    k.put(row, c_b, Cell::num(p.calls_b));
+  }
+  d.table(std::move(k));
   return d;
 }
 

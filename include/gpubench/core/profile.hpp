@@ -94,6 +94,14 @@ struct ProfileInputs {
 /// self_cpu_time), and busy time is the union of the top-level operators: the rest is framework overhead.
 ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const ProfileInputs& in);
 
+/// The events of a Chrome trace as Kineto writes it (gpubench's `<record>.trace.json`, PyTorch's
+/// `torch.profiler` export_chrome_trace): kernels, copies, memsets, CPU operators, launch calls and step markers
+/// ("gpubench::profiled_step" or torch.profiler's "ProfilerStep#N"). Throws std::runtime_error on a document that is
+/// not a trace (no "traceEvents" array).
+std::vector<ProfileEvent> events_from_chrome_trace(const nlohmann::json& trace);
+/// How many step markers `events` holds.
+int64_t count_steps(const std::vector<ProfileEvent>& events);
+
 /// The category name for display ("GEMM/conv", "attention", ...); the id itself when unknown.
 std::string category_display_name(const std::string& id);
 

@@ -57,6 +57,10 @@ struct SweepPointResult {
 Document sweep_document(const std::string& model, const std::vector<SweepPointResult>& points);
 
 /// `gpubench scaling`: a row per rank count with efficiency against the base run.
+/// `gpubench trace`: one profile's breakdown, or two side by side (per-step time by category and by kernel, the
+/// kernels that differ most first). Each entry: a label (the trace's path) and its summary (all kernels kept).
+Document trace_document(const std::vector<std::pair<std::string, ProfileRecord>>& traces, size_t top);
+
 Document scaling_document(const std::string& model, const ScalingResult& result);
 
 }  // namespace gpubench
