@@ -285,14 +285,14 @@ phase_profile() {
     log "gpubench bert bs128 --profile (round $r)"
     # shellcheck disable=SC2086
     "$GB" run bert-base $bert --profile --output "$OUT/records/gpubench_bert_bs128_r$r.json" \
-        > "$OUT/console_gpubench_bert_bs128_r$r.txt" 2>> "$OUT/session.log"
+        > "$OUT/records/console_gpubench_bert_bs128_r$r.txt" 2>> "$OUT/session.log"
     # shellcheck disable=SC2086
     run_pt "pytorch_bert_bs128_r$r" --model bert-base $bert --fused --trace "$OUT/records/pytorch_bert_bs128_r$r.trace.json"
   done
-  "$GB" trace "$OUT/records/pytorch_bert_bs128_r1.trace.json" > "$OUT/profile_pytorch_bert_bs128.txt" 2>&1
+  "$GB" trace "$OUT/records/pytorch_bert_bs128_r1.trace.json" > "$OUT/records/profile_pytorch_bert_bs128.txt" 2>&1
   "$GB" trace "$OUT/records/pytorch_bert_bs128_r1.trace.json" "$OUT/records/gpubench_bert_bs128_r1.trace.json" --top 40 \
-      > "$OUT/trace_diff_bert_bs128.txt" 2>&1
-  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/summary_profile.json" | tee "$OUT/summary_profile.md"
+      > "$OUT/summary_trace_diff_bert_bs128.txt" 2>&1
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_profile.json" | tee "$OUT/summary_profile.md"
   local name
   for spec in "bert_bs128_graph|bert-base $bert --cuda-graph" \
               "bert_bs32|bert-base --precision bf16 --batch-size 32 --dataset-size 3200 --warmup-steps 15" \
@@ -301,10 +301,11 @@ phase_profile() {
     name="${spec%%|*}"
     log "gpubench $name --profile"
     # shellcheck disable=SC2086
-    "$GB" run ${spec#*|} --profile --output "$OUT/records/profiled_$name.json" > "$OUT/console_profiled_$name.txt" \
-        2>> "$OUT/session.log"
+    "$GB" run ${spec#*|} --profile --output "$OUT/records/profiled_$name.json" \
+        > "$OUT/records/console_profiled_$name.txt" 2>> "$OUT/session.log"
   done
-  grep -h "^bounded by\|^profile (" "$OUT"/console_*.txt | tee "$OUT/verdicts.txt"
+  grep "^bounded by\|^profile (" "$OUT"/records/console_*.txt | tee "$OUT/summary_verdicts.txt"
+  rm -f "$OUT"/records/profiled_*.trace.json "$OUT"/records/*_r[2-9].trace.json  # summarised in their records
   gzip -f "$OUT"/records/*.trace.json
 }
 
@@ -325,7 +326,7 @@ phase_bertperf() {
     # shellcheck disable=SC2086
     run_gb "gpubench_bs128_graph_r$r" bert-base $common --batch-size 128 --seq-len 128 --dataset-size 12800 --cuda-graph
   done
-  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/summary_bertperf.json" | tee "$OUT/summary_bertperf.md"
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_bertperf.json" | tee "$OUT/summary_bertperf.md"
 }
 
 phase_pairs() {
@@ -342,3 +343,6 @@ for phase in "$@"; do
 done
 rm -rf "$OUT/records"
 log "done"
+# The device tool brings back at most 8 files: the records, the summaries, the session log, and the rest in one archive.
+(cd "$OUT" && find . -maxdepth 1 -type f ! -name records.tar.gz ! -name 'summary_*' ! -name session.log -printf '%P\n' |
+    tar -czf logs.tar.gz -T - --remove-files 2>/dev/null)

@@ -118,13 +118,13 @@ std::string kernel_category(const std::string& raw) {
     return "communication";
   }
   if (starts_with_any(n, {"memcpy", "memset"})) return "memcpy";
-  if (has_any(n, {"adam", "sgd", "multi_tensor_apply", "_foreach_", "_amp_", "amp_update", "non_finite", "lamb",
+  if (has_any(n, {"adam", "sgd", "multi_tensor_apply", "_foreach_", "_amp_", "amp_update", "non_finite",
                   "optimizer"})) {
     return "optimizer";
   }
   if (has_any(n, {"flash", "fmha", "attention", "sdpa", "mha_"})) return "attention";
   if (has_any(n, {"layer_norm", "layernorm", "batch_norm", "batchnorm", "bn_fw", "bn_bw", "group_norm", "groupnorm",
-                  "rms_norm", "rmsnorm", "instance_norm", "welford"})) {
+                  "rms_norm", "rmsnorm", "instance_norm", "welford", "gammabeta"})) {
     return "normalization";
   }
   if (has_any(n, {"gemm", "nvjet", "cutlass", "xmma", "conv", "cudnn", "wgrad", "dgrad", "fprop", "cublas", "winograd",
@@ -140,7 +140,7 @@ std::string kernel_category(const std::string& raw) {
   if (has_any(n, {"elementwise", "vectorized", "unrolled", "gelu", "relu", "silu", "sigmoid", "tanh", "dropout",
                   "add", "mul", "div", "sub", "copy", "fill", "where", "threshold", "clamp", "cat", "masked", "index",
                   "embedding", "scatter", "gather", "pow", "sqrt", "exp", "neg", "cast", "to_copy", "zero", "bernoulli",
-                  "rand", "uniform"})) {
+                  "rand", "uniform", "pool"})) {
     return "elementwise";
   }
   return "other";
@@ -235,6 +235,10 @@ ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const P
   p.busy_ms_per_step = static_cast<double>(busy_ns) / 1e6 / steps;
   p.idle_ms_per_step = std::max(0.0, window_ns - static_cast<double>(busy_ns)) / 1e6 / steps;
   p.busy_fraction = window_ns > 0 ? static_cast<double>(busy_ns) / window_ns : 0.0;
+  if (in.timed_step_ms && *in.timed_step_ms > 0) {
+    p.timed_step_ms = in.timed_step_ms;
+    p.busy_fraction_of_timed_step = std::min(1.0, p.busy_ms_per_step / *in.timed_step_ms);
+  }
   p.kernels_per_step = static_cast<double>(count) / steps;
   p.gaps_per_step = static_cast<double>(gaps) / steps;
   for (const auto& e : events) {
@@ -340,10 +344,10 @@ bool ProfileKernel::operator==(const ProfileKernel& o) const {
 }
 bool ProfileRecord::operator==(const ProfileRecord& o) const {
   return std::tie(steps, when, source, trace_path, wall_ms_per_step, busy_ms_per_step, idle_ms_per_step, busy_fraction,
-                  kernels_per_step, gaps_per_step, launch_api_ms_per_step, categories, top_kernels, matrix_tflops,
+                  timed_step_ms, busy_fraction_of_timed_step, kernels_per_step, gaps_per_step, launch_api_ms_per_step, categories, top_kernels, matrix_tflops,
                   matrix_peak_fraction, peak_source) ==
          std::tie(o.steps, o.when, o.source, o.trace_path, o.wall_ms_per_step, o.busy_ms_per_step, o.idle_ms_per_step,
-                  o.busy_fraction, o.kernels_per_step, o.gaps_per_step, o.launch_api_ms_per_step, o.categories,
+                  o.busy_fraction, o.timed_step_ms, o.busy_fraction_of_timed_step, o.kernels_per_step, o.gaps_per_step, o.launch_api_ms_per_step, o.categories,
                   o.top_kernels, o.matrix_tflops, o.matrix_peak_fraction, o.peak_source);
 }
 

@@ -505,13 +505,15 @@ class TrainingRun {
     in.model_flops_per_step = record_.model.train_flops_per_sample * static_cast<double>(batch_size_);
     in.peak_tflops = record_.summary.peak_tflops;
     in.peak_source = record_.summary.peak_source;
+    if (record_.summary.step_time.count > 0) in.timed_step_ms = record_.summary.step_time.median_ms;
     ProfileRecord p = summarize_profile(cap.events, in);
     p.when = std::to_string(steps) + " steps after the timed epochs, plus one unrecorded step before them; not timed, "
              "so the epochs carry no profiler overhead" + std::string(graph_ ? " (graph replays)" : "");
     p.source = cap.source;
     p.trace_path = cap.trace_path;
     auto& m = record_.summary.metrics;
-    set_metric(m, Metric{"device_busy_fraction", "device busy (profile)", "fraction", Better::kHigher, p.busy_fraction});
+    set_metric(m, Metric{"device_busy_fraction", "device busy (profile)", "fraction", Better::kHigher,
+                         p.busy_fraction_of_timed_step.value_or(p.busy_fraction)});
     set_metric(m, Metric{"device_idle_ms_per_step", "device idle per step (profile)", "ms", Better::kLower,
                          p.idle_ms_per_step});
     set_metric(m, Metric{"kernels_per_step", "kernels per step (profile)", "count", Better::kNeither,

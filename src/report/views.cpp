@@ -66,10 +66,14 @@ void put_identity(Table& t, std::vector<Cell>& row, const LoadedRecord& lr) {
 
 /// The profile's headline, its time by category and its top kernels.
 void add_profile(Document& d, const ProfileRecord& p) {
-  std::string head = fmt::format("profile ({} steps, {}): device busy {:.1f}% ({:.2f} of {:.2f} ms per step), {:.0f} "
-                                 "kernels per step",
-                                 p.steps, p.source, p.busy_fraction * 100.0, p.busy_ms_per_step, p.wall_ms_per_step,
-                                 p.kernels_per_step);
+  std::string head = fmt::format("profile ({} steps, {}): device busy {:.2f} ms per step ({:.1f}% of the profiled "
+                                 "{:.2f} ms",
+                                 p.steps, p.source, p.busy_ms_per_step, p.busy_fraction * 100.0, p.wall_ms_per_step);
+  if (p.busy_fraction_of_timed_step && p.timed_step_ms) {
+    head += fmt::format(", {:.1f}% of the timed median {:.2f} ms", *p.busy_fraction_of_timed_step * 100.0,
+                        *p.timed_step_ms);
+  }
+  head += fmt::format("), {:.0f} kernels per step", p.kernels_per_step);
   if (p.launch_api_ms_per_step > 0) head += fmt::format(", {:.2f} ms per step in launch calls", p.launch_api_ms_per_step);
   if (p.matrix_tflops) {
     head += fmt::format("; GEMM/conv/attention kernels at {:.0f} TFLOP/s", *p.matrix_tflops);

@@ -4,7 +4,7 @@
 #include <torch/cuda.h>
 
 #include "gpubench/engine/engine.hpp"
-#include "models/attention.h"
+#include "models/layers.h"
 #include "models/bert.h"
 #include "models/registry.h"
 #include "models/unet.h"

@@ -67,7 +67,12 @@ struct ProfileRecord {
   double wall_ms_per_step = 0;        ///< host wall time of a profiled step (ms), profiler overhead included
   double busy_ms_per_step = 0;        ///< time the device ran at least one kernel or copy, per step (ms)
   double idle_ms_per_step = 0;        ///< the rest of the step: gaps between kernels (ms)
-  double busy_fraction = 0;           ///< busy / (busy + idle)
+  double busy_fraction = 0;           ///< busy / (busy + idle), within the profiled steps
+  /// busy / the median *timed* step: the profiler slows the host (CUPTI callbacks on every launch), so a GPU-bound
+  /// step can look idle in the profile's own window; against the unprofiled step time it does not. The verdict uses
+  /// this where present.
+  std::optional<double> timed_step_ms;
+  std::optional<double> busy_fraction_of_timed_step;
   double kernels_per_step = 0;        ///< kernels, copies and memsets per step
   double gaps_per_step = 0;           ///< idle gaps longer than 1 us between consecutive device work, per step
   double launch_api_ms_per_step = 0;  ///< host time in kernel-launch calls per step (CUDA; 0 on the CPU)
@@ -83,6 +88,7 @@ struct ProfileInputs {
   int64_t steps = 0;
   double model_flops_per_step = 0;    ///< the MFU count (model.train_flops_per_sample x samples per step); 0 = unknown
   std::optional<double> peak_tflops;  ///< dense peak for the run's precision
+  std::optional<double> timed_step_ms;  ///< the timed epochs' median step (ms), when known
   std::string peak_source;
   size_t top_kernels = 15;
 };
@@ -112,7 +118,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileCategory, category, ms_pe
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileKernel, name, category, calls_per_step, ms_per_step, mean_us,
                                                 fraction)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileRecord, steps, when, source, trace_path, wall_ms_per_step,
-                                                busy_ms_per_step, idle_ms_per_step, busy_fraction, kernels_per_step,
+                                                busy_ms_per_step, idle_ms_per_step, busy_fraction, timed_step_ms,
+                                                busy_fraction_of_timed_step, kernels_per_step,
                                                 gaps_per_step, launch_api_ms_per_step, categories, top_kernels,
                                                 matrix_tflops, matrix_peak_fraction, peak_source)
 

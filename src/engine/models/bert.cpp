@@ -2,7 +2,7 @@
 
 #include <torch/nn/init.h>
 
-#include "models/attention.h"
+#include "models/layers.h"
 
 namespace gpubench::models {
 
@@ -37,8 +37,8 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertOptions& o)
 }
 
 torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keep_mask) {
-  const torch::Tensor ctx = attention(split_heads(query(x), heads_), split_heads(key(x), heads_),
-                                      split_heads(value(x), heads_), keep_mask, is_training() ? dropout_ : 0.0, math_);
+  const torch::Tensor ctx = attention(split_heads(linear(query, x), heads_), split_heads(linear(key, x), heads_),
+                                      split_heads(linear(value, x), heads_), keep_mask, is_training() ? dropout_ : 0.0, math_);
   return merge_heads(ctx);
 }
 
@@ -49,7 +49,7 @@ BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, int64_t out, const Be
 }
 
 torch::Tensor BertResidualOutputImpl::forward(const torch::Tensor& h, const torch::Tensor& residual) {
-  return LayerNorm(dropout(dense(h)) + residual);
+  return LayerNorm(dropout(linear(dense, h)) + residual);
 }
 
 BertAttentionImpl::BertAttentionImpl(const BertOptions& o) {
@@ -70,7 +70,7 @@ BertLayerImpl::BertLayerImpl(const BertOptions& o) {
 
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& keep_mask) {
   const torch::Tensor a = attention(x, keep_mask);
-  return output(torch::gelu(intermediate_dense(a)), a);  // exact (erf) GELU
+  return output(torch::gelu(linear(intermediate_dense, a)), a);  // exact (erf) GELU
 }
 
 BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertOptions& o) {
@@ -112,8 +112,8 @@ torch::Tensor BertForSequenceClassificationImpl::forward(const torch::Tensor& in
       attention_mask.defined() ? attention_mask.to(torch::kBool).unsqueeze(1).unsqueeze(1) : torch::Tensor();
   torch::Tensor h = embeddings_(input_ids);
   for (size_t i = 0; i < layers.size(); ++i) h = run_layer(i, h, keep);
-  const torch::Tensor pooled = torch::tanh(pooler_dense_(h.select(1, 0)));
-  return classifier_(dropout_(pooled));
+  const torch::Tensor pooled = torch::tanh(linear(pooler_dense_, h.select(1, 0)));
+  return linear(classifier_, dropout_(pooled));
 }
 
 double bert_train_flops_per_sequence(const BertOptions& o, int64_t seq_len) {

@@ -71,7 +71,7 @@ torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
   x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
   x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
-  return fc(x);
+  return at::linear(x, fc->weight, fc->bias);  // as nn.Linear (addmm), see layers.h
 }
 
 int64_t resnet_forward_macs(const ResNetOptions& options, int64_t image_size) {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "models/attention.h"
+#include "models/layers.h"
 
 namespace gpubench::models {
 
@@ -13,7 +13,7 @@ torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1) {
 torch::nn::GroupNorm group_norm(int64_t groups, int64_t c, double eps) {
   return torch::nn::GroupNorm(torch::nn::GroupNormOptions(groups, c).eps(eps));
 }
-torch::nn::Linear linear(int64_t in, int64_t out, bool bias = true) {
+torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias = true) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 }  // namespace
@@ -21,7 +21,7 @@ torch::nn::Linear linear(int64_t in, int64_t out, bool bias = true) {
 ResnetBlock2DImpl::ResnetBlock2DImpl(int64_t in, int64_t out, const UNetOptions& o) : dropout_(o.dropout) {
   norm1 = register_module("norm1", group_norm(o.groups, in, 1e-5));
   conv1 = register_module("conv1", conv(in, out, 3));
-  time_emb_proj = register_module("time_emb_proj", linear(o.time_dim(), out));
+  time_emb_proj = register_module("time_emb_proj", make_linear(o.time_dim(), out));
   norm2 = register_module("norm2", group_norm(o.groups, out, 1e-5));
   conv2 = register_module("conv2", conv(out, out, 3));
   if (in != out) conv_shortcut = register_module("conv_shortcut", conv(in, out, 1));
@@ -29,7 +29,7 @@ ResnetBlock2DImpl::ResnetBlock2DImpl(int64_t in, int64_t out, const UNetOptions&
 
 torch::Tensor ResnetBlock2DImpl::forward(const torch::Tensor& x, const torch::Tensor& temb) {
   torch::Tensor h = conv1(torch::silu(norm1(x)));
-  h = h + time_emb_proj(torch::silu(temb)).unsqueeze(-1).unsqueeze(-1);
+  h = h + models::linear(time_emb_proj, torch::silu(temb)).unsqueeze(-1).unsqueeze(-1);
   h = torch::silu(norm2(h));
   if (dropout_ > 0) h = torch::dropout(h, dropout_, is_training());
   h = conv2(h);
@@ -38,18 +38,19 @@ torch::Tensor ResnetBlock2DImpl::forward(const torch::Tensor& x, const torch::Te
 
 CrossAttentionImpl::CrossAttentionImpl(int64_t dim, int64_t context_dim, const UNetOptions& o)
     : heads_(o.heads), math_(o.math_attention) {
-  to_q = register_module("to_q", linear(dim, dim, false));
-  to_k = register_module("to_k", linear(context_dim, dim, false));
-  to_v = register_module("to_v", linear(context_dim, dim, false));
+  to_q = register_module("to_q", make_linear(dim, dim, false));
+  to_k = register_module("to_k", make_linear(context_dim, dim, false));
+  to_v = register_module("to_v", make_linear(context_dim, dim, false));
   auto out = register_module("to_out", std::make_shared<torch::nn::Module>());
-  to_out = out->register_module("0", linear(dim, dim));
+  to_out = out->register_module("0", make_linear(dim, dim));
 }
 
 torch::Tensor CrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context) {
   const torch::Tensor& kv = context.defined() ? context : x;
-  const torch::Tensor h = attention(split_heads(to_q(x), heads_), split_heads(to_k(kv), heads_),
-                                    split_heads(to_v(kv), heads_), torch::Tensor(), 0.0, math_);
-  return to_out(merge_heads(h));
+  const torch::Tensor h = attention(split_heads(models::linear(to_q, x), heads_),
+                                    split_heads(models::linear(to_k, kv), heads_),
+                                    split_heads(models::linear(to_v, kv), heads_), torch::Tensor(), 0.0, math_);
+  return models::linear(to_out, merge_heads(h));
 }
 
 Transformer2DImpl::Transformer2DImpl(int64_t dim, const UNetOptions& o) {
@@ -67,8 +68,8 @@ Transformer2DImpl::Transformer2DImpl(int64_t dim, const UNetOptions& o) {
   auto ff = block->register_module("ff", std::make_shared<torch::nn::Module>());
   auto net = ff->register_module("net", std::make_shared<torch::nn::Module>());
   auto geglu = net->register_module("0", std::make_shared<torch::nn::Module>());
-  ff_proj = geglu->register_module("proj", linear(dim, dim * 8));  // GEGLU: 4*dim hidden, x2 for the gate
-  ff_out = net->register_module("2", linear(dim * 4, dim));
+  ff_proj = geglu->register_module("proj", make_linear(dim, dim * 8));  // GEGLU: 4*dim hidden, x2 for the gate
+  ff_out = net->register_module("2", make_linear(dim * 4, dim));
   proj_out = register_module("proj_out", conv(dim, dim, 1));
 }
 
@@ -78,8 +79,8 @@ torch::Tensor Transformer2DImpl::forward(const torch::Tensor& x, const torch::Te
   h = h.permute({0, 2, 3, 1}).reshape({b, hgt * wid, c});
   h = attn1(norm1(h), torch::Tensor()) + h;
   h = attn2(norm2(h), context) + h;
-  const auto parts = ff_proj(norm3(h)).chunk(2, -1);
-  h = ff_out(parts[0] * torch::gelu(parts[1])) + h;
+  const auto parts = models::linear(ff_proj, norm3(h)).chunk(2, -1);
+  h = models::linear(ff_out, parts[0] * torch::gelu(parts[1])) + h;
   h = h.reshape({b, hgt, wid, c}).permute({0, 3, 1, 2}).contiguous(x.suggest_memory_format());
   return proj_out(h) + x;
 }
@@ -89,8 +90,8 @@ UNet2DConditionImpl::UNet2DConditionImpl(const UNetOptions& o) : o_(o) {
   const int64_t nblocks = static_cast<int64_t>(ch.size());
   conv_in = register_module("conv_in", conv(o.in_channels, ch[0], 3));
   auto temb = register_module("time_embedding", std::make_shared<torch::nn::Module>());
-  linear_1 = temb->register_module("linear_1", linear(ch[0], o.time_dim()));
-  linear_2 = temb->register_module("linear_2", linear(o.time_dim(), o.time_dim()));
+  linear_1 = temb->register_module("linear_1", make_linear(ch[0], o.time_dim()));
+  linear_2 = temb->register_module("linear_2", make_linear(o.time_dim(), o.time_dim()));
 
   // Down: CrossAttnDownBlock2D x3 + DownBlock2D; a stride-2 downsampler after all but the last.
   torch::nn::ModuleList downs;
@@ -182,7 +183,7 @@ torch::Tensor UNet2DConditionImpl::time_embedding(const torch::Tensor& timesteps
       (-std::log(10000.0) / static_cast<double>(half));
   const torch::Tensor args = timesteps.to(torch::kFloat).unsqueeze(1) * torch::exp(exponent).unsqueeze(0);
   const torch::Tensor emb = torch::cat({torch::cos(args), torch::sin(args)}, 1);
-  return linear_2(torch::silu(linear_1(emb)));
+  return models::linear(linear_2, torch::silu(models::linear(linear_1, emb)));
 }
 
 torch::Tensor UNet2DConditionImpl::forward(const torch::Tensor& sample, const torch::Tensor& timesteps,

@@ -1,4 +1,4 @@
-#include "models/attention.h"
+#include "models/layers.h"
 
 #include <cmath>
 

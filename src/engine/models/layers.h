@@ -1,9 +1,17 @@
 #pragma once
-// Multi-head attention core shared by BERT and the UNet: fused SDPA kernels or the plain math form.
+// Layers shared by the models: linear layers as PyTorch's nn.Linear computes them, and the multi-head attention core
+// (fused SDPA kernels or the plain math form).
 
 #include <ATen/ATen.h>
+#include <torch/nn/modules/linear.h>
 
 namespace gpubench::models {
+
+/// `l`'s affine map as Python's nn.Linear computes it: at::linear, which folds a 3-D input into one addmm (bias
+/// fused, AddmmBackward). The C++ frontend's Linear::forward instead does matmul and then `+= bias` for inputs of more
+/// than two dimensions; on BERT-base bs 128 that cost 5.8 ms a step in strided fp32 gradient adds (docs/performance.md,
+/// 2026-11-30), so the models call this, never `l(x)`.
+inline at::Tensor linear(const torch::nn::Linear& l, const at::Tensor& x) { return at::linear(x, l->weight, l->bias); }
 
 /// softmax(q k^T / sqrt(d) [+ mask]) v over [batch, heads, tokens, head_dim] tensors.
 /// `keep_mask`: optional boolean [batch, 1, 1, keys], true where a key may be attended to.
