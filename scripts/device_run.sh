@@ -23,6 +23,8 @@
 #            steps, and `gpubench trace` of PyTorch's trace against ours (trace_diff_*.txt)
 #   bertperf - issue #15's targets: BERT-base eager at bs 32/128/256 seq 128 and bs 32 seq 512, and graph mode at bs 128,
 #            against transformers eager (fused AdamW), alternating, $REPS rounds
+#   bertperf2 - a second round of bs 128 (eager and graph) and seq 512 at bs 128
+#   unet   - the SD v1.5 UNet against diffusers (wheels in .whl/, carried: run with carry [".whl"]), bs 8 and 32
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -327,6 +329,38 @@ phase_bertperf() {
     run_gb "gpubench_bs128_graph_r$r" bert-base $common --batch-size 128 --seq-len 128 --dataset-size 12800 --cuda-graph
   done
   "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_bertperf.json" | tee "$OUT/summary_bertperf.md"
+}
+
+phase_bertperf2() {  # a second round of the main BERT targets, and seq 512 at batch 128
+  local common="--precision bf16 --warmup-steps 15" spec name flags
+  for spec in "bs128_eager|--batch-size 128 --seq-len 128 --dataset-size 12800" \
+              "bs128_seq512|--batch-size 128 --seq-len 512 --dataset-size 6400"; do
+    name="${spec%%|*}"
+    flags="${spec#*|}"
+    # shellcheck disable=SC2086
+    run_gb "gpubench_${name}_r2" bert-base $common $flags
+    # shellcheck disable=SC2086
+    run_pt "pytorch_${name}_r2" --model bert-base $common $flags --fused
+  done
+  # shellcheck disable=SC2086
+  run_gb "gpubench_bs128_graph_r2" bert-base $common --batch-size 128 --seq-len 128 --dataset-size 12800 --cuda-graph
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_bertperf2.json" | tee "$OUT/summary_bertperf2.md"
+}
+
+phase_unet() {  # the SD v1.5 UNet against diffusers' UNet2DConditionModel (wheels carried in .whl/)
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      >> "$OUT/session.log" 2>&1 || { log "diffusers install failed"; return 0; }
+  local spec name flags
+  for spec in "unet_bs8|--batch-size 8 --dataset-size 320 --warmup-steps 5" \
+              "unet_bs32|--batch-size 32 --dataset-size 640 --warmup-steps 5"; do
+    name="${spec%%|*}"
+    flags="${spec#*|}"
+    # shellcheck disable=SC2086
+    run_gb "gpubench_${name}_r1" sd-unet --precision bf16 $flags
+    # shellcheck disable=SC2086
+    PYTHONPATH=/tmp/site run_pt "pytorch_${name}_r1" --model sd-unet --precision bf16 $flags --fused
+  done
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_unet.json" | tee "$OUT/summary_unet.md"
 }
 
 phase_pairs() {

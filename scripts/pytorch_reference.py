@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch's own number for a gpubench scenario, measured the way gpubench measures it.
 
-Trains torchvision's resnet50 or transformers' BertForSequenceClassification on one synthetic batch already on the
-GPU (reused every step), with the scenario's batch size, precision, memory format and optimizer, `warmup_steps` untimed steps, then `dataset_size // batch_size` timed
+Trains torchvision's resnet50, transformers' BertForSequenceClassification or diffusers' UNet2DConditionModel (the
+SD v1.5 configuration, noise-prediction MSE as gpubench's sd-unet) on one synthetic batch already on the GPU (reused every step), with the scenario's batch size, precision, memory format and optimizer, `warmup_steps` untimed steps, then `dataset_size // batch_size` timed
 steps. The device is synchronised at both ends of the timed region and timed on the host clock, with CUDA events per step,
 as gpubench does. Prints one JSON object (and writes it to --json).
 
@@ -41,7 +41,8 @@ def load_scenario(path):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", help="gpubench scenario file (YAML or JSON)")
-    p.add_argument("--model", choices=["resnet50", "bert-base"])
+    p.add_argument("--model", choices=["resnet50", "bert-base", "sd-unet"])
+    p.add_argument("--latent-size", type=int, help="sd-unet: latent height and width (default 64: 512 px images)")
     p.add_argument("--seq-len", type=int)
     p.add_argument("--lr", type=float)
     p.add_argument("--fused", action="store_true", help="fused optimizer kernel (PyTorch's default is foreach)")
@@ -65,6 +66,7 @@ def parse_args(argv):
         opt = {"name": opt}
     model = a.model or s.get("model", "resnet50")
     bert = model == "bert-base"
+    unet = model == "sd-unet"
     cfg = {
         "model": model,
         "seq_len": a.seq_len or s.get("seq_len", 128),
@@ -72,7 +74,8 @@ def parse_args(argv):
         "fused": a.fused or a.graph,
         "graph": a.graph,
         "compile": a.compile,
-        "batch_size": a.batch_size or s.get("batch_size", 32 if bert else 256),
+        "batch_size": a.batch_size or s.get("batch_size", 32 if bert else 16 if unet else 256),
+        "latent_size": a.latent_size or s.get("latent_size", 64),
         "precision": a.precision or s.get("precision", "fp32"),
         "memory_format": a.memory_format or s.get("memory_format", "auto"),
         "dataset_size": a.dataset_size or s.get("dataset_size", 100000),
@@ -80,9 +83,10 @@ def parse_args(argv):
         "image_size": a.image_size or s.get("image_size", 224),
         "num_classes": s.get("num_classes", 1000),
         "device": a.device or s.get("device", "cuda"),
-        "optimizer": {"name": opt.get("name", "adamw" if bert else "sgd"),
-                      "lr": a.lr or opt.get("lr", 2e-5 if bert else 0.1), "momentum": opt.get("momentum", 0.9),
-                      "weight_decay": opt.get("weight_decay", 0.01 if bert else 1e-4),
+        "optimizer": {"name": opt.get("name", "adamw" if bert or unet else "sgd"),
+                      "lr": a.lr or opt.get("lr", 2e-5 if bert else 1e-4 if unet else 0.1),
+                      "momentum": opt.get("momentum", 0.9),
+                      "weight_decay": opt.get("weight_decay", 0.01 if bert or unet else 1e-4),
                       "nesterov": opt.get("nesterov", False)},
         "json": a.json,
         "trace": a.trace,
@@ -90,6 +94,8 @@ def parse_args(argv):
     }
     if cfg["dataset_size"] < cfg["batch_size"]:
         p.error("dataset_size is smaller than batch_size")
+    if unet and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        p.error("sd-unet under torchrun is not supported here")
     if (a.graph or a.compile) and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         p.error("--graph/--compile under torchrun are not supported here")
     if a.graph and cfg["precision"] == "fp16":
@@ -135,6 +141,22 @@ def main(argv):
         y = torch.randint(0, cfg["num_labels"], (bs,), device=dev)
         forward = lambda: loss_fn(model(input_ids=x).logits, y)
         torch_version_of_model = transformers.__version__
+    elif cfg["model"] == "sd-unet":
+        import diffusers
+
+        # The SD v1.5 UNet: diffusers' defaults are SD 1.x's but for the 768-wide text context (MODELS.md).
+        model = diffusers.UNet2DConditionModel(sample_size=cfg["latent_size"], cross_attention_dim=768).to(dev)
+        channels_last = False
+        n = cfg["latent_size"]
+        x0 = torch.randn(bs, 4, n, n, device=dev)
+        noise = torch.randn_like(x0)
+        context = torch.randn(bs, 77, 768, device=dev)
+        t = torch.randint(0, 1000, (bs,), device=dev)
+        betas = torch.linspace(0.00085 ** 0.5, 0.012 ** 0.5, 1000, device=dev) ** 2
+        alpha_bar = torch.cumprod(1 - betas, 0)[t].view(bs, 1, 1, 1)
+        xt = alpha_bar.sqrt() * x0 + (1 - alpha_bar).sqrt() * noise
+        forward = lambda: torch.nn.functional.mse_loss(model(xt, t, encoder_hidden_states=context).sample.float(), noise)
+        torch_version_of_model = diffusers.__version__
     else:
         model = torchvision.models.resnet50(num_classes=cfg["num_classes"]).to(dev, memory_format=mf)
         size = cfg["image_size"]
