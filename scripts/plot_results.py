@@ -8,6 +8,8 @@ Writes, where the records have the data:
   epoch_time.png   seconds per epoch for each run (lines over epochs)
   telemetry.png    power, SM clock and temperature over time, from the runs' telemetry traces (CSV)
   batch_size.png   throughput against batch size, for runs that differ only in batch size (sweeps)
+  profile.png      kernel time per step by category (GEMM/conv, attention, normalisation, ...), one stacked bar per
+                   run profiled with --profile, with the run's bottleneck verdict
   compare.png      throughput ratio per scenario with its 95 % interval (from `gpubench compare --json`)
   trend.png        a metric over time, one line per scenario and GPU model, dotted where the driver, LibTorch or
                    gpubench revision changed (from `gpubench report --db`: --trend CSV)
@@ -103,6 +105,33 @@ def plot_all(runs, out, compare=None, trend=None):
         axes[-1].set_xlabel("seconds since the sampler started")
         axes[0].set_title("Telemetry over time")
         save(fig, "telemetry.png")
+
+    profiled = [(p, j) for p, j in runs if (j.get("profile") or {}).get("categories")]
+    if profiled:
+        cats = []  # categories in the order the records list them (gpubench's display order)
+        for _, j in profiled:
+            for c in j["profile"]["categories"]:
+                if c["category"] not in cats:
+                    cats.append(c["category"])
+        fig, ax = plt.subplots(figsize=(8, max(2.2, 0.6 * len(profiled) + 1.4)))
+        colours = plt.get_cmap("tab10")
+        names = []
+        for i, (p, j) in enumerate(profiled):
+            left = 0.0
+            per = {c["category"]: c["ms_per_step"] for c in j["profile"]["categories"]}
+            for k, cat in enumerate(cats):
+                w = per.get(cat, 0.0)
+                ax.barh(i, w, left=left, color=colours(k % 10), label=cat if i == 0 else None)
+                left += w
+            verdict = (j.get("summary") or {}).get("bounded_by") or "no verdict"
+            ax.text(left, i, f"  {verdict}", va="center", fontsize=7)
+            names.append(label(p, j))
+        ax.set_yticks(range(len(profiled)), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("kernel time per step (ms)")
+        ax.set_title("Where the step's time goes (--profile)")
+        ax.legend(fontsize=7, ncol=3, loc="lower right")
+        save(fig, "profile.png")
 
     groups = {}
     for p, j in ok:

@@ -15,7 +15,8 @@ namespace {
 // Thresholds (docs/performance.md, "The bottleneck verdict").
 constexpr double kInputWait = 0.05;      // waiting for batches beyond 5 % of the timed epochs
 constexpr double kThermal = 0.20;        // thermal slowdown in a fifth of the readings
-constexpr double kPowerCap = 0.50;       // the power cap holding the clock in half of them
+constexpr double kPowerCap = 0.50;       // the power cap holding the clock in half of them...
+constexpr double kClockDeficit = 0.03;   // ...and the clock at least 3 % below its maximum (else it barely costs)
 constexpr double kCommunication = 0.10;  // exposed communication beyond 10 % of the epoch
 constexpr double kLaunchBusy = 0.75;     // the device idle for more than a quarter of the step
 constexpr double kUtilisation = 80.0;    // NVML: a kernel running less than 80 % of the time (no profile)
@@ -150,7 +151,10 @@ BottleneckVerdict diagnose_bottleneck(const RunRecord& r) {
     return {"thermal", ev + clock_evidence(r)};
   }
   const double power = worst_reason(r, {"sw_power_cap", "hw_power_brake"});
-  if (power >= kPowerCap) {
+  const auto clock = telemetry_mean(r, [](const EpochTelemetry& t) { return t.sm_clock_avg_mhz; });
+  const bool clock_held = !clock || !r.telemetry.max_sm_clock_mhz ||
+                          *clock < (1.0 - kClockDeficit) * static_cast<double>(*r.telemetry.max_sm_clock_mhz);
+  if (power >= kPowerCap && clock_held) {
     std::string ev = "the power cap held the clock down in " + pct(power) + " of the readings";
     const auto w = telemetry_mean(r, [](const EpochTelemetry& x) { return x.power_avg_w; });
     if (w) ev += "; " + num("%.0f W", *w / std::max<int64_t>(1, r.summary.power_devices));

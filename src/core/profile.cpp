@@ -122,7 +122,8 @@ std::string kernel_category(const std::string& raw) {
                   "optimizer"})) {
     return "optimizer";
   }
-  if (has_any(n, {"flash", "fmha", "attention", "sdpa", "mha_"})) return "attention";
+  // cuDNN's SDPA backward also runs two helpers (dO.O and dQ conversion) outside its main kernel.
+  if (has_any(n, {"flash", "fmha", "attention", "sdpa", "mha_", "convert_dq_to", "dot_do_o"})) return "attention";
   if (has_any(n, {"layer_norm", "layernorm", "batch_norm", "batchnorm", "bn_fw", "bn_bw", "group_norm", "groupnorm",
                   "rms_norm", "rmsnorm", "instance_norm", "welford", "gammabeta"})) {
     return "normalization";

@@ -393,6 +393,7 @@ const std::vector<std::pair<std::string, std::string>>& charts() {
       {"telemetry.png", "Power, SM clock and temperature"},
       {"batch_size.png", "Throughput against batch size"},
       {"compare.png", "Comparison with 95 % intervals"},
+      {"profile.png", "Kernel time per step by category (runs with --profile), with each run's bottleneck verdict"},
       {"trend.png", "A metric over time, per scenario and GPU model"}};
   return all;
 }
@@ -452,6 +453,41 @@ std::vector<RepeatGroup> repeat_groups(const ReportInput& in) {
   return out;
 }
 
+/// Each run's verdict, and for profiled runs their kernel time per step by category (the chart is profile.png).
+void add_bottlenecks(Document& d, const ReportInput& in) {
+  const bool any = std::any_of(in.runs.begin(), in.runs.end(), [](const LoadedRecord& lr) {
+    return !lr.record.summary.bounded_by.empty() || lr.record.profile.has_value();
+  });
+  if (!any) return;
+  d.heading("Bottlenecks", 2);
+  Table t;
+  t.id = "bottlenecks";
+  const Column verdict = Column::text("bounded_by", "bounded by"), busy{"device_busy_fraction", "busy", "fraction",
+                                                                          Better::kHigher},
+               evidence = Column::text("evidence", "evidence");
+  for (const auto& lr : in.runs) {
+    const RunRecord& r = lr.record;
+    auto& row = t.add_row();
+    put_identity(t, row, lr);
+    t.put(row, verdict, Cell::str(r.summary.bounded_by.empty() ? "-" : r.summary.bounded_by));
+    if (r.profile) {
+      t.put(row, busy, Cell::num(r.profile->busy_fraction_of_timed_step.value_or(r.profile->busy_fraction)));
+      for (const auto& c : r.profile->categories) {
+        t.put(row, Column{"ms_" + c.category, category_display_name(c.category), "ms", Better::kLower},
+              Cell::num(c.ms_per_step));
+      }
+    }
+    t.put(row, evidence, Cell::str(r.summary.bottleneck_evidence));
+  }
+  for (auto& row : t.rows) row.resize(t.columns.size());
+  // The evidence last: it is the widest column.
+  const size_t e = t.column_for(evidence);
+  for (auto& row : t.rows) std::rotate(row.begin() + static_cast<long>(e), row.begin() + static_cast<long>(e) + 1, row.end());
+  std::rotate(t.columns.begin() + static_cast<long>(e), t.columns.begin() + static_cast<long>(e) + 1, t.columns.end());
+  t.notes.push_back("category columns: kernel time per step (ms) in the profiled steps; the chart below draws them");
+  d.table(std::move(t));
+}
+
 }  // namespace
 
 Document report_document(const ReportInput& in) {
@@ -477,6 +513,7 @@ Document report_document(const ReportInput& in) {
   }
   for (auto& row : runs.rows) row.resize(runs.columns.size());
   d.table(std::move(runs));
+  add_bottlenecks(d, in);
   const auto sweeps = sweep_groups(in);
   if (!sweeps.empty()) {
     d.heading("Throughput against batch size", 2);

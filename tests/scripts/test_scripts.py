@@ -56,8 +56,12 @@ def record(batch, rate, trace=None):
             "scenario": {"model": "resnet50", "batch_size": batch, "precision": "bf16", "device": "cuda:0",
                          "output": f"bs{batch}.json"},
             "precision": {"resolved": "bf16"}, "execution": {"mode": "eager"}, "model": {"sample_unit": "images"},
-            "summary": {"samples_per_s": rate}, "epochs": [{"seconds": 10.0}, {"seconds": 9.8}],
-            "telemetry": {"trace_path": trace} if trace else {}}
+            "summary": {"samples_per_s": rate, "bounded_by": "compute"},
+            "epochs": [{"seconds": 10.0}, {"seconds": 9.8}],
+            "telemetry": {"trace_path": trace} if trace else {},
+            "profile": {"categories": [{"category": "gemm_conv", "ms_per_step": 20.0 * batch / 64},
+                                       {"category": "normalization", "ms_per_step": 9.0},
+                                       {"category": "elementwise", "ms_per_step": 4.5}]} if batch >= 128 else None}
 
 
 class PlotTest(unittest.TestCase):
@@ -85,7 +89,8 @@ class PlotTest(unittest.TestCase):
                                         "verdict": "no significant change"}]}, open(cmp, "w"))
             out = os.path.join(d, "out")
             self.assertEqual(plot_results.main(["--out", out, "--compare", cmp] + paths), 0)
-            for name in ("throughput.png", "epoch_time.png", "telemetry.png", "batch_size.png", "compare.png"):
+            for name in ("throughput.png", "epoch_time.png", "telemetry.png", "batch_size.png", "compare.png",
+                         "profile.png"):
                 with open(os.path.join(out, name), "rb") as f:
                     data = f.read()
                 self.assertTrue(data.startswith(b"\x89PNG"), name)
