@@ -56,6 +56,44 @@ TEST_F(CliTest, ProfileWritesTheTraceBesideTheRecordAndPrintsTheVerdict) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "runs"), {}), 2);  // record + trace, nothing partial
 }
 
+TEST_F(CliTest, TraceSummarisesOneTraceAndComparesTwo) {
+  // A trace written by hand in Kineto's format: two marked steps; B's GEMM takes 1 ms longer than A's.
+  auto write_trace = [this](const std::string& name, double gemm_us) {
+    nlohmann::json events = nlohmann::json::array();
+    for (int step = 0; step < 2; ++step) {
+      const double t0 = step * 10000.0;
+      events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#" + std::to_string(step)},
+                        {"ts", t0}, {"dur", 9000.0}, {"tid", 1}});
+      events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "nvjet_sm90_tst_256x128"}, {"ts", t0 + 100},
+                        {"dur", gemm_us}, {"tid", 7}});
+      events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "vectorized_layer_norm_kernel<float>"},
+                        {"ts", t0 + 200 + gemm_us}, {"dur", 500.0}, {"tid", 7}});
+    }
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << nlohmann::json{{"traceEvents", events}}.dump();
+    return path;
+  };
+  const std::string a = write_trace("a.json", 4000), b = write_trace("b.json", 5000);
+  const Result one = gpubench("trace " + a);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("GEMM/conv"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("nvjet_sm90_tst_256x128"), std::string::npos) << one.out;
+  const Result two = gpubench("trace " + a + " " + b + " --format json");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  // The kernels that differ most first: the GEMM by +1 ms per step, then the LayerNorm by nothing.
+  const nlohmann::json kernels = nlohmann::json::parse(two.out).at("tables").at("trace_kernels");
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0]["kernel"], "nvjet_sm90_tst_256x128");
+  EXPECT_DOUBLE_EQ(kernels[0]["a_ms_per_step"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(kernels[0]["diff_ms_per_step"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(kernels[1]["diff_ms_per_step"].get<double>(), 0.0);
+  std::ofstream(dir_ / "bad.json") << "{\"traceEvents\": 3}";
+  const Result bad = gpubench("trace " + (dir_ / "bad.json").string());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("bad.json"), std::string::npos) << bad.err;
+  EXPECT_EQ(gpubench("trace " + (dir_ / "missing.json").string()).exit_code, 2);
+}
+
 TEST_F(CliTest, BadScenarioFileExitsTwoNamingFileLineAndKey) {
   const fs::path bad = dir_ / "bad.yaml";
   std::ofstream(bad) << "model: resnet50\nbatch_size: many\n";
