@@ -1,5 +1,7 @@
 #include "distributed.h"
 
+#include <ATen/record_function.h>
+
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -202,6 +204,8 @@ bool Communicator::any(bool value) {
 
 void Communicator::allreduce_async(at::Tensor& t) {
   std::vector<at::Tensor> one{t};
+  // Named for --profile (free when no profiler is on): the backend is called directly, not through the dispatcher.
+  RECORD_FUNCTION("c10d::allreduce_launch", std::vector<c10::IValue>());
   auto work = impl_->backend->allreduce(one);
   std::lock_guard<std::mutex> lock(impl_->pending_mutex);
   impl_->pending.push_back(std::move(work));
@@ -213,6 +217,7 @@ void Communicator::wait_all() {
     std::lock_guard<std::mutex> lock(impl_->pending_mutex);
     works.swap(impl_->pending);
   }
+  RECORD_FUNCTION("c10d::allreduce_wait", std::vector<c10::IValue>());  // the exposed share, in a profile
   for (auto& w : works) w->wait();
 }
 

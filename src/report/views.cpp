@@ -784,18 +784,18 @@ Document trace_document(const std::vector<std::pair<std::string, ProfileRecord>>
   const Column cat = Column::text("category", "category");
   const Column n_a{"a_kernels_per_step", "A kernels", "", Better::kNeither},
       n_b{"b_kernels_per_step", "B kernels", "", Better::kNeither};
-  for (const auto& [id, name] : kernel_categories()) {
-    const ProfileCategory zero{id, 0, 0, 0};
-    const auto find = [&](const ProfileRecord& p) {
+  for (const auto& category : kernel_categories()) {
+    const ProfileCategory zero{category.first, 0, 0, 0};
+    const auto find = [&zero](const ProfileRecord& p) {
       for (const auto& c : p.categories) {
-        if (c.category == id) return c;
+        if (c.category == zero.category) return c;
       }
       return zero;
     };
     const ProfileCategory x = find(a), y = find(b);
     if (x.ms_per_step == 0 && y.ms_per_step == 0) continue;
     auto& row = cats.add_row();
-    cats.put(row, cat, Cell::str(name));
+    cats.put(row, cat, Cell::str(category.second));
     cats.put(row, ms_a, Cell::num(x.ms_per_step));
     cats.put(row, ms_b, Cell::num(y.ms_per_step));
     cats.put(row, diff, Cell::num(y.ms_per_step - x.ms_per_step));

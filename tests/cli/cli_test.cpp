@@ -259,6 +259,22 @@ TEST_F(CliTest, TwoCpuRanksTrainDataParallelAndRankZeroWritesTheOneRecord) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "ddp"), {}), 1);  // rank 1 wrote nothing
 }
 
+TEST_F(CliTest, ProfileInATwoRankJobIsRankZerosAndNobodyHangs) {
+  // Every rank takes the profiled steps (they all-reduce); rank 0 profiles them and writes the one record and trace.
+  const std::string out = (dir_ / "ddp_prof" / "tiny.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --device cpu --epochs 1 --dataset-size 16 --nproc-per-node 2 "
+                            "--ddp-timeout 60s --profile --profile-steps 2 --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const RunRecord rec = read_record(out);
+  ASSERT_TRUE(rec.profile.has_value());
+  EXPECT_EQ(rec.profile->steps, 2);
+  bool communication = false;  // Gloo's all-reduces are CPU operators in rank 0's profile
+  for (const auto& c : rec.profile->categories) communication = communication || c.category == "communication";
+  EXPECT_TRUE(communication);
+  EXPECT_TRUE(fs::exists(dir_ / "ddp_prof" / "tiny.trace.json"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "ddp_prof"), {}), 2);  // record + trace: rank 1 wrote nothing
+}
+
 TEST_F(CliTest, AMultiGpuJobsEnergyIsEveryRanksGpuSummedWithPerRankFigures) {
   // Two Gloo ranks, each reading "its GPU" through the scripted NVML stand-in: rank 0's board draws 200 W, rank 1's
   // 300 W (no energy counter, so energy is integrated power). The job draws 500 W, and J/sample counts both.
