@@ -62,7 +62,12 @@ struct OutputArgs {
 };
 
 struct ScalingArgs {
-  std::string model;
+  std::string model;                     ///< MODEL to run; with --project, the first record
+  std::string project;                   ///< "4,8,16": project these GPU counts from records instead of running
+  std::string interconnect = "nvlink4-ib400";  ///< a preset (core/projection.hpp)
+  std::optional<double> intra_gb_s, inter_gb_s, intra_us, inter_us;  ///< measured link values override the preset
+  std::optional<int64_t> gpus_per_node;
+  bool calibrate = false;                ///< add the measured multi-GPU record's residual to the projection
   std::string gpus = "1,2";              ///< rank counts to run, e.g. "1,2,4,8"
   std::string out_dir;                   ///< records and the summary; default runs/scaling_<model>_<time>
   std::vector<std::string> run_args;     ///< passed to every `gpubench run` (scenario flags, --config, ...)

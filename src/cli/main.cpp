@@ -119,15 +119,32 @@ int main(int argc, char** argv) {
   validate->add_option("files", files, "Scenario files (YAML or JSON)")->required();
 
   gpubench::cli::ScalingArgs scaling_args;
-  auto* scaling = app.add_subcommand("scaling", "Run a scenario on 1, 2, ... GPUs and report scaling efficiency");
-  scaling->add_option("MODEL", scaling_args.model, "Model to train (see `gpubench list`)")->required();
+  auto* scaling = app.add_subcommand(
+      "scaling", "Run a scenario on 1, 2, ... GPUs and report scaling efficiency, or project it to more GPUs (--project)");
+  scaling->add_option("MODEL", scaling_args.model,
+                      "Model to train (see `gpubench list`); with --project, the 1-GPU record (then any measured "
+                      "multi-GPU records of the same scenario)");
+  scaling->add_option("--project", scaling_args.project,
+                      "Run nothing: project data-parallel efficiency and epoch time to these GPU counts (e.g. "
+                      "4,8,16,64,1024) from a 1-GPU record, with an alpha-beta all-reduce model");
+  scaling->add_option("--interconnect", scaling_args.interconnect,
+                      "--project: link preset: nvlink4-ib400 (default), nvlink4-ib200, nvlink3-ib200, pcie4-eth100");
+  scaling->add_option("--intra-bandwidth", scaling_args.intra_gb_s, "--project: measured in-node all-reduce bus bandwidth (GB/s)");
+  scaling->add_option("--inter-bandwidth", scaling_args.inter_gb_s, "--project: measured between-node bus bandwidth per GPU (GB/s)");
+  scaling->add_option("--intra-latency", scaling_args.intra_us, "--project: in-node latency per step (us)");
+  scaling->add_option("--inter-latency", scaling_args.inter_us, "--project: between-node latency per step (us)");
+  scaling->add_option("--gpus-per-node", scaling_args.gpus_per_node, "--project: GPUs per node (default 8)");
+  scaling->add_flag("--calibrate", scaling_args.calibrate,
+                    "--project: add the first measured multi-GPU record's residual (measured - modelled step) from 2 GPUs on");
   scaling->add_option("--gpus", scaling_args.gpus, "Rank counts to run, comma-separated (default 1,2)");
   scaling->add_option("--out-dir", scaling_args.out_dir,
                       "Folder for the records and scaling.json/scaling.md (default runs/scaling_<model>_<time>)");
   add_output_options(scaling, scaling_args.output, "console");
   scaling->allow_extras();
   scaling->footer("Every other option is passed to each `gpubench run` (e.g. --precision bf16 --batch-size 256, "
-                  "which is per GPU; --db STORE adds each record to a results store).\nEfficiency = throughput on N ÷ (N × throughput on 1). Exit 1 if a run failed.");
+                  "which is per GPU; --db STORE adds each record to a results store).\nEfficiency = throughput on N ÷ (N × throughput on 1). Exit 1 if a run failed.\n"
+                  "Projection: gpubench scaling --project 2,8,64,1024 runs/x_gpus1.json [runs/x_gpus2.json] "
+                  "(the model and its assumptions: docs/performance.md).");
 
   gpubench::cli::SweepArgs sweep_args;
   std::map<std::string, std::string> sweep_raw;

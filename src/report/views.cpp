@@ -846,4 +846,60 @@ Document trace_document(const std::vector<std::pair<std::string, ProfileRecord>>
   return d;
 }
 
+
+Document projection_document(const Projection& p) {
+  Document d;
+  d.kind = "scaling_projection";
+  d.title = "Scaling projection";
+  d.paragraph(fmt::format("{} {} on {}: {:.2f} ms per step on 1 GPU, batch {} per GPU, {:.1f} MB of gradients in {} "
+                          "buckets; interconnect {}",
+                          p.model, p.precision, p.device_name.empty() ? "?" : p.device_name, p.compute_ms,
+                          p.batch_per_gpu, p.gradient_bytes / 1e6, p.buckets, p.net.name));
+  Table t;
+  t.id = "projection";
+  t.add_column(Column::count("gpus", "GPUs"));
+  t.add_column(Column::count("nodes", "nodes"));
+  t.add_column(Column{"comm_ms", "all-reduce", "ms", Better::kLower});
+  t.add_column(Column{"exposed_ms", "exposed", "ms", Better::kLower});
+  t.add_column(Column{"step_ms", "step", "ms", Better::kLower});
+  t.add_column(Column{"efficiency", "efficiency", "fraction", Better::kHigher});
+  t.add_column(Column{"measured_efficiency", "measured", "fraction", Better::kHigher});
+  t.add_column(Column{"samples_per_s", "throughput", "samples/s", Better::kHigher});
+  t.add_column(Column{"epoch_s", "epoch", "s", Better::kLower});
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& x : p.points) {
+    t.rows.push_back({Cell::num(static_cast<double>(x.gpus)), Cell::num(static_cast<double>(x.nodes)), Cell::num(x.comm_ms),
+                      Cell::num(x.exposed_ms), Cell::num(x.step_ms), Cell::num(x.efficiency),
+                      Cell::num(x.measured_efficiency), Cell::num(x.samples_per_s), Cell::num(x.epoch_s)});
+    rows.push_back({{"gpus", x.gpus}, {"nodes", x.nodes}, {"comm_ms", x.comm_ms}, {"exposed_ms", x.exposed_ms},
+                    {"step_ms", x.step_ms}, {"efficiency", x.efficiency},
+                    {"measured_efficiency", x.measured_efficiency ? nlohmann::json(*x.measured_efficiency) : nlohmann::json()},
+                    {"samples_per_s", x.samples_per_s}, {"epoch_s", x.epoch_s}});
+  }
+  t.notes.push_back("epoch: the scenario's dataset_size (" + std::to_string(p.dataset_size) +
+                    " samples) split over all GPUs; efficiency: the 1-GPU step / the projected step");
+  d.table(std::move(t));
+  d.heading("Assumptions", 3);
+  d.list(p.assumptions);
+  d.data = {{"schema", "gpubench.scaling_projection"},
+            {"model", p.model},
+            {"precision", p.precision},
+            {"device_name", p.device_name},
+            {"interconnect",
+             {{"name", p.net.name},
+              {"description", p.net.description},
+              {"intra", {{"latency_us", p.net.intra.latency_us}, {"bandwidth_gb_s", p.net.intra.bandwidth_gb_s}}},
+              {"inter", {{"latency_us", p.net.inter.latency_us}, {"bandwidth_gb_s", p.net.inter.bandwidth_gb_s}}},
+              {"gpus_per_node", p.net.gpus_per_node}}},
+            {"compute_ms", p.compute_ms},
+            {"backward_ms", p.backward_ms},
+            {"gradient_bytes", p.gradient_bytes},
+            {"buckets", p.buckets},
+            {"residual_ms", p.residual_ms},
+            {"calibrated_at_gpus", p.calibrated_at},
+            {"points", rows},
+            {"assumptions", p.assumptions}};
+  return d;
+}
+
 }  // namespace gpubench

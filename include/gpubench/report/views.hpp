@@ -9,6 +9,7 @@
 
 #include "gpubench/core/compare.hpp"
 #include "gpubench/core/published.hpp"
+#include "gpubench/core/projection.hpp"
 #include "gpubench/core/scaling.hpp"
 #include "gpubench/report/document.hpp"
 
@@ -60,6 +61,10 @@ Document sweep_document(const std::string& model, const std::vector<SweepPointRe
 /// `gpubench trace`: one profile's breakdown, or two side by side (per-step time by category and by kernel, the
 /// kernels that differ most first). Each entry: a label (the trace's path) and its summary (all kernels kept).
 Document trace_document(const std::vector<std::pair<std::string, ProfileRecord>>& traces, size_t top);
+
+/// `gpubench scaling --project`: projected step, efficiency and epoch time per GPU count, measured beside projected
+/// where given, and the model's assumptions.
+Document projection_document(const Projection& p);
 
 Document scaling_document(const std::string& model, const ScalingResult& result);
 
