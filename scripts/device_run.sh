@@ -311,39 +311,38 @@ phase_profile() {
   gzip -f "$OUT"/records/*.trace.json
 }
 
+pair_bert() {  # round name flags...: gpubench and transformers (fused AdamW) on one BERT scenario, one after the other
+  local r="$1" name="$2"
+  shift 2
+  run_gb "gpubench_${name}_r$r" bert-base "$@"
+  run_pt "pytorch_${name}_r$r" --model bert-base "$@" --fused
+}
+
+BERT_BS128="--precision bf16 --warmup-steps 15 --batch-size 128 --seq-len 128 --dataset-size 12800"
+
 phase_bertperf() {
-  local common="--precision bf16 --warmup-steps 15" r spec name flags
+  local common="--precision bf16 --warmup-steps 15" r
   for r in $(seq 1 "$REPS"); do
-    for spec in "bs32|--batch-size 32 --seq-len 128 --dataset-size 6400" \
-                "bs128_eager|--batch-size 128 --seq-len 128 --dataset-size 12800" \
-                "bs256|--batch-size 256 --seq-len 128 --dataset-size 12800" \
-                "bs32_seq512|--batch-size 32 --seq-len 512 --dataset-size 3200"; do
-      name="${spec%%|*}"
-      flags="${spec#*|}"
-      # shellcheck disable=SC2086
-      run_gb "gpubench_${name}_r$r" bert-base $common $flags
-      # shellcheck disable=SC2086
-      run_pt "pytorch_${name}_r$r" --model bert-base $common $flags --fused
-    done
     # shellcheck disable=SC2086
-    run_gb "gpubench_bs128_graph_r$r" bert-base $common --batch-size 128 --seq-len 128 --dataset-size 12800 --cuda-graph
+    pair_bert "$r" bs32 $common --batch-size 32 --seq-len 128 --dataset-size 6400
+    # shellcheck disable=SC2086
+    pair_bert "$r" bs128_eager $BERT_BS128
+    # shellcheck disable=SC2086
+    pair_bert "$r" bs256 $common --batch-size 256 --seq-len 128 --dataset-size 12800
+    # shellcheck disable=SC2086
+    pair_bert "$r" bs32_seq512 $common --batch-size 32 --seq-len 512 --dataset-size 3200
+    # shellcheck disable=SC2086
+    run_gb "gpubench_bs128_graph_r$r" bert-base $BERT_BS128 --cuda-graph
   done
   "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_bertperf.json" | tee "$OUT/summary_bertperf.md"
 }
 
 phase_bertperf2() {  # a second round of the main BERT targets, and seq 512 at batch 128
-  local common="--precision bf16 --warmup-steps 15" spec name flags
-  for spec in "bs128_eager|--batch-size 128 --seq-len 128 --dataset-size 12800" \
-              "bs128_seq512|--batch-size 128 --seq-len 512 --dataset-size 6400"; do
-    name="${spec%%|*}"
-    flags="${spec#*|}"
-    # shellcheck disable=SC2086
-    run_gb "gpubench_${name}_r2" bert-base $common $flags
-    # shellcheck disable=SC2086
-    run_pt "pytorch_${name}_r2" --model bert-base $common $flags --fused
-  done
   # shellcheck disable=SC2086
-  run_gb "gpubench_bs128_graph_r2" bert-base $common --batch-size 128 --seq-len 128 --dataset-size 12800 --cuda-graph
+  pair_bert 2 bs128_eager $BERT_BS128
+  pair_bert 2 bs128_seq512 --precision bf16 --warmup-steps 15 --batch-size 128 --seq-len 512 --dataset-size 6400
+  # shellcheck disable=SC2086
+  run_gb "gpubench_bs128_graph_r2" bert-base $BERT_BS128 --cuda-graph
   "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_bertperf2.json" | tee "$OUT/summary_bertperf2.md"
 }
 
