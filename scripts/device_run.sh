@@ -24,7 +24,10 @@
 #   bertperf - issue #15's targets: BERT-base eager at bs 32/128/256 seq 128 and bs 32 seq 512, and graph mode at bs 128,
 #            against transformers eager (fused AdamW), alternating, $REPS rounds
 #   bertperf2 - a second round of bs 128 (eager and graph) and seq 512 at bs 128
-#   unet   - the SD v1.5 UNet against diffusers (wheels in .whl/, carried: run with carry [".whl"]), bs 8 and 32
+#   unet   - the SD v1.5 UNet against diffusers, bs 8 and 32. The GPU machine has no diffusers: first, here,
+#            `python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
+#            --platform manylinux2014_x86_64 -d .whl diffusers importlib_metadata zipp requests idna urllib3 certifi
+#            charset_normalizer` (.whl/ is git-ignored), then run with carry [".whl"]
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
