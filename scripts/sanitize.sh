@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The torch-free layers (core, telemetry, report) and their tests built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, then a short libFuzzer run of each fuzz target (fuzz/): the scenario loader on YAML and
-# JSON, and record reading. Seeds come from configs/, tests/data/ and results/. Part of scripts/test.sh.
+# JSON, record reading, and Chrome-trace reading (`gpubench trace`). Seeds come from configs/, tests/data/, results/
+# and a small trace written here. Part of scripts/test.sh.
 # Needs clang with its runtime (Debian: clang, libclang-rt-14-dev), installed here when missing and apt-get can; where
 # no such compiler can be had the script says so and skips (exit 0): gcc's sanitizers lack libFuzzer.
 # Knobs: GPUBENCH_FUZZ_SECONDS (per target, default 60), GPUBENCH_SANITIZE_BUILD_DIR (default build-sanitize/),
@@ -56,7 +57,7 @@ log "torch-free tests under ASan+UBSan"
 corpus="$BUILD/fuzz-corpus"
 findings="$BUILD/fuzz-findings"
 rm -rf "$corpus"
-mkdir -p "$corpus/scenario" "$corpus/record" "$findings"
+mkdir -p "$corpus/scenario" "$corpus/record" "$corpus/trace" "$findings"
 n=0
 for f in "$ROOT"/configs/*.yaml "$ROOT"/configs/*.json "$ROOT"/configs/published/*.yaml "$ROOT"/tests/data/*.yaml; do
   [ -f "$f" ] || continue
@@ -67,8 +68,22 @@ done
 find "$ROOT/results" -name '*.json' -size -1024k -print0 2>/dev/null | head -z -n 200 | \
   xargs -0 -r -I{} cp {} "$corpus/record/" 2>/dev/null || true
 
+# Chrome traces: a small Kineto-shaped one (kernels, a copy, CPU operators, launch calls, step markers).
+cat > "$corpus/trace/seed1" <<'TRACE'
+{"traceEvents": [
+ {"ph": "X", "cat": "user_annotation", "name": "gpubench::profiled_step", "ts": 100.5, "dur": 900, "tid": 1},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "ts": 110, "dur": 50, "tid": 1},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "ts": 120, "dur": 5, "tid": 1},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 130, "dur": 4, "tid": 1},
+ {"ph": "X", "cat": "kernel", "name": "nvjet_sm90_tst_256x128", "ts": 140, "dur": 300, "tid": 7},
+ {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>", "ts": 450, "dur": 40, "tid": 7},
+ {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "ts": 500, "dur": 10, "tid": 8},
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "ts": 1100, "dur": 800, "tid": 1}
+]}
+TRACE
+
 status=0
-for target in scenario record; do
+for target in scenario record trace; do
   log "fuzzing ${target} reading for ${SECONDS_EACH} s ($(ls "$corpus/$target" | wc -l) seeds)"
   if ! (cd "$findings" && "$BUILD/fuzz/${target}_fuzzer" -seed=1 -max_total_time="$SECONDS_EACH" -timeout=10 \
         -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "$corpus/$target" 2> "$BUILD/fuzz-${target}.log"); then

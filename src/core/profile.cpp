@@ -320,7 +320,10 @@ std::vector<ProfileEvent> events_from_chrome_trace(const nlohmann::json& trace) 
       continue;
     }
     const double start_us = ts->get<double>(), dur_us = dur->get<double>();
-    if (!std::isfinite(start_us) || !std::isfinite(dur_us) || dur_us < 0 || std::fabs(start_us) > 9e15) continue;
+    // Bounded so that start + duration in ns fits an int64 (4e15 us is 127 years: no real trace comes near it).
+    if (!std::isfinite(start_us) || !std::isfinite(dur_us) || dur_us < 0 || dur_us > 4e15 || std::fabs(start_us) > 4e15) {
+      continue;
+    }
     p.start_ns = std::llround(start_us * 1000.0);
     p.end_ns = p.start_ns + std::llround(dur_us * 1000.0);
     const auto tid = e.find("tid");
