@@ -248,12 +248,14 @@ ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const P
     }
   }
 
-  double matrix_ns = 0;
+  double matrix_ns = 0, gemm_ns = 0, attention_ns = 0;
   for (const auto& [id, name] : kernel_categories()) {
     const auto it = cats.find(id);
     if (it == cats.end()) continue;
     ProfileCategory c = it->second;
     if (is_matrix_category(id)) matrix_ns += c.ms_per_step;
+    if (id == "gemm_conv") gemm_ns = c.ms_per_step;
+    if (id == "attention") attention_ns = c.ms_per_step;
     c.fraction = kernel_ns > 0 ? c.ms_per_step / kernel_ns : 0.0;
     c.ms_per_step /= 1e6 * steps;
     c.kernels_per_step /= steps;
@@ -277,6 +279,11 @@ ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const P
   if (in.model_flops_per_step > 0 && matrix_ns > 0) {
     p.matrix_tflops = in.model_flops_per_step * steps / (matrix_ns / 1e9) / 1e12;
     if (in.peak_tflops && *in.peak_tflops > 0) p.matrix_peak_fraction = *p.matrix_tflops / *in.peak_tflops;
+    const double attention = std::min(in.attention_flops_per_step, in.model_flops_per_step);
+    if (attention > 0 && attention_ns > 0 && gemm_ns > 0) {
+      p.attention_tflops = attention * steps / (attention_ns / 1e9) / 1e12;
+      p.gemm_tflops = (in.model_flops_per_step - attention) * steps / (gemm_ns / 1e9) / 1e12;
+    }
   }
   return p;
 }
@@ -348,11 +355,13 @@ bool ProfileKernel::operator==(const ProfileKernel& o) const {
 }
 bool ProfileRecord::operator==(const ProfileRecord& o) const {
   return std::tie(steps, when, source, trace_path, wall_ms_per_step, busy_ms_per_step, idle_ms_per_step, busy_fraction,
-                  timed_step_ms, busy_fraction_of_timed_step, kernels_per_step, gaps_per_step, launch_api_ms_per_step, categories, top_kernels, matrix_tflops,
-                  matrix_peak_fraction, peak_source) ==
+                  timed_step_ms, busy_fraction_of_timed_step, kernels_per_step, gaps_per_step, launch_api_ms_per_step,
+                  categories, top_kernels, matrix_tflops, gemm_tflops, attention_tflops, matrix_peak_fraction,
+                  peak_source) ==
          std::tie(o.steps, o.when, o.source, o.trace_path, o.wall_ms_per_step, o.busy_ms_per_step, o.idle_ms_per_step,
-                  o.busy_fraction, o.timed_step_ms, o.busy_fraction_of_timed_step, o.kernels_per_step, o.gaps_per_step, o.launch_api_ms_per_step, o.categories,
-                  o.top_kernels, o.matrix_tflops, o.matrix_peak_fraction, o.peak_source);
+                  o.busy_fraction, o.timed_step_ms, o.busy_fraction_of_timed_step, o.kernels_per_step, o.gaps_per_step,
+                  o.launch_api_ms_per_step, o.categories, o.top_kernels, o.matrix_tflops, o.gemm_tflops,
+                  o.attention_tflops, o.matrix_peak_fraction, o.peak_source);
 }
 
 }  // namespace gpubench

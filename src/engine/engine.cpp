@@ -185,6 +185,7 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     record.model.name = entry.info.name;
     record.model.parameters = engine::count_parameters(*workload->module());
     record.model.train_flops_per_sample = workload->train_flops_per_sample();
+    record.model.attention_flops_per_sample = workload->attention_train_flops_per_sample();
     record.model.sample_unit = entry.info.sample_unit;
     record.model.tokens_per_sample = workload->tokens_per_sample();
     record.model.scenario_keys = entry.info.option_keys();

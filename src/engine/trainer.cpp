@@ -503,6 +503,7 @@ class TrainingRun {
     ProfileInputs in;
     in.steps = steps;
     in.model_flops_per_step = record_.model.train_flops_per_sample * static_cast<double>(batch_size_);
+    in.attention_flops_per_step = record_.model.attention_flops_per_sample * static_cast<double>(batch_size_);
     in.peak_tflops = record_.summary.peak_tflops;
     in.peak_source = record_.summary.peak_source;
     if (record_.summary.step_time.count > 0) in.timed_step_ms = record_.summary.step_time.median_ms;

@@ -76,8 +76,11 @@ void add_profile(Document& d, const ProfileRecord& p) {
   head += fmt::format("), {:.0f} kernels per step", p.kernels_per_step);
   if (p.launch_api_ms_per_step > 0) head += fmt::format(", {:.2f} ms per step in launch calls", p.launch_api_ms_per_step);
   if (p.matrix_tflops) {
-    head += fmt::format("; GEMM/conv/attention kernels at {:.0f} TFLOP/s", *p.matrix_tflops);
+    head += fmt::format("; GEMM/conv/attention kernels at {:.3g} TFLOP/s", *p.matrix_tflops);
     if (p.matrix_peak_fraction) head += fmt::format(" ({:.0f}% of the dense peak)", *p.matrix_peak_fraction * 100.0);
+    if (p.gemm_tflops && p.attention_tflops) {
+      head += fmt::format(" (GEMM/conv {:.3g}, attention {:.3g})", *p.gemm_tflops, *p.attention_tflops);
+    }
   }
   d.paragraph(head);
   Table c;

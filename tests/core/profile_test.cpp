@@ -129,9 +129,25 @@ TEST(ProfileSummaryTest, BusyIdleCategoriesAndTopKernels) {
   EXPECT_NEAR(*p.matrix_tflops, 1000.0, 1e-6);
   EXPECT_NEAR(*p.matrix_peak_fraction, 0.5, 1e-9);
   EXPECT_FALSE(p.busy_fraction_of_timed_step.has_value());  // no timed step given
+  EXPECT_FALSE(p.attention_tflops.has_value());             // no attention kernels, no attention FLOPs given
   in.timed_step_ms = 8.0;  // the unprofiled step: faster than the profiled one (no CUPTI overhead)
   const ProfileRecord t = summarize_profile(two_steps(), in);
   EXPECT_NEAR(*t.busy_fraction_of_timed_step, 7.75 / 8.0, 1e-9);
+}
+
+TEST(ProfileSummaryTest, AttentionAndGemmRatesSplitTheModelFlops) {
+  // 8 TFLOP a step, 2 of them attention's; GEMM kernels 6 ms, attention kernels 4 ms, in one step.
+  ProfileInputs in;
+  in.steps = 1;
+  in.model_flops_per_step = 8e12;
+  in.attention_flops_per_step = 2e12;
+  const ProfileRecord p = summarize_profile({ev(Kind::kStep, "gpubench::profiled_step", 0, 10000),
+                                             ev(Kind::kKernel, "nvjet_tst_gemm", 0, 6000),
+                                             ev(Kind::kKernel, "pytorch_flash::flash_fwd_kernel", 6000, 10000)},
+                                            in);
+  EXPECT_NEAR(*p.matrix_tflops, 800.0, 1e-6);     // 8 TFLOP in 10 ms
+  EXPECT_NEAR(*p.gemm_tflops, 1000.0, 1e-6);      // 6 TFLOP in 6 ms
+  EXPECT_NEAR(*p.attention_tflops, 500.0, 1e-6);  // 2 TFLOP in 4 ms
 }
 
 TEST(ProfileSummaryTest, OverlappingStreamsCountOnceAsBusy) {

@@ -31,7 +31,7 @@ RunRecord sample_record() {
   r.environment.device = "cuda:0";
   r.environment.device_name = "NVIDIA H200";
   r.environment.device_memory_bytes = 150'000'000'000;
-  r.model = ModelRecord{"resnet50", 25557032, 24.5e9, "images"};
+  r.model = ModelRecord{"resnet50", 25557032, 24.5e9, 0, "images"};
   EpochRecord e;
   e.steps = 390;
   e.samples = 390 * 256;
@@ -190,7 +190,7 @@ RunRecord every_field_set() {
   e = EnvironmentRecord{"h", "os", "cpu", 16, "cuda:1", "cuda", "NVIDIA H200", 1 << 30, "9.0", 132, "0:19:00.0",
                         "13.0", "13.0", "9.19.0", "2.11.0", "0.3", "abc", "Release", "gcc", "cmd", "2026-11-30T00:00:00Z",
                         "2.27.7", 1 << 20, "performance", "docker", {{"NCCL_DEBUG", "INFO"}}};
-  r.model = ModelRecord{"bert-base", 3, 4.5, "sequences", 128,
+  r.model = ModelRecord{"bert-base", 3, 4.5, 1.5, "sequences", 128,
                         {"image_size", "num_classes", "seq_len", "num_labels", "latent_size", "attention", "layers",
                          "width", "heads", "dropout", "gradient_checkpointing"}};
   EpochTelemetry t;
@@ -259,6 +259,8 @@ RunRecord every_field_set() {
                             {ProfileCategory{"gemm_conv", 30.0, 0.75, 400}},
                             {ProfileKernel{"nvjet_tst", "gemm_conv", 24, 20.0, 833.3, 0.5}},
                             412.5,
+                            380.0,
+                            610.0,
                             0.52,
                             "measured"};
   r.repeat_index = 2;

@@ -19,7 +19,7 @@ RunRecord run(int64_t batch, double rate, const std::string& start, const std::s
   r.scenario.precision = "bf16";
   r.scenario.seed = static_cast<uint64_t>(salt);  // makes otherwise equal records different
   r.precision.resolved = "bf16";
-  r.model = ModelRecord{"resnet50", 25557032, 24.5e9, "images"};
+  r.model = ModelRecord{"resnet50", 25557032, 24.5e9, 0, "images"};
   r.environment.device_name = "NVIDIA H200";
   r.environment.start_time_utc = start;
   r.telemetry.driver_version = driver;

@@ -35,6 +35,8 @@ TEST(BertTest, FullSizeHasTransformersParameterCountAndParts) {
 
 TEST(BertTest, TrainingFlopsMatchTheReferenceFormula) {
   EXPECT_DOUBLE_EQ(models::bert_train_flops_per_sequence({}, 128), 67'041'755'136.0);  // (6N + 12 L s d) x 128
+  // Its attention term, 12 L s d per token (MODELS.md): QK^T and AV, the part attention kernels run.
+  EXPECT_DOUBLE_EQ(models::bert_attention_train_flops_per_sequence({}, 128), 12.0 * 12 * 128 * 768 * 128);
 }
 
 TEST(BertTest, LogitsHaveOneColumnPerLabelAndPaddingIsMasked) {

@@ -19,7 +19,7 @@ TEST(ViewsTest, BytesUseBinaryUnits) {
 
 TEST(ViewsTest, RunSummaryShowsThroughputStatusAndPartialEpochs) {
   RunRecord r;
-  r.model = ModelRecord{"resnet50", 25557032, 24.5e9, "images"};
+  r.model = ModelRecord{"resnet50", 25557032, 24.5e9, 0, "images"};
   r.scenario.batch_size = 16;
   r.environment.device = "cpu";
   EpochRecord e;

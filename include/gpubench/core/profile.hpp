@@ -79,6 +79,9 @@ struct ProfileRecord {
   std::vector<ProfileCategory> categories;  ///< every category with time, in kernel_categories() order
   std::vector<ProfileKernel> top_kernels;   ///< the kernels with most time, most first
   std::optional<double> matrix_tflops;      ///< model FLOPs per step / time in GEMM, convolution and attention kernels
+  /// The same split: attention's matmul FLOPs / attention kernel time, and the rest / GEMM and convolution kernel time
+  /// (where the model says how many of its FLOPs are attention's and both kinds of kernel ran).
+  std::optional<double> gemm_tflops, attention_tflops;
   std::optional<double> matrix_peak_fraction;  ///< matrix_tflops / the precision's dense peak
   std::string peak_source;            ///< where that peak comes from (the run's peak_source)
   bool operator==(const ProfileRecord& o) const;
@@ -87,6 +90,7 @@ struct ProfileRecord {
 struct ProfileInputs {
   int64_t steps = 0;
   double model_flops_per_step = 0;    ///< the MFU count (model.train_flops_per_sample x samples per step); 0 = unknown
+  double attention_flops_per_step = 0;  ///< the part of it in attention's matmuls; 0 = unknown or none
   std::optional<double> peak_tflops;  ///< dense peak for the run's precision
   std::optional<double> timed_step_ms;  ///< the timed epochs' median step (ms), when known
   std::string peak_source;
@@ -121,6 +125,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileRecord, steps, when, sour
                                                 busy_ms_per_step, idle_ms_per_step, busy_fraction, timed_step_ms,
                                                 busy_fraction_of_timed_step, kernels_per_step,
                                                 gaps_per_step, launch_api_ms_per_step, categories, top_kernels,
-                                                matrix_tflops, matrix_peak_fraction, peak_source)
+                                                matrix_tflops, gemm_tflops, attention_tflops, matrix_peak_fraction,
+                                                peak_source)
 
 }  // namespace gpubench

@@ -123,4 +123,9 @@ double bert_train_flops_per_sequence(const BertOptions& o, int64_t seq_len) {
   return 3.0 * static_cast<double>(o.layers) * forward_per_layer;
 }
 
+double bert_attention_train_flops_per_sequence(const BertOptions& o, int64_t seq_len) {
+  const double d = static_cast<double>(o.hidden), s = static_cast<double>(seq_len);
+  return 3.0 * static_cast<double>(o.layers) * 4 * s * s * d;
+}
+
 }  // namespace gpubench::models

@@ -93,5 +93,7 @@ TORCH_MODULE(BertForSequenceClassification);
 /// Analytic training FLOPs per sequence: 3 x forward matmul FLOPs of the encoder layers (pooler and head excluded),
 /// = (6 N + 12 L s d) per token with N the layers' matmul weights (MODELS.md).
 double bert_train_flops_per_sequence(const BertOptions& o, int64_t seq_len);
+/// The attention matmuls' share of it: 3 x layers x 4 s^2 d (QK^T and AV, forward, counted as the rest is).
+double bert_attention_train_flops_per_sequence(const BertOptions& o, int64_t seq_len);
 
 }  // namespace gpubench::models

@@ -77,6 +77,9 @@ class SequenceClassification final : public Workload {
   }
 
   double train_flops_per_sample() const override { return models::bert_train_flops_per_sequence(options_, seq_len_); }
+  double attention_train_flops_per_sample() const override {
+    return models::bert_attention_train_flops_per_sequence(options_, seq_len_);
+  }
   bool prefers_channels_last() const override { return false; }
   int64_t tokens_per_sample() const override { return seq_len_; }
 
@@ -122,6 +125,9 @@ class LatentDiffusion final : public Workload {
 
   double train_flops_per_sample() const override {
     return 3.0 * 2.0 * models::unet_forward_macs(options_, latent_).total();
+  }
+  double attention_train_flops_per_sample() const override {
+    return 3.0 * 2.0 * models::unet_forward_macs(options_, latent_).attention;
   }
   bool prefers_channels_last() const override { return false; }  // diffusers' training scripts keep NCHW
 

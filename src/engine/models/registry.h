@@ -30,6 +30,8 @@ class Workload {
   virtual torch::Tensor loss(const Batch& batch) = 0;
   /// Analytic training FLOPs per sample (3 x forward: forward, input-gradient and weight-gradient passes).
   virtual double train_flops_per_sample() const = 0;
+  /// The part of train_flops_per_sample in attention's score and context matmuls (QK^T, AV); 0 for models without.
+  virtual double attention_train_flops_per_sample() const { return 0; }
   /// Whether `memory_format: auto` picks channels_last on GPUs (4-D activations that profit from it).
   virtual bool prefers_channels_last() const = 0;
   /// Tokens per sample for sequence models (tokens/s); 0 otherwise.
