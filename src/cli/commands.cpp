@@ -96,16 +96,10 @@ std::string repeat_path(const std::string& path, int index, int count) {
   return p.string();
 }
 
-std::string trace_path_for(const std::string& record_path) {
-  std::filesystem::path p(record_path);
-  const std::string stem = p.extension() == ".json" ? p.stem().string() : p.filename().string();
-  return (p.parent_path() / (stem + ".trace.json")).string();
-}
-
 void place_profile_trace(RunRecord& record, const std::string& record_path) {
   if (!record.profile || record.profile->trace_path.empty()) return;
   namespace fs = std::filesystem;
-  const std::string from = record.profile->trace_path, to = trace_path_for(record_path);
+  const std::string from = record.profile->trace_path, to = profile_trace_path(record_path);
   if (from == to) return;
   std::error_code ec;
   if (!fs::path(to).parent_path().empty()) fs::create_directories(fs::path(to).parent_path(), ec);
@@ -115,7 +109,7 @@ void place_profile_trace(RunRecord& record, const std::string& record_path) {
     fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
     if (!ec) fs::remove(from, ec);
   }
-  if (ec && !fs::exists(to)) {
+  if (ec) {  // the record keeps pointing at the trace where it is (never at a stale one at `to`)
     record.notes.push_back("the profile's trace stays at " + from + " (could not move it to " + to + ": " +
                            ec.message() + ")");
     return;

@@ -20,8 +20,6 @@ std::string local_timestamp();
 /// ("cuda:0" -> "cuda-0", "batch_size=64,precision=bf16" -> "batch_size=64-precision=bf16").
 std::string file_name_part(std::string text);
 
-/// "runs/x.json" -> "runs/x.trace.json": where a record's profile trace goes.
-std::string trace_path_for(const std::string& record_path);
 /// Moves a `--profile` trace from where the engine wrote it to beside the record, and points the record at it.
 void place_profile_trace(RunRecord& record, const std::string& record_path);
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
 #include "cli/commands.h"
@@ -112,9 +111,8 @@ int trace_command(const TraceArgs& a) {
   std::vector<std::pair<std::string, ProfileRecord>> traces;
   for (const auto& path : a.paths) {
     try {
-      std::ifstream in(path, std::ios::binary);
-      if (!in) throw std::runtime_error("cannot open it");
-      const std::vector<ProfileEvent> events = events_from_chrome_trace(nlohmann::json::parse(in));
+      const std::vector<ProfileEvent> events =
+          events_from_chrome_trace(nlohmann::json::parse(read_text_file(path, kMaxTraceBytes, "Chrome trace")));
       ProfileInputs inputs;
       inputs.steps = std::max<int64_t>(1, count_steps(events));
       inputs.top_kernels = SIZE_MAX;  // all of them: a comparison matches kernels by name

@@ -95,6 +95,15 @@ void cpu_operator_work(const std::vector<ProfileEvent>& events, std::vector<Work
 
 }  // namespace
 
+bool is_step_marker(const std::string& name) {
+  return name == kProfileStepMarker || name.rfind("ProfilerStep#", 0) == 0;
+}
+
+bool is_launch_call(const std::string& name) {
+  return name.find("LaunchKernel") != std::string::npos || name.find("cuLaunch") != std::string::npos ||
+         name.find("GraphLaunch") != std::string::npos;
+}
+
 const std::vector<std::pair<std::string, std::string>>& kernel_categories() {
   static const std::vector<std::pair<std::string, std::string>> c{
       {"gemm_conv", "GEMM/conv"},         {"attention", "attention"},  {"normalization", "normalisation"},
@@ -316,12 +325,9 @@ std::vector<ProfileEvent> events_from_chrome_trace(const nlohmann::json& trace) 
       p.kind = ProfileEvent::Kind::kMemset;
     } else if (c == "cpu_op") {
       p.kind = ProfileEvent::Kind::kCpuOp;
-    } else if (c == "user_annotation" &&
-               (p.name == "gpubench::profiled_step" || p.name.rfind("ProfilerStep#", 0) == 0)) {
+    } else if (c == "user_annotation" && is_step_marker(p.name)) {
       p.kind = ProfileEvent::Kind::kStep;
-    } else if ((c == "cuda_runtime" || c == "cuda_driver") &&
-               (p.name.find("LaunchKernel") != std::string::npos || p.name.find("cuLaunch") != std::string::npos ||
-                p.name.find("GraphLaunch") != std::string::npos)) {
+    } else if ((c == "cuda_runtime" || c == "cuda_driver") && is_launch_call(p.name)) {
       p.kind = ProfileEvent::Kind::kLaunchApi;
     } else {
       continue;

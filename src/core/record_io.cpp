@@ -247,10 +247,17 @@ std::optional<RunRecord> recover_from_stream(const std::string& stream_path) {
   return r;
 }
 
-std::string epochs_stream_path(const std::string& record_path) {
+namespace {
+/// A companion file of a record: the record's path without ".json", plus `suffix`.
+std::string beside_record(const std::string& record_path, const char* suffix) {
   fs::path p(record_path);
   if (p.extension() == ".json") p.replace_extension();
-  return p.string() + ".epochs.jsonl";
+  return p.string() + suffix;
 }
+}  // namespace
+
+std::string epochs_stream_path(const std::string& record_path) { return beside_record(record_path, ".epochs.jsonl"); }
+
+std::string profile_trace_path(const std::string& record_path) { return beside_record(record_path, ".trace.json"); }
 
 }  // namespace gpubench

@@ -15,8 +15,6 @@ namespace {
 namespace kp = torch::autograd::profiler;
 namespace pi = torch::profiler::impl;
 
-constexpr const char* kStepMarker = "gpubench::profiled_step";
-
 // libkineto::ActivityType values (kineto/ActivityType.h, as KinetoEvent::activityType() returns them).
 enum KinetoActivity : uint8_t {
   kCpuOp = 0,
@@ -27,11 +25,6 @@ enum KinetoActivity : uint8_t {
   kCudaRuntime = 7,
   kCudaDriver = 8,
 };
-
-bool is_launch_call(const std::string& name) {
-  return name.find("LaunchKernel") != std::string::npos || name.find("cuLaunch") != std::string::npos ||
-         name.find("GraphLaunch") != std::string::npos;
-}
 
 std::vector<ProfileEvent> convert(const kp::ProfilerResult& result) {
   std::vector<ProfileEvent> out;
@@ -59,7 +52,7 @@ std::vector<ProfileEvent> convert(const kp::ProfilerResult& result) {
         p.lane = static_cast<int64_t>(e.startThreadId());
         break;
       case kUserAnnotation:
-        if (p.name != kStepMarker) continue;
+        if (p.name != kProfileStepMarker) continue;
         p.kind = ProfileEvent::Kind::kStep;
         break;
       case kCudaRuntime:
@@ -95,7 +88,7 @@ ProfileCapture profile_steps(const ResolvedDevice& device, int64_t steps, const 
       step();  // unrecorded: CUPTI's start-up and the first launches under the profiler land here
       synchronize(device);
       for (int64_t i = 0; i < steps; ++i) {
-        RECORD_USER_SCOPE(kStepMarker);
+        RECORD_USER_SCOPE(kProfileStepMarker);
         step();
       }
       synchronize(device);

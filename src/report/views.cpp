@@ -480,13 +480,10 @@ void add_bottlenecks(Document& d, const ReportInput& in) {
               Cell::num(c.ms_per_step));
       }
     }
-    t.put(row, evidence, Cell::str(r.summary.bottleneck_evidence));
   }
+  // The evidence last (it is the widest column): a second pass, once every category has its column.
+  for (size_t i = 0; i < in.runs.size(); ++i) t.put(t.rows[i], evidence, Cell::str(in.runs[i].record.summary.bottleneck_evidence));
   for (auto& row : t.rows) row.resize(t.columns.size());
-  // The evidence last: it is the widest column.
-  const size_t e = t.column_for(evidence);
-  for (auto& row : t.rows) std::rotate(row.begin() + static_cast<long>(e), row.begin() + static_cast<long>(e) + 1, row.end());
-  std::rotate(t.columns.begin() + static_cast<long>(e), t.columns.begin() + static_cast<long>(e) + 1, t.columns.end());
   t.notes.push_back("category columns: kernel time per step (ms) in the profiled steps; the chart below draws them");
   d.table(std::move(t));
 }

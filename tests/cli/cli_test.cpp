@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,6 +93,16 @@ TEST_F(CliTest, TraceSummarisesOneTraceAndComparesTwo) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("bad.json"), std::string::npos) << bad.err;
   EXPECT_EQ(gpubench("trace " + (dir_ / "missing.json").string()).exit_code, 2);
+  // Special files are refused before anything is read: a directory, a FIFO nobody writes to, a device.
+  const Result folder = gpubench("trace " + dir_.string());
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_NE(folder.err.find("is a directory"), std::string::npos) << folder.err;
+  const std::string fifo = (dir_ / "fifo.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Result pipe = gpubench("trace " + fifo);
+  EXPECT_EQ(pipe.exit_code, 2);
+  EXPECT_NE(pipe.err.find("not a regular file"), std::string::npos) << pipe.err;
+  EXPECT_EQ(gpubench("trace /dev/zero").exit_code, 2);
 }
 
 TEST_F(CliTest, ScalingProjectionFromTheCommittedH200RecordsMatchesTheMeasuredTwoGpuEfficiency) {

@@ -31,6 +31,13 @@ struct ProfileEvent {
   int64_t lane = 0;  ///< stream (device events) or thread (CPU operators)
 };
 
+/// The marker around each profiled step (gpubench's own; traces may also mark steps "ProfilerStep#N").
+inline constexpr const char* kProfileStepMarker = "gpubench::profiled_step";
+/// Whether a step marker's name is one: gpubench's, or torch.profiler's "ProfilerStep#N".
+bool is_step_marker(const std::string& name);
+/// Whether a CUDA runtime or driver call launches work (cudaLaunchKernel, cuLaunchKernel*, cudaGraphLaunch, ...).
+bool is_launch_call(const std::string& name);
+
 /// Kernel categories, in display order. Identifiers are stable (they are record keys).
 const std::vector<std::pair<std::string, std::string>>& kernel_categories();  ///< {id, display name}
 /// The category of a kernel or operator name: gemm_conv, attention, normalization, elementwise, reduction, optimizer,

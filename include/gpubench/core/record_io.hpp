@@ -65,5 +65,10 @@ std::optional<RunRecord> recover_from_stream(const std::string& stream_path);
 
 /// The JSON Lines companion of a record path: "runs/x.json" -> "runs/x.epochs.jsonl".
 std::string epochs_stream_path(const std::string& record_path);
+/// Where a record's `--profile` Chrome trace goes: "runs/x.json" -> "runs/x.trace.json".
+std::string profile_trace_path(const std::string& record_path);
+
+/// The largest Chrome trace `gpubench trace` reads (a few profiled steps of a large model are tens of MiB).
+inline constexpr size_t kMaxTraceBytes = size_t{1} << 30;
 
 }  // namespace gpubench
