@@ -4,7 +4,7 @@
 #   2. LibTorch = the C++ side of pip torch 2.11.0: a python3 that already has it, or a project venv (.venv);
 #   3. CMake configure (once) and an incremental build.
 # Source it (it sets GPUBENCH_BUILD_DIR and GPUBENCH_PYTHON) or run it. Output goes to stderr.
-# Knobs: GPUBENCH_BUILD_DIR (default build/), GPUBENCH_NO_APT=1 (never call apt-get), GPUBENCH_PYTHON (a python3
+# Knobs: GPUBENCH_BUILD_DIR (default build/), GPUBENCH_CMAKE_ARGS (extra configure arguments), GPUBENCH_NO_APT=1 (never call apt-get), GPUBENCH_PYTHON (a python3
 # with torch 2.11), GPUBENCH_WITH_TESTS=ON|OFF (default ON), CMAKE_BUILD_TYPE (default Release).
 set -euo pipefail
 
@@ -20,7 +20,7 @@ _die() { echo "[bootstrap] error: $*" >&2; exit 1; }
 _apt_packages=(g++ cmake ninja-build git python3 python3-venv python3-pip
                libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev
                librocm-smi-dev libgloo-dev python3-matplotlib python3-pandas
-               python3-jsonschema libsqlite3-dev openmpi-bin slurm-wlm)
+               python3-jsonschema libsqlite3-dev openmpi-bin slurm-wlm libjpeg62-turbo-dev)
 
 _install_debian_packages() {
   command -v dpkg-query >/dev/null 2>&1 || { _log "not a Debian system: skipping package checks"; return 0; }
@@ -71,7 +71,7 @@ _configure_and_build() {
     _log "configuring $GPUBENCH_BUILD_DIR (LibTorch from $prefix)"
     cmake -S "$GPUBENCH_ROOT" -B "$GPUBENCH_BUILD_DIR" "${generator[@]}" \
         -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" -DCMAKE_PREFIX_PATH="$prefix" \
-        -DGPUBENCH_PYTHON="$py" -DGPUBENCH_BUILD_TESTS="${GPUBENCH_WITH_TESTS:-ON}" >&2
+        -DGPUBENCH_PYTHON="$py" -DGPUBENCH_BUILD_TESTS="${GPUBENCH_WITH_TESTS:-ON}" ${GPUBENCH_CMAKE_ARGS:-} >&2
   fi
   _log "building (incremental)"
   cmake --build "$GPUBENCH_BUILD_DIR" -j "$(nproc)" >&2

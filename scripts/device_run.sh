@@ -28,6 +28,10 @@
 #            `python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
 #            --platform manylinux2014_x86_64 -d .whl diffusers importlib_metadata zipp requests idna urllib3 certifi
 #            charset_normalizer` (.whl/ is git-ignored), then run with carry [".whl"]
+#   data   - issue #16: `gpubench dataset make` (25,600 images), then the JPEG pipeline against PyTorch's standard
+#            recipe on that folder: one core each, the loader alone (15 workers), ResNet-50 bf16/fp16 bs 256 trained
+#            end to end with GPU and CPU decoding and on synthetic data; scripts/compare_input.py's table. Carry
+#            [".deps"] (libjpeg headers, see phase_build)
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -49,6 +53,13 @@ phase_build() {
   log "build"
   nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
   nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv >> "$OUT/session.log" 2>&1
+  # libjpeg-turbo's headers: the GPU machine may lack them (no apt there); Debian's libjpeg62-turbo(-dev), unpacked
+  # into .deps/jpeg on the dev machine (`apt-get download libjpeg62-turbo libjpeg62-turbo-dev`, `dpkg -x`), travel
+  # with carry [".deps"] and are linked statically.
+  if [ ! -f /usr/include/jpeglib.h ] && [ -f .deps/jpeg/include/jpeglib.h ]; then
+    export GPUBENCH_CMAKE_ARGS="-DJPEG_INCLUDE_DIR=$PWD/.deps/jpeg/include -DJPEG_LIBRARY=$PWD/.deps/jpeg/lib/libjpeg.a"
+    log "libjpeg from .deps/jpeg (static)"
+  fi
   scripts/bootstrap.sh > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; log "BUILD FAILED"; return 1; }
   tail -3 "$OUT/build.log"
 }
@@ -363,6 +374,36 @@ phase_unet() {  # the SD v1.5 UNet against diffusers' UNet2DConditionModel (whee
     PYTHONPATH=/tmp/site run_pt "pytorch_${name}_r1" --model sd-unet --precision bf16 $flags --fused
   done
   "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_unet.json" | tee "$OUT/summary_unet.md"
+}
+
+# Issue #16: the JPEG pipeline against PyTorch's standard recipe (ImageFolder + PIL + DataLoader) on one generated
+# folder (page cache warm), alternating; the loader alone; one core of each; then training end to end.
+phase_data() {
+  local ds=/tmp/gpubench-imagenet-like n="${DATA_IMAGES:-25600}" w="${DATA_WORKERS:-15}"
+  log "data: generating $n images"
+  rm -rf "$ds"
+  "$GB" dataset make --images "$n" --classes 100 --out "$ds" --seed 0 2>&1 | tee "$OUT/summary_data_dataset.txt"
+  cat "$ds"/*/* > /dev/null  # warm the page cache, as the anchors were measured
+  local folder=(--data folder --data-path "$ds")
+  gbrun() { local name="$1"; shift; "$GB" run resnet50 --epochs 1 --output "$OUT/records/$name.json" "$@" > "$OUT/$name.log" 2>&1; log "$name rc $? $(grep -E '^total|bottleneck' "$OUT/$name.log" | tr '\n' ' ')"; }
+  ptrun() { local name="$1"; shift; "$PY" scripts/pytorch_input_reference.py "$ds" "$@" > "$OUT/records/$name.json" 2> "$OUT/$name.log"; log "$name rc $? $(cat "$OUT/records/$name.json")"; }
+  # One core each.
+  ptrun pytorch_percore --mode per-core --images 2000
+  gbrun gpubench_percore_cpu "${folder[@]}" --data-only --decode cpu --data-workers 1 --batch-size 64 --dataset-size 4096 --warmup-steps 2
+  # The loader alone, 15 workers.
+  ptrun pytorch_loader --mode loader --workers "$w"
+  gbrun gpubench_loader_cpu "${folder[@]}" --data-only --decode cpu --data-workers "$w" --batch-size 256 --warmup-steps 5
+  gbrun gpubench_loader_gpu "${folder[@]}" --data-only --decode gpu --data-workers "$w" --batch-size 256 --warmup-steps 5
+  # Training end to end (bf16 and fp16, bs 256, channels_last), alternating.
+  for r in $(seq 1 "${REPS:-1}"); do
+    gbrun "gpubench_synthetic_bf16_r$r" --precision bf16 --batch-size 256 --warmup-steps 15 --dataset-size "$n"
+    gbrun "gpubench_gpu_bf16_r$r" "${folder[@]}" --precision bf16 --batch-size 256 --warmup-steps 15 --decode gpu --data-workers "$w"
+    ptrun "pytorch_train_bf16_r$r" --mode train --precision bf16 --workers "$w"
+    gbrun "gpubench_cpu_bf16_r$r" "${folder[@]}" --precision bf16 --batch-size 256 --warmup-steps 15 --decode cpu --data-workers "$w"
+    gbrun "gpubench_synthetic_fp16_r$r" --precision fp16 --batch-size 256 --warmup-steps 15 --dataset-size "$n"
+    gbrun "gpubench_gpu_fp16_r$r" "${folder[@]}" --precision fp16 --batch-size 256 --warmup-steps 15 --decode gpu --data-workers "$w"
+  done
+  "$PY" scripts/compare_input.py "$OUT/records" | tee "$OUT/summary_data.md"
 }
 
 phase_pairs() {

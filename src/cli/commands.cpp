@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <unistd.h>
 #include <fmt/format.h>
 
 #include "cli/launcher.h"
@@ -27,6 +28,9 @@
 #include "gpubench/engine/engine.hpp"
 #include "gpubench/runner/runner.hpp"
 #include "gpubench/core/compare.hpp"
+#include "gpubench/data/image_folder.hpp"
+#include "gpubench/data/loader.hpp"
+#include "gpubench/data/synthetic_images.hpp"
 #include "gpubench/report/views.hpp"
 #include "gpubench/telemetry/readers.hpp"
 
@@ -233,7 +237,64 @@ void check_outputs(const Scenario& s, int repeats) {
   if (!s.telemetry_trace.empty()) check(s.telemetry_trace, "telemetry_trace");
 }
 
+/// `data: folder`: the folder is an ImageFolder with readable JPEGs and at least one batch per rank, before any
+/// training (exit 2 otherwise). The engine checks again with the resolved batch size.
+void check_data(const Scenario& s, int world) {
+  if (s.data != "folder") return;
+  const auto origin = [&s](const std::string& key) {
+    return s.origins.count(key) ? s.origins.at(key) : Origin{"default " + key, 0, 0};
+  };
+  try {
+    const data::ImageFolder folder = data::scan_image_folder(s.data_path);
+    data::probe_folder(folder);
+    const auto images = static_cast<int64_t>(folder.samples.size());
+    const int64_t per_epoch = s.is_set("dataset_size") ? std::min(s.dataset_size, images) : images;
+    if (s.is_set("dataset_size") && s.dataset_size > images) {
+      throw data::DatasetError("dataset_size " + std::to_string(s.dataset_size) + " exceeds the " +
+                               std::to_string(images) + " images in '" + s.data_path + "'");
+    }
+    if (s.batch_size && per_epoch / std::max(1, world) < *s.batch_size * s.grad_accumulation) {
+      throw data::DatasetError("'" + s.data_path + "' has " + std::to_string(per_epoch) +
+                               " images per epoch, fewer than one batch of " +
+                               std::to_string(*s.batch_size * s.grad_accumulation) +
+                               (world > 1 ? " on each of " + std::to_string(world) + " ranks" : std::string()));
+    }
+  } catch (const data::DatasetError& e) {
+    throw ScenarioError(origin("data_path"), "data_path", e.what());
+  }
+}
+
 }  // namespace
+
+int dataset_make_command(const DatasetMakeArgs& args) {
+  data::SynthOptions o;
+  o.images = args.images;
+  o.classes = args.classes;
+  o.seed = args.seed;
+  o.quality = args.quality;
+  o.threads = args.threads;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  data::SynthStats st;
+  try {
+    st = data::make_synthetic_dataset(args.out, o, [tty](int64_t done, int64_t total) {
+      if (tty) std::fprintf(stderr, "\r\033[Kwriting images: %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
+    });
+  } catch (const std::exception& e) {
+    if (tty) std::fputs("\r\033[K", stderr);
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  if (tty) std::fputs("\r\033[K", stderr);
+  std::printf("wrote %lld images in %lld classes to %s in %.1f s\n", static_cast<long long>(st.images),
+              static_cast<long long>(st.classes), args.out.c_str(), st.seconds);
+  std::printf("file size: mean %.1f KB, median %.1f KB, min %.1f KB, max %.1f KB, total %.1f MB\n",
+              static_cast<double>(st.bytes_total) / static_cast<double>(st.images) / 1e3,
+              static_cast<double>(st.bytes_median) / 1e3, static_cast<double>(st.bytes_min) / 1e3,
+              static_cast<double>(st.bytes_max) / 1e3, static_cast<double>(st.bytes_total) / 1e6);
+  std::printf("mean size %.0f x %.0f px, %.2f bits per pixel (quality %d, 4:2:0); statistics in %s/dataset.json\n",
+              st.mean_width, st.mean_height, st.bits_per_pixel, args.quality, args.out.c_str());
+  return kExitOk;
+}
 
 int run_command(const RunArgs& args) {
   Scenario scenario;
@@ -247,6 +308,7 @@ int run_command(const RunArgs& args) {
     if (args.cooldown != "0") cooldown_s = parse_duration_s(args.cooldown, "command line --cooldown");
     if (rank_info_from_process_env().rank == 0) {
       check_outputs(scenario, args.repeats);  // rank 0 writes them
+      check_data(scenario, std::max(args.nproc_per_node, rank_info_from_process_env().world_size));
       if (!args.db.empty()) ResultsStore probe(args.db);  // the store opens (or is created) before anything trains
     }
   } catch (const ScenarioError& e) {

@@ -44,6 +44,17 @@ struct RunArgs {
 };
 
 int run_command(const RunArgs& args);
+
+/// `gpubench dataset make`: an ImageNet-like JPEG ImageFolder (data/synthetic_images.hpp).
+struct DatasetMakeArgs {
+  int64_t images = 25600;
+  int64_t classes = 100;
+  uint64_t seed = 0;
+  int quality = 90;
+  int threads = 0;
+  std::string out;
+};
+int dataset_make_command(const DatasetMakeArgs& args);
 int list_command();
 struct InfoArgs {
   bool measure_peak = false;

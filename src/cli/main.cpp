@@ -240,6 +240,23 @@ int main(int argc, char** argv) {
                 "times are per step.\nCategories and patterns: docs/performance.md. Compare gpubench with PyTorch on the "
                 "same GPU:\n  gpubench trace runs/bert.trace.json pytorch.trace.json");
 
+  gpubench::cli::DatasetMakeArgs dataset_args;
+  auto* dataset = app.add_subcommand("dataset", "Data sets for `data: folder` runs: `gpubench dataset make`");
+  dataset->require_subcommand(1);
+  auto* dataset_make = dataset->add_subcommand(
+      "make", "Write an ImageNet-like JPEG ImageFolder (natural-image-like content, ImageNet's sizes, quality 90)");
+  dataset_make->add_option("--out", dataset_args.out, "Folder to create (must not exist, or be empty)")->required();
+  dataset_make->add_option("--images", dataset_args.images, "Images to write (default 25600)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  dataset_make->add_option("--classes", dataset_args.classes, "Class folders, images spread evenly (default 100)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  dataset_make->add_option("--seed", dataset_args.seed, "Seed: the same seed writes the same files (default 0)");
+  dataset_make->add_option("--quality", dataset_args.quality, "JPEG quality (default 90)")->check(CLI::Range(1, 100));
+  dataset_make->add_option("--threads", dataset_args.threads, "Encoding threads (default: all cores)")
+      ->check(CLI::Range(0, 4096));
+  dataset_make->footer("Then: gpubench run resnet50 --data folder --data-path DIR [--decode cpu|gpu] [--data-only]\n"
+                       "Statistics (sizes, bits per pixel) are printed and written to DIR/dataset.json.");
+
   auto* metrics = app.add_subcommand("metrics", "List the metric tags records carry (for compare --metric and export)");
 
   try {
@@ -262,6 +279,7 @@ int main(int argc, char** argv) {
     if (report->parsed()) return gpubench::cli::report_command(report_args);
     if (exporter->parsed()) return gpubench::cli::export_command(export_args);
     if (metrics->parsed()) return gpubench::cli::metrics_command();
+    if (dataset_make->parsed()) return gpubench::cli::dataset_make_command(dataset_args);
     if (trace->parsed()) return gpubench::cli::trace_command(trace_args);
     if (db_add->parsed()) return gpubench::cli::db_add_command(db_file, db_paths);
     if (history->parsed()) return gpubench::cli::history_command(history_args);

@@ -86,6 +86,7 @@ void to_json(nlohmann::json& j, const RunRecord& r) {
        {"telemetry", r.telemetry},
        {"distributed", r.distributed},
        {"profile", r.profile},
+       {"data", r.data},
        {"repeat_index", r.repeat_index},
        {"repeat_count", r.repeat_count}};
   // Every metric, tagged: the standard ones derived from the fields, then the extras (metrics.hpp).
@@ -126,6 +127,7 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.telemetry = j.value("telemetry", TelemetryInfo{});
   r.distributed = j.value("distributed", std::optional<DistributedRecord>{});
   r.profile = j.value("profile", std::optional<ProfileRecord>{});
+  r.data = j.value("data", std::optional<DataRecord>{});
   r.repeat_index = j.value("repeat_index", int64_t{1});
   r.repeat_count = j.value("repeat_count", int64_t{1});
   drop_other_models_keys(r);
@@ -192,13 +194,20 @@ bool RunSummary::operator==(const RunSummary& o) const {
                   o.warmup_seconds, o.stopped_by, o.bounded_by, o.bottleneck_evidence, o.energy_j, o.joules_per_sample, o.power_avg_w, o.power_devices,
                   o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c, o.metrics);
 }
+bool DataRecord::operator==(const DataRecord& o) const {
+  return std::tie(source, path, images, classes, other_files, decode, decoder, decode_fallback, workers, prefetch,
+                  augmentation, data_only, files_skipped, skipped_examples) ==
+         std::tie(o.source, o.path, o.images, o.classes, o.other_files, o.decode, o.decoder, o.decode_fallback,
+                  o.workers, o.prefetch, o.augmentation, o.data_only, o.files_skipped, o.skipped_examples);
+}
+
 /// Origins of scenario values are provenance (file:line, flags) and a record keeps only their description, so they
 /// are left out; everything else counts.
 bool RunRecord::operator==(const RunRecord& o) const {
   return std::tie(schema_version, status, reason, scenario, precision, execution, environment, model, epochs, summary,
-                  notes, telemetry, distributed, profile, repeat_index, repeat_count) ==
+                  notes, telemetry, distributed, profile, data, repeat_index, repeat_count) ==
          std::tie(o.schema_version, o.status, o.reason, o.scenario, o.precision, o.execution, o.environment, o.model,
-                  o.epochs, o.summary, o.notes, o.telemetry, o.distributed, o.profile, o.repeat_index,
+                  o.epochs, o.summary, o.notes, o.telemetry, o.distributed, o.profile, o.data, o.repeat_index,
                   o.repeat_count);
 }
 

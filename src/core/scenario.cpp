@@ -71,6 +71,12 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["telemetry_trace"] = s.telemetry_trace;
   j["profile"] = s.profile;
   j["profile_steps"] = s.profile_steps;
+  j["data"] = s.data;
+  j["data_path"] = s.data_path;
+  j["data_workers"] = s.data_workers;
+  j["decode"] = s.decode;
+  j["prefetch"] = s.prefetch;
+  j["data_only"] = s.data_only;
   for (const auto& [key, value] : s.model_options) {
     if (!j.contains(key)) j[key] = value;  // the model's own keys sit beside the common ones, as in a scenario file
   }
@@ -104,6 +110,12 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.telemetry_trace = j.value("telemetry_trace", d.telemetry_trace);
   s.profile = j.value("profile", d.profile);
   s.profile_steps = j.value("profile_steps", d.profile_steps);
+  s.data = j.value("data", d.data);
+  s.data_path = j.value("data_path", d.data_path);
+  s.data_workers = j.value("data_workers", d.data_workers);
+  s.decode = j.value("decode", d.decode);
+  s.prefetch = j.value("prefetch", d.prefetch);
+  s.data_only = j.value("data_only", d.data_only);
   // Every other key is one of the model's own; only scalars can be (a record is untrusted input).
   static const nlohmann::json common = Scenario{};
   s.model_options.clear();
@@ -122,12 +134,12 @@ bool OptimizerSettings::operator==(const OptimizerSettings& o) const {
 bool Scenario::operator==(const Scenario& o) const {
   return std::tie(name, model, batch_size, precision, memory_format, device, epochs, dataset_size, warmup_steps,
                   optimizer, seed, time_budget_s, duration_s, model_options, grad_accumulation, cudnn_benchmark, graph, ddp_bucket_mb, ddp_timeout_s, output, telemetry, telemetry_interval_s,
-                  telemetry_trace, profile, profile_steps) ==
+                  telemetry_trace, profile, profile_steps, data, data_path, data_workers, decode, prefetch, data_only) ==
          std::tie(o.name, o.model, o.batch_size, o.precision, o.memory_format, o.device, o.epochs, o.dataset_size,
                   o.warmup_steps, o.optimizer, o.seed, o.time_budget_s, o.duration_s, o.model_options,
                   o.grad_accumulation, o.cudnn_benchmark, o.graph, o.ddp_bucket_mb,
                   o.ddp_timeout_s, o.output, o.telemetry, o.telemetry_interval_s, o.telemetry_trace, o.profile,
-                  o.profile_steps);
+                  o.profile_steps, o.data, o.data_path, o.data_workers, o.decode, o.prefetch, o.data_only);
 }
 
 }  // namespace gpubench

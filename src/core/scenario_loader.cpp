@@ -306,6 +306,20 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) { s.profile = as_bool(n, c); });
     add("profile_steps", "--profile-steps", "steps in the profile (default 5)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.profile_steps = as_int(n, c, 1, 1000); });
+    add("data", "--data",
+        "synthetic (one random batch on the device, reused: times the step alone) | folder (a JPEG ImageFolder at "
+        "data_path, decoded, cropped, flipped and normalised every step; image models)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.data = as_enum(n, c, {"synthetic", "folder"}); });
+    add("data_path", "--data-path", "data: folder: the ImageFolder root, one folder per class (`gpubench dataset make` writes one)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.data_path = as_string(n, c); });
+    add("data_workers", "--data-workers", "data: folder: decoding threads per rank (default 0: the cores less one, shared by the ranks)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.data_workers = as_int(n, c, 0, 1024); });
+    add("decode", "--decode", "data: folder: cpu (libjpeg-turbo on the workers) | gpu (nvJPEG, hardware decoder where the GPU has one) | auto (gpu where it works, default)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.decode = as_enum(n, c, {"auto", "cpu", "gpu"}); });
+    add("prefetch", "--prefetch", "data: folder: batches prepared ahead of the step (default 3)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.prefetch = as_int(n, c, 1, 64); });
+    add_bool("data_only", "--data-only", "data: folder: time the input pipeline alone, no model step (true/false)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.data_only = as_bool(n, c); });
     add("grad_accumulation", "--grad-accumulation", "micro-batches of batch_size per optimizer step (default 1)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.grad_accumulation = as_int(n, c, 1, 1 << 16); });
     add_bool("cudnn_benchmark", "--cudnn-benchmark", "let cuDNN autotune convolutions (true/false, default true)",
@@ -715,6 +729,20 @@ void ScenarioLoader::check(const Scenario& s) const {
     if (!value.is_null()) {
       const YAML::Node node(value.is_string() ? value.get<std::string>() : value.dump());
       option_value(*own, node, Ctx{origin, key});  // throws with this model's range
+    }
+  }
+  auto origin_of = [&s](const std::string& key) {
+    const auto it = s.origins.find(key);
+    return it != s.origins.end() ? it->second : Origin{"default", 0, 0};
+  };
+  if (s.data == "folder" && s.data_path.empty()) {
+    throw ScenarioError(origin_of("data"), "data_path", "data: folder needs data_path, the ImageFolder root");
+  }
+  if (s.data != "folder") {
+    for (const char* key : {"data_path", "data_workers", "decode", "prefetch", "data_only"}) {
+      if (s.is_set(key) && (std::string(key) != "data_only" || s.data_only)) {
+        throw ScenarioError(origin_of(key), key, std::string(key) + " applies to data: folder (this scenario's data is " + s.data + ")");
+      }
     }
   }
   if (s.batch_size && s.dataset_size < *s.batch_size * s.grad_accumulation) {

@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "cuda_graph.h"
+#include "input_pipeline.h"
+#include "gpubench/core/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
 #include "optimizers.h"
 #include "profiler.h"
@@ -247,6 +249,18 @@ class TrainingRun {
         if (t.dim() == 4) t = t.contiguous(at::MemoryFormat::ChannelsLast);
       }
     }
+    if (s_.data == "folder") {
+      observer_.on_phase("scanning " + s_.data_path + " and starting the input pipeline");
+      input_ = std::make_unique<InputPipeline>(s_, plan_.device, workload_, batch_size_,
+                                               dist_ ? plan_.comm->rank() : 0, world_, plan_.channels_last,
+                                               record_.notes);
+      record_.data = input_->describe();
+      if (s_.data_only) {
+        record_.model.train_flops_per_sample = 0;
+        record_.model.attention_flops_per_sample = 0;
+        note("data_only: the input pipeline is timed alone (no model step); throughput is what it delivers");
+      }
+    }
     optimizer_ = make_optimizer(s_.optimizer, module_->parameters());
     record_.execution.optimizer_implementation = optimizer_->implementation();
     record_.execution.graph_requested = s_.graph;
@@ -270,9 +284,15 @@ class TrainingRun {
     const int64_t warmup = *s_.warmup_steps;
     observer_.on_phase("warm-up (" + std::to_string(warmup) + " steps)");
     warm_t0_ = Clock::now();
+    const int64_t per_pass = input_ ? std::max<int64_t>(1, input_->epoch_images() / (batch_size_ * world_)) : 1;
     for (int64_t i = 0; i < warmup; ++i) {
       if (stop_requested(plan_)) break;
-      runner_->run();
+      if (input_) {
+        // Warm-up passes have their own shuffles (negative keys), as many as the warm-up needs.
+        if (i % per_pass == 0) input_->start_pass(-1 - i / per_pass, std::min(per_pass, warmup - i));
+        input_->feed(batch_);
+      }
+      if (!s_.data_only) runner_->run();
       count_step();
       observer_.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size_, seconds_since(warm_t0_)});
     }
@@ -281,7 +301,7 @@ class TrainingRun {
   /// Graph mode: the whole step captured once the eager warm-up has done cuDNN autotuning and the first optimizer
   /// step; a graph that cannot be used is recorded with why, and the run goes on eager.
   void capture_graph() {
-    if (!s_.graph || stop_requested(plan_)) return;
+    if (!s_.graph || s_.data_only || stop_requested(plan_)) return;
     std::string why = graph_unsupported_reason(plan_, *optimizer_);
     if (why.empty()) {
       observer_.on_phase("capturing the training step in a CUDA graph");
@@ -310,7 +330,8 @@ class TrainingRun {
     record_.summary.warmup_seconds = seconds_since(warm_t0_);
     runner_->take_skipped();
     // An epoch is dataset_size samples in total: with N ranks each takes 1/N of them (as DistributedSampler does).
-    steps_per_epoch_ = std::max<int64_t>(1, s_.dataset_size / (batch_size_ * world_));
+    const int64_t epoch_samples = input_ ? input_->epoch_images() : s_.dataset_size;
+    steps_per_epoch_ = std::max<int64_t>(1, epoch_samples / (batch_size_ * world_));
     losses_.reserve(static_cast<size_t>(steps_per_epoch_));
     // A sustained run (duration_s) trains whole epochs until its time is up; `epochs`, if set, is then a maximum.
     max_epochs_ = (duration_s() > 0 && !s_.is_set("epochs")) ? INT64_MAX : s_.epochs;
@@ -339,9 +360,12 @@ class TrainingRun {
   EpochRecord timed_epoch(int64_t e) {
     reset_memory_peaks(plan_.device);
     losses_.clear();
+    const double page_cache = input_ ? input_->page_cache() : -1;
     synchronize(plan_.device);
     observer_.on_epoch_begin(e);
     const auto t0 = Clock::now();
+    // The pass starts inside the timed epoch, as a DataLoader iterator does: filling the pipeline is part of it.
+    if (input_) input_->start_pass(e, steps_per_epoch_);
     timer_->begin_epoch(steps_per_epoch_);
     if (buckets_) buckets_->begin_epoch(steps_per_epoch_);
     const double budget = budget_s();
@@ -351,8 +375,9 @@ class TrainingRun {
         record_.summary.stopped_by = "interrupt";
         break;
       }
+      if (input_) input_->feed(batch_);
       // A replay overwrites the graph's loss tensor, so each step keeps a copy (one small device copy, no sync).
-      losses_.push_back(graph_ ? graph_->replay().clone() : runner_->run());
+      if (!s_.data_only) losses_.push_back(graph_ ? graph_->replay().clone() : runner_->run());
       timer_->mark();
       ++done;
       count_step();
@@ -394,6 +419,7 @@ class TrainingRun {
     if (dev_.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
     ep.skipped_steps = runner_->take_skipped();
     ep.complete = done == steps_per_epoch_;
+    if (input_) record_input(ep, page_cache);
     if (dist_) {
       gather_rank_telemetry(*plan_.comm, local_telemetry, ep);
     } else {
@@ -459,6 +485,7 @@ class TrainingRun {
                               " s); scenario.epochs is the count run");
     }
     summarize_run(record_, all_step_ms_);
+    if (input_) summarize_input();
     if (record_.summary.stopped_by == "interrupt" && record_.status == RunStatus::kOk) {
       record_.status = RunStatus::kInterrupted;
       record_.reason = "interrupted (SIGINT/SIGTERM) after " + std::to_string(record_.summary.steps) +
@@ -470,13 +497,15 @@ class TrainingRun {
   /// overhead), summarised into the record. In a multi-process run every rank takes the steps (they all-reduce);
   /// rank 0 profiles them, as it writes the record.
   void profile() {
-    if (!s_.profile || record_.status != RunStatus::kOk || record_.summary.stopped_by == "interrupt" ||
+    if (!s_.profile || s_.data_only || record_.status != RunStatus::kOk || record_.summary.stopped_by == "interrupt" ||
         stop_requested(plan_)) {
       return;
     }
     const int64_t steps = s_.profile_steps;
     observer_.on_phase("profiling " + std::to_string(steps) + " more steps (not timed)");
+    if (input_) input_->start_pass(-1000000, steps + 1);
     auto step = [this] {
+      if (input_) input_->feed(batch_);
       if (graph_) {
         graph_->replay();
       } else {
@@ -531,6 +560,51 @@ class TrainingRun {
     observer_.on_note(msg);
   }
 
+  /// The epoch's input-pipeline figures: how long the step waited for batches (the slowest rank's, in a
+  /// multi-process run), what the loader could deliver, files skipped, and the page cache when it began.
+  void record_input(EpochRecord& ep, double page_cache) {
+    const InputPassStats p = input_->take_pass_stats();
+    double wait = p.wait_s;
+    if (dist_) {
+      const std::vector<double> waits = plan_.comm->gather(wait);
+      wait = *std::max_element(waits.begin(), waits.end());
+    }
+    input_wait_s_ += wait;
+    auto& m = ep.metrics;
+    set_metric(m, Metric{"input_wait_s", "input wait", "s", Better::kLower, wait});
+    set_metric(m, Metric{kInputWaitTag, "input wait share", "fraction", Better::kLower,
+                         ep.seconds > 0 ? wait / ep.seconds : 0.0});
+    const double capacity = p.loader_capacity_img_per_s() * world_;
+    if (capacity > 0) {
+      loader_capacity_.push_back(capacity);
+      set_metric(m, Metric{"loader_img_per_s", "loader capacity (workers' time)", "images/s", Better::kHigher, capacity});
+    }
+    set_metric(m, Metric{"files_skipped", "files skipped", "count", Better::kLower, static_cast<double>(p.files_skipped)});
+    if (record_.data && record_.data->decode == "gpu") {
+      set_metric(m, Metric{"cpu_decoded_images", "images the GPU decoder left to the CPU", "count", Better::kLower,
+                           static_cast<double>(p.cpu_decoded)});
+    }
+    if (page_cache >= 0) {
+      set_metric(m, Metric{"page_cache_fraction", "files in the page cache at epoch start", "fraction",
+                           Better::kNeither, page_cache});
+    }
+  }
+
+  void summarize_input() {
+    auto& m = record_.summary.metrics;
+    if (record_.summary.seconds > 0) {
+      set_metric(m, Metric{kInputWaitTag, "input wait share", "fraction", Better::kLower,
+                           input_wait_s_ / record_.summary.seconds});
+    }
+    if (!loader_capacity_.empty()) {
+      double sum = 0;
+      for (double c : loader_capacity_) sum += c;
+      set_metric(m, Metric{"loader_img_per_s", "loader capacity (workers' time)", "images/s", Better::kHigher,
+                           sum / static_cast<double>(loader_capacity_.size())});
+    }
+    record_.data = input_->describe();
+  }
+
   /// Warm-up and timed steps together: heartbeats for the launcher, and the fault-injection hook.
   void count_step() {
     ++steps_run_;
@@ -559,6 +633,9 @@ class TrainingRun {
   std::unique_ptr<StepRunner> runner_;
   std::unique_ptr<StepTimer> timer_;
   std::unique_ptr<StepGraph> graph_;
+  std::unique_ptr<InputPipeline> input_;  ///< data: folder
+  double input_wait_s_ = 0;
+  std::vector<double> loader_capacity_;
 
   Clock::time_point warm_t0_;
   int64_t steps_run_ = 0;

@@ -106,6 +106,30 @@ struct DistributedRecord {
   bool operator==(const DistributedRecord& o) const;
 };
 
+/// A file the input pipeline could not use, and why.
+struct SkippedFileRecord {
+  std::string path, reason;
+  bool operator==(const SkippedFileRecord& o) const { return path == o.path && reason == o.reason; }
+};
+
+/// `data: folder` runs: the data set and the pipeline that fed the step (absent for synthetic data). Per-epoch
+/// figures (input wait, loader capacity, files skipped, page cache) are the epochs' metrics.
+struct DataRecord {
+  std::string source;                    ///< "folder"
+  std::string path;                      ///< the ImageFolder root
+  int64_t images = 0, classes = 0;
+  int64_t other_files = 0;               ///< files in the class folders that are not JPEGs by name (not used)
+  std::string decode;                    ///< cpu | gpu
+  std::string decoder;                   ///< library, backend, workers
+  std::string decode_fallback;           ///< why the GPU decoder was not used (decode: auto), or failed on a batch
+  int64_t workers = 0, prefetch = 0;
+  std::string augmentation;
+  bool data_only = false;                ///< the pipeline timed alone: the epochs' "steps" are batches delivered
+  int64_t files_skipped = 0;             ///< distinct unreadable or undecodable files met
+  std::vector<SkippedFileRecord> skipped_examples;  ///< the first of them (at most 10)
+  bool operator==(const DataRecord& o) const;
+};
+
 /// One timed epoch.
 struct EpochRecord {
   int64_t index = 0;               ///< 0-based
@@ -182,6 +206,7 @@ struct RunRecord {
   TelemetryInfo telemetry;             ///< which reader sampled the device, and static device facts
   std::optional<DistributedRecord> distributed;  ///< multi-process runs: per-rank times, backend, world size
   std::optional<ProfileRecord> profile;  ///< `--profile`: the kernel-level summary of separate, untimed steps
+  std::optional<DataRecord> data;        ///< `data: folder`: the data set and input pipeline
   int64_t repeat_index = 1;            ///< 1-based repeat of this scenario within one invocation (--repeats)
   int64_t repeat_count = 1;
   bool operator==(const RunRecord& o) const;
@@ -222,6 +247,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExecutionRecord, mode, graph_req
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, backend, launcher, bucket_mb, buckets,
                                                 rank_epoch_seconds, rank_comm_wait_seconds, slowest_rank,
                                                 interconnect)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SkippedFileRecord, path, reason)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DataRecord, source, path, images, classes, other_files, decode, decoder,
+                                                decode_fallback, workers, prefetch, augmentation, data_only,
+                                                files_skipped, skipped_examples)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
                                                 step_time, step_times_ms, peak_allocated_bytes, peak_reserved_bytes,
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,

@@ -62,6 +62,12 @@ struct Scenario {
   std::string telemetry_trace;            ///< CSV file for the raw samples; empty = none
   bool profile = false;                   ///< after the timed epochs, profile separate steps (kernels, categories)
   int64_t profile_steps = 5;              ///< steps in that profile
+  std::string data = "synthetic";         ///< synthetic (one batch on the device, reused) | folder (JPEG ImageFolder)
+  std::string data_path;                  ///< data: folder: the ImageFolder root (one folder per class)
+  int64_t data_workers = 0;               ///< data: folder: decoding threads per rank (0: the cores less one, per rank)
+  std::string decode = "auto";            ///< data: folder: cpu (libjpeg-turbo) | gpu (nvJPEG) | auto (gpu where it works)
+  int64_t prefetch = 3;                   ///< data: folder: batches prepared ahead of the step
+  bool data_only = false;                 ///< data: folder: time the input pipeline alone (no model step)
 
   /// The chosen model's own keys (image_size, seq_len, layers, ...): each model declares them, with type, range,
   /// default and help, next to its factory (the engine's registry); the loader checks them against that

@@ -40,6 +40,8 @@ class ImageClassification final : public Workload {
   }
 
   bool prefers_channels_last() const override { return true; }
+  int64_t image_size() const override { return image_size_; }
+  int64_t num_classes() const override { return options_.num_classes; }
 
  private:
   models::ResNet model_;

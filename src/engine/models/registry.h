@@ -34,6 +34,9 @@ class Workload {
   virtual double attention_train_flops_per_sample() const { return 0; }
   /// Whether `memory_format: auto` picks channels_last on GPUs (4-D activations that profit from it).
   virtual bool prefers_channels_last() const = 0;
+  /// Image classifiers: the square input side and the class count (what `data: folder` feeds); 0 for other models.
+  virtual int64_t image_size() const { return 0; }
+  virtual int64_t num_classes() const { return 0; }
   /// Tokens per sample for sequence models (tokens/s); 0 otherwise.
   virtual int64_t tokens_per_sample() const { return 0; }
 };

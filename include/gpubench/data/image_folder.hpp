@@ -1,0 +1,47 @@
+#pragma once
+// An ImageFolder tree (one folder per class) read exactly as torchvision.datasets.ImageFolder reads it: classes are
+// the sorted names of the root's sub-folders (label = position), files are walked recursively (following links) and
+// sorted by (folder, name); here only JPEG files (.jpg/.jpeg, any case) count as images.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gpubench::data {
+
+/// A data set that cannot be used: missing folder, no classes, no images. The CLI exits 2 on it, before any run.
+class DatasetError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Sample {
+  std::string path;
+  int64_t label = 0;
+};
+
+struct ImageFolder {
+  std::string root;
+  std::vector<std::string> classes;  ///< sorted; a sample's label indexes this
+  std::vector<Sample> samples;       ///< in torchvision's order
+  int64_t other_files = 0;           ///< files that are not JPEGs by name (not used; counted so a reader knows)
+};
+
+/// Reads the tree at `root`. Throws DatasetError naming the problem: a missing or unreadable folder, a root without
+/// class folders, a class folder without JPEG files (torchvision refuses those too), or no images at all.
+ImageFolder scan_image_folder(const std::string& root);
+
+/// Whether a file name has a JPEG extension (.jpg, .jpeg, any case), as torchvision's extension test.
+bool is_jpeg_name(const std::string& name);
+
+/// The sample indices one rank visits in an epoch: a permutation of [0, n) drawn from (seed, epoch) (the same on
+/// every rank), its first `take` entries (take <= n; the epoch's size), cut to a multiple of `world` and strided
+/// (rank, rank + world, ...) as DistributedSampler does.
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, int64_t take, int rank = 0, int world = 1);
+
+/// The fraction of the files' pages in the page cache (mincore over up to `max_files` of them, evenly spread);
+/// nullopt-like -1 when none could be checked.
+double page_cache_fraction(const std::vector<Sample>& samples, size_t max_files = 256);
+
+}  // namespace gpubench::data

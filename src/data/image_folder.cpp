@@ -1,0 +1,139 @@
+#include "gpubench/data/image_folder.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "gpubench/data/augment.hpp"
+
+namespace gpubench::data {
+
+namespace fs = std::filesystem;
+
+bool is_jpeg_name(const std::string& name) {
+  const auto dot = name.rfind('.');
+  if (dot == std::string::npos) return false;
+  std::string ext = name.substr(dot + 1);
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == "jpg" || ext == "jpeg";
+}
+
+namespace {
+
+/// Files under `dir`, recursively, following links (a link cycle is cut by the visited set), as (folder, name).
+void walk(const fs::path& dir, std::vector<std::pair<std::string, std::string>>& files,
+          std::vector<fs::path>& visited, int depth) {
+  std::error_code ec;
+  const fs::path canonical = fs::canonical(dir, ec);
+  if (ec || depth > 64 || std::find(visited.begin(), visited.end(), canonical) != visited.end()) return;
+  visited.push_back(canonical);
+  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  if (ec) return;
+  std::vector<fs::path> subdirs;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const fs::path p = it->path();
+    std::error_code sec;
+    if (fs::is_directory(p, sec)) {
+      subdirs.push_back(p);
+    } else if (!sec) {
+      files.emplace_back(dir.string(), p.filename().string());
+    }
+  }
+  for (const auto& s : subdirs) walk(s, files, visited, depth + 1);
+}
+
+}  // namespace
+
+ImageFolder scan_image_folder(const std::string& root) {
+  std::error_code ec;
+  if (root.empty()) throw DatasetError("data: folder needs data_path (the ImageFolder root, one folder per class)");
+  if (!fs::exists(root, ec)) throw DatasetError("data_path '" + root + "' does not exist");
+  if (!fs::is_directory(root, ec)) throw DatasetError("data_path '" + root + "' is not a folder");
+  ImageFolder f;
+  f.root = root;
+  fs::directory_iterator it(root, ec);
+  if (ec) throw DatasetError("cannot read data_path '" + root + "': " + ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) throw DatasetError("cannot read data_path '" + root + "': " + ec.message());
+    std::error_code sec;
+    if (fs::is_directory(it->path(), sec)) f.classes.push_back(it->path().filename().string());
+  }
+  std::sort(f.classes.begin(), f.classes.end());
+  if (f.classes.empty()) {
+    throw DatasetError("data_path '" + root + "' has no class folders (an ImageFolder tree has one folder per class, "
+                       "e.g. train/n01440764/*.JPEG; `gpubench dataset make` writes one)");
+  }
+  for (size_t label = 0; label < f.classes.size(); ++label) {
+    std::vector<std::pair<std::string, std::string>> files;
+    std::vector<fs::path> visited;
+    walk(fs::path(root) / f.classes[label], files, visited, 0);
+    std::sort(files.begin(), files.end());
+    size_t images = 0;
+    for (const auto& [folder, name] : files) {
+      if (is_jpeg_name(name)) {
+        f.samples.push_back(Sample{(fs::path(folder) / name).string(), static_cast<int64_t>(label)});
+        ++images;
+      } else {
+        ++f.other_files;
+      }
+    }
+    if (images == 0) {
+      throw DatasetError("class folder '" + (fs::path(root) / f.classes[label]).string() +
+                         "' has no JPEG files (.jpg/.jpeg); torchvision's ImageFolder refuses empty classes too");
+    }
+  }
+  return f;
+}
+
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, int64_t take, int rank, int world) {
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
+  Rng rng(seed, 0x5348554646ull /* "SHUFF" */, static_cast<uint64_t>(epoch));
+  for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
+    const auto j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)));
+    std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
+  }
+  take = std::min(take, n);
+  if (world < 1) world = 1;
+  take -= take % world;
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(take / world));
+  for (int64_t i = rank; i < take; i += world) mine.push_back(perm[static_cast<size_t>(i)]);
+  return mine;
+}
+
+double page_cache_fraction(const std::vector<Sample>& samples, size_t max_files) {
+  if (samples.empty() || max_files == 0) return -1;
+  const size_t step = std::max<size_t>(1, samples.size() / max_files);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  uint64_t resident = 0, total = 0;
+  std::vector<unsigned char> vec;
+  for (size_t i = 0; i < samples.size(); i += step) {
+    const int fd = ::open(samples[i].path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+      if (m != MAP_FAILED) {
+        const size_t pages = (static_cast<size_t>(st.st_size) + static_cast<size_t>(page) - 1) / static_cast<size_t>(page);
+        vec.assign(pages, 0);
+        if (::mincore(m, static_cast<size_t>(st.st_size), vec.data()) == 0) {
+          for (unsigned char v : vec) resident += v & 1u;
+          total += pages;
+        }
+        ::munmap(m, static_cast<size_t>(st.st_size));
+      }
+    }
+    ::close(fd);
+  }
+  return total == 0 ? -1 : static_cast<double>(resident) / static_cast<double>(total);
+}
+
+}  // namespace gpubench::data

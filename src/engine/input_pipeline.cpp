@@ -1,0 +1,479 @@
+#include "input_pipeline.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "gpubench/data/loader.hpp"
+
+#ifdef GPUBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "nvjpeg_decoder.h"
+#endif
+#ifdef GPUBENCH_WITH_GPU_AUGMENT
+#include "gpu_augment.h"
+#endif
+
+namespace gpubench::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// torchvision's ImageNet normalisation, in 0..255 units.
+constexpr float kMean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255};
+constexpr float kStd[3] = {0.229f * 255, 0.224f * 255, 0.225f * 255};
+
+constexpr const char* kAugmentation =
+    "RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3), bilinear, antialias) + RandomHorizontalFlip(0.5) + "
+    "Normalize(ImageNet mean/std), as torchvision's ImageNet training recipe";
+
+constexpr int kDeviceSlots = 2;  // finished batches on the device: one being consumed, one ready
+
+int64_t default_workers(int world) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max<int64_t>(1, (static_cast<int64_t>(cores) - 1) / std::max(1, world));
+}
+
+}  // namespace
+
+/// Normalises uint8 NHWC crops into a float batch (any memory format): (x - mean) / std per channel.
+at::Tensor normalize_into(const at::Tensor& u8_nhwc, at::Tensor& out) {
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(out.device());
+  const at::Tensor mean = at::tensor({kMean[0], kMean[1], kMean[2]}, opts).view({1, 3, 1, 1});
+  const at::Tensor inv = at::tensor({1 / kStd[0], 1 / kStd[1], 1 / kStd[2]}, opts).view({1, 3, 1, 1});
+  out.copy_(u8_nhwc.permute({0, 3, 1, 2}));
+  out.sub_(mean).mul_(inv);
+  return out;
+}
+
+struct InputPipeline::Impl {
+  struct Slot {
+    at::Tensor images, labels, staging, labels_pinned, descs_pinned, descs_dev;
+#ifdef GPUBENCH_WITH_CUDA
+    std::unique_ptr<at::cuda::CUDAEvent> ready, consumed;
+    bool consumed_recorded = false;
+#endif
+  };
+
+  data::ImageFolder folder;
+  std::unique_ptr<data::FolderLoader> loader;
+  at::Device device = at::kCPU;
+  bool cuda = false, gpu_decode = false;
+  int64_t batch = 0, out_size = 224, take = 0;
+  int64_t workers = 0;
+  DataRecord record;
+  std::vector<Slot> slots;
+  at::Tensor mean, inv_std, arena;
+#ifdef GPUBENCH_WITH_CUDA
+  std::optional<c10::cuda::CUDAStream> side;
+  std::unique_ptr<NvjpegDecoder> decoder;
+#endif
+  bool decode_failure_noted = false;
+  std::vector<std::string>* notes = nullptr;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<int> ready, free_slots;
+  bool stop = false, active = false, busy = false;
+  int64_t gen = 0;
+  std::string error;
+  InputPassStats pass;
+  int64_t fallback_decodes = 0;
+  std::thread thread;
+
+  void prefetch_loop() {
+#ifdef GPUBENCH_WITH_CUDA
+    std::optional<c10::cuda::CUDAGuard> guard;
+    if (cuda) guard.emplace(device);
+#endif
+    for (;;) {
+      int r = -1;
+      int64_t g = 0;
+      {
+        std::unique_lock<std::mutex> lk(mu);
+        cv.wait(lk, [&] { return stop || (active && error.empty() && !free_slots.empty()); });
+        if (stop) return;
+        r = free_slots.front();
+        free_slots.pop_front();
+        g = gen;
+        busy = true;
+      }
+      data::HostBatch* hb = nullptr;
+      std::string err;
+      try {
+        hb = loader->next();
+        if (hb != nullptr) prepare(*hb, slots[static_cast<size_t>(r)]);
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+      if (hb != nullptr) loader->release(hb);
+      std::lock_guard<std::mutex> lk(mu);
+      busy = false;
+      if (!err.empty()) error = err;
+      if (hb != nullptr && err.empty() && g == gen) {
+        ready.push_back(r);
+      } else {
+        free_slots.push_back(r);
+        if (hb == nullptr && g == gen) active = false;  // the pass is done
+      }
+      cv.notify_all();
+    }
+  }
+
+  void prepare(data::HostBatch& hb, Slot& slot) {
+#ifdef GPUBENCH_WITH_CUDA
+    std::optional<c10::cuda::CUDAStreamGuard> sg;
+    if (cuda) {
+      sg.emplace(*side);
+      if (slot.consumed_recorded) slot.consumed->block(*side);  // the step has read this slot's last batch
+    }
+#endif
+    std::memcpy(slot.labels_pinned.data_ptr<int64_t>(), hb.labels.data(), sizeof(int64_t) * hb.labels.size());
+    slot.labels.copy_(slot.labels_pinned, /*non_blocking=*/true);
+    const at::Tensor host = at::from_blob(hb.pixels, {batch, out_size, out_size, 3}, at::TensorOptions().dtype(at::kByte));
+    if (gpu_decode) {
+      prepare_gpu(hb, slot, host);
+    } else if (cuda) {
+      slot.staging.copy_(host, /*non_blocking=*/true);
+      normalize_into(slot.staging, slot.images);
+    } else {
+      normalize_into(host, slot.images);
+    }
+#ifdef GPUBENCH_WITH_CUDA
+    if (cuda) {
+      slot.ready->record(*side);
+      slot.ready->synchronize();  // the host buffers go back to the workers only once the copies are done
+    }
+#endif
+  }
+
+  void prepare_gpu(data::HostBatch& hb, Slot& slot, const at::Tensor& host) {
+#if defined(GPUBENCH_WITH_CUDA) && defined(GPUBENCH_WITH_GPU_AUGMENT)
+    std::vector<int64_t> on_gpu;
+    for (int64_t i = 0; i < batch; ++i) {
+      if (hb.on_cpu[static_cast<size_t>(i)] == 0) on_gpu.push_back(i);
+    }
+    std::vector<int64_t> offset(static_cast<size_t>(batch), 0);
+    int64_t total = 0;
+    for (int64_t i : on_gpu) {
+      const auto& info = hb.infos[static_cast<size_t>(i)];
+      offset[static_cast<size_t>(i)] = total;
+      total += (static_cast<int64_t>(info.width) * info.height * 3 + 255) / 256 * 256;
+    }
+    if (!on_gpu.empty()) {
+      if (!arena.defined() || arena.numel() < total) {
+        arena = at::empty({total + total / 4}, at::TensorOptions().dtype(at::kByte).device(device));
+      }
+      std::vector<const uint8_t*> data;
+      std::vector<size_t> sizes, pitch;
+      std::vector<uint8_t*> dst;
+      for (int64_t i : on_gpu) {
+        const auto ui = static_cast<size_t>(i);
+        data.push_back(hb.files[ui].data());
+        sizes.push_back(hb.files[ui].size());
+        dst.push_back(arena.data_ptr<uint8_t>() + offset[ui]);
+        pitch.push_back(static_cast<size_t>(hb.infos[ui].width) * 3);
+      }
+      std::string why;
+      if (!decoder->decode(data, sizes, dst, pitch, side->stream(), why)) {
+        // A file the decoder refused mid-batch: decode this batch on the CPU (a corrupt file is skipped there).
+        if (!decode_failure_noted) {
+          decode_failure_noted = true;
+          std::lock_guard<std::mutex> lk(mu);
+          record.decode_fallback = "nvJPEG failed on a batch (" + why + "); such batches are decoded on the CPU";
+        }
+        for (int64_t i : on_gpu) {
+          int64_t fb = -1;
+          for (int64_t j : on_gpu) {
+            if (j != i && !hb.files[static_cast<size_t>(j)].empty()) fb = j;
+          }
+          if (!loader->decode_on_cpu(hb, i, fb)) throw std::runtime_error("a batch with no decodable JPEG");
+          ++fallback_decodes;
+        }
+        on_gpu.clear();
+      }
+    }
+    const bool any_cpu = static_cast<int64_t>(on_gpu.size()) < batch;
+    if (any_cpu) slot.staging.copy_(host, /*non_blocking=*/true);
+    auto* d = reinterpret_cast<CropDesc*>(slot.descs_pinned.data_ptr<uint8_t>());
+    const int64_t sample_bytes = out_size * out_size * 3;
+    for (int64_t i = 0; i < batch; ++i) {
+      const auto ui = static_cast<size_t>(i);
+      CropDesc c;
+      if (hb.on_cpu[ui] != 0) {
+        c.src = reinterpret_cast<uint64_t>(slot.staging.data_ptr<uint8_t>() + i * sample_bytes);
+        c.width = c.height = static_cast<int32_t>(out_size);
+        c.pitch = static_cast<int32_t>(out_size * 3);
+        c.w = c.h = static_cast<float>(out_size);
+      } else {
+        const auto& info = hb.infos[ui];
+        const auto& crop = hb.crops[ui];
+        c.src = reinterpret_cast<uint64_t>(arena.data_ptr<uint8_t>() + offset[ui]);
+        c.width = info.width;
+        c.height = info.height;
+        c.pitch = info.width * 3;
+        c.flip = crop.flip ? 1 : 0;
+        c.x = static_cast<float>(crop.box.x);
+        c.y = static_cast<float>(crop.box.y);
+        c.w = static_cast<float>(crop.box.w);
+        c.h = static_cast<float>(crop.box.h);
+      }
+      d[i] = c;
+    }
+    slot.descs_dev.copy_(slot.descs_pinned, /*non_blocking=*/true);
+    NormalizeParams norm{};
+    for (int c = 0; c < 3; ++c) {
+      norm.mean[c] = kMean[c];
+      norm.inv_std[c] = 1.0f / kStd[c];
+    }
+    const auto st = slot.images.strides();
+    const cudaError_t e = launch_crop_resize_normalize(
+        reinterpret_cast<const CropDesc*>(slot.descs_dev.data_ptr<uint8_t>()), static_cast<int>(batch),
+        static_cast<int>(out_size), slot.images.data_ptr<float>(), st[0], st[1], st[2], st[3], norm, side->stream());
+    if (e != cudaSuccess) throw std::runtime_error(std::string("GPU crop kernel: ") + cudaGetErrorString(e));
+#else
+    (void)hb;
+    (void)slot;
+    (void)host;
+    throw std::logic_error("GPU decoding is not compiled in");
+#endif
+  }
+};
+
+InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, const Workload& workload,
+                             int64_t batch_size, int rank, int world, bool channels_last,
+                             std::vector<std::string>& notes)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.notes = &notes;
+  if (workload.image_size() <= 0) {
+    throw data::DatasetError("data: folder feeds image classifiers (resnet50); " + s.model + " takes no images");
+  }
+  m.folder = data::scan_image_folder(s.data_path);
+  const auto images = static_cast<int64_t>(m.folder.samples.size());
+  const auto classes = static_cast<int64_t>(m.folder.classes.size());
+  if (classes > workload.num_classes()) {
+    throw data::DatasetError("data_path '" + s.data_path + "' has " + std::to_string(classes) + " classes but " +
+                             s.model + " has " + std::to_string(workload.num_classes()) +
+                             " outputs; set num_classes to at least " + std::to_string(classes));
+  }
+  // An epoch is one pass over the folder, or dataset_size of it when that is set.
+  epoch_images_ = images;
+  if (s.is_set("dataset_size")) {
+    if (s.dataset_size > images) {
+      throw data::DatasetError("dataset_size " + std::to_string(s.dataset_size) + " exceeds the " +
+                               std::to_string(images) + " images in '" + s.data_path + "'");
+    }
+    epoch_images_ = s.dataset_size;
+  }
+  if (epoch_images_ / std::max(1, world) < batch_size) {
+    throw data::DatasetError("'" + s.data_path + "' has " + std::to_string(epoch_images_) +
+                             " images per epoch, fewer than one batch of " + std::to_string(batch_size) +
+                             (world > 1 ? " on each of " + std::to_string(world) + " ranks" : std::string()));
+  }
+  m.device = device.device;
+  m.cuda = device.device.is_cuda();
+  m.batch = batch_size;
+  m.out_size = workload.image_size();
+  m.take = epoch_images_;
+  m.workers = s.data_workers > 0 ? s.data_workers : default_workers(world);
+
+  DataRecord& r = m.record;
+  r.source = "folder";
+  r.path = s.data_path;
+  r.images = images;
+  r.classes = classes;
+  r.other_files = m.folder.other_files;
+  r.workers = m.workers;
+  r.prefetch = s.prefetch;
+  r.augmentation = kAugmentation;
+  r.data_only = s.data_only;
+
+  // Decoder: nvJPEG where asked (or, for auto, where it works), else libjpeg-turbo on the workers.
+  std::string why_not_gpu;
+  if (s.decode != "cpu") {
+    if (!m.cuda) {
+      why_not_gpu = "GPU decoding needs a CUDA device (this run is on " + device.id + ")";
+    } else {
+#if defined(GPUBENCH_WITH_CUDA) && defined(GPUBENCH_WITH_GPU_AUGMENT)
+      m.decoder = NvjpegDecoder::open(why_not_gpu);
+      m.gpu_decode = m.decoder != nullptr;
+#else
+      why_not_gpu = "this gpubench was built without nvcc, so without the GPU crop kernel";
+#endif
+    }
+    if (!m.gpu_decode && s.decode == "gpu") throw std::runtime_error("decode: gpu is not possible here: " + why_not_gpu);
+  }
+  r.decode = m.gpu_decode ? "gpu" : "cpu";
+#ifdef GPUBENCH_WITH_CUDA
+  if (m.gpu_decode) {
+    r.decoder = "nvJPEG " + m.decoder->backend() + " backend (" + m.decoder->library() + "), crop/resize/normalise "
+                "in one CUDA kernel; files the decoder cannot take decoded by " + data::jpeg_library_version();
+  }
+#endif
+  if (!m.gpu_decode) {
+    r.decoder = data::jpeg_library_version() + " on " + std::to_string(m.workers) +
+                " worker threads (crop window only, DCT-domain downscaling where the crop allows)";
+    if (!why_not_gpu.empty()) {
+      r.decode_fallback = why_not_gpu;
+      if (m.cuda) notes.push_back("decode: auto decodes on the CPU: " + why_not_gpu);
+    }
+  }
+
+  data::LoaderOptions lo;
+  lo.workers = static_cast<int>(m.workers);
+  lo.prefetch = static_cast<int>(s.prefetch);
+  lo.batch_size = batch_size;
+  lo.out_size = static_cast<int>(m.out_size);
+  lo.bytes_mode = m.gpu_decode;
+  lo.seed = s.seed;
+  lo.rank = rank;
+  lo.world = world;
+#ifdef GPUBENCH_WITH_CUDA
+  if (m.gpu_decode) {
+    NvjpegDecoder* dec = m.decoder.get();
+    lo.gpu_can_decode = [dec](const data::JpegInfo& info, const uint8_t* bytes, size_t size) {
+      return dec->can_decode(info, bytes, size);
+    };
+  }
+#endif
+  if (m.cuda) {
+    lo.allocate = [](size_t n) {
+      at::Tensor t = at::empty({static_cast<int64_t>(n)}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+      return std::shared_ptr<uint8_t>(t.data_ptr<uint8_t>(), [t](uint8_t*) mutable { t.reset(); });
+    };
+  }
+
+  // Device slots.
+  const auto fopts = at::TensorOptions().dtype(at::kFloat).device(m.device);
+  for (int i = 0; i < kDeviceSlots; ++i) {
+    Impl::Slot slot;
+    slot.images = at::empty({batch_size, 3, m.out_size, m.out_size}, fopts);
+    if (channels_last) slot.images = slot.images.contiguous(at::MemoryFormat::ChannelsLast);
+    slot.labels = at::empty({batch_size}, fopts.dtype(at::kLong));
+    slot.labels_pinned = at::empty({batch_size}, at::TensorOptions().dtype(at::kLong).pinned_memory(m.cuda));
+    if (m.cuda) {
+      slot.staging = at::empty({batch_size, m.out_size, m.out_size, 3}, fopts.dtype(at::kByte));
+#ifdef GPUBENCH_WITH_GPU_AUGMENT
+      const auto desc_bytes = static_cast<int64_t>(sizeof(CropDesc)) * batch_size;
+      slot.descs_pinned = at::empty({desc_bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+      slot.descs_dev = at::empty({desc_bytes}, fopts.dtype(at::kByte));
+#endif
+#ifdef GPUBENCH_WITH_CUDA
+      slot.ready = std::make_unique<at::cuda::CUDAEvent>();
+      slot.consumed = std::make_unique<at::cuda::CUDAEvent>();
+#endif
+    }
+    m.slots.push_back(std::move(slot));
+    m.free_slots.push_back(i);
+  }
+#ifdef GPUBENCH_WITH_CUDA
+  if (m.cuda) m.side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.device.index());
+#endif
+  m.loader = std::make_unique<data::FolderLoader>(m.folder, lo);
+  m.thread = std::thread([&m] { m.prefetch_loop(); });
+}
+
+InputPipeline::~InputPipeline() {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv.notify_all();
+  // The prefetch thread may be inside loader->next(): shutting the loader down wakes it (next() returns null).
+  if (impl_->loader) impl_->loader->shutdown();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void InputPipeline::start_pass(int64_t pass, int64_t batches) {
+  Impl& m = *impl_;
+  {
+    std::unique_lock<std::mutex> lk(m.mu);
+    m.active = false;
+    ++m.gen;
+    m.cv.notify_all();
+    m.cv.wait(lk, [&] { return !m.busy; });
+    while (!m.ready.empty()) {
+      m.free_slots.push_back(m.ready.front());
+      m.ready.pop_front();
+    }
+  }
+  // Keys: timed epochs 0, 1, ...; other passes negative, so they never repeat an epoch's order.
+  m.loader->start_epoch(pass, batches, m.take);
+  m.loader->take_stats();
+  InputPassStats fresh;
+  fresh.workers = m.workers;
+  std::lock_guard<std::mutex> lk(m.mu);
+  m.pass = fresh;
+  m.fallback_decodes = 0;
+  m.error.clear();
+  m.active = true;
+  m.cv.notify_all();
+}
+
+void InputPipeline::feed(Batch& batch) {
+  Impl& m = *impl_;
+  int r = -1;
+  {
+    std::unique_lock<std::mutex> lk(m.mu);
+    const auto t0 = Clock::now();
+    m.cv.wait(lk, [&] { return !m.ready.empty() || !m.error.empty() || m.stop || (!m.active && !m.busy); });
+    m.pass.wait_s += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!m.error.empty()) throw std::runtime_error("input pipeline: " + m.error);
+    if (m.ready.empty()) throw std::logic_error("input pipeline: the pass has no batch left");
+    r = m.ready.front();
+    m.ready.pop_front();
+  }
+  Impl::Slot& slot = m.slots[static_cast<size_t>(r)];
+#ifdef GPUBENCH_WITH_CUDA
+  if (m.cuda) slot.ready->block(c10::cuda::getCurrentCUDAStream(m.device.index()));
+#endif
+  batch.inputs[0].copy_(slot.images);
+  batch.target.copy_(slot.labels);
+#ifdef GPUBENCH_WITH_CUDA
+  if (m.cuda) {
+    slot.consumed->record(c10::cuda::getCurrentCUDAStream(m.device.index()));
+    slot.consumed_recorded = true;
+  }
+#endif
+  std::lock_guard<std::mutex> lk(m.mu);
+  m.free_slots.push_back(r);
+  m.cv.notify_all();
+}
+
+InputPassStats InputPipeline::take_pass_stats() {
+  Impl& m = *impl_;
+  const data::LoaderStats ls = m.loader->take_stats();
+  std::lock_guard<std::mutex> lk(m.mu);
+  InputPassStats p = m.pass;
+  p.images = ls.images;
+  p.worker_busy_s = ls.worker_busy_s;
+  p.files_skipped = ls.files_skipped;
+  p.cpu_decoded = ls.cpu_decoded + m.fallback_decodes;
+  m.pass.wait_s = 0;
+  return p;
+}
+
+double InputPipeline::page_cache() const { return data::page_cache_fraction(impl_->folder.samples); }
+
+DataRecord InputPipeline::describe() const {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lk(m.mu);
+  DataRecord r = m.record;
+  r.files_skipped = m.loader->skipped_total();
+  for (const auto& f : m.loader->skipped_files(10)) r.skipped_examples.push_back(SkippedFileRecord{f.path, f.reason});
+  return r;
+}
+
+}  // namespace gpubench::engine

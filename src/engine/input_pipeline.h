@@ -1,0 +1,63 @@
+#pragma once
+// `data: folder`: the device side of the JPEG input pipeline. A prefetch thread takes the loader's host batches
+// (data/loader.hpp), moves them to the device on a side stream and turns them into the model's input there:
+//  - decode: cpu — workers decoded and augmented; the uint8 crops are copied from pinned memory and normalised;
+//  - decode: gpu — nvJPEG decodes the files (hardware decoder where there is one) and one kernel crops, resizes,
+//    flips and normalises the whole batch.
+// The step copies the finished batch into its fixed input tensors (so CUDA graphs replay on fresh data) and the
+// time it waited for it is the epoch's input wait.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "gpubench/core/run_record.hpp"
+#include "gpubench/core/scenario.hpp"
+#include "gpubench/data/image_folder.hpp"
+#include "models/registry.h"
+
+namespace gpubench::engine {
+
+/// One pass's figures (an epoch, the warm-up, or the profiled steps).
+struct InputPassStats {
+  int64_t images = 0;
+  double wait_s = 0;             ///< host time the step spent waiting for its batch
+  double worker_busy_s = 0;      ///< loader workers' time, summed
+  int64_t workers = 0;
+  int64_t files_skipped = 0;
+  int64_t cpu_decoded = 0;       ///< GPU decode: samples the decoder could not take
+  /// images per second the workers could deliver if never blocked (images x workers / busy time)
+  double loader_capacity_img_per_s() const {
+    return worker_busy_s > 0 ? static_cast<double>(images) * static_cast<double>(workers) / worker_busy_s : 0.0;
+  }
+};
+
+class InputPipeline {
+ public:
+  /// Scans the folder and starts the workers; throws data::DatasetError (a data set that cannot be used) or
+  /// std::runtime_error (decode: gpu where nvJPEG cannot run). `notes` gets what the user must know.
+  InputPipeline(const Scenario& s, const ResolvedDevice& device, const Workload& workload, int64_t batch_size,
+                int rank, int world, bool channels_last, std::vector<std::string>& notes);
+  ~InputPipeline();
+  InputPipeline(const InputPipeline&) = delete;
+  InputPipeline& operator=(const InputPipeline&) = delete;
+
+  /// Images per epoch over all ranks (the folder, or dataset_size of it).
+  int64_t epoch_images() const { return epoch_images_; }
+  /// Starts a pass of `batches` batches keyed by `pass` (epoch index; warm-up and profile passes use negative keys).
+  void start_pass(int64_t pass, int64_t batches);
+  /// Puts the pass's next batch into `batch` (inputs[0] and target), on the current stream.
+  void feed(Batch& batch);
+  InputPassStats take_pass_stats();
+  /// The share of the folder's pages in the page cache now (sampled; -1 when unknown).
+  double page_cache() const;
+  DataRecord describe() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int64_t epoch_images_ = 0;
+};
+
+}  // namespace gpubench::engine

@@ -1,0 +1,199 @@
+#include "nvjpeg_decoder.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <type_traits>
+#include <utility>
+
+namespace gpubench::engine {
+
+namespace {
+
+// The nvJPEG C ABI we use (nvjpeg.h, CUDA 13; stable since CUDA 10), declared here so the build needs no nvJPEG.
+constexpr int kMaxComponent = 4;
+struct NvImage {
+  unsigned char* channel[kMaxComponent];
+  size_t pitch[kMaxComponent];
+};
+using Status = int;                            // nvjpegStatus_t: 0 = success
+enum Backend { kDefault = 0, kHybrid = 1, kGpuHybrid = 2, kHardware = 3 };
+constexpr int kOutputRGBI = 5;                 // NVJPEG_OUTPUT_RGBI
+
+std::string status_text(Status s) {
+  switch (s) {
+    case 1: return "not initialized";
+    case 2: return "invalid parameter";
+    case 3: return "bad JPEG";
+    case 4: return "JPEG not supported";
+    case 5: return "allocator failure";
+    case 6: return "execution failed";
+    case 7: return "architecture mismatch";
+    case 8: return "internal error";
+    case 9: return "implementation not supported";
+    default: return "status " + std::to_string(s);
+  }
+}
+
+/// site-packages, found from where libtorch_cpu.so was loaded from (…/site-packages/torch/lib/libtorch_cpu.so).
+std::string site_packages() {
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        const char* name = info->dlpi_name;
+        if (name != nullptr && std::strstr(name, "libtorch_cpu.so") != nullptr) {
+          *static_cast<std::string*>(out) = name;
+          return 1;
+        }
+        return 0;
+      },
+      &found);
+  if (found.empty()) return {};
+  return std::filesystem::path(found).parent_path().parent_path().parent_path().string();
+}
+
+std::vector<std::string> candidates() {
+  std::vector<std::string> c;
+  if (const char* env = std::getenv("GPUBENCH_NVJPEG"); env != nullptr && *env != '\0') c.emplace_back(env);
+  c.emplace_back("libnvjpeg.so.13");
+  const std::string sp = site_packages();
+  if (!sp.empty()) {
+    namespace fs = std::filesystem;
+    for (const std::string dir : {"torchvision.libs", "nvidia/cu13/lib", "nvidia/nvjpeg/lib"}) {
+      std::error_code ec;
+      for (fs::directory_iterator it(fs::path(sp) / dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        const std::string n = it->path().filename().string();
+        if (n.rfind("libnvjpeg", 0) == 0 && n.find(".so") != std::string::npos) c.push_back(it->path().string());
+      }
+    }
+  }
+  c.emplace_back("libnvjpeg.so");
+  return c;
+}
+
+}  // namespace
+
+struct NvjpegDecoder::Api {
+  Status (*create_ex)(int, void*, void*, unsigned, void**) = nullptr;
+  Status (*destroy)(void*) = nullptr;
+  Status (*state_create)(void*, void**) = nullptr;
+  Status (*state_destroy)(void*) = nullptr;
+  Status (*batched_init)(void*, void*, int, int, int) = nullptr;
+  Status (*batched)(void*, void*, const unsigned char* const*, const size_t*, NvImage*, cudaStream_t) = nullptr;
+  // Optional: nvJPEG's own support check for the batched decoder.
+  Status (*stream_create)(void*, void**) = nullptr;
+  Status (*stream_destroy)(void*) = nullptr;
+  Status (*stream_parse_header)(void*, const unsigned char*, size_t, void*) = nullptr;
+  Status (*batched_supported)(void*, void*, int*) = nullptr;
+};
+
+std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why) {
+  std::unique_ptr<NvjpegDecoder> d(new NvjpegDecoder());
+  std::string tried;
+  for (const auto& c : candidates()) {
+    d->lib_ = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (d->lib_ != nullptr) {
+      d->library_ = c;
+      break;
+    }
+    tried += (tried.empty() ? "" : ", ") + c;
+  }
+  if (d->lib_ == nullptr) {
+    why = "nvJPEG not found (tried " + tried + "; set GPUBENCH_NVJPEG to libnvjpeg.so's path, or pip install nvidia-nvjpeg)";
+    return nullptr;
+  }
+  d->api_ = std::make_unique<Api>();
+  Api& a = *d->api_;
+  auto sym = [&](const char* name, auto& fn) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(d->lib_, name));
+    return fn != nullptr;
+  };
+  if (!sym("nvjpegCreateEx", a.create_ex) || !sym("nvjpegDestroy", a.destroy) ||
+      !sym("nvjpegJpegStateCreate", a.state_create) || !sym("nvjpegJpegStateDestroy", a.state_destroy) ||
+      !sym("nvjpegDecodeBatchedInitialize", a.batched_init) || !sym("nvjpegDecodeBatched", a.batched)) {
+    why = d->library_ + " lacks the batched-decode functions (too old an nvJPEG)";
+    return nullptr;
+  }
+  sym("nvjpegJpegStreamCreate", a.stream_create);
+  sym("nvjpegJpegStreamDestroy", a.stream_destroy);
+  sym("nvjpegJpegStreamParseHeader", a.stream_parse_header);
+  sym("nvjpegDecodeBatchedSupported", a.batched_supported);
+  std::string errors;
+  for (auto [backend, name] : {std::pair{kHardware, "hardware"}, std::pair{kGpuHybrid, "gpu_hybrid"},
+                               std::pair{kDefault, "hybrid"}}) {
+    const Status s = a.create_ex(backend, nullptr, nullptr, 0, &d->handle_);
+    if (s == 0) {
+      d->backend_ = name;
+      break;
+    }
+    d->handle_ = nullptr;
+    errors += std::string(errors.empty() ? "" : "; ") + name + ": " + status_text(s);
+  }
+  if (d->handle_ == nullptr) {
+    why = "nvJPEG (" + d->library_ + ") could not create a decoder: " + errors;
+    return nullptr;
+  }
+  if (const Status s = a.state_create(d->handle_, &d->state_); s != 0) {
+    why = "nvJPEG could not create a decoder state: " + status_text(s);
+    return nullptr;
+  }
+  return d;
+}
+
+NvjpegDecoder::~NvjpegDecoder() {
+  if (api_) {
+    if (state_ != nullptr) api_->state_destroy(state_);
+    if (handle_ != nullptr) api_->destroy(handle_);
+  }
+  // The library stays loaded: CUDA may still run its callbacks, and unloading buys nothing.
+}
+
+bool NvjpegDecoder::can_decode(const data::JpegInfo& info, const uint8_t* data, size_t size) const {
+  if (info.progressive || info.arithmetic) return false;
+  const bool rgb_like = info.components == 3 && info.color == "ycbcr";
+  if (!(rgb_like || info.components == 1)) return false;
+  const std::string& s = info.subsampling;
+  if (!(s == "444" || s == "422" || s == "420" || s == "440" || s == "gray")) return false;
+  if (info.width < 1 || info.height < 1 || info.width > 16384 || info.height > 16384) return false;
+  const Api& a = *api_;
+  if (a.stream_create == nullptr || a.stream_parse_header == nullptr || a.batched_supported == nullptr) return true;
+  void* stream = nullptr;
+  if (a.stream_create(handle_, &stream) != 0) return false;
+  int unsupported = 1;
+  const bool ok = a.stream_parse_header(handle_, data, size, stream) == 0 &&
+                  a.batched_supported(handle_, stream, &unsupported) == 0 && unsupported == 0;
+  a.stream_destroy(stream);
+  return ok;
+}
+
+bool NvjpegDecoder::decode(const std::vector<const uint8_t*>& data, const std::vector<size_t>& sizes,
+                           const std::vector<uint8_t*>& dst, const std::vector<size_t>& pitch, cudaStream_t stream,
+                           std::string& error) {
+  const int n = static_cast<int>(data.size());
+  if (n == 0) return true;
+  if (n != initialized_batch_) {
+    if (const Status s = api_->batched_init(handle_, state_, n, 1, kOutputRGBI); s != 0) {
+      error = "nvjpegDecodeBatchedInitialize: " + status_text(s);
+      initialized_batch_ = -1;
+      return false;
+    }
+    initialized_batch_ = n;
+  }
+  std::vector<NvImage> out(static_cast<size_t>(n));
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::memset(&out[i], 0, sizeof(NvImage));
+    out[i].channel[0] = dst[i];
+    out[i].pitch[0] = pitch[i];
+  }
+  if (const Status s = api_->batched(handle_, state_, data.data(), sizes.data(), out.data(), stream); s != 0) {
+    error = "nvjpegDecodeBatched: " + status_text(s);
+    initialized_batch_ = -1;  // a failed batch must be re-initialised
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gpubench::engine

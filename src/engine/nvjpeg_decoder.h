@@ -1,0 +1,49 @@
+#pragma once
+// nvJPEG, loaded at run time with dlopen (as the telemetry readers load NVML): the binary runs where the library is
+// absent, and `decode: gpu` then says why it cannot. The hardware JPEG decoder (A100/H100/H200) is used where the
+// GPU has one, the hybrid GPU backend elsewhere. No torch headers here.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "gpubench/data/jpeg.hpp"
+
+namespace gpubench::engine {
+
+class NvjpegDecoder {
+ public:
+  /// Loads nvJPEG (GPUBENCH_NVJPEG, then libnvjpeg.so.13 on the loader path, then the copies that ship beside the
+  /// torch wheel: torchvision.libs/, nvidia/cu13/lib/, nvidia/nvjpeg/lib/) and creates a decoder on the current
+  /// CUDA device. Returns null with `why` set when that fails.
+  static std::unique_ptr<NvjpegDecoder> open(std::string& why);
+  ~NvjpegDecoder();
+  NvjpegDecoder(const NvjpegDecoder&) = delete;
+  NvjpegDecoder& operator=(const NvjpegDecoder&) = delete;
+
+  std::string backend() const { return backend_; }  ///< "hardware", "gpu_hybrid" or "hybrid"
+  std::string library() const { return library_; }  ///< the file loaded
+  /// Whether the batched decoder takes this stream (baseline Huffman, 1 or 3 components, a supported subsampling,
+  /// and nvJPEG's own check where it has one). Thread-safe.
+  bool can_decode(const data::JpegInfo& info, const uint8_t* data, size_t size) const;
+  /// Decodes the files into `dst[i]` (device, interleaved RGB with `pitch[i]` bytes per row) on `stream`.
+  bool decode(const std::vector<const uint8_t*>& data, const std::vector<size_t>& sizes,
+              const std::vector<uint8_t*>& dst, const std::vector<size_t>& pitch, cudaStream_t stream,
+              std::string& error);
+
+ private:
+  NvjpegDecoder() = default;
+  struct Api;
+  std::unique_ptr<Api> api_;
+  void* lib_ = nullptr;
+  void* handle_ = nullptr;
+  void* state_ = nullptr;
+  int initialized_batch_ = -1;
+  std::string backend_, library_;
+};
+
+}  // namespace gpubench::engine
