@@ -385,8 +385,8 @@ phase_data() {
   "$GB" dataset make --images "$n" --classes 100 --out "$ds" --seed 0 2>&1 | tee "$OUT/summary_data_dataset.txt"
   cat "$ds"/*/* > /dev/null  # warm the page cache, as the anchors were measured
   local folder=(--data folder --data-path "$ds")
-  gbrun() { local name="$1"; shift; "$GB" run resnet50 --epochs 1 --output "$OUT/records/$name.json" "$@" > "$OUT/$name.log" 2>&1; log "$name rc $? $(grep -E '^total|bottleneck' "$OUT/$name.log" | tr '\n' ' ')"; }
-  ptrun() { local name="$1"; shift; "$PY" scripts/pytorch_input_reference.py "$ds" "$@" > "$OUT/records/$name.json" 2> "$OUT/$name.log"; log "$name rc $? $(cat "$OUT/records/$name.json")"; }
+  gbrun() { local name="$1"; shift; timeout 150 "$GB" run resnet50 --epochs 1 --output "$OUT/records/$name.json" "$@" > "$OUT/$name.log" 2>&1; log "$name rc $? $(grep -E '^total|bottleneck' "$OUT/$name.log" | tr '\n' ' ')"; }
+  ptrun() { local name="$1"; shift; timeout 150 "$PY" scripts/pytorch_input_reference.py "$ds" "$@" > "$OUT/records/$name.json" 2> "$OUT/$name.log"; log "$name rc $? $(cat "$OUT/records/$name.json")"; }
   # One core each.
   ptrun pytorch_percore --mode per-core --images 2000
   gbrun gpubench_percore_cpu "${folder[@]}" --data-only --decode cpu --data-workers 1 --batch-size 64 --dataset-size 4096 --warmup-steps 2
