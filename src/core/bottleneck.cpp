@@ -140,7 +140,14 @@ BottleneckVerdict diagnose_bottleneck(const RunRecord& r) {
   if (r.summary.steps <= 0) return {"", "no verdict: no timed steps"};
 
   if (const Metric* wait = find_metric(r.summary.metrics, kInputWaitTag); wait != nullptr && wait->value > kInputWait) {
-    return {"input", "the step waited for its batch " + pct(wait->value) + " of the timed epochs"};
+    std::string ev = "the device waited for its batch " + pct(wait->value) + " of the timed epochs";
+    const std::string unit = r.model.sample_unit.empty() ? "samples" : r.model.sample_unit;
+    if (const Metric* cap = find_metric(r.summary.metrics, "loader_img_per_s"); cap != nullptr) {
+      ev += "; the loader's workers can deliver " + num("%.0f ", cap->value) + unit + "/s, the run trained " +
+            num("%.0f ", r.summary.samples_per_s) + unit + "/s";
+    }
+    if (r.data && r.data->data_only) ev += " (data_only: no model step, so the input is all there is)";
+    return {"input", ev};
   }
   const double thermal = worst_reason(r, {"sw_thermal_slowdown", "hw_thermal_slowdown", "hw_slowdown"});
   if (thermal >= kThermal) {

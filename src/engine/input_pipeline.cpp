@@ -47,7 +47,6 @@ int64_t default_workers(int world) {
 
 }  // namespace
 
-/// Normalises uint8 NHWC crops into a float batch (any memory format): (x - mean) / std per channel.
 at::Tensor normalize_into(const at::Tensor& u8_nhwc, at::Tensor& out) {
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(out.device());
   const at::Tensor mean = at::tensor({kMean[0], kMean[1], kMean[2]}, opts).view({1, 3, 1, 1});
@@ -78,6 +77,13 @@ struct InputPipeline::Impl {
 #ifdef GPUBENCH_WITH_CUDA
   std::optional<c10::cuda::CUDAStream> side;
   std::unique_ptr<NvjpegDecoder> decoder;
+#endif
+#ifdef GPUBENCH_WITH_CUDA
+  /// Per step: an event before the wait for the batch and one after its copy, on the compute stream. The time
+  /// between them on the device is how long the GPU sat idle for input (the host may wait while the GPU is still
+  /// busy with earlier steps: that wait costs nothing, and this does not count it).
+  std::vector<std::pair<std::unique_ptr<at::cuda::CUDAEvent>, std::unique_ptr<at::cuda::CUDAEvent>>> marks;
+  size_t marks_used = 0;
 #endif
   bool decode_failure_noted = false;
   std::vector<std::string>* notes = nullptr;
@@ -411,6 +417,9 @@ void InputPipeline::start_pass(int64_t pass, int64_t batches) {
   }
   // Keys: timed epochs 0, 1, ...; other passes negative, so they never repeat an epoch's order.
   m.loader->start_epoch(pass, batches, m.take);
+#ifdef GPUBENCH_WITH_CUDA
+  m.marks_used = 0;  // an earlier pass's marks are not this pass's wait
+#endif
   m.loader->take_stats();
   InputPassStats fresh;
   fresh.workers = m.workers;
@@ -425,6 +434,18 @@ void InputPipeline::start_pass(int64_t pass, int64_t batches) {
 void InputPipeline::feed(Batch& batch) {
   Impl& m = *impl_;
   int r = -1;
+#ifdef GPUBENCH_WITH_CUDA
+  at::cuda::CUDAEvent* after = nullptr;
+  if (m.cuda) {
+    if (m.marks_used == m.marks.size()) {
+      m.marks.emplace_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault),
+                           std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
+    }
+    auto& mark = m.marks[m.marks_used++];
+    mark.first->record(c10::cuda::getCurrentCUDAStream(m.device.index()));
+    after = mark.second.get();
+  }
+#endif
   {
     std::unique_lock<std::mutex> lk(m.mu);
     const auto t0 = Clock::now();
@@ -442,6 +463,7 @@ void InputPipeline::feed(Batch& batch) {
   batch.inputs[0].copy_(slot.images);
   batch.target.copy_(slot.labels);
 #ifdef GPUBENCH_WITH_CUDA
+  if (after != nullptr) after->record(c10::cuda::getCurrentCUDAStream(m.device.index()));
   if (m.cuda) {
     slot.consumed->record(c10::cuda::getCurrentCUDAStream(m.device.index()));
     slot.consumed_recorded = true;
@@ -461,6 +483,15 @@ InputPassStats InputPipeline::take_pass_stats() {
   p.worker_busy_s = ls.worker_busy_s;
   p.files_skipped = ls.files_skipped;
   p.cpu_decoded = ls.cpu_decoded + m.fallback_decodes;
+  p.device_wait_s = p.wait_s;  // the CPU is the device
+#ifdef GPUBENCH_WITH_CUDA
+  if (m.cuda) {  // the caller synchronised the device: every event has completed
+    double ms = 0;
+    for (size_t i = 0; i < m.marks_used; ++i) ms += m.marks[i].first->elapsed_time(*m.marks[i].second);
+    p.device_wait_s = ms / 1e3;
+    m.marks_used = 0;
+  }
+#endif
   m.pass.wait_s = 0;
   return p;
 }

@@ -7,6 +7,8 @@
 // The step copies the finished batch into its fixed input tensors (so CUDA graphs replay on fresh data) and the
 // time it waited for it is the epoch's input wait.
 
+#include <ATen/core/Tensor.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +25,9 @@ namespace gpubench::engine {
 struct InputPassStats {
   int64_t images = 0;
   double wait_s = 0;             ///< host time the step spent waiting for its batch
+  /// Device time idle for input: on CUDA, the gaps on the compute stream between a step's end and the next batch's
+  /// arrival (call after synchronising); on the CPU, wait_s.
+  double device_wait_s = 0;
   double worker_busy_s = 0;      ///< loader workers' time, summed
   int64_t workers = 0;
   int64_t files_skipped = 0;
@@ -32,6 +37,10 @@ struct InputPassStats {
     return worker_busy_s > 0 ? static_cast<double>(images) * static_cast<double>(workers) / worker_busy_s : 0.0;
   }
 };
+
+/// Normalises uint8 NHWC crops into `out` (float NCHW, any memory format): (x - mean) / std per channel with
+/// torchvision's ImageNet mean and std. What the CPU-decode path runs on the device.
+at::Tensor normalize_into(const at::Tensor& u8_nhwc, at::Tensor& out);
 
 class InputPipeline {
  public:

