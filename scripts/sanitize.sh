@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The torch-free layers (core, telemetry, report) and their tests built with AddressSanitizer and
+# The torch-free layers (core, telemetry, report, data) and their tests built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, then a short libFuzzer run of each fuzz target (fuzz/): the scenario loader on YAML and
-# JSON, record reading, and Chrome-trace reading (`gpubench trace`). Seeds come from configs/, tests/data/, results/
+# JSON, record reading, Chrome-trace reading (`gpubench trace`) and JPEG decoding (the input pipeline). Seeds come from configs/, tests/data/, results/
 # and a small trace written here. Part of scripts/test.sh.
 # Needs clang with its runtime (Debian: clang, libclang-rt-14-dev), installed here when missing and apt-get can; where
 # no such compiler can be had the script says so and skips (exit 0): gcc's sanitizers lack libFuzzer.
@@ -57,7 +57,10 @@ log "torch-free tests under ASan+UBSan"
 corpus="$BUILD/fuzz-corpus"
 findings="$BUILD/fuzz-findings"
 rm -rf "$corpus"
-mkdir -p "$corpus/scenario" "$corpus/record" "$corpus/trace" "$findings"
+mkdir -p "$corpus/scenario" "$corpus/record" "$corpus/trace" "$corpus/jpeg" "$findings"
+# JPEG: a seed in each mode (the odd mode encodes an image from the input, so it needs no files).
+printf '\001\040\030\132\000\200abcdefghijklmnopqrstuvwxyz0123456789' > "$corpus/jpeg/seed1"
+printf '\000\007\377\330\377\340\000\020JFIF\000' > "$corpus/jpeg/seed2"
 n=0
 for f in "$ROOT"/configs/*.yaml "$ROOT"/configs/*.json "$ROOT"/configs/published/*.yaml "$ROOT"/tests/data/*.yaml; do
   [ -f "$f" ] || continue
@@ -83,7 +86,7 @@ cat > "$corpus/trace/seed1" <<'TRACE'
 TRACE
 
 status=0
-for target in scenario record trace; do
+for target in scenario record trace jpeg; do
   log "fuzzing ${target} reading for ${SECONDS_EACH} s ($(ls "$corpus/$target" | wc -l) seeds)"
   if ! (cd "$findings" && "$BUILD/fuzz/${target}_fuzzer" -seed=1 -max_total_time="$SECONDS_EACH" -timeout=10 \
         -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "$corpus/$target" 2> "$BUILD/fuzz-${target}.log"); then

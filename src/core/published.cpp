@@ -171,8 +171,24 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
     d.push_back("dataset size: " + std::to_string(s.dataset_size) + " samples per epoch here, " +
                 std::to_string(*ref.dataset_size) + " published (the epoch time here is projected to theirs)");
   }
-  d.push_back("data pipeline: one synthetic batch already on the device here (no loading, decoding or augmentation); "
-              "published: " + (ref.data_pipeline.empty() ? std::string("not stated") : ref.data_pipeline));
+  const std::string theirs = ref.data_pipeline.empty() ? std::string("not stated") : ref.data_pipeline;
+  std::string lower = theirs;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const bool they_decode = lower.find("jpeg") != std::string::npos;
+  if (run.data && run.data->source == "folder" && !run.data->data_only) {
+    const std::string ours_pipeline = "JPEG files decoded and augmented every step here (" + run.data->decode +
+                                      " decode, " + std::to_string(run.data->images) + " images, RandomResizedCrop + "
+                                      "flip + normalise)";
+    (they_decode ? c.same : d).push_back("data pipeline: " + ours_pipeline + "; published: " + theirs);
+    if (run.data->images != 0 && ref.dataset_size && *ref.dataset_size != run.data->images) {
+      c.remarks.push_back("the folder here holds " + std::to_string(run.data->images) + " images (generated: `gpubench "
+                          "dataset make`, unless it is ImageNet itself), the publication " +
+                          std::to_string(*ref.dataset_size));
+    }
+  } else {
+    d.push_back("data pipeline: one synthetic batch already on the device here (no loading, decoding or augmentation); "
+                "published: " + theirs + (they_decode ? " (run with --data folder to decode JPEGs as they did)" : ""));
+  }
   d.push_back("framework: LibTorch " + run.environment.libtorch_version + " (C++), CUDA " +
               run.environment.cuda_runtime_version + ", cuDNN " + run.environment.cudnn_version + " here; published: " +
               (ref.framework.empty() ? std::string("not stated") : ref.framework));

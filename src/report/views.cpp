@@ -365,6 +365,10 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     d.paragraph(c.percent_of_published
                     ? fmt::format("Measured throughput is **{:.1f} %** of the published figure.", *c.percent_of_published)
                     : std::string("No measured throughput to compare (the run did not finish ok)."));
+    if (!c.same.empty()) {
+      d.paragraph("Where the recipes agree:");
+      d.list(c.same);
+    }
     d.paragraph("How the recipes differ:");
     d.list(c.differences);
     if (!c.remarks.empty()) {
@@ -373,7 +377,7 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     }
     d.data.push_back({{"reference", ref.id}, {"record", pr.path}, {"published_samples_per_s", c.published_samples_per_s},
                       {"measured_samples_per_s", c.measured_samples_per_s}, {"percent_of_published", c.percent_of_published},
-                      {"measured_epoch_seconds", c.measured_epoch_seconds}, {"differences", c.differences},
+                      {"measured_epoch_seconds", c.measured_epoch_seconds}, {"same", c.same}, {"differences", c.differences},
                       {"published_price_performance", c.published_price_performance},
                       {"recomputed_price_performance", c.recomputed_price_performance},
                       {"measured_price_performance", c.measured_price_performance},

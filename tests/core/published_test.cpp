@@ -59,6 +59,25 @@ TEST(PublishedTest, ComparisonGivesThePercentAndNamesEveryRecipeDifference) {
   EXPECT_FALSE(c.measured_price_performance.has_value());  // no CNY price for the H200 in the table
 }
 
+TEST(PublishedTest, AFolderRunSharesTheSeedsJpegPipelineASyntheticRunDoesNot) {
+  RunRecord r = h200_resnet(128, "fp32", 2000);
+  DataRecord d;
+  d.source = "folder";
+  d.decode = "gpu";
+  d.images = 100000;
+  r.data = d;
+  PublishedComparison c = compare_with_published(*find_published("seed000-rtx4090"), r);
+  ASSERT_EQ(c.same.size(), 1u);
+  EXPECT_NE(c.same[0].find("data pipeline: JPEG files decoded and augmented every step here"), std::string::npos);
+  for (const auto& diff : c.differences) EXPECT_EQ(diff.find("data pipeline"), std::string::npos) << diff;
+  r.data.reset();
+  c = compare_with_published(*find_published("seed000-rtx4090"), r);
+  EXPECT_TRUE(c.same.empty());
+  std::string all;
+  for (const auto& diff : c.differences) all += diff;
+  EXPECT_NE(all.find("run with --data folder"), std::string::npos) << all;
+}
+
 TEST(PublishedTest, SameRecipeListsOnlyWhatCannotMatch) {
   RunRecord r = h200_resnet(128, "fp32", 2000);
   r.environment.device_name = "NVIDIA GeForce RTX 4090";

@@ -45,6 +45,7 @@ struct PublishedComparison {
   std::optional<double> percent_of_published;        ///< measured / published x 100
   std::optional<double> measured_epoch_seconds;      ///< for the publication's dataset size, at the measured rate
   std::vector<std::string> differences;              ///< every way the recipes differ ("batch size: 128 vs 256")
+  std::vector<std::string> same;                     ///< parts of the recipe both sides share ("data pipeline: ...")
   std::optional<double> published_price_performance; ///< as quoted
   std::optional<double> recomputed_price_performance; ///< from the publication's own epoch time and price
   std::optional<double> measured_price_performance;   ///< ours, if the device table has a CNY price for our device
