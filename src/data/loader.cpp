@@ -174,6 +174,7 @@ void FolderLoader::start_epoch(int64_t epoch, int64_t batches, int64_t take) {
                              std::to_string(st_->order.size()) + " images this rank visits");
   }
   st_->epoch = epoch;
+  st_->stats = LoaderStats{};  // the new epoch's counters start here, before any worker can add to them
   st_->batches = batches;
   st_->next_pos = 0;
   st_->next_consume = 0;

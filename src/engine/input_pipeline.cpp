@@ -117,15 +117,22 @@ struct InputPipeline::Impl {
       }
       data::HostBatch* hb = nullptr;
       std::string err;
+      double stage_s = 0;
       try {
         hb = loader->next();
+        const auto t0 = Clock::now();
         if (hb != nullptr) prepare(*hb, slots[static_cast<size_t>(r)]);
+        stage_s = std::chrono::duration<double>(Clock::now() - t0).count();
       } catch (const std::exception& e) {
         err = e.what();
       }
       if (hb != nullptr) loader->release(hb);
       std::lock_guard<std::mutex> lk(mu);
       busy = false;
+      if (hb != nullptr && err.empty()) {
+        pass.stage_busy_s += stage_s;
+        pass.stage_images += batch;
+      }
       if (!err.empty()) error = err;
       if (hb != nullptr && err.empty() && g == gen) {
         ready.push_back(r);
@@ -416,11 +423,10 @@ void InputPipeline::start_pass(int64_t pass, int64_t batches) {
     }
   }
   // Keys: timed epochs 0, 1, ...; other passes negative, so they never repeat an epoch's order.
-  m.loader->start_epoch(pass, batches, m.take);
+  m.loader->start_epoch(pass, batches, m.take);  // also restarts the loader's counters
 #ifdef GPUBENCH_WITH_CUDA
   m.marks_used = 0;  // an earlier pass's marks are not this pass's wait
 #endif
-  m.loader->take_stats();
   InputPassStats fresh;
   fresh.workers = m.workers;
   std::lock_guard<std::mutex> lk(m.mu);
@@ -493,6 +499,8 @@ InputPassStats InputPipeline::take_pass_stats() {
   }
 #endif
   m.pass.wait_s = 0;
+  m.pass.stage_busy_s = 0;
+  m.pass.stage_images = 0;
   return p;
 }
 

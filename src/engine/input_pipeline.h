@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,9 +33,17 @@ struct InputPassStats {
   int64_t workers = 0;
   int64_t files_skipped = 0;
   int64_t cpu_decoded = 0;       ///< GPU decode: samples the decoder could not take
-  /// images per second the workers could deliver if never blocked (images x workers / busy time)
+  double stage_busy_s = 0;       ///< the device stage (copy, GPU decode, crop kernel), one thread
+  int64_t stage_images = 0;
+  /// Images per second the pipeline could deliver if never blocked: the slower of the workers (images x workers /
+  /// their busy time) and the device stage (images / its busy time).
   double loader_capacity_img_per_s() const {
-    return worker_busy_s > 0 ? static_cast<double>(images) * static_cast<double>(workers) / worker_busy_s : 0.0;
+    double c = worker_busy_s > 0 ? static_cast<double>(images) * static_cast<double>(workers) / worker_busy_s : 0.0;
+    if (stage_busy_s > 0 && stage_images > 0) {
+      const double stage = static_cast<double>(stage_images) / stage_busy_s;
+      c = c > 0 ? std::min(c, stage) : stage;
+    }
+    return c;
   }
 };
 

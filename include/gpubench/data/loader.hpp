@@ -70,7 +70,8 @@ class FolderLoader {
 
   /// Starts producing `batches` batches of a new epoch. `epoch` keys the shuffle and the crops (any distinct value:
   /// warm-up and profile passes use their own); `take` samples of the folder are visited (an epoch's size over all
-  /// ranks). Work still in flight for an earlier epoch is finished and dropped first.
+  /// ranks). Work still in flight for an earlier epoch is finished and dropped first, and the counters
+  /// (take_stats) restart.
   void start_epoch(int64_t epoch, int64_t batches, int64_t take);
   /// The epoch's next batch, blocking until it is complete; nullptr after the last one. Throws std::runtime_error
   /// when the workers failed (e.g. every candidate file for a sample was unreadable).
