@@ -388,7 +388,7 @@ phase_data() {
   gbrun() { local name="$1"; shift; timeout 150 "$GB" run resnet50 --epochs 1 --output "$OUT/records/$name.json" "$@" > "$OUT/$name.log" 2>&1; log "$name rc $? $(grep -E '^total|bottleneck' "$OUT/$name.log" | tr '\n' ' ')"; }
   ptrun() { local name="$1"; shift; timeout 150 "$PY" scripts/pytorch_input_reference.py "$ds" "$@" > "$OUT/records/$name.json" 2> "$OUT/$name.log"; log "$name rc $? $(cat "$OUT/records/$name.json")"; }
   # One core each.
-  ptrun pytorch_percore --mode per-core --images 2000
+  ptrun pytorch_percore --mode per-core --images 1500
   gbrun gpubench_percore_cpu "${folder[@]}" --data-only --decode cpu --data-workers 1 --batch-size 64 --dataset-size 4096 --warmup-steps 2
   # The loader alone, 15 workers.
   ptrun pytorch_loader --mode loader --workers "$w"

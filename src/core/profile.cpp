@@ -109,7 +109,7 @@ const std::vector<std::pair<std::string, std::string>>& kernel_categories() {
       {"gemm_conv", "GEMM/conv"},         {"attention", "attention"},  {"normalization", "normalisation"},
       {"elementwise", "elementwise/activation"}, {"reduction", "reduction/softmax/loss"},
       {"optimizer", "optimizer"},         {"memcpy", "memory copies"}, {"communication", "communication"},
-      {"other", "other"}};
+      {"input", "input pipeline"},        {"other", "other"}};
   return c;
 }
 
@@ -127,6 +127,9 @@ std::string kernel_category(const std::string& raw) {
     return "communication";
   }
   if (starts_with_any(n, {"memcpy", "memset"})) return "memcpy";
+  // The input pipeline's own kernels (nvJPEG's, gpubench's crop kernel): before GEMM/conv, whose "conv" pattern
+  // would otherwise take nvJPEG's colour "Conversion".
+  if (has_any(n, {"nvjpeg", "crop_resize_normalize", "dali::"})) return "input";
   if (has_any(n, {"adam", "sgd", "multi_tensor_apply", "_foreach_", "_amp_", "amp_update", "non_finite",
                   "optimizer"})) {
     return "optimizer";

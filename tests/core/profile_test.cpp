@@ -18,6 +18,9 @@ ProfileEvent ev(Kind kind, std::string name, int64_t start_us, int64_t end_us, i
 TEST(KernelCategoryTest, NamesTheKernelsOfOurWorkloads) {
   // Real kernel names from CUDA traces of ResNet-50, BERT and the UNet (cuBLAS, cuDNN, ATen, flash attention, NCCL).
   EXPECT_EQ(kernel_category("nvjet_tst_192x192_64x3_2x1_v_bz_coopB_TNT"), "gemm_conv");
+  EXPECT_EQ(kernel_category("void nvjpeg::rgba2rgb<(nvjpegOutputFormat_t)5, nvjpeg::RGBAToRGBConversion::LaunchParams<32, 8>>(...)"),
+            "input");
+  EXPECT_EQ(kernel_category("gpubench::engine::(anonymous namespace)::crop_resize_normalize(...)"), "input");
   EXPECT_EQ(kernel_category("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64"),
             "gemm_conv");
   EXPECT_EQ(kernel_category("cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x2x1_0_tnn_align8"),

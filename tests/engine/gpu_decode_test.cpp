@@ -1,0 +1,121 @@
+// The GPU decode path (nvJPEG + the crop kernel) against the CPU path (libjpeg-turbo + resize_window + normalise)
+// on the same files and crops: the two must give the same normalised pixels within a few 8-bit levels (the
+// hardware decoder's IDCT and chroma upsampling are not libjpeg's to the bit). Needs a GPU; skips without one.
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <ATen/ATen.h>
+
+#if defined(GPUBENCH_WITH_CUDA) && defined(GPUBENCH_WITH_GPU_AUGMENT)
+#include <ATen/cuda/CUDAContext.h>
+
+#include "gpu_augment.h"
+#include "nvjpeg_decoder.h"
+#endif
+#include "gpubench/data/augment.hpp"
+#include "gpubench/data/jpeg.hpp"
+#include "gpubench/data/synthetic_images.hpp"
+#include "input_pipeline.h"
+
+namespace gpubench::engine {
+namespace {
+
+TEST(GpuDecode, NvjpegAndTheCropKernelMatchTheCpuPath_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+#if !(defined(GPUBENCH_WITH_CUDA) && defined(GPUBENCH_WITH_GPU_AUGMENT))
+  GTEST_SKIP() << "built without the GPU crop kernel";
+#else
+  std::string why;
+  auto decoder = NvjpegDecoder::open(why);
+  if (!decoder) GTEST_SKIP() << why;
+  constexpr int kOut = 64;
+  const int n = 6;
+  std::vector<std::vector<uint8_t>> files;
+  std::vector<data::JpegInfo> infos(n);
+  std::vector<data::CropParams> crops(n);
+  at::Tensor expected = at::empty({n, 3, kOut, kOut}, at::kFloat);
+  for (int i = 0; i < n; ++i) {
+    files.push_back(data::encode_jpeg(data::synthetic_image(3, i, i % 3, 3), 90));
+    std::string err;
+    ASSERT_TRUE(data::read_jpeg_info(files[i].data(), files[i].size(), infos[i], err)) << err;
+    data::Rng rng(1, 2, static_cast<uint64_t>(i));
+    crops[i] = data::random_resized_crop(infos[i].width, infos[i].height, rng);
+    data::DecodedWindow d;
+    ASSERT_TRUE(data::decode_jpeg(files[i].data(), files[i].size(), data::Box{}, 0, 0, d, err)) << err;
+    std::vector<uint8_t> u8(kOut * kOut * 3);
+    data::resize_window(d.image, data::Window{double(crops[i].box.x), double(crops[i].box.y), double(crops[i].box.w),
+                                              double(crops[i].box.h)},
+                        kOut, kOut, crops[i].flip, u8.data());
+    at::Tensor one = expected.narrow(0, i, 1);
+    normalize_into(at::from_blob(u8.data(), {1, kOut, kOut, 3}, at::kByte), one);
+  }
+  const auto dev = at::TensorOptions().device(at::kCUDA);
+  for (const bool yuv : {true, false}) {
+    SCOPED_TRACE(yuv ? "planar YUV output" : "interleaved RGB output");
+    std::vector<const uint8_t*> data;
+    std::vector<size_t> sizes;
+    std::vector<NvjpegDecoder::Planes> planes(n);
+    std::vector<at::Tensor> buffers;
+    std::vector<CropDesc> descs(n);
+    for (int i = 0; i < n; ++i) {
+      data.push_back(files[i].data());
+      sizes.push_back(files[i].size());
+      const int w = infos[i].width, h = infos[i].height, cw = (w + 1) / 2, ch = (h + 1) / 2;  // 4:2:0
+      CropDesc& c = descs[i];
+      c.width = w;
+      c.height = h;
+      if (yuv) {
+        c.format = kCropYuv;
+        c.sub_x = c.sub_y = 2;
+        c.pitch = w;
+        c.pitch_uv = cw;
+        buffers.push_back(at::zeros({int64_t(w) * h + 2 * int64_t(cw) * ch}, dev.dtype(at::kByte)));
+        uint8_t* base = buffers.back().data_ptr<uint8_t>();
+        planes[i].ptr[0] = base;
+        planes[i].ptr[1] = base + int64_t(w) * h;
+        planes[i].ptr[2] = base + int64_t(w) * h + int64_t(cw) * ch;
+        planes[i].pitch[0] = size_t(w);
+        planes[i].pitch[1] = planes[i].pitch[2] = size_t(cw);
+        c.u = reinterpret_cast<uint64_t>(planes[i].ptr[1]);
+        c.v = reinterpret_cast<uint64_t>(planes[i].ptr[2]);
+      } else {
+        c.format = kCropRgb;
+        c.pitch = 3 * w;
+        buffers.push_back(at::zeros({int64_t(w) * h * 3}, dev.dtype(at::kByte)));
+        planes[i].ptr[0] = buffers.back().data_ptr<uint8_t>();
+        planes[i].pitch[0] = size_t(3 * w);
+      }
+      c.src = reinterpret_cast<uint64_t>(planes[i].ptr[0]);
+      c.flip = crops[i].flip ? 1 : 0;
+      c.x = float(crops[i].box.x);
+      c.y = float(crops[i].box.y);
+      c.w = float(crops[i].box.w);
+      c.h = float(crops[i].box.h);
+    }
+    const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
+    ASSERT_TRUE(decoder->decode(data, sizes, planes,
+                                yuv ? NvjpegDecoder::Output::kYuvPlanar : NvjpegDecoder::Output::kRgbInterleaved,
+                                stream, why))
+        << why;
+    at::Tensor d_descs = at::from_blob(descs.data(), {int64_t(sizeof(CropDesc)) * n}, at::kByte).to(at::kCUDA);
+    at::Tensor out = at::empty({n, 3, kOut, kOut}, dev.dtype(at::kFloat));
+    NormalizeParams norm{};
+    const float mean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255}, sd[3] = {0.229f * 255, 0.224f * 255, 0.225f * 255};
+    for (int c = 0; c < 3; ++c) {
+      norm.mean[c] = mean[c];
+      norm.inv_std[c] = 1 / sd[c];
+    }
+    ASSERT_EQ(launch_crop_resize_normalize(reinterpret_cast<const CropDesc*>(d_descs.data_ptr<uint8_t>()), n, kOut,
+                                           out.data_ptr<float>(), out.stride(0), out.stride(1), out.stride(2),
+                                           out.stride(3), norm, stream),
+              cudaSuccess);
+    const at::Tensor diff = (out.cpu() - expected).abs() * (255.0 * 0.225);  // in 8-bit levels (at most)
+    EXPECT_LT(diff.max().item<double>(), 12.0);
+    EXPECT_LT(diff.mean().item<double>(), 1.0);
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace gpubench::engine
