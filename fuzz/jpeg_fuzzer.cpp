@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   img.height = 1 + data[2] % 48;
   const int quality = 1 + data[3] % 100;
   img.pixels.resize(static_cast<size_t>(img.width) * img.height * 3);
-  for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = data[6 + i % std::max<size_t>(1, size - 6)];
+  for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = size > 6 ? data[6 + i % (size - 6)] : 0;
   std::vector<uint8_t> jpeg = encode_jpeg(img, quality);
   // Damage: pairs (offset, value) from the tail of the input; then maybe truncate.
   for (size_t i = 6; i + 1 < size && i < 6 + 64; i += 2) jpeg[data[i] * 7919u % jpeg.size()] = data[i + 1];
