@@ -36,42 +36,6 @@ __device__ float weight(const Taps& t, int j) {
   return fmaxf(0.0f, 1.0f - fabsf((j + 0.5f - t.start - t.center) * t.invscale)) / t.total;
 }
 
-/// A source pixel as RGB. YUV: JPEG's full-range BT.601 conversion (as libjpeg's), chroma sampled bilinearly at
-/// its centred siting (libjpeg's "fancy" upsampling is the same triangle filter), each channel rounded and
-/// clamped to 8 bits as a decoded RGB image would hold it.
-__device__ void source_rgb(const CropDesc& d, int x, int y, float& r, float& g, float& b) {
-  const unsigned char* src = reinterpret_cast<const unsigned char*>(d.src);
-  if (d.format == kCropRgb) {
-    const unsigned char* p = src + static_cast<int64_t>(y) * d.pitch + 3 * x;
-    r = p[0];
-    g = p[1];
-    b = p[2];
-    return;
-  }
-  const float luma = src[static_cast<int64_t>(y) * d.pitch + x];
-  if (d.format == kCropGray) {
-    r = g = b = luma;
-    return;
-  }
-  const int cw = (d.width + d.sub_x - 1) / d.sub_x, ch = (d.height + d.sub_y - 1) / d.sub_y;
-  const float fx = fminf(fmaxf((x + 0.5f) / d.sub_x - 0.5f, 0.0f), cw - 1.0f);
-  const float fy = fminf(fmaxf((y + 0.5f) / d.sub_y - 0.5f, 0.0f), ch - 1.0f);
-  const int x0 = static_cast<int>(fx), y0 = static_cast<int>(fy);
-  const int x1 = min(x0 + 1, cw - 1), y1 = min(y0 + 1, ch - 1);
-  const float ax = fx - x0, ay = fy - y0;
-  const unsigned char* u = reinterpret_cast<const unsigned char*>(d.u);
-  const unsigned char* v = reinterpret_cast<const unsigned char*>(d.v);
-  auto at = [&](const unsigned char* p) {
-    const float top = p[static_cast<int64_t>(y0) * d.pitch_uv + x0] * (1 - ax) + p[static_cast<int64_t>(y0) * d.pitch_uv + x1] * ax;
-    const float bot = p[static_cast<int64_t>(y1) * d.pitch_uv + x0] * (1 - ax) + p[static_cast<int64_t>(y1) * d.pitch_uv + x1] * ax;
-    return top * (1 - ay) + bot * ay - 128.0f;
-  };
-  const float cb = at(u), cr = at(v);
-  r = fminf(fmaxf(rintf(luma + 1.402f * cr), 0.0f), 255.0f);
-  g = fminf(fmaxf(rintf(luma - 0.344136f * cb - 0.714136f * cr), 0.0f), 255.0f);
-  b = fminf(fmaxf(rintf(luma + 1.772f * cb), 0.0f), 255.0f);
-}
-
 __global__ void crop_resize_normalize(const CropDesc* descs, int out_size, float* out, int64_t s_n, int64_t s_c,
                                       int64_t s_h, int64_t s_w, NormalizeParams norm) {
   const int b = blockIdx.y;
@@ -82,16 +46,16 @@ __global__ void crop_resize_normalize(const CropDesc* descs, int out_size, float
   const int sx = d.flip ? out_size - 1 - ox : ox;
   const Taps tx = taps_for(d.x, d.w, d.width, out_size, sx);
   const Taps ty = taps_for(d.y, d.h, d.height, out_size, oy);
+  const unsigned char* src = reinterpret_cast<const unsigned char*>(d.src);
   float r = 0, g = 0, bl = 0;
   for (int y = ty.lo; y < ty.hi; ++y) {
     const float wy = weight(ty, y);
+    const unsigned char* row = src + static_cast<int64_t>(y) * d.pitch;
     for (int x = tx.lo; x < tx.hi; ++x) {
       const float w = wy * weight(tx, x);
-      float pr, pg, pb;
-      source_rgb(d, x, y, pr, pg, pb);
-      r += w * pr;
-      g += w * pg;
-      bl += w * pb;
+      r += w * row[3 * x];
+      g += w * row[3 * x + 1];
+      bl += w * row[3 * x + 2];
     }
   }
   // Rounded to 8-bit levels first, as the CPU path and torchvision's uint8 pipeline produce.

@@ -10,20 +10,10 @@
 
 namespace gpubench::engine {
 
-/// How a sample's pixels are stored.
-enum CropFormat : int32_t {
-  kCropRgb = 0,  ///< interleaved RGB at `src`
-  kCropYuv = 1,  ///< JPEG's planes: Y at `src`, Cb at `u`, Cr at `v` (chroma subsampled by sub_x, sub_y)
-  kCropGray = 2, ///< one plane at `src`
-};
-
 /// One sample, as the kernel reads it (plain data, copied to the device per batch).
 struct CropDesc {
-  uint64_t src = 0;      ///< device address of the sample's interleaved RGB pixels, or of its Y plane
-  uint64_t u = 0, v = 0; ///< kCropYuv: the chroma planes
-  int32_t width = 0, height = 0, pitch = 0;  ///< pixels, pixels, bytes per row (of src)
-  int32_t pitch_uv = 0, sub_x = 1, sub_y = 1;
-  int32_t format = kCropRgb;
+  uint64_t src = 0;      ///< device address of the sample's interleaved RGB pixels
+  int32_t width = 0, height = 0, pitch = 0;  ///< pixels, pixels, bytes per row
   int32_t flip = 0;
   float x = 0, y = 0, w = 0, h = 0;          ///< the crop window, in the image's pixels
 };

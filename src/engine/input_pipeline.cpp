@@ -86,7 +86,6 @@ struct InputPipeline::Impl {
   size_t marks_used = 0;
 #endif
   bool decode_failure_noted = false;
-  bool yuv_output = true;  ///< GPU decode writes planar YCbCr (until nvJPEG refuses it)
   std::vector<std::string>* notes = nullptr;
 
   std::mutex mu;
@@ -172,102 +171,35 @@ struct InputPipeline::Impl {
 #endif
   }
 
-  /// Where each GPU-decoded image lives in the arena, and how the crop kernel reads it.
-  struct Layout {
-    NvjpegDecoder::Planes planes;
-    CropDesc desc;  ///< everything but the crop window and flip
-  };
-
-  /// Lays the images out in the arena (planar Y/Cb/Cr as coded when `yuv`, else interleaved RGB); returns bytes.
-  int64_t plan_layout(const data::HostBatch& hb, const std::vector<int64_t>& on_gpu, bool yuv,
-                      std::vector<Layout>& layout) const {
-    int64_t total = 0;
-    auto take = [&total](int64_t bytes) {
-      const int64_t at = total;
-      total += (bytes + 255) / 256 * 256;
-      return at;
-    };
-    layout.assign(static_cast<size_t>(batch), Layout{});
-    std::vector<int64_t> offsets;
-    for (int64_t i : on_gpu) {
-      const auto& info = hb.infos[static_cast<size_t>(i)];
-      Layout& l = layout[static_cast<size_t>(i)];
-      CropDesc& c = l.desc;
-      c.width = info.width;
-      c.height = info.height;
-      if (!yuv) {
-        c.format = kCropRgb;
-        c.pitch = info.width * 3;
-        l.planes.pitch[0] = static_cast<size_t>(c.pitch);
-        l.planes.ptr[0] = reinterpret_cast<uint8_t*>(take(static_cast<int64_t>(c.pitch) * info.height));
-        continue;
-      }
-      c.pitch = info.width;
-      l.planes.pitch[0] = static_cast<size_t>(c.pitch);
-      l.planes.ptr[0] = reinterpret_cast<uint8_t*>(take(static_cast<int64_t>(info.width) * info.height));
-      if (info.components == 1) {
-        c.format = kCropGray;
-        continue;
-      }
-      c.format = kCropYuv;
-      const std::string& ss = info.subsampling;
-      c.sub_x = (ss == "422" || ss == "420") ? 2 : 1;
-      c.sub_y = (ss == "420" || ss == "440") ? 2 : 1;
-      const int cw = (info.width + c.sub_x - 1) / c.sub_x, ch = (info.height + c.sub_y - 1) / c.sub_y;
-      c.pitch_uv = cw;
-      for (int p = 1; p < 3; ++p) {
-        l.planes.pitch[p] = static_cast<size_t>(cw);
-        l.planes.ptr[p] = reinterpret_cast<uint8_t*>(take(static_cast<int64_t>(cw) * ch));
-      }
-    }
-    return total;
-  }
-
   void prepare_gpu(data::HostBatch& hb, Slot& slot, const at::Tensor& host) {
 #if defined(GPUBENCH_WITH_CUDA) && defined(GPUBENCH_WITH_GPU_AUGMENT)
     std::vector<int64_t> on_gpu;
     for (int64_t i = 0; i < batch; ++i) {
       if (hb.on_cpu[static_cast<size_t>(i)] == 0) on_gpu.push_back(i);
     }
-    std::vector<Layout> layout;
+    std::vector<int64_t> offset(static_cast<size_t>(batch), 0);
+    int64_t total = 0;
+    for (int64_t i : on_gpu) {
+      const auto& info = hb.infos[static_cast<size_t>(i)];
+      offset[static_cast<size_t>(i)] = total;
+      total += (static_cast<int64_t>(info.width) * info.height * 3 + 255) / 256 * 256;
+    }
     if (!on_gpu.empty()) {
+      if (!arena.defined() || arena.numel() < total) {
+        arena = at::empty({total + total / 4}, at::TensorOptions().dtype(at::kByte).device(device));
+      }
       std::vector<const uint8_t*> data;
-      std::vector<size_t> sizes;
+      std::vector<size_t> sizes, pitch;
+      std::vector<uint8_t*> dst;
       for (int64_t i : on_gpu) {
-        data.push_back(hb.files[static_cast<size_t>(i)].data());
-        sizes.push_back(hb.files[static_cast<size_t>(i)].size());
+        const auto ui = static_cast<size_t>(i);
+        data.push_back(hb.files[ui].data());
+        sizes.push_back(hb.files[ui].size());
+        dst.push_back(arena.data_ptr<uint8_t>() + offset[ui]);
+        pitch.push_back(static_cast<size_t>(hb.infos[ui].width) * 3);
       }
-      // Planar YCbCr as coded: the crop kernel converts to RGB while it samples, so nvJPEG writes a third of the
-      // bytes and runs no conversion pass of its own. Where nvJPEG will not write YUV, interleaved RGB.
       std::string why;
-      bool ok = false;
-      for (const bool yuv : {yuv_output, false}) {
-        const int64_t total = plan_layout(hb, on_gpu, yuv, layout);
-        if (!arena.defined() || arena.numel() < total) {
-          arena = at::empty({total + total / 4}, at::TensorOptions().dtype(at::kByte).device(device));
-        }
-        std::vector<NvjpegDecoder::Planes> dst;
-        for (int64_t i : on_gpu) {
-          Layout& l = layout[static_cast<size_t>(i)];
-          for (int p = 0; p < 3; ++p) {
-            if (l.planes.pitch[p] != 0) {
-              l.planes.ptr[p] = arena.data_ptr<uint8_t>() + reinterpret_cast<int64_t>(l.planes.ptr[p]);
-            }
-          }
-          l.desc.src = reinterpret_cast<uint64_t>(l.planes.ptr[0]);
-          l.desc.u = reinterpret_cast<uint64_t>(l.planes.ptr[1]);
-          l.desc.v = reinterpret_cast<uint64_t>(l.planes.ptr[2]);
-          dst.push_back(l.planes);
-        }
-        ok = decoder->decode(data, sizes, dst,
-                             yuv ? NvjpegDecoder::Output::kYuvPlanar : NvjpegDecoder::Output::kRgbInterleaved,
-                             side->stream(), why);
-        if (ok || !yuv) break;
-        yuv_output = false;  // this nvJPEG would not write YUV: interleaved RGB from now on
-        std::lock_guard<std::mutex> lk(mu);
-        record.decoder += "; nvJPEG refused planar YUV output (" + why + "), so it writes interleaved RGB";
-      }
-      if (!ok) {
+      if (!decoder->decode(data, sizes, dst, pitch, side->stream(), why)) {
         // A file the decoder refused mid-batch: decode this batch on the CPU (a corrupt file is skipped there).
         if (!decode_failure_noted) {
           decode_failure_noted = true;
@@ -298,8 +230,12 @@ struct InputPipeline::Impl {
         c.pitch = static_cast<int32_t>(out_size * 3);
         c.w = c.h = static_cast<float>(out_size);
       } else {
+        const auto& info = hb.infos[ui];
         const auto& crop = hb.crops[ui];
-        c = layout[ui].desc;
+        c.src = reinterpret_cast<uint64_t>(arena.data_ptr<uint8_t>() + offset[ui]);
+        c.width = info.width;
+        c.height = info.height;
+        c.pitch = info.width * 3;
         c.flip = crop.flip ? 1 : 0;
         c.x = static_cast<float>(crop.box.x);
         c.y = static_cast<float>(crop.box.y);

@@ -23,7 +23,6 @@ struct NvImage {
 };
 using Status = int;                            // nvjpegStatus_t: 0 = success
 enum Backend { kDefault = 0, kHybrid = 1, kGpuHybrid = 2, kHardware = 3 };
-constexpr int kOutputYUV = 1;                  // NVJPEG_OUTPUT_YUV
 constexpr int kOutputRGBI = 5;                 // NVJPEG_OUTPUT_RGBI
 
 std::string status_text(Status s) {
@@ -246,26 +245,23 @@ bool NvjpegDecoder::can_decode(const data::JpegInfo& info, const uint8_t* data, 
 }
 
 bool NvjpegDecoder::decode(const std::vector<const uint8_t*>& data, const std::vector<size_t>& sizes,
-                           const std::vector<Planes>& dst, Output output, cudaStream_t stream, std::string& error) {
+                           const std::vector<uint8_t*>& dst, const std::vector<size_t>& pitch, cudaStream_t stream,
+                           std::string& error) {
   const int n = static_cast<int>(data.size());
   if (n == 0) return true;
-  const int format = output == Output::kYuvPlanar ? kOutputYUV : kOutputRGBI;
-  if (n != initialized_batch_ || format != initialized_format_) {
-    if (const Status s = api_->batched_init(handle_, state_, n, 1, format); s != 0) {
+  if (n != initialized_batch_) {
+    if (const Status s = api_->batched_init(handle_, state_, n, 1, kOutputRGBI); s != 0) {
       error = "nvjpegDecodeBatchedInitialize: " + status_text(s);
       initialized_batch_ = -1;
       return false;
     }
     initialized_batch_ = n;
-    initialized_format_ = format;
   }
   std::vector<NvImage> out(static_cast<size_t>(n));
   for (size_t i = 0; i < out.size(); ++i) {
     std::memset(&out[i], 0, sizeof(NvImage));
-    for (int c = 0; c < 3; ++c) {
-      out[i].channel[c] = dst[i].ptr[c];
-      out[i].pitch[c] = dst[i].pitch[c];
-    }
+    out[i].channel[0] = dst[i];
+    out[i].pitch[0] = pitch[i];
   }
   if (const Status s = api_->batched(handle_, state_, data.data(), sizes.data(), out.data(), stream); s != 0) {
     error = "nvjpegDecodeBatched: " + status_text(s);

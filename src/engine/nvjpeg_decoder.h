@@ -30,16 +30,10 @@ class NvjpegDecoder {
   /// Whether the batched decoder takes this stream (baseline Huffman, 1 or 3 components, a supported subsampling,
   /// and nvJPEG's own check where it has one). Thread-safe.
   bool can_decode(const data::JpegInfo& info, const uint8_t* data, size_t size) const;
-  /// Where one image goes: up to three planes (device memory) and their bytes per row.
-  struct Planes {
-    uint8_t* ptr[3] = {nullptr, nullptr, nullptr};
-    size_t pitch[3] = {0, 0, 0};
-  };
-  enum class Output { kRgbInterleaved, kYuvPlanar };
-  /// Decodes the files into `dst[i]` on `stream`: interleaved RGB in plane 0, or the Y, Cb and Cr planes as coded
-  /// (chroma at its own resolution; a grayscale file writes Y only).
+  /// Decodes the files into `dst[i]` (device, interleaved RGB with `pitch[i]` bytes per row) on `stream`.
   bool decode(const std::vector<const uint8_t*>& data, const std::vector<size_t>& sizes,
-              const std::vector<Planes>& dst, Output output, cudaStream_t stream, std::string& error);
+              const std::vector<uint8_t*>& dst, const std::vector<size_t>& pitch, cudaStream_t stream,
+              std::string& error);
 
  private:
   NvjpegDecoder() = default;
@@ -48,7 +42,7 @@ class NvjpegDecoder {
   void* lib_ = nullptr;
   void* handle_ = nullptr;
   void* state_ = nullptr;
-  int initialized_batch_ = -1, initialized_format_ = -1;
+  int initialized_batch_ = -1;
   std::string backend_, library_;
 };
 

@@ -51,69 +51,46 @@ TEST(GpuDecode, NvjpegAndTheCropKernelMatchTheCpuPath_CUDA) {
     normalize_into(at::from_blob(u8.data(), {1, kOut, kOut, 3}, at::kByte), one);
   }
   const auto dev = at::TensorOptions().device(at::kCUDA);
-  for (const bool yuv : {true, false}) {
-    SCOPED_TRACE(yuv ? "planar YUV output" : "interleaved RGB output");
-    std::vector<const uint8_t*> data;
-    std::vector<size_t> sizes;
-    std::vector<NvjpegDecoder::Planes> planes(n);
-    std::vector<at::Tensor> buffers;
-    std::vector<CropDesc> descs(n);
-    for (int i = 0; i < n; ++i) {
-      data.push_back(files[i].data());
-      sizes.push_back(files[i].size());
-      const int w = infos[i].width, h = infos[i].height, cw = (w + 1) / 2, ch = (h + 1) / 2;  // 4:2:0
-      CropDesc& c = descs[i];
-      c.width = w;
-      c.height = h;
-      if (yuv) {
-        c.format = kCropYuv;
-        c.sub_x = c.sub_y = 2;
-        c.pitch = w;
-        c.pitch_uv = cw;
-        buffers.push_back(at::zeros({int64_t(w) * h + 2 * int64_t(cw) * ch}, dev.dtype(at::kByte)));
-        uint8_t* base = buffers.back().data_ptr<uint8_t>();
-        planes[i].ptr[0] = base;
-        planes[i].ptr[1] = base + int64_t(w) * h;
-        planes[i].ptr[2] = base + int64_t(w) * h + int64_t(cw) * ch;
-        planes[i].pitch[0] = size_t(w);
-        planes[i].pitch[1] = planes[i].pitch[2] = size_t(cw);
-        c.u = reinterpret_cast<uint64_t>(planes[i].ptr[1]);
-        c.v = reinterpret_cast<uint64_t>(planes[i].ptr[2]);
-      } else {
-        c.format = kCropRgb;
-        c.pitch = 3 * w;
-        buffers.push_back(at::zeros({int64_t(w) * h * 3}, dev.dtype(at::kByte)));
-        planes[i].ptr[0] = buffers.back().data_ptr<uint8_t>();
-        planes[i].pitch[0] = size_t(3 * w);
-      }
-      c.src = reinterpret_cast<uint64_t>(planes[i].ptr[0]);
-      c.flip = crops[i].flip ? 1 : 0;
-      c.x = float(crops[i].box.x);
-      c.y = float(crops[i].box.y);
-      c.w = float(crops[i].box.w);
-      c.h = float(crops[i].box.h);
-    }
-    const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
-    ASSERT_TRUE(decoder->decode(data, sizes, planes,
-                                yuv ? NvjpegDecoder::Output::kYuvPlanar : NvjpegDecoder::Output::kRgbInterleaved,
-                                stream, why))
-        << why;
-    at::Tensor d_descs = at::from_blob(descs.data(), {int64_t(sizeof(CropDesc)) * n}, at::kByte).to(at::kCUDA);
-    at::Tensor out = at::empty({n, 3, kOut, kOut}, dev.dtype(at::kFloat));
-    NormalizeParams norm{};
-    const float mean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255}, sd[3] = {0.229f * 255, 0.224f * 255, 0.225f * 255};
-    for (int c = 0; c < 3; ++c) {
-      norm.mean[c] = mean[c];
-      norm.inv_std[c] = 1 / sd[c];
-    }
-    ASSERT_EQ(launch_crop_resize_normalize(reinterpret_cast<const CropDesc*>(d_descs.data_ptr<uint8_t>()), n, kOut,
-                                           out.data_ptr<float>(), out.stride(0), out.stride(1), out.stride(2),
-                                           out.stride(3), norm, stream),
-              cudaSuccess);
-    const at::Tensor diff = (out.cpu() - expected).abs() * (255.0 * 0.225);  // in 8-bit levels (at most)
-    EXPECT_LT(diff.max().item<double>(), 12.0);
-    EXPECT_LT(diff.mean().item<double>(), 1.0);
+  std::vector<const uint8_t*> data;
+  std::vector<size_t> sizes, pitch;
+  std::vector<uint8_t*> dst;
+  std::vector<at::Tensor> buffers;
+  std::vector<CropDesc> descs(n);
+  for (int i = 0; i < n; ++i) {
+    data.push_back(files[i].data());
+    sizes.push_back(files[i].size());
+    const int w = infos[i].width, h = infos[i].height;
+    buffers.push_back(at::zeros({int64_t(w) * h * 3}, dev.dtype(at::kByte)));
+    dst.push_back(buffers.back().data_ptr<uint8_t>());
+    pitch.push_back(size_t(3 * w));
+    CropDesc& c = descs[i];
+    c.src = reinterpret_cast<uint64_t>(dst.back());
+    c.width = w;
+    c.height = h;
+    c.pitch = 3 * w;
+    c.flip = crops[i].flip ? 1 : 0;
+    c.x = float(crops[i].box.x);
+    c.y = float(crops[i].box.y);
+    c.w = float(crops[i].box.w);
+    c.h = float(crops[i].box.h);
   }
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
+  ASSERT_TRUE(decoder->decode(data, sizes, dst, pitch, stream, why)) << why;
+  at::Tensor d_descs = at::from_blob(descs.data(), {int64_t(sizeof(CropDesc)) * n}, at::kByte).to(at::kCUDA);
+  at::Tensor out = at::empty({n, 3, kOut, kOut}, dev.dtype(at::kFloat));
+  NormalizeParams norm{};
+  const float mean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255}, sd[3] = {0.229f * 255, 0.224f * 255, 0.225f * 255};
+  for (int c = 0; c < 3; ++c) {
+    norm.mean[c] = mean[c];
+    norm.inv_std[c] = 1 / sd[c];
+  }
+  ASSERT_EQ(launch_crop_resize_normalize(reinterpret_cast<const CropDesc*>(d_descs.data_ptr<uint8_t>()), n, kOut,
+                                         out.data_ptr<float>(), out.stride(0), out.stride(1), out.stride(2),
+                                         out.stride(3), norm, stream),
+            cudaSuccess);
+  const at::Tensor diff = (out.cpu() - expected).abs() * (255.0 * 0.225);  // in 8-bit levels (at most)
+  EXPECT_LT(diff.max().item<double>(), 12.0);
+  EXPECT_LT(diff.mean().item<double>(), 1.0);
 #endif
 }
 
