@@ -37,12 +37,6 @@ CropParams random_resized_crop(int width, int height, Rng& rng, double scale_lo,
   return p;
 }
 
-Box center_crop(int width, int height, int out_size, int resize_size) {
-  const int side = std::max(1, static_cast<int>(std::lround(static_cast<double>(std::min(width, height)) * out_size /
-                                                            resize_size)));
-  return Box{(width - side) / 2, (height - side) / 2, std::min(side, width), std::min(side, height)};
-}
-
 namespace {
 
 /// Per output index: the first source index and the normalised weights of the taps (torch's antialiased bilinear).

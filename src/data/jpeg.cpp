@@ -200,6 +200,11 @@ bool read_jpeg_info(const uint8_t* data, size_t size, JpegInfo& info, std::strin
     error = msg;
     return false;
   }
+  if (static_cast<uint64_t>(info.width) * static_cast<uint64_t>(info.height) > kMaxPixels) {
+    error = "image of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " pixels exceeds the " +
+            std::to_string(kMaxPixels) + "-pixel limit";
+    return false;
+  }
   return true;
 }
 

@@ -124,6 +124,19 @@ TEST(Jpeg, HostileBytesAreErrorsNeverCrashes) {
   EXPECT_FALSE(read_jpeg_info(cases[0].data(), 0, info, err));
   EXPECT_EQ(err, "empty file");
   EXPECT_FALSE(decode_jpeg(cases[4].data(), cases[4].size(), Box{}, 0, 0, d, err));  // truncated: refused, as PIL does
+  // A decompression bomb: a valid stream whose frame header claims 65000 x 65000 pixels.
+  std::vector<uint8_t> bomb = good;
+  for (size_t i = 0; i + 8 < bomb.size(); ++i) {
+    if (bomb[i] == 0xFF && bomb[i + 1] == 0xC0) {
+      bomb[i + 5] = bomb[i + 7] = 0xFD;
+      bomb[i + 6] = bomb[i + 8] = 0xE8;
+      break;
+    }
+  }
+  err.clear();
+  EXPECT_FALSE(read_jpeg_info(bomb.data(), bomb.size(), info, err));
+  EXPECT_NE(err.find("pixel limit"), std::string::npos) << err;
+  EXPECT_FALSE(decode_jpeg(bomb.data(), bomb.size(), Box{}, 0, 0, d, err));
 }
 
 TEST(Augment, RandomResizedCropStaysInsideTheImageAndFollowsTorchvisionsRanges) {

@@ -47,10 +47,6 @@ struct CropParams {
 CropParams random_resized_crop(int width, int height, Rng& rng, double scale_lo = 0.08, double scale_hi = 1.0,
                                double ratio_lo = 3.0 / 4.0, double ratio_hi = 4.0 / 3.0);
 
-/// The crop torchvision's evaluation transform takes (Resize(256) + CenterCrop(224) as one window): the centred
-/// square of side min(w, h) * 224 / 256.
-Box center_crop(int width, int height, int out_size = 224, int resize_size = 256);
-
 /// Resizes `window` of `src` to out_w x out_h with bilinear antialiasing exactly as torch's
 /// interpolate(mode="bilinear", antialias=True, align_corners=False) computes its weights (a triangle filter
 /// widened by the downscale factor, never reading outside the window), optionally mirrored, into `dst`
