@@ -82,8 +82,9 @@ void fill_info(const jpeg_decompress_struct& c, JpegInfo& info) {
 // is 89.5 Mpx; this is the same order).
 constexpr uint64_t kMaxPixels = 1ull << 27;
 
-/// The decode proper: only POD locals, so a longjmp out of libjpeg skips no destructor. `out` lives in the caller.
-bool decode_impl(const uint8_t* data, size_t size, const Box& want, int min_w, int min_h, DecodedWindow& out,
+/// The header, then (when `out` is given) the decode proper: only POD locals, so a longjmp out of libjpeg skips no
+/// destructor. `out` lives in the caller.
+bool decode_impl(const uint8_t* data, size_t size, const Box& want, int min_w, int min_h, DecodedWindow* out,
                  JpegInfo& info, char* error) {
   jpeg_decompress_struct cinfo;
   ErrorManager err;
@@ -103,6 +104,10 @@ bool decode_impl(const uint8_t* data, size_t size, const Box& want, int min_w, i
                   cinfo.image_height, static_cast<unsigned long long>(kMaxPixels));
     jpeg_destroy_decompress(&cinfo);
     return false;
+  }
+  if (out == nullptr) {  // header only
+    jpeg_destroy_decompress(&cinfo);
+    return true;
   }
   Box box = want;
   if (box.w <= 0 || box.h <= 0) box = Box{0, 0, static_cast<int>(cinfo.image_width), static_cast<int>(cinfo.image_height)};
@@ -137,12 +142,12 @@ bool decode_impl(const uint8_t* data, size_t size, const Box& want, int min_w, i
   JDIMENSION xoff = static_cast<JDIMENSION>(x0), cw = static_cast<JDIMENSION>(x1 - x0);
   if (x0 > 0 || x1 < ow) jpeg_crop_scanline(&cinfo, &xoff, &cw);  // widens to iMCU boundaries
   const int rows = y1 - y0, comps = cinfo.output_components;
-  out.image.width = static_cast<int>(cw);
-  out.image.height = rows;
-  out.image.pixels.resize(static_cast<size_t>(cw) * static_cast<size_t>(rows) * 3);
-  out.window = Window{box.x * sc - static_cast<double>(xoff), box.y * scy - static_cast<double>(y0), box.w * sc,
+  out->image.width = static_cast<int>(cw);
+  out->image.height = rows;
+  out->image.pixels.resize(static_cast<size_t>(cw) * static_cast<size_t>(rows) * 3);
+  out->window = Window{box.x * sc - static_cast<double>(xoff), box.y * scy - static_cast<double>(y0), box.w * sc,
                       box.h * scy};
-  out.scale = sc;
+  out->scale = sc;
   if (y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(y0));
   // One row buffer from libjpeg's pool (freed with the object), for CMYK which needs converting.
   if (comps != 3) {
@@ -151,7 +156,7 @@ bool decode_impl(const uint8_t* data, size_t size, const Box& want, int min_w, i
   }
   const bool inverted = cinfo.saw_Adobe_marker != 0;  // Adobe writes CMYK inverted
   for (int r = 0; r < rows; ++r) {
-    uint8_t* dst = out.image.pixels.data() + static_cast<size_t>(r) * cw * 3;
+    uint8_t* dst = out->image.pixels.data() + static_cast<size_t>(r) * cw * 3;
     if (comps == 3) {
       JSAMPROW p = dst;
       if (jpeg_read_scanlines(&cinfo, &p, 1) != 1) ERREXIT(&cinfo, JERR_INPUT_EMPTY);
@@ -171,56 +176,34 @@ bool decode_impl(const uint8_t* data, size_t size, const Box& want, int min_w, i
   return true;
 }
 
-bool info_impl(const uint8_t* data, size_t size, JpegInfo& info, char* error) {
-  jpeg_decompress_struct cinfo;
-  ErrorManager err;
-  install(err, cinfo);
-  if (setjmp(err.jump) != 0) {
-    std::snprintf(error, JMSG_LENGTH_MAX, "%s", err.message);
-    jpeg_destroy_decompress(&cinfo);
+}  // namespace
+
+namespace {
+
+bool checked_decode(const uint8_t* data, size_t size, const Box& window, int min_w, int min_h, DecodedWindow* out,
+                    JpegInfo& info, std::string& error) {
+  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) {
+    error = size == 0 ? "empty file" : "not a JPEG (no start-of-image marker)";
     return false;
   }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
-  jpeg_read_header(&cinfo, TRUE);
-  fill_info(cinfo, info);
-  jpeg_destroy_decompress(&cinfo);
+  char msg[JMSG_LENGTH_MAX] = {};
+  if (!decode_impl(data, size, window, min_w, min_h, out, info, msg)) {
+    error = msg;
+    return false;
+  }
   return true;
 }
 
 }  // namespace
 
 bool read_jpeg_info(const uint8_t* data, size_t size, JpegInfo& info, std::string& error) {
-  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) {
-    error = size == 0 ? "empty file" : "not a JPEG (no start-of-image marker)";
-    return false;
-  }
-  char msg[JMSG_LENGTH_MAX] = {};
-  if (!info_impl(data, size, info, msg)) {
-    error = msg;
-    return false;
-  }
-  if (static_cast<uint64_t>(info.width) * static_cast<uint64_t>(info.height) > kMaxPixels) {
-    error = "image of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " pixels exceeds the " +
-            std::to_string(kMaxPixels) + "-pixel limit";
-    return false;
-  }
-  return true;
+  return checked_decode(data, size, Box{}, 0, 0, nullptr, info, error);
 }
 
 bool decode_jpeg(const uint8_t* data, size_t size, const Box& window, int min_width, int min_height,
                  DecodedWindow& out, std::string& error) {
-  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) {
-    error = size == 0 ? "empty file" : "not a JPEG (no start-of-image marker)";
-    return false;
-  }
-  char msg[JMSG_LENGTH_MAX] = {};
   JpegInfo info;
-  if (!decode_impl(data, size, window, min_width, min_height, out, info, msg)) {
-    error = msg;
-    return false;
-  }
-  return true;
+  return checked_decode(data, size, window, min_width, min_height, &out, info, error);
 }
 
 std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality) {

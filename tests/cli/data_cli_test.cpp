@@ -41,6 +41,19 @@ TEST_F(DataCliTest, DatasetMakeThenAFolderRunTrainsAndRecordsThePipeline) {
   EXPECT_NE(r.out.find("input wait"), std::string::npos) << r.out;  // the epoch table shows it
 }
 
+TEST_F(DataCliTest, TwoRanksEachTrainOnTheirShardOfTheFolder) {
+  const std::string ds = make("set", 48);
+  const std::string out = (dir_ / "runs" / "ddp.json").string();
+  const Result r = gpubench("run --config " + tiny() + " --data folder --data-path " + ds +
+                            " --data-workers 1 --dataset-size 48 --epochs 1 --nproc-per-node 2 --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["distributed"]["world_size"], 2);
+  EXPECT_EQ(j["epochs"][0]["steps"], 6);     // 48 images / (2 ranks x batch 4)
+  EXPECT_EQ(j["epochs"][0]["samples"], 48);  // one pass over the folder between them
+  EXPECT_EQ(j["data"]["images"], 48);
+}
+
 TEST_F(DataCliTest, FoldersThatCannotFeedARunExitTwoBeforeAnythingRuns) {
   const std::string small = make("small", 6);
   fs::create_directories(dir_ / "noimages" / "cls");
