@@ -284,14 +284,9 @@ class TrainingRun {
     const int64_t warmup = *s_.warmup_steps;
     observer_.on_phase("warm-up (" + std::to_string(warmup) + " steps)");
     warm_t0_ = Clock::now();
-    const int64_t per_pass = input_ ? std::max<int64_t>(1, input_->epoch_images() / (batch_size_ * world_)) : 1;
     for (int64_t i = 0; i < warmup; ++i) {
       if (stop_requested(plan_)) break;
-      if (input_) {
-        // Warm-up passes have their own shuffles (negative keys), as many as the warm-up needs.
-        if (i % per_pass == 0) input_->start_pass(-1 - i / per_pass, std::min(per_pass, warmup - i));
-        input_->feed(batch_);
-      }
+      feed_untimed(-1, i, warmup);
       if (!s_.data_only) runner_->run();
       count_step();
       observer_.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size_, seconds_since(warm_t0_)});
@@ -503,9 +498,9 @@ class TrainingRun {
     }
     const int64_t steps = s_.profile_steps;
     observer_.on_phase("profiling " + std::to_string(steps) + " more steps (not timed)");
-    if (input_) input_->start_pass(-1000000, steps + 1);
-    auto step = [this] {
-      if (input_) input_->feed(batch_);
+    int64_t fed = 0;
+    auto step = [this, &fed, steps] {
+      feed_untimed(-1000000, fed++, steps + 1);
       if (graph_) {
         graph_->replay();
       } else {
@@ -558,6 +553,15 @@ class TrainingRun {
   void note(const std::string& msg) {
     record_.notes.push_back(msg);
     observer_.on_note(msg);
+  }
+
+  /// Untimed steps (warm-up, profile) with real data: step `i` of `total` gets the next batch of passes with their
+  /// own shuffles (keys from `key` down, never an epoch's), as many passes over the folder as `total` needs.
+  void feed_untimed(int64_t key, int64_t i, int64_t total) {
+    if (!input_) return;
+    const int64_t per_pass = std::max<int64_t>(1, input_->epoch_images() / (batch_size_ * world_));
+    if (i % per_pass == 0) input_->start_pass(key - i / per_pass, std::min(per_pass, total - i));
+    input_->feed(batch_);
   }
 
   /// The epoch's input-pipeline figures: how long the step waited for batches (the slowest rank's, in a

@@ -101,6 +101,21 @@ TEST(InputPipeline, CorruptFilesAreSkippedCountedAndNamed) {
   EXPECT_EQ(r.epochs[0].samples, 24);  // the bad files' places went to good ones: every batch is full
 }
 
+TEST(InputPipeline, WarmUpAndProfileLongerThanAnEpochTakeSeveralPasses) {
+  Folder f(8);  // two batches of 4 per pass
+  RunObserver obs;
+  Scenario s = folder_run(f.root);
+  s.epochs = 1;
+  s.warmup_steps = 5;
+  s.profile = true;
+  s.profile_steps = 4;
+  const RunRecord r = run_benchmark(s, obs, {});
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
+  EXPECT_EQ(r.epochs[0].steps, 2);
+  ASSERT_TRUE(r.profile.has_value());
+  EXPECT_EQ(r.profile->steps, 4);
+}
+
 TEST(InputPipeline, DataOnlyTimesTheLoaderWithoutAModelStep) {
   Folder f;
   RunObserver obs;
