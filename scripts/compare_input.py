@@ -60,6 +60,7 @@ def main():
     ratio("GPU decode bf16 / PyTorch standard recipe bf16", mean("gpubench_gpu_bf16"), mean("pytorch_train_bf16"), ">= 3.5")
     ratio("CPU decode bf16 / PyTorch standard recipe bf16", mean("gpubench_cpu_bf16"), mean("pytorch_train_bf16"))
     ratio("CPU decode bf16 / synthetic bf16", mean("gpubench_cpu_bf16"), mean("gpubench_synthetic_bf16"))
+    ratio("CPU decode fp16 / synthetic fp16", mean("gpubench_cpu_fp16"), mean("gpubench_synthetic_fp16"))
     ratio("one core: gpubench CPU path / PIL decode + augment", mean("gpubench_percore"), mean("pytorch_percore"), ">= 2.5")
     ratio("loader alone, CPU decode / PyTorch DataLoader", mean("gpubench_loader_cpu"), mean("pytorch_loader"))
     ratio("loader alone, GPU decode / PyTorch DataLoader", mean("gpubench_loader_gpu"), mean("pytorch_loader"))

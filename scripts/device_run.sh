@@ -32,6 +32,7 @@
 #            recipe on that folder: one core each, the loader alone (15 workers), ResNet-50 bf16/fp16 bs 256 trained
 #            end to end with GPU and CPU decoding and on synthetic data; scripts/compare_input.py's table. Carry
 #            [".deps"] (libjpeg headers, see phase_build)
+#   data_quick - the same without PyTorch's training runs, with CPU decoding in fp16 too
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -402,6 +403,30 @@ phase_data() {
     gbrun "gpubench_cpu_bf16_r$r" "${folder[@]}" --precision bf16 --batch-size 256 --warmup-steps 15 --decode cpu --data-workers "$w"
     gbrun "gpubench_synthetic_fp16_r$r" --precision fp16 --batch-size 256 --warmup-steps 15 --dataset-size "$n"
     gbrun "gpubench_gpu_fp16_r$r" "${folder[@]}" --precision fp16 --batch-size 256 --warmup-steps 15 --decode gpu --data-workers "$w"
+  done
+  "$PY" scripts/compare_input.py "$OUT/records" | tee "$OUT/summary_data.md"
+}
+
+# A shorter round of the same (no PyTorch training runs): one core each, the loaders, and GPU/CPU decoding against
+# synthetic in bf16 and fp16.
+phase_data_quick() {
+  local ds=/tmp/gpubench-imagenet-like n="${DATA_IMAGES:-25600}" w="${DATA_WORKERS:-15}"
+  log "data_quick: generating $n images"
+  rm -rf "$ds"
+  "$GB" dataset make --images "$n" --classes 100 --out "$ds" --seed 0 2>&1 | tee "$OUT/summary_data_dataset.txt"
+  cat "$ds"/*/* > /dev/null
+  local folder=(--data folder --data-path "$ds")
+  gbrun() { local name="$1"; shift; timeout 150 "$GB" run resnet50 --epochs 1 --output "$OUT/records/$name.json" "$@" > "$OUT/$name.log" 2>&1; log "$name rc $? $(grep -E '^total|bottleneck' "$OUT/$name.log" | tr '\n' ' ')"; }
+  ptrun() { local name="$1"; shift; timeout 150 "$PY" scripts/pytorch_input_reference.py "$ds" "$@" > "$OUT/records/$name.json" 2> "$OUT/$name.log"; log "$name rc $? $(cat "$OUT/records/$name.json")"; }
+  ptrun pytorch_percore --mode per-core --images 1500
+  gbrun gpubench_percore_cpu "${folder[@]}" --data-only --decode cpu --data-workers 1 --batch-size 64 --dataset-size 4096 --warmup-steps 2
+  ptrun pytorch_loader --mode loader --workers "$w"
+  gbrun gpubench_loader_cpu "${folder[@]}" --data-only --decode cpu --data-workers "$w" --batch-size 256 --warmup-steps 5
+  gbrun gpubench_loader_gpu "${folder[@]}" --data-only --decode gpu --data-workers "$w" --batch-size 256 --warmup-steps 5
+  for p in bf16 fp16; do
+    gbrun "gpubench_synthetic_${p}_r1" --precision "$p" --batch-size 256 --warmup-steps 15 --dataset-size "$n"
+    gbrun "gpubench_gpu_${p}_r1" "${folder[@]}" --precision "$p" --batch-size 256 --warmup-steps 15 --decode gpu --data-workers "$w"
+    gbrun "gpubench_cpu_${p}_r1" "${folder[@]}" --precision "$p" --batch-size 256 --warmup-steps 15 --decode cpu --data-workers "$w"
   done
   "$PY" scripts/compare_input.py "$OUT/records" | tee "$OUT/summary_data.md"
 }
