@@ -378,55 +378,54 @@ phase_unet() {  # the SD v1.5 UNet against diffusers' UNet2DConditionModel (whee
 }
 
 # Issue #16: the JPEG pipeline against PyTorch's standard recipe (ImageFolder + PIL + DataLoader) on one generated
-# folder (page cache warm), alternating; the loader alone; one core of each; then training end to end.
+# folder (page cache warm), alternating. data_setup generates the folder and runs what both data phases share: one
+# core of each, and each loader alone.
+DS=/tmp/gpubench-imagenet-like
+data_gb() { local name="$1"; shift; timeout 150 "$GB" run resnet50 --epochs 1 --output "$OUT/records/$name.json" "$@" > "$OUT/$name.log" 2>&1; log "$name rc $? $(grep -E '^total|bottleneck' "$OUT/$name.log" | tr '\n' ' ')"; }
+data_pt() { local name="$1"; shift; timeout 150 "$PY" scripts/pytorch_input_reference.py "$DS" "$@" > "$OUT/records/$name.json" 2> "$OUT/$name.log"; log "$name rc $? $(cat "$OUT/records/$name.json")"; }
+data_setup() {
+  N="${DATA_IMAGES:-25600}" W="${DATA_WORKERS:-15}" FOLDER=(--data folder --data-path "$DS")
+  log "data: generating $N images"
+  rm -rf "$DS"
+  "$GB" dataset make --images "$N" --classes 100 --out "$DS" --seed 0 2>&1 | tee "$OUT/summary_data_dataset.txt"
+  cat "$DS"/*/* > /dev/null  # warm the page cache, as the anchors were measured
+  data_pt pytorch_percore --mode per-core --images 1500
+  data_gb gpubench_percore_cpu "${FOLDER[@]}" --data-only --decode cpu --data-workers 1 --batch-size 64 --dataset-size 4096 --warmup-steps 2
+  data_pt pytorch_loader --mode loader --workers "$W"
+  data_gb gpubench_loader_cpu "${FOLDER[@]}" --data-only --decode cpu --data-workers "$W" --batch-size 256 --warmup-steps 5
+  data_gb gpubench_loader_gpu "${FOLDER[@]}" --data-only --decode gpu --data-workers "$W" --batch-size 256 --warmup-steps 5
+}
+# ResNet-50 bs 256 `decode` (gpu, cpu or synthetic) in `precision`, repeat `r`.
+data_train() {
+  local decode="$1" p="$2" r="$3"
+  if [ "$decode" = synthetic ]; then
+    data_gb "gpubench_synthetic_${p}_r$r" --precision "$p" --batch-size 256 --warmup-steps 15 --dataset-size "$N"
+  else
+    data_gb "gpubench_${decode}_${p}_r$r" "${FOLDER[@]}" --precision "$p" --batch-size 256 --warmup-steps 15 \
+        --decode "$decode" --data-workers "$W"
+  fi
+}
+
+# Then training end to end, alternating: bf16 (synthetic, GPU decode, PyTorch's recipe, CPU decode) and fp16
+# (synthetic, GPU decode), $REPS rounds.
 phase_data() {
-  local ds=/tmp/gpubench-imagenet-like n="${DATA_IMAGES:-25600}" w="${DATA_WORKERS:-15}"
-  log "data: generating $n images"
-  rm -rf "$ds"
-  "$GB" dataset make --images "$n" --classes 100 --out "$ds" --seed 0 2>&1 | tee "$OUT/summary_data_dataset.txt"
-  cat "$ds"/*/* > /dev/null  # warm the page cache, as the anchors were measured
-  local folder=(--data folder --data-path "$ds")
-  gbrun() { local name="$1"; shift; timeout 150 "$GB" run resnet50 --epochs 1 --output "$OUT/records/$name.json" "$@" > "$OUT/$name.log" 2>&1; log "$name rc $? $(grep -E '^total|bottleneck' "$OUT/$name.log" | tr '\n' ' ')"; }
-  ptrun() { local name="$1"; shift; timeout 150 "$PY" scripts/pytorch_input_reference.py "$ds" "$@" > "$OUT/records/$name.json" 2> "$OUT/$name.log"; log "$name rc $? $(cat "$OUT/records/$name.json")"; }
-  # One core each.
-  ptrun pytorch_percore --mode per-core --images 1500
-  gbrun gpubench_percore_cpu "${folder[@]}" --data-only --decode cpu --data-workers 1 --batch-size 64 --dataset-size 4096 --warmup-steps 2
-  # The loader alone, 15 workers.
-  ptrun pytorch_loader --mode loader --workers "$w"
-  gbrun gpubench_loader_cpu "${folder[@]}" --data-only --decode cpu --data-workers "$w" --batch-size 256 --warmup-steps 5
-  gbrun gpubench_loader_gpu "${folder[@]}" --data-only --decode gpu --data-workers "$w" --batch-size 256 --warmup-steps 5
-  # Training end to end (bf16 and fp16, bs 256, channels_last), alternating.
+  data_setup
   for r in $(seq 1 "${REPS:-1}"); do
-    gbrun "gpubench_synthetic_bf16_r$r" --precision bf16 --batch-size 256 --warmup-steps 15 --dataset-size "$n"
-    gbrun "gpubench_gpu_bf16_r$r" "${folder[@]}" --precision bf16 --batch-size 256 --warmup-steps 15 --decode gpu --data-workers "$w"
-    ptrun "pytorch_train_bf16_r$r" --mode train --precision bf16 --workers "$w"
-    gbrun "gpubench_cpu_bf16_r$r" "${folder[@]}" --precision bf16 --batch-size 256 --warmup-steps 15 --decode cpu --data-workers "$w"
-    gbrun "gpubench_synthetic_fp16_r$r" --precision fp16 --batch-size 256 --warmup-steps 15 --dataset-size "$n"
-    gbrun "gpubench_gpu_fp16_r$r" "${folder[@]}" --precision fp16 --batch-size 256 --warmup-steps 15 --decode gpu --data-workers "$w"
+    data_train synthetic bf16 "$r"
+    data_train gpu bf16 "$r"
+    data_pt "pytorch_train_bf16_r$r" --mode train --precision bf16 --workers "$W"
+    data_train cpu bf16 "$r"
+    data_train synthetic fp16 "$r"
+    data_train gpu fp16 "$r"
   done
   "$PY" scripts/compare_input.py "$OUT/records" | tee "$OUT/summary_data.md"
 }
 
-# A shorter round of the same (no PyTorch training runs): one core each, the loaders, and GPU/CPU decoding against
-# synthetic in bf16 and fp16.
+# A shorter round (no PyTorch training runs): synthetic, GPU and CPU decoding in bf16 and in fp16.
 phase_data_quick() {
-  local ds=/tmp/gpubench-imagenet-like n="${DATA_IMAGES:-25600}" w="${DATA_WORKERS:-15}"
-  log "data_quick: generating $n images"
-  rm -rf "$ds"
-  "$GB" dataset make --images "$n" --classes 100 --out "$ds" --seed 0 2>&1 | tee "$OUT/summary_data_dataset.txt"
-  cat "$ds"/*/* > /dev/null
-  local folder=(--data folder --data-path "$ds")
-  gbrun() { local name="$1"; shift; timeout 150 "$GB" run resnet50 --epochs 1 --output "$OUT/records/$name.json" "$@" > "$OUT/$name.log" 2>&1; log "$name rc $? $(grep -E '^total|bottleneck' "$OUT/$name.log" | tr '\n' ' ')"; }
-  ptrun() { local name="$1"; shift; timeout 150 "$PY" scripts/pytorch_input_reference.py "$ds" "$@" > "$OUT/records/$name.json" 2> "$OUT/$name.log"; log "$name rc $? $(cat "$OUT/records/$name.json")"; }
-  ptrun pytorch_percore --mode per-core --images 1500
-  gbrun gpubench_percore_cpu "${folder[@]}" --data-only --decode cpu --data-workers 1 --batch-size 64 --dataset-size 4096 --warmup-steps 2
-  ptrun pytorch_loader --mode loader --workers "$w"
-  gbrun gpubench_loader_cpu "${folder[@]}" --data-only --decode cpu --data-workers "$w" --batch-size 256 --warmup-steps 5
-  gbrun gpubench_loader_gpu "${folder[@]}" --data-only --decode gpu --data-workers "$w" --batch-size 256 --warmup-steps 5
+  data_setup
   for p in bf16 fp16; do
-    gbrun "gpubench_synthetic_${p}_r1" --precision "$p" --batch-size 256 --warmup-steps 15 --dataset-size "$n"
-    gbrun "gpubench_gpu_${p}_r1" "${folder[@]}" --precision "$p" --batch-size 256 --warmup-steps 15 --decode gpu --data-workers "$w"
-    gbrun "gpubench_cpu_${p}_r1" "${folder[@]}" --precision "$p" --batch-size 256 --warmup-steps 15 --decode cpu --data-workers "$w"
+    for decode in synthetic gpu cpu; do data_train "$decode" "$p" 1; done
   done
   "$PY" scripts/compare_input.py "$OUT/records" | tee "$OUT/summary_data.md"
 }
