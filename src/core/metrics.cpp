@@ -59,6 +59,9 @@ void set_metric(Metrics& metrics, Metric m) {
 
 namespace {
 
+/// Training epochs with steps have a loss; inference has none (its loss fields stay 0 in the record).
+bool has_loss(const RunRecord& r, const EpochRecord& e) { return e.steps > 0 && r.scenario.mode != "inference"; }
+
 using Value = std::optional<double>;
 using EpochGet = Value (*)(const RunRecord&, const EpochRecord&);
 using RunGet = Value (*)(const RunRecord&);
@@ -218,10 +221,10 @@ const std::vector<Entry>& catalog() {
         "readings with a power or thermal clock-event reason set (the worst reason)"},
        epoch_throttle, [](const RunRecord& r) { return run_max(r, epoch_throttle); }},
       {{"loss_first", "loss first", "", Better::kNeither, true, false, "loss of the epoch's first step"},
-       [](const RunRecord&, const EpochRecord& e) { return e.steps > 0 ? Value(e.loss_first) : std::nullopt; },
+       [](const RunRecord& r, const EpochRecord& e) { return has_loss(r, e) ? Value(e.loss_first) : std::nullopt; },
        nullptr},
       {{"loss_last", "loss last", "", Better::kNeither, true, false, "loss of the epoch's last step"},
-       [](const RunRecord&, const EpochRecord& e) { return e.steps > 0 ? Value(e.loss_last) : std::nullopt; },
+       [](const RunRecord& r, const EpochRecord& e) { return has_loss(r, e) ? Value(e.loss_last) : std::nullopt; },
        nullptr},
       {{"skipped_steps", "skipped steps", "count", Better::kLower, true, false,
         "fp16 steps the loss scaler skipped"},

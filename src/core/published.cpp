@@ -85,6 +85,11 @@ std::vector<PublishedReference> parse_published(const std::string& yaml_text) {
       r.device = str(e, recipe, "device", where);
       r.model = str(e, recipe, "model", where);
       r.precision = str(e, recipe, "precision", where);
+      r.mode = str(e, recipe, "mode", where);
+      if (r.mode.empty()) r.mode = "train";
+      if (r.mode != "train" && r.mode != "inference") {
+        throw std::runtime_error(where + ": entry '" + r.id + "': mode must be train or inference, got '" + r.mode + "'");
+      }
       r.batch_size = opt<int64_t>(e, recipe, "batch_size", where);
       r.dataset_size = opt<int64_t>(e, recipe, "dataset_size", where);
       r.data_pipeline = str(e, recipe, "data_pipeline", where);
@@ -140,7 +145,20 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
     c.measured_epoch_seconds = static_cast<double>(*ref.dataset_size) / *c.measured_samples_per_s;
   }
 
+  if (ref.steps_per_s) {
+    c.published_steps_per_s = ref.steps_per_s;
+    if (c.measured_samples_per_s) c.measured_steps_per_s = run.summary.steps_per_s;
+  }
+
   auto& d = c.differences;
+  const std::string our_mode = s.mode == "inference" ? "inference" : "training";
+  if (s.mode != ref.mode) {
+    d.push_back("mode: " + our_mode + " here, " + (ref.mode == "inference" ? "inference" : "training") +
+                " published: not the same work (run with --mode " + ref.mode + ")");
+  } else {
+    c.same.push_back("mode: " + our_mode + " on both sides" +
+                     (s.mode == "inference" && !run.model.step.empty() ? " (here: " + run.model.step + ")" : ""));
+  }
   if (!same_device_name(ref.device, run.environment.device_name)) {
     d.push_back("device: " + (run.environment.device_name.empty() ? run.environment.device : run.environment.device_name) +
                 " here, " + ref.device + " published");

@@ -155,9 +155,9 @@ bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const {
 }
 bool ModelRecord::operator==(const ModelRecord& o) const {
   return std::tie(name, parameters, train_flops_per_sample, attention_flops_per_sample, sample_unit, tokens_per_sample,
-                  scenario_keys) == std::tie(o.name, o.parameters, o.train_flops_per_sample,
+                  scenario_keys, step) == std::tie(o.name, o.parameters, o.train_flops_per_sample,
                                              o.attention_flops_per_sample, o.sample_unit, o.tokens_per_sample,
-                                             o.scenario_keys);
+                                             o.scenario_keys, o.step);
 }
 bool PrecisionRecord::operator==(const PrecisionRecord& o) const {
   return std::tie(requested, resolved, autocast_dtype, tf32_matmul, tf32_cudnn, loss_scaling, memory_format,

@@ -53,6 +53,7 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["precision"] = s.precision;
   j["memory_format"] = s.memory_format;
   j["device"] = s.device;
+  j["mode"] = s.mode;
   j["epochs"] = s.epochs;
   j["dataset_size"] = s.dataset_size;
   j["warmup_steps"] = s.warmup_steps;
@@ -89,6 +90,7 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.precision = j.value("precision", d.precision);
   s.memory_format = j.value("memory_format", d.memory_format);
   s.device = j.value("device", d.device);
+  s.mode = j.value("mode", d.mode);
   s.epochs = j.value("epochs", d.epochs);
   s.dataset_size = j.value("dataset_size", d.dataset_size);
   s.warmup_steps = j.value("warmup_steps", d.warmup_steps);
@@ -134,12 +136,12 @@ bool OptimizerSettings::operator==(const OptimizerSettings& o) const {
 bool Scenario::operator==(const Scenario& o) const {
   return std::tie(name, model, batch_size, precision, memory_format, device, epochs, dataset_size, warmup_steps,
                   optimizer, seed, time_budget_s, duration_s, model_options, grad_accumulation, cudnn_benchmark, graph, ddp_bucket_mb, ddp_timeout_s, output, telemetry, telemetry_interval_s,
-                  telemetry_trace, profile, profile_steps, data, data_path, data_workers, decode, prefetch, data_only) ==
+                  telemetry_trace, profile, profile_steps, data, data_path, data_workers, decode, prefetch, data_only, mode) ==
          std::tie(o.name, o.model, o.batch_size, o.precision, o.memory_format, o.device, o.epochs, o.dataset_size,
                   o.warmup_steps, o.optimizer, o.seed, o.time_budget_s, o.duration_s, o.model_options,
                   o.grad_accumulation, o.cudnn_benchmark, o.graph, o.ddp_bucket_mb,
                   o.ddp_timeout_s, o.output, o.telemetry, o.telemetry_interval_s, o.telemetry_trace, o.profile,
-                  o.profile_steps, o.data, o.data_path, o.data_workers, o.decode, o.prefetch, o.data_only);
+                  o.profile_steps, o.data, o.data_path, o.data_workers, o.decode, o.prefetch, o.data_only, o.mode);
 }
 
 }  // namespace gpubench

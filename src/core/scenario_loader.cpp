@@ -237,6 +237,10 @@ const std::vector<Field>& fields() {
           }
           s.model = m;
         });
+    add("mode", "--mode",
+        "train (forward, backward, optimizer step; default) | inference (eval mode, no gradients, no optimizer: "
+        "throughput and per-batch latency percentiles; sd-unet: one denoising step with classifier-free guidance)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.mode = as_enum(n, c, {"train", "inference"}); });
     add("batch_size", "--batch-size", "samples per step (default: the model's; bounded on CPU)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.batch_size = as_int(n, c, 1, 1 << 24); });
     add("precision", "--precision", "fp32 | tf32 | bf16 | fp16 | amp (amp: PyTorch AMP, fp16 + loss scaling on GPUs, bf16 on the CPU)",
@@ -743,6 +747,15 @@ void ScenarioLoader::check(const Scenario& s) const {
       if (s.is_set(key) && (std::string(key) != "data_only" || s.data_only)) {
         throw ScenarioError(origin_of(key), key, std::string(key) + " applies to data: folder (this scenario's data is " + s.data + ")");
       }
+    }
+  }
+  if (s.mode == "inference") {
+    if (s.grad_accumulation > 1) {
+      throw ScenarioError(origin_of("grad_accumulation"), "grad_accumulation",
+                          "grad_accumulation applies to mode: train (inference has no gradients to accumulate)");
+    }
+    if (s.data_only) {
+      throw ScenarioError(origin_of("data_only"), "data_only", "data_only times the input pipeline alone; use mode: train");
     }
   }
   if (s.batch_size && s.dataset_size < *s.batch_size * s.grad_accumulation) {

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iomanip>
@@ -41,8 +42,10 @@ void resolve_defaults(Scenario& s, const engine::ResolvedDevice& d, const engine
   s.device = d.id;
   std::vector<std::string> bounded;
   if (!s.batch_size) {
-    s.batch_size = cpu ? 16 : model.info.default_batch_size;
-    if (cpu) bounded.push_back("batch size 16 (GPU default " + std::to_string(model.info.default_batch_size) + ")");
+    s.batch_size = cpu ? std::min<int64_t>(16, model.info.default_batch_size) : model.info.default_batch_size;
+    if (cpu && *s.batch_size < model.info.default_batch_size) {
+      bounded.push_back("batch size 16 (GPU default " + std::to_string(model.info.default_batch_size) + ")");
+    }
   }
   if (!s.warmup_steps) {
     s.warmup_steps = cpu ? 2 : 10;
@@ -53,7 +56,8 @@ void resolve_defaults(Scenario& s, const engine::ResolvedDevice& d, const engine
     bounded.push_back("a 60 s time budget for the timed epochs");
   }
   if (cpu) {
-    std::string msg = "No GPU in use: training on the CPU (" + d.id + ").";
+    std::string msg = std::string("No GPU in use: ") + (s.mode == "inference" ? "inference" : "training") +
+                      " on the CPU (" + d.id + ").";
     if (!bounded.empty()) {
       msg += " Bounded so the run ends in minutes: ";
       for (size_t i = 0; i < bounded.size(); ++i) msg += (i ? ", " : "") + bounded[i];
@@ -184,8 +188,13 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     record.precision = engine::to_record(plan.precision, s.memory_format);
     record.model.name = entry.info.name;
     record.model.parameters = engine::count_parameters(*workload->module());
-    record.model.train_flops_per_sample = workload->train_flops_per_sample();
-    record.model.attention_flops_per_sample = workload->attention_train_flops_per_sample();
+    const bool inference = s.mode == "inference";
+    record.model.train_flops_per_sample =
+        inference ? workload->inference_flops_per_sample() : workload->train_flops_per_sample();
+    record.model.attention_flops_per_sample =
+        inference ? workload->attention_inference_flops_per_sample() : workload->attention_train_flops_per_sample();
+    record.model.step = inference ? workload->inference_step()
+                                  : "one training step: forward, loss, backward and optimizer update";
     record.model.sample_unit = entry.info.sample_unit;
     record.model.tokens_per_sample = workload->tokens_per_sample();
     record.model.scenario_keys = entry.info.option_keys();

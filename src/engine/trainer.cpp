@@ -1,6 +1,7 @@
 #include "trainer.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "input_pipeline.h"
 #include "gpubench/core/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
+#include "gpubench/core/stats.hpp"
 #include "optimizers.h"
 #include "profiler.h"
 #include "step_timer.h"
@@ -115,10 +117,13 @@ class StepRunner {
   at::Tensor skipped_on_device_;
 };
 
-/// Why the whole step cannot be captured for this plan; empty when it can.
-std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer& opt) {
+/// Why the whole step cannot be captured for this plan; empty when it can. `opt` is null in inference mode (a
+/// forward pass alone: no all-reduces, no recomputation, no optimizer to check).
+std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer* optimizer) {
   if (!cuda_graphs_compiled()) return "this gpubench was built without CUDA";
   if (!plan.device.device.is_cuda()) return "CUDA graphs need a CUDA device (this run is on " + plan.device.id + ")";
+  if (optimizer == nullptr) return {};
+  const Optimizer& opt = *optimizer;
   if (plan.comm != nullptr) {
     return "multi-process runs launch their all-reduces from backward hooks, which are not captured yet";
   }
@@ -208,6 +213,7 @@ class TrainingRun {
         dev_(plan.device.device),
         batch_size_(*plan.scenario.batch_size * plan.scenario.grad_accumulation),
         dist_(plan.comm != nullptr),
+        inference_(plan.scenario.mode == "inference"),
         world_(plan.comm != nullptr ? plan.comm->world_size() : 1),
         fault_(FaultInjection::from_env()) {}
 
@@ -230,7 +236,18 @@ class TrainingRun {
     module_ = workload_.module();
     module_->to(dev_);
     if (plan_.channels_last) to_channels_last(*module_);
-    module_->train();
+    if (inference_) {
+      module_->eval();
+      // Inference keeps its weights in the autocast type, as deployments load them (torch_dtype=bfloat16 in
+      // transformers, float16 in diffusers' pipelines): no per-step weight casts. Autocast stays on for the inputs.
+      if (plan_.precision.autocast) {
+        module_->to(*plan_.precision.autocast);
+        note(std::string("inference: weights held in ") + c10::toString(*plan_.precision.autocast) +
+             " (as a half-precision pipeline loads them), autocast on");
+      }
+    } else {
+      module_->train();
+    }
     if (dist_) {
       // Every rank starts from rank 0's weights and buffers, as DDP does at construction.
       plan_.comm->broadcast(module_->parameters());
@@ -243,7 +260,8 @@ class TrainingRun {
       std::lock_guard<std::mutex> lock(gen.mutex());
       gen.set_current_seed(s_.seed + static_cast<uint64_t>(dist_ ? plan_.comm->rank() : 0));  // own data per rank
     }
-    batch_ = workload_.make_batch(batch_size_, at::TensorOptions().device(dev_), gen);  // all micro-batches
+    batch_ = inference_ ? workload_.make_inference_batch(batch_size_, at::TensorOptions().device(dev_), gen)
+                        : workload_.make_batch(batch_size_, at::TensorOptions().device(dev_), gen);  // all micro-batches
     if (plan_.channels_last) {
       for (auto& t : batch_.inputs) {
         if (t.dim() == 4) t = t.contiguous(at::MemoryFormat::ChannelsLast);
@@ -261,20 +279,34 @@ class TrainingRun {
         note("data_only: the input pipeline is timed alone (no model step); throughput is what it delivers");
       }
     }
-    optimizer_ = make_optimizer(s_.optimizer, module_->parameters());
-    record_.execution.optimizer_implementation = optimizer_->implementation();
     record_.execution.graph_requested = s_.graph;
+    if (inference_) {
+      record_.execution.optimizer_implementation = "none";
+    } else {
+      optimizer_ = make_optimizer(s_.optimizer, module_->parameters());
+      record_.execution.optimizer_implementation = optimizer_->implementation();
+      if (dist_) buckets_ = std::make_unique<GradientBuckets>(*plan_.comm, module_->parameters(), s_.ddp_bucket_mb);
+    }
     if (dist_) {
-      buckets_ = std::make_unique<GradientBuckets>(*plan_.comm, module_->parameters(), s_.ddp_bucket_mb);
       DistributedRecord d;
       d.world_size = plan_.comm->world_size();
       d.backend = plan_.comm->backend_name();
       d.launcher = plan_.comm->info().launcher;
       d.bucket_mb = s_.ddp_bucket_mb;
-      d.buckets = static_cast<int64_t>(buckets_->bucket_count());
+      d.buckets = buckets_ ? static_cast<int64_t>(buckets_->bucket_count()) : 0;  // inference all-reduces nothing
       record_.distributed = d;
     }
-    runner_ = std::make_unique<StepRunner>(plan_, workload_, batch_, *optimizer_, buckets_.get());
+    if (inference_) {
+      step_ = [this] {
+        c10::InferenceMode no_autograd;
+        AutocastScope autocast(dev_.type(), plan_.precision.autocast);
+        return workload_.infer(batch_);
+      };
+    } else {
+      runner_ = std::make_unique<StepRunner>(plan_, workload_, batch_, *optimizer_, buckets_.get());
+      StepRunner& r = *runner_;
+      step_ = [&r] { return r.run(); };
+    }
     timer_ = make_step_timer(plan_.device);
     record_.notes.push_back(std::string("step times: ") + timer_->method());
   }
@@ -287,7 +319,7 @@ class TrainingRun {
     for (int64_t i = 0; i < warmup; ++i) {
       if (stop_requested(plan_)) break;
       feed_untimed(-1, i, warmup);
-      if (!s_.data_only) runner_->run();
+      if (!s_.data_only) step_();
       count_step();
       observer_.on_step(StepProgress{true, 0, 0, i + 1, warmup, batch_size_, seconds_since(warm_t0_)});
     }
@@ -297,12 +329,12 @@ class TrainingRun {
   /// step; a graph that cannot be used is recorded with why, and the run goes on eager.
   void capture_graph() {
     if (!s_.graph || s_.data_only || stop_requested(plan_)) return;
-    std::string why = graph_unsupported_reason(plan_, *optimizer_);
+    std::string why = graph_unsupported_reason(plan_, optimizer_.get());
     if (why.empty()) {
-      observer_.on_phase("capturing the training step in a CUDA graph");
+      observer_.on_phase(inference_ ? "capturing the inference step in a CUDA graph"
+                                     : "capturing the training step in a CUDA graph");
       try {
-        StepRunner& r = *runner_;
-        graph_ = capture_step([&r] { return r.run(); }, /*side_warmup=*/3);
+        graph_ = capture_step(step_, /*side_warmup=*/3);
       } catch (const std::exception& e) {
         why = "capture failed: " + first_line(e.what());
       }
@@ -323,7 +355,7 @@ class TrainingRun {
     if (dist_) plan_.comm->gather(0.0);  // all ranks start the first epoch together
     record_.summary.warmup_steps = *s_.warmup_steps;
     record_.summary.warmup_seconds = seconds_since(warm_t0_);
-    runner_->take_skipped();
+    take_skipped();
     // An epoch is dataset_size samples in total: with N ranks each takes 1/N of them (as DistributedSampler does).
     const int64_t epoch_samples = input_ ? input_->epoch_images() : s_.dataset_size;
     steps_per_epoch_ = std::max<int64_t>(1, epoch_samples / (batch_size_ * world_));
@@ -372,7 +404,12 @@ class TrainingRun {
       }
       if (input_) input_->feed(batch_);
       // A replay overwrites the graph's loss tensor, so each step keeps a copy (one small device copy, no sync).
-      if (!s_.data_only) losses_.push_back(graph_ ? graph_->replay().clone() : runner_->run());
+      if (s_.data_only) {
+      } else if (inference_) {
+        last_output_ = graph_ ? graph_->replay() : step_();  // a replay rewrites the same tensor: no copy kept
+      } else {
+        losses_.push_back(graph_ ? graph_->replay().clone() : step_());
+      }
       timer_->mark();
       ++done;
       count_step();
@@ -388,11 +425,11 @@ class TrainingRun {
     double seconds = seconds_since(t0);
     const std::optional<EpochTelemetry> local_telemetry = observer_.on_epoch_end(e, done * batch_size_);
     if (dist_) {
-      GPUBENCH_CHECK(buckets_ && record_.distributed, "a multi-process run has gradient buckets and a distributed record");
+      GPUBENCH_CHECK(record_.distributed.has_value(), "a multi-process run has a distributed record");
       // The epoch ends when its slowest rank does; every rank's time goes into the record.
       const std::vector<double> per_rank = plan_.comm->gather(seconds);
       record_.distributed->rank_epoch_seconds.push_back(per_rank);
-      record_.distributed->rank_comm_wait_seconds.push_back(plan_.comm->gather(buckets_->end_epoch_wait_seconds()));
+      record_.distributed->rank_comm_wait_seconds.push_back(plan_.comm->gather(buckets_ ? buckets_->end_epoch_wait_seconds() : 0.0));
       seconds = *std::max_element(per_rank.begin(), per_rank.end());
     }
     measured_s_ += seconds;
@@ -412,7 +449,7 @@ class TrainingRun {
     ep.peak_allocated_bytes = peaks.allocated_bytes;
     ep.peak_reserved_bytes = peaks.reserved_bytes;
     if (dev_.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
-    ep.skipped_steps = runner_->take_skipped();
+    ep.skipped_steps = take_skipped();
     ep.complete = done == steps_per_epoch_;
     if (input_) record_input(ep, page_cache);
     if (dist_) {
@@ -426,6 +463,10 @@ class TrainingRun {
   /// The epoch's losses, read once after it (one device-to-host copy): first, last, and the first non-finite one,
   /// which ends the run with status nan.
   void scan_losses(EpochRecord& ep) {
+    if (inference_) {
+      scan_output(ep);
+      return;
+    }
     if (losses_.empty()) return;
     const at::Tensor l = at::stack(losses_).to(at::kCPU, at::kDouble);
     const double* v = l.data_ptr<double>();
@@ -441,6 +482,18 @@ class TrainingRun {
       }
     }
   }
+
+  /// Inference has no loss: the epoch's last output is checked once (one reduction after the epoch) and a
+  /// non-finite value ends the run with status nan (fp16 overflow, for one).
+  void scan_output(const EpochRecord& ep) {
+    if (!last_output_.defined() || at::isfinite(last_output_).all().item<bool>()) return;
+    record_.status = RunStatus::kNan;
+    record_.reason = "the model's output became non-finite in epoch " + std::to_string(ep.index + 1) +
+                     " (its last batch); use bf16 or fp32";
+  }
+
+  /// Steps the fp16 loss scaler skipped since the last call (training only).
+  int64_t take_skipped() { return runner_ ? runner_->take_skipped() : 0; }
 
   /// Multi-process runs stop together: each rank votes (go on, time budget, interrupt, non-finite loss) and the
   /// largest vote wins on every rank, so no rank waits in a collective the others never enter.
@@ -480,11 +533,25 @@ class TrainingRun {
                               " s); scenario.epochs is the count run");
     }
     summarize_run(record_, all_step_ms_);
+    if (inference_) summarize_latency();
     if (input_) summarize_input();
     if (record_.summary.stopped_by == "interrupt" && record_.status == RunStatus::kOk) {
       record_.status = RunStatus::kInterrupted;
       record_.reason = "interrupted (SIGINT/SIGTERM) after " + std::to_string(record_.summary.steps) +
                        " timed steps; completed epochs are kept";
+    }
+  }
+
+  /// Inference: per-batch latency percentiles over all timed batches (the step times: one batch's end to the
+  /// next's, batches back to back, on the device's clock where there is one).
+  void summarize_latency() {
+    if (all_step_ms_.empty()) return;
+    std::vector<double> v = all_step_ms_;
+    std::sort(v.begin(), v.end());
+    auto& m = record_.summary.metrics;
+    for (const int q : {50, 90, 99}) {
+      set_metric(m, Metric{"latency_p" + std::to_string(q) + "_ms", "per-batch latency p" + std::to_string(q), "ms",
+                           Better::kLower, percentile_sorted(v, q)});
     }
   }
 
@@ -504,7 +571,7 @@ class TrainingRun {
       if (graph_) {
         graph_->replay();
       } else {
-        runner_->run();
+        step_();
       }
     };
     if (dist_ && plan_.comm->rank() != 0) {
@@ -518,7 +585,7 @@ class TrainingRun {
     const std::string trace =
         ec ? std::string() : (dir / ("gpubench-" + std::to_string(::getpid()) + "-profile.trace.json")).string();
     const ProfileCapture cap = profile_steps(plan_.device, steps, step, trace);
-    runner_->take_skipped();  // fp16 skips in the profiled steps belong to no epoch
+    take_skipped();  // fp16 skips in the profiled steps belong to no epoch
     if (cap.events.empty()) {
       note("no profile: " + cap.error);
       return;
@@ -628,6 +695,7 @@ class TrainingRun {
   const at::Device dev_;
   const int64_t batch_size_;  ///< samples per optimizer step on one rank (all micro-batches)
   const bool dist_;
+  const bool inference_;  ///< mode: inference (forward only, no optimizer)
   const int world_;
   const FaultInjection fault_;
 
@@ -635,7 +703,9 @@ class TrainingRun {
   Batch batch_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<GradientBuckets> buckets_;
-  std::unique_ptr<StepRunner> runner_;
+  std::unique_ptr<StepRunner> runner_;  ///< training only
+  std::function<at::Tensor()> step_;    ///< one step: a training step (its loss) or an inference step (its output)
+  at::Tensor last_output_;              ///< inference: the latest step's output
   std::unique_ptr<StepTimer> timer_;
   std::unique_ptr<StepGraph> graph_;
   std::unique_ptr<InputPipeline> input_;  ///< data: folder

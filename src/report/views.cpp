@@ -129,8 +129,13 @@ Document run_summary_document(const RunRecord& r) {
             (r.environment.device.empty() ? s.device : r.environment.device);
   d.paragraph(fmt::format("{} ({}), {} [{}], {}, batch {}, {}", d.title, r.environment.device_name, precision_label(r),
                           r.precision.requested.empty() ? s.precision : r.precision.requested, s.memory_format,
-                          s.batch_size ? std::to_string(*s.batch_size) : "?", s.optimizer.name));
-  if (!r.execution.optimizer_implementation.empty()) {
+                          s.batch_size ? std::to_string(*s.batch_size) : "?",
+                          s.mode == "inference" ? std::string("inference") : s.optimizer.name));
+  if (s.mode == "inference") {
+    d.paragraph(fmt::format("inference, {}{}: {}", r.execution.mode == "cuda_graph" ? "CUDA graph" : "eager",
+                            r.execution.graph_fallback.empty() ? "" : " (graph not used: " + r.execution.graph_fallback + ")",
+                            r.model.step));
+  } else if (!r.execution.optimizer_implementation.empty()) {
     d.paragraph(fmt::format("execution: {}, {} optimizer{}", r.execution.mode == "cuda_graph" ? "CUDA graph" : "eager",
                             r.execution.optimizer_implementation,
                             r.execution.graph_fallback.empty() ? "" : " (graph not used: " + r.execution.graph_fallback + ")"));
@@ -335,7 +340,11 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     t.add_column(Column::text("published", "published"));
     t.add_column(Column::text("measured", "measured here"));
     t.rows.push_back({Cell::str("device"), Cell::str(ref.device), Cell::str(device_label(run))});
+    t.rows.push_back({Cell::str("mode"), Cell::str(ref.mode), Cell::str(run.scenario.mode)});
     t.rows.push_back({Cell::str(unit + "/s"), value(c.published_samples_per_s, "samples/s"), value(c.measured_samples_per_s, "samples/s")});
+    if (c.published_steps_per_s) {
+      t.rows.push_back({Cell::str("it/s"), value(c.published_steps_per_s, "steps/s"), value(c.measured_steps_per_s, "steps/s")});
+    }
     if (ref.epoch_seconds) {
       t.rows.push_back({Cell::str(fmt::format("epoch of {} samples (s)",
                                               ref.dataset_size ? std::to_string(*ref.dataset_size) : "?")),
@@ -377,6 +386,8 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     }
     d.data.push_back({{"reference", ref.id}, {"record", pr.path}, {"published_samples_per_s", c.published_samples_per_s},
                       {"measured_samples_per_s", c.measured_samples_per_s}, {"percent_of_published", c.percent_of_published},
+                      {"published_mode", ref.mode}, {"measured_mode", run.scenario.mode},
+                      {"published_steps_per_s", c.published_steps_per_s}, {"measured_steps_per_s", c.measured_steps_per_s},
                       {"measured_epoch_seconds", c.measured_epoch_seconds}, {"same", c.same}, {"differences", c.differences},
                       {"published_price_performance", c.published_price_performance},
                       {"recomputed_price_performance", c.recomputed_price_performance},

@@ -15,6 +15,7 @@ struct PublishedReference {
   std::string file;                       ///< configs/published/<file>
   std::string source;                     ///< the publication
   std::string device, model, precision;   ///< precision: fp32 | amp | int8 | ... as the publication means it
+  std::string mode = "train";             ///< train | inference: what the published figure timed
   std::optional<int64_t> batch_size, dataset_size;
   std::string data_pipeline, framework, host, optimizer;
   std::optional<double> epoch_seconds;    ///< one epoch of dataset_size samples (s)
@@ -42,6 +43,7 @@ const PublishedReference* find_published(const std::string& id);
 struct PublishedComparison {
   const PublishedReference* reference = nullptr;
   std::optional<double> published_samples_per_s, measured_samples_per_s;
+  std::optional<double> published_steps_per_s, measured_steps_per_s;  ///< it/s, where the publication quotes it
   std::optional<double> percent_of_published;        ///< measured / published x 100
   std::optional<double> measured_epoch_seconds;      ///< for the publication's dataset size, at the measured rate
   std::vector<std::string> differences;              ///< every way the recipes differ ("batch size: 128 vs 256")

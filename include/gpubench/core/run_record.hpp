@@ -58,12 +58,15 @@ struct EnvironmentRecord {
 struct ModelRecord {
   std::string name;
   int64_t parameters = 0;              ///< trainable parameters
-  double train_flops_per_sample = 0;   ///< analytic FLOPs per sample per training step (3 x forward)
+  /// Analytic FLOPs per sample of one timed step: 3 x forward in training; in mode inference, the inference step's
+  /// (the forward; the UNet's guided step is two forwards). The name predates inference mode.
+  double train_flops_per_sample = 0;
   double attention_flops_per_sample = 0;  ///< the part of it in attention's QK^T and AV matmuls; 0 for models without
   std::string sample_unit;             ///< "images", "sequences", ...
   int64_t tokens_per_sample = 0;       ///< sequence models: tokens per sample (for tokens/s); 0 otherwise
   /// The per-model scenario keys this model takes: the record's scenario holds these and the common keys only.
   std::vector<std::string> scenario_keys;
+  std::string step;                    ///< what one timed step computes (training step, or the inference step)
   bool operator==(const ModelRecord& o) const;
 };
 
@@ -238,7 +241,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvironmentRecord, hostname, os,
                                                 command_line, start_time_utc, nccl_version,
                                                 host_memory_bytes, cpu_governor, container, variables)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, train_flops_per_sample,
-                                                attention_flops_per_sample, sample_unit, tokens_per_sample,
+                                                attention_flops_per_sample, sample_unit, tokens_per_sample, step,
                                                 scenario_keys)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, resolved, autocast_dtype, tf32_matmul,
                                                 tf32_cudnn, loss_scaling, memory_format, resolution)

@@ -40,6 +40,9 @@ struct OptimizerSettings {
 struct Scenario {
   std::string name;                       ///< free-form label
   std::string model = "resnet50";         ///< a name from `gpubench list`
+  /// train (forward, backward, optimizer step) | inference (eval mode under inference mode: forward only, no
+  /// optimizer; per-batch latency percentiles in the record; the UNet runs one guided denoising step)
+  std::string mode = "train";
   std::optional<int64_t> batch_size;      ///< samples per step; default from the model (CPU: bounded)
   std::string precision = "fp32";         ///< fp32 | tf32 | bf16 | fp16 | amp (the device's preferred mixed precision)
   std::string memory_format = "auto";     ///< auto | contiguous | channels_last

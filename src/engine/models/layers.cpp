@@ -1,21 +1,31 @@
 #include "models/layers.h"
 
 #include <cmath>
+#include <limits>
 
 namespace gpubench::models {
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& keep_mask,
-                     double dropout_p, bool math) {
+                     double dropout_p, bool math, bool causal) {
+  const bool grouped = k.size(1) != q.size(1);
   if (!math) {
     return at::scaled_dot_product_attention(q, k, v, keep_mask.defined() ? std::optional<at::Tensor>(keep_mask)
                                                                            : std::nullopt,
-                                            dropout_p, /*is_causal=*/false);
+                                            dropout_p, causal, std::nullopt, /*enable_gqa=*/grouped);
   }
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  if (keep_mask.defined()) scores = scores.masked_fill(keep_mask.logical_not(), -std::numeric_limits<float>::infinity());
+  const int64_t groups = q.size(1) / k.size(1);
+  const at::Tensor kk = grouped ? k.repeat_interleave(groups, 1) : k;
+  const at::Tensor vv = grouped ? v.repeat_interleave(groups, 1) : v;
+  at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  if (keep_mask.defined()) scores = scores.masked_fill(keep_mask.logical_not(), minus_inf);
+  if (causal) {
+    const at::Tensor future = at::ones({q.size(2), kk.size(2)}, q.options().dtype(at::kBool)).triu(1);
+    scores = scores.masked_fill(future, minus_inf);
+  }
   at::Tensor probs = at::softmax(scores, -1);
   if (dropout_p > 0) probs = at::dropout(probs, dropout_p, /*train=*/true);
-  return at::matmul(probs, v);
+  return at::matmul(probs, vv);
 }
 
 at::Tensor split_heads(const at::Tensor& x, int64_t heads) {

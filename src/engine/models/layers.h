@@ -17,8 +17,10 @@ inline at::Tensor linear(const torch::nn::Linear& l, const at::Tensor& x) { retu
 /// `keep_mask`: optional boolean [batch, 1, 1, keys], true where a key may be attended to.
 /// `math`: the explicit matmul/softmax/matmul form instead of at::scaled_dot_product_attention (for comparison, and
 /// for backends without fused kernels). Dropout on the attention weights applies only when `dropout_p` > 0.
+/// `causal`: query i attends to keys 0..i only (decoders; no mask tensor is built for SDPA). Grouped-query attention
+/// (k and v with fewer heads than q, a divisor of them) goes to SDPA's enable_gqa, or repeats k/v in the math form.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& keep_mask,
-                     double dropout_p, bool math);
+                     double dropout_p, bool math, bool causal = false);
 
 /// [batch, tokens, heads*head_dim] -> [batch, heads, tokens, head_dim]
 at::Tensor split_heads(const at::Tensor& x, int64_t heads);

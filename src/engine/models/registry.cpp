@@ -5,10 +5,12 @@
 #include <torch/nn/functional/loss.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "checkpoint.h"
 #include "models/bert.h"
+#include "models/decoder.h"
 #include "models/resnet.h"
 #include "models/unet.h"
 
@@ -34,6 +36,7 @@ class ImageClassification final : public Workload {
   torch::Tensor loss(const Batch& batch) override {
     return torch::nn::functional::cross_entropy(model_->forward(batch.inputs[0]), batch.target);
   }
+  torch::Tensor infer(const Batch& batch) override { return model_->forward(batch.inputs[0]); }
 
   double train_flops_per_sample() const override {
     return 3.0 * 2.0 * static_cast<double>(models::resnet_forward_macs(options_, image_size_));
@@ -77,6 +80,7 @@ class SequenceClassification final : public Workload {
   torch::Tensor loss(const Batch& batch) override {
     return torch::nn::functional::cross_entropy(model_->forward(batch.inputs[0]), batch.target);
   }
+  torch::Tensor infer(const Batch& batch) override { return model_->forward(batch.inputs[0]); }
 
   double train_flops_per_sample() const override { return models::bert_train_flops_per_sequence(options_, seq_len_); }
   double attention_train_flops_per_sample() const override {
@@ -125,6 +129,40 @@ class LatentDiffusion final : public Workload {
     return torch::nn::functional::mse_loss(pred.to(torch::kFloat), batch.target);  // in fp32, as diffusers does
   }
 
+  /// A sampler's step: N latents at one timestep, and 2N text contexts (the empty prompt's, then the prompt's), as
+  /// diffusers' pipelines concatenate negative and positive prompt embeddings once before the loop.
+  Batch make_inference_batch(int64_t batch_size, const torch::TensorOptions& options, torch::Generator& gen) override {
+    const auto f = options.dtype(torch::kFloat);
+    Batch b;
+    b.inputs = {at::randn({batch_size, options_.in_channels, latent_, latent_}, gen, f),
+                at::full({batch_size}, kTimestep, options.dtype(torch::kLong)),
+                at::randn({2 * batch_size, 77, options_.cross_dim}, gen, f)};
+    b.target = at::zeros({batch_size}, f);  // unused; keeps slice_batch's contract
+    return b;
+  }
+
+  /// One denoising step as diffusers' StableDiffusionPipeline takes it: the UNet on the latents twice (unconditional
+  /// and conditional, one batch of 2N), guidance 7.5, then a DDIM update (eta 0) to the previous timestep.
+  torch::Tensor infer(const Batch& batch) override {
+    const at::Tensor& x = batch.inputs[0];
+    const at::Tensor& t = batch.inputs[1];
+    const auto eps = model_->forward(at::cat({x, x}), at::cat({t, t}), batch.inputs[2]).chunk(2);
+    const at::Tensor guided = (eps[0] + kGuidance * (eps[1] - eps[0])).to(x.scalar_type());
+    const at::Tensor x0 = (x - std::sqrt(1 - alpha_t_) * guided) / std::sqrt(alpha_t_);
+    return std::sqrt(alpha_prev_) * x0 + std::sqrt(1 - alpha_prev_) * guided;
+  }
+
+  std::string inference_step() const override {
+    return "one denoising step (the it/s of diffusion samplers): classifier-free guidance runs the UNet on 2 x batch "
+           "latents (unconditional and conditional contexts), guidance scale 7.5, then a DDIM update from t=" +
+           std::to_string(kTimestep) + " to t=" + std::to_string(kTimestep - kStride) +
+           "; eval mode under inference mode; a sample is one latent image";
+  }
+  double inference_flops_per_sample() const override { return 2.0 * 2.0 * models::unet_forward_macs(options_, latent_).total(); }
+  double attention_inference_flops_per_sample() const override {
+    return 2.0 * 2.0 * models::unet_forward_macs(options_, latent_).attention;
+  }
+
   double train_flops_per_sample() const override {
     return 3.0 * 2.0 * models::unet_forward_macs(options_, latent_).total();
   }
@@ -134,9 +172,72 @@ class LatentDiffusion final : public Workload {
   bool prefers_channels_last() const override { return false; }  // diffusers' training scripts keep NCHW
 
  private:
+  static constexpr int64_t kTimestep = 500, kStride = 20;  ///< step 25 of a 50-step DDIM schedule
+  static constexpr double kGuidance = 7.5;
+  /// alpha_bar(t) of SD's scaled-linear schedule (betas from 0.00085 to 0.012 in sqrt space, 1000 steps).
+  static double alpha_bar(int64_t t) {
+    const double lo = std::sqrt(0.00085), hi = std::sqrt(0.012);
+    double a = 1.0;
+    for (int64_t i = 0; i <= t; ++i) {
+      const double b = lo + (hi - lo) * static_cast<double>(i) / 999.0;
+      a *= 1.0 - b * b;
+    }
+    return a;
+  }
+
   models::UNet2DCondition model_;
   models::UNetOptions options_;
   int64_t latent_;
+  double alpha_t_ = alpha_bar(kTimestep), alpha_prev_ = alpha_bar(kTimestep - kStride);
+};
+
+/// Causal language modelling (pre-training or fine-tuning a decoder): random token ids, the next token as the label
+/// of each position, cross-entropy over the vocabulary in fp32, as transformers' ForCausalLMLoss computes it.
+class CausalLanguageModel final : public Workload {
+ public:
+  using Forward = std::function<torch::Tensor(const torch::Tensor&)>;
+  CausalLanguageModel(std::shared_ptr<torch::nn::Module> module, Forward forward, int64_t vocab, int64_t seq_len,
+                      double train_flops, double attention_flops)
+      : module_(std::move(module)),
+        forward_(std::move(forward)),
+        vocab_(vocab),
+        seq_len_(seq_len),
+        train_flops_(train_flops),
+        attention_flops_(attention_flops) {}
+
+  std::shared_ptr<torch::nn::Module> module() override { return module_; }
+
+  Batch make_batch(int64_t batch_size, const torch::TensorOptions& options, torch::Generator& gen) override {
+    Batch b;
+    const at::Tensor ids = at::randint(0, vocab_, {batch_size, seq_len_}, gen, options.dtype(torch::kLong));
+    b.inputs.push_back(ids);
+    // labels = input_ids, shifted inside the loss as transformers does: position i predicts token i+1; the last
+    // position has no label (-100, ignored).
+    b.target = at::cat({ids.narrow(1, 1, seq_len_ - 1), at::full({batch_size, 1}, -100, ids.options())}, 1);
+    return b;
+  }
+
+  torch::Tensor loss(const Batch& batch) override {
+    const at::Tensor logits = forward_(batch.inputs[0]).to(torch::kFloat);
+    return at::cross_entropy_loss(logits.view({-1, vocab_}), batch.target.reshape({-1}), {}, at::Reduction::Mean,
+                                  /*ignore_index=*/-100);
+  }
+  torch::Tensor infer(const Batch& batch) override { return forward_(batch.inputs[0]); }
+  std::string inference_step() const override {
+    return "one forward pass over whole sequences (a prefill: logits at every position, no KV-cache decoding), "
+           "eval mode under inference mode";
+  }
+
+  double train_flops_per_sample() const override { return train_flops_; }
+  double attention_train_flops_per_sample() const override { return attention_flops_; }
+  bool prefers_channels_last() const override { return false; }
+  int64_t tokens_per_sample() const override { return seq_len_; }
+
+ private:
+  std::shared_ptr<torch::nn::Module> module_;
+  Forward forward_;
+  int64_t vocab_, seq_len_;
+  double train_flops_, attention_flops_;
 };
 
 OptimizerSettings adamw(double lr, double weight_decay) {
@@ -182,6 +283,9 @@ T required(const Scenario& s, const std::string& key) {
   GPUBENCH_CHECK(v.has_value(), "model key '" + key + "' has no value although the model declares a default");
   return *v;
 }
+
+/// Gradient checkpointing as asked, in training only (inference keeps no activations for a backward).
+bool checkpointing(const Scenario& s) { return s.mode == "train" && required<bool>(s, "gradient_checkpointing"); }
 
 using Factory = std::function<std::unique_ptr<Workload>(const Scenario&)>;
 
@@ -253,7 +357,7 @@ const std::vector<ModelEntry>& model_registry() {
            throw std::invalid_argument("bert-base: seq_len " + std::to_string(seq_len) + " exceeds its " +
                                        std::to_string(o.max_positions) + " positions");
          }
-         return std::make_unique<SequenceClassification>(o, seq_len, required<bool>(s, "gradient_checkpointing"));
+         return std::make_unique<SequenceClassification>(o, seq_len, checkpointing(s));
        }),
       entry(ModelInfo{"sd-unet", "Stable Diffusion v1.5 UNet as diffusers' UNet2DConditionModel (859.5M parameters), "
                             "latent-space fine-tuning",
@@ -280,7 +384,85 @@ const std::vector<ModelEntry>& model_registry() {
          if (latent % 8 != 0) {
            throw std::invalid_argument("sd-unet: latent_size must be a multiple of 8 (three 2x downsamplings)");
          }
-         return std::make_unique<LatentDiffusion>(o, latent, required<bool>(s, "gradient_checkpointing"));
+         return std::make_unique<LatentDiffusion>(o, latent, checkpointing(s));
+       }),
+      entry(ModelInfo{"gpt2", "GPT-2 small as transformers' GPT2LMHeadModel (124.4M parameters, tied embeddings), "
+                              "causal language modelling",
+                 "sequences", 8, "adamw",
+                 {int_option("seq_len", "--seq-len", "tokens per sequence (default 1024, its context)", 2, 1024, 1024),
+                  int_option("layers", "--layers", "reduced model: transformer blocks (default 12)", 1, 1024, nullptr),
+                  int_option("width", "--width", "reduced model: hidden size (default 768)", 8, 1 << 16, nullptr),
+                  heads_option(),
+                  int_option("vocab", "--vocab", "reduced model: vocabulary size (default 50257)", 2, 1 << 24, nullptr),
+                  dropout_option(), attention_option(), checkpointing_option()}},
+       adamw(5e-5, 0.0),  // transformers' Trainer defaults for fine-tuning
+       [](const Scenario& s) -> std::unique_ptr<Workload> {
+         models::Gpt2Options o;
+         o.layers = s.option<int64_t>("layers").value_or(o.layers);
+         o.hidden = s.option<int64_t>("width").value_or(o.hidden);
+         o.heads = s.option<int64_t>("heads").value_or(o.heads);
+         o.vocab_size = s.option<int64_t>("vocab").value_or(o.vocab_size);
+         o.dropout = s.option<double>("dropout").value_or(o.dropout);
+         o.math_attention = s.option<std::string>("attention") == "math";
+         if (o.hidden % o.heads != 0) {
+           throw std::invalid_argument("gpt2: width " + std::to_string(o.hidden) + " is not divisible by " +
+                                       std::to_string(o.heads) + " heads");
+         }
+         const int64_t seq_len = required<int64_t>(s, "seq_len");
+         models::Gpt2LMHeadModel m(o);
+         if (checkpointing(s)) {
+           auto* p = m.get();
+           p->run_layer = [p](size_t i, const torch::Tensor& x) {
+             return checkpoint([p, i](const std::vector<at::Tensor>& in) { return p->blocks[i]->forward(in[0]); }, {x});
+           };
+         }
+         return std::make_unique<CausalLanguageModel>(
+             m.ptr(), [m](const torch::Tensor& ids) mutable { return m->forward(ids); }, o.vocab_size, seq_len,
+             models::gpt2_train_flops_per_sequence(o, seq_len),
+             models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len));
+       }),
+      entry(ModelInfo{"llama", "Llama decoder as transformers' LlamaForCausalLM (RMSNorm, rotary embeddings, SwiGLU, "
+                               "grouped-query attention); default TinyLlama-1.1B (1,100.0M parameters)",
+                 "sequences", 4, "adamw",
+                 {int_option("seq_len", "--seq-len", "tokens per sequence (default 2048)", 2, 1 << 17, 2048),
+                  int_option("layers", "--layers", "decoder layers (default 22)", 1, 1024, 22),
+                  int_option("hidden", "--hidden", "hidden size (default 2048)", 8, 1 << 16, 2048),
+                  int_option("heads", "--heads", "attention heads (default 32)", 1, 1024, 32),
+                  int_option("kv_heads", "--kv-heads", "key/value heads, a divisor of heads (default 4)", 1, 1024, 4),
+                  int_option("intermediate", "--intermediate", "SwiGLU width (default 5632)", 1, 1 << 20, 5632),
+                  int_option("vocab", "--vocab", "vocabulary size (default 32000)", 2, 1 << 24, 32000),
+                  attention_option(), checkpointing_option()}},
+       adamw(2e-5, 0.0),
+       [](const Scenario& s) -> std::unique_ptr<Workload> {
+         models::LlamaOptions o;
+         o.layers = required<int64_t>(s, "layers");
+         o.hidden = required<int64_t>(s, "hidden");
+         o.heads = required<int64_t>(s, "heads");
+         o.kv_heads = required<int64_t>(s, "kv_heads");
+         o.intermediate = required<int64_t>(s, "intermediate");
+         o.vocab_size = required<int64_t>(s, "vocab");
+         o.math_attention = s.option<std::string>("attention") == "math";
+         if (o.hidden % o.heads != 0 || o.head_dim() % 2 != 0) {
+           throw std::invalid_argument("llama: hidden " + std::to_string(o.hidden) + " must be " +
+                                       std::to_string(o.heads) + " heads of an even head size (rotary embeddings)");
+         }
+         if (o.heads % o.kv_heads != 0) {
+           throw std::invalid_argument("llama: heads " + std::to_string(o.heads) + " is not a multiple of kv_heads " +
+                                       std::to_string(o.kv_heads));
+         }
+         const int64_t seq_len = required<int64_t>(s, "seq_len");
+         models::LlamaForCausalLM m(o);
+         if (checkpointing(s)) {
+           auto* p = m.get();
+           p->run_layer = [p](size_t i, const torch::Tensor& x, const torch::Tensor& c, const torch::Tensor& sn) {
+             return checkpoint([p, i, c, sn](const std::vector<at::Tensor>& in) { return p->layers[i]->forward(in[0], c, sn); },
+                               {x});
+           };
+         }
+         return std::make_unique<CausalLanguageModel>(
+             m.ptr(), [m](const torch::Tensor& ids) mutable { return m->forward(ids); }, o.vocab_size, seq_len,
+             models::llama_train_flops_per_sequence(o, seq_len),
+             models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len));
        }),
   };
   return entries;

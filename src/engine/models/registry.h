@@ -28,6 +28,23 @@ class Workload {
   virtual Batch make_batch(int64_t batch_size, const torch::TensorOptions& options, torch::Generator& gen) = 0;
   /// Forward pass and loss (called inside the autocast scope).
   virtual torch::Tensor loss(const Batch& batch) = 0;
+
+  // Inference mode (the module in eval mode, under c10::InferenceMode, inside the autocast scope).
+  /// The inputs of one inference step for `batch_size` samples (default: make_batch's).
+  virtual Batch make_inference_batch(int64_t batch_size, const torch::TensorOptions& options, torch::Generator& gen) {
+    return make_batch(batch_size, options, gen);
+  }
+  /// One inference step: the model's output for `batch` (logits; the UNet's next latents).
+  virtual torch::Tensor infer(const Batch& batch) = 0;
+  /// What one inference step computes, for the record.
+  virtual std::string inference_step() const {
+    return "one forward pass per batch in eval mode under inference mode (no autograd, no optimizer)";
+  }
+  /// Analytic FLOPs per sample of one inference step (default: the forward, a third of training's) and their
+  /// attention part.
+  virtual double inference_flops_per_sample() const { return train_flops_per_sample() / 3.0; }
+  virtual double attention_inference_flops_per_sample() const { return attention_train_flops_per_sample() / 3.0; }
+
   /// Analytic training FLOPs per sample (3 x forward: forward, input-gradient and weight-gradient passes).
   virtual double train_flops_per_sample() const = 0;
   /// The part of train_flops_per_sample in attention's score and context matmuls (QK^T, AV); 0 for models without.

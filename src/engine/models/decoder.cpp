@@ -1,0 +1,222 @@
+#include "models/decoder.h"
+
+#include <c10/core/InferenceMode.h>
+#include <torch/nn/init.h>
+#include <torch/nn/modules/container/modulelist.h>
+
+#include <cmath>
+
+#include "models/layers.h"
+
+namespace gpubench::models {
+
+namespace {
+
+/// A plain container module registered under `name` (transformers' attn / mlp / transformer / model levels).
+std::shared_ptr<torch::nn::Module> group(torch::nn::Module& parent, const std::string& name) {
+  return parent.register_module(name, std::make_shared<torch::nn::Module>());
+}
+
+/// transformers' gelu_new: the tanh approximation of GELU.
+torch::Tensor gelu_tanh(const torch::Tensor& x) { return at::gelu(x, "tanh"); }
+
+/// [batch, tokens, heads*d] -> [batch, heads, tokens, d]
+torch::Tensor heads_view(const torch::Tensor& x, int64_t heads) {
+  return x.view({x.size(0), x.size(1), heads, -1}).transpose(1, 2);
+}
+
+/// rotate_half(x) = cat(-x2, x1) over the last dimension's halves.
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const int64_t h = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
+}
+
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  return x * cos + rotate_half(x) * sin;
+}
+
+}  // namespace
+
+Conv1DImpl::Conv1DImpl(int64_t in, int64_t out) {
+  weight = register_parameter("weight", torch::empty({in, out}));
+  bias = register_parameter("bias", torch::zeros({out}));
+}
+
+torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(1);
+  return at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(sizes);
+}
+
+Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Options& o) : heads_(o.heads), dropout_(o.dropout), math_(o.math_attention) {
+  const auto ln = torch::nn::LayerNormOptions({o.hidden}).eps(o.layer_norm_eps);
+  ln_1 = register_module("ln_1", torch::nn::LayerNorm(ln));
+  auto attn = group(*this, "attn");
+  c_attn = attn->register_module("c_attn", Conv1D(o.hidden, 3 * o.hidden));
+  attn_proj = attn->register_module("c_proj", Conv1D(o.hidden, o.hidden));
+  ln_2 = register_module("ln_2", torch::nn::LayerNorm(ln));
+  auto mlp = group(*this, "mlp");
+  c_fc = mlp->register_module("c_fc", Conv1D(o.hidden, o.intermediate()));
+  mlp_proj = mlp->register_module("c_proj", Conv1D(o.intermediate(), o.hidden));
+}
+
+torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
+  const double p = is_training() ? dropout_ : 0.0;
+  const auto qkv = c_attn(ln_1(x)).split(x.size(-1), -1);
+  const torch::Tensor ctx = attention(heads_view(qkv[0], heads_), heads_view(qkv[1], heads_),
+                                      heads_view(qkv[2], heads_), {}, p, math_, /*causal=*/true);
+  const torch::Tensor h = x + at::dropout(attn_proj(merge_heads(ctx)), p, is_training());
+  return h + at::dropout(mlp_proj(gelu_tanh(c_fc(ln_2(h)))), p, is_training());
+}
+
+Gpt2LMHeadModelImpl::Gpt2LMHeadModelImpl(const Gpt2Options& o) {
+  transformer_ = group(*this, "transformer");
+  wte = transformer_->register_module("wte", torch::nn::Embedding(o.vocab_size, o.hidden));
+  wpe = transformer_->register_module("wpe", torch::nn::Embedding(o.positions, o.hidden));
+  drop_ = transformer_->register_module("drop", torch::nn::Dropout(o.dropout));
+  torch::nn::ModuleList h;
+  for (int64_t i = 0; i < o.layers; ++i) {
+    blocks.push_back(Gpt2Block(o));
+    h->push_back(blocks.back());
+  }
+  transformer_->register_module("h", h);
+  ln_f_ = transformer_->register_module(
+      "ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.hidden}).eps(o.layer_norm_eps)));
+  run_layer = [this](size_t i, const torch::Tensor& x) { return blocks[i]->forward(x); };
+
+  // transformers' GPT2PreTrainedModel._init_weights: N(0, 0.02) for Conv1D and Embedding weights, zero biases,
+  // LayerNorm 1 and 0, and the residual projections (c_proj) N(0, 0.02 / sqrt(2 x layers)).
+  torch::NoGradGuard no_grad;
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* c = m->as<Conv1DImpl>()) {
+      torch::nn::init::normal_(c->weight, 0.0, 0.02);
+      torch::nn::init::zeros_(c->bias);
+    } else if (auto* e = m->as<torch::nn::EmbeddingImpl>()) {
+      torch::nn::init::normal_(e->weight, 0.0, 0.02);
+    } else if (auto* n = m->as<torch::nn::LayerNormImpl>()) {
+      torch::nn::init::ones_(n->weight);
+      torch::nn::init::zeros_(n->bias);
+    }
+  }
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(o.layers));
+  for (auto& b : blocks) {
+    torch::nn::init::normal_(b->attn_proj->weight, 0.0, residual_std);
+    torch::nn::init::normal_(b->mlp_proj->weight, 0.0, residual_std);
+  }
+}
+
+torch::Tensor Gpt2LMHeadModelImpl::forward(const torch::Tensor& input_ids) {
+  const int64_t tokens = input_ids.size(1);
+  torch::Tensor h = drop_(wte(input_ids) + wpe->weight.narrow(0, 0, tokens));
+  for (size_t i = 0; i < blocks.size(); ++i) h = run_layer(i, h);
+  return at::linear(ln_f_(h), wte->weight);  // the tied head, no bias
+}
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) { return at::rms_norm(x, {dim_}, weight, eps_); }
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaOptions& o)
+    : heads_(o.heads), kv_heads_(o.kv_heads), head_dim_(o.head_dim()), math_(o.math_attention) {
+  auto no_bias = [](int64_t in, int64_t out) { return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)); };
+  auto attn = group(*this, "self_attn");
+  q_proj = attn->register_module("q_proj", no_bias(o.hidden, o.heads * head_dim_));
+  k_proj = attn->register_module("k_proj", no_bias(o.hidden, o.kv_heads * head_dim_));
+  v_proj = attn->register_module("v_proj", no_bias(o.hidden, o.kv_heads * head_dim_));
+  o_proj = attn->register_module("o_proj", no_bias(o.heads * head_dim_, o.hidden));
+  auto mlp = group(*this, "mlp");
+  gate_proj = mlp->register_module("gate_proj", no_bias(o.hidden, o.intermediate));
+  up_proj = mlp->register_module("up_proj", no_bias(o.hidden, o.intermediate));
+  down_proj = mlp->register_module("down_proj", no_bias(o.intermediate, o.hidden));
+  input_layernorm = register_module("input_layernorm", RMSNorm(o.hidden, o.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(o.hidden, o.rms_norm_eps));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const torch::Tensor n = input_layernorm(x);
+  const torch::Tensor q = heads_view(linear(q_proj, n), heads_);
+  const torch::Tensor k = heads_view(linear(k_proj, n), kv_heads_);
+  const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
+  // The tables in the projections' dtype (bf16 under autocast): the same products, without promoting q and k to fp32.
+  const torch::Tensor c = cos.to(q.scalar_type()), s = sin.to(q.scalar_type());
+  const torch::Tensor ctx = attention(apply_rotary(q, c, s), apply_rotary(k, c, s), v, {}, 0.0, math_, /*causal=*/true);
+  const torch::Tensor h = x + linear(o_proj, merge_heads(ctx));
+  const torch::Tensor m = post_attention_layernorm(h);
+  return h + linear(down_proj, at::silu(linear(gate_proj, m)) * linear(up_proj, m));
+}
+
+LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaOptions& o) : options_(o) {
+  model_ = group(*this, "model");
+  embed_tokens_ = model_->register_module("embed_tokens", torch::nn::Embedding(o.vocab_size, o.hidden));
+  torch::nn::ModuleList list;
+  for (int64_t i = 0; i < o.layers; ++i) {
+    layers.push_back(LlamaDecoderLayer(o));
+    list->push_back(layers.back());
+  }
+  model_->register_module("layers", list);
+  norm_ = model_->register_module("norm", RMSNorm(o.hidden, o.rms_norm_eps));
+  lm_head_ = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(o.hidden, o.vocab_size).bias(false)));
+  run_layer = [this](size_t i, const torch::Tensor& x, const torch::Tensor& c, const torch::Tensor& s) {
+    return layers[i]->forward(x, c, s);
+  };
+  // transformers' LlamaPreTrainedModel._init_weights: N(0, initializer_range 0.02) for Linear and Embedding weights,
+  // RMSNorm weights 1 (already).
+  torch::NoGradGuard no_grad;
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* l = m->as<torch::nn::LinearImpl>()) torch::nn::init::normal_(l->weight, 0.0, 0.02);
+    if (auto* e = m->as<torch::nn::EmbeddingImpl>()) torch::nn::init::normal_(e->weight, 0.0, 0.02);
+  }
+}
+
+std::pair<torch::Tensor, torch::Tensor> LlamaForCausalLMImpl::rotary(int64_t tokens, const torch::Device& device) {
+  if (!cos_.defined() || cos_.size(0) != tokens || cos_.device() != device) {
+    torch::NoGradGuard no_grad;
+    c10::InferenceMode normal_tensors(false);  // a cache made in an inference run stays usable by a training one
+    const auto f = torch::TensorOptions().dtype(torch::kFloat).device(device);
+    const int64_t d = options_.head_dim();
+    const torch::Tensor inv_freq =
+        1.0 / at::pow(options_.rope_theta, at::arange(0, d, 2, f.dtype(torch::kLong)).to(f) / static_cast<double>(d));
+    const torch::Tensor freqs = at::outer(at::arange(tokens, f), inv_freq);
+    const torch::Tensor emb = at::cat({freqs, freqs}, -1);
+    cos_ = emb.cos();
+    sin_ = emb.sin();
+  }
+  return {cos_, sin_};
+}
+
+torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& input_ids) {
+  const auto [cos, sin] = rotary(input_ids.size(1), input_ids.device());
+  torch::Tensor h = embed_tokens_(input_ids);
+  for (size_t i = 0; i < layers.size(); ++i) h = run_layer(i, h, cos, sin);
+  return linear(lm_head_, norm_(h));
+}
+
+double decoder_attention_train_flops_per_sequence(int64_t layers, int64_t hidden, int64_t seq_len) {
+  const double s = static_cast<double>(seq_len);
+  return 3.0 * static_cast<double>(layers) * 4.0 * s * s * static_cast<double>(hidden);
+}
+
+namespace {
+double train_flops(double matmul_weights_per_token, int64_t layers, int64_t hidden, int64_t seq_len) {
+  return 6.0 * matmul_weights_per_token * static_cast<double>(seq_len) +
+         decoder_attention_train_flops_per_sequence(layers, hidden, seq_len);
+}
+}  // namespace
+
+double gpt2_train_flops_per_sequence(const Gpt2Options& o, int64_t seq_len) {
+  const double d = static_cast<double>(o.hidden);
+  const double per_layer = 4 * d * d + 2 * d * static_cast<double>(o.intermediate());  // qkv, proj, fc, proj
+  return train_flops(static_cast<double>(o.layers) * per_layer + d * static_cast<double>(o.vocab_size), o.layers,
+                     o.hidden, seq_len);
+}
+
+double llama_train_flops_per_sequence(const LlamaOptions& o, int64_t seq_len) {
+  const double d = static_cast<double>(o.hidden), kv = static_cast<double>(o.kv_heads * o.head_dim());
+  const double per_layer = 2 * d * d + 2 * d * kv + 3 * d * static_cast<double>(o.intermediate);
+  return train_flops(static_cast<double>(o.layers) * per_layer + d * static_cast<double>(o.vocab_size), o.layers,
+                     o.hidden, seq_len);
+}
+
+}  // namespace gpubench::models

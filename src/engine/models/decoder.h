@@ -1,0 +1,133 @@
+#pragma once
+// Decoder-only language models, exact to transformers: GPT-2 (GPT2LMHeadModel) and Llama (LlamaForCausalLM), with
+// the same module names, so transformers' named_parameters map onto these key for key, in the same order.
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <functional>
+#include <vector>
+
+namespace gpubench::models {
+
+/// GPT-2 small by default (transformers' GPT2Config()): 124,439,808 parameters.
+struct Gpt2Options {
+  int64_t vocab_size = 50257, positions = 1024, hidden = 768, layers = 12, heads = 12;
+  double dropout = 0.1;          ///< embedding, attention-probability and residual dropout (all 0.1 in GPT-2)
+  double layer_norm_eps = 1e-5;
+  bool math_attention = false;
+  int64_t intermediate() const { return 4 * hidden; }
+};
+
+/// transformers' Conv1D: y = x W + b with W stored [in, out] (the transpose of nn.Linear's), one addmm.
+class Conv1DImpl : public torch::nn::Module {
+ public:
+  Conv1DImpl(int64_t in, int64_t out);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(Conv1D);
+
+class Gpt2BlockImpl : public torch::nn::Module {
+ public:
+  explicit Gpt2BlockImpl(const Gpt2Options& o);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  Conv1D c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};  ///< attn.c_attn, attn.c_proj, mlp.*
+
+ private:
+  int64_t heads_;
+  double dropout_;
+  bool math_;
+};
+TORCH_MODULE(Gpt2Block);
+
+class Gpt2LMHeadModelImpl : public torch::nn::Module {
+ public:
+  explicit Gpt2LMHeadModelImpl(const Gpt2Options& o = {});
+  /// Logits [batch, tokens, vocab] for input ids [batch, tokens] (causal; tokens <= positions).
+  torch::Tensor forward(const torch::Tensor& input_ids);
+  std::vector<Gpt2Block> blocks;
+  /// Runs block i (gradient checkpointing wraps it).
+  std::function<torch::Tensor(size_t, const torch::Tensor&)> run_layer;
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};  ///< lm_head is tied to wte (no parameter of its own)
+
+ private:
+  std::shared_ptr<torch::nn::Module> transformer_;
+  torch::nn::LayerNorm ln_f_{nullptr};
+  torch::nn::Dropout drop_{nullptr};
+};
+TORCH_MODULE(Gpt2LMHeadModel);
+
+/// TinyLlama-1.1B by default (22 layers, hidden 2048, intermediate 5632, 32 heads, 4 KV heads, vocab 32000, RMSNorm
+/// eps 1e-5, rope theta 10000, untied head): 1,100,048,384 parameters.
+struct LlamaOptions {
+  int64_t vocab_size = 32000, hidden = 2048, layers = 22, heads = 32, kv_heads = 4, intermediate = 5632;
+  double rms_norm_eps = 1e-5, rope_theta = 10000.0;
+  bool math_attention = false;
+  int64_t head_dim() const { return hidden / heads; }
+};
+
+/// transformers' LlamaRMSNorm: x / sqrt(mean(x^2) + eps) in fp32, times `weight` (ATen's fused rms_norm).
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+
+ private:
+  int64_t dim_;
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+class LlamaDecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit LlamaDecoderLayerImpl(const LlamaOptions& o);
+  /// `cos`, `sin`: [tokens, head_dim] rotary tables in the attention's dtype.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};  ///< self_attn.*
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};            ///< mlp.*
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+  bool math_;
+};
+TORCH_MODULE(LlamaDecoderLayer);
+
+class LlamaForCausalLMImpl : public torch::nn::Module {
+ public:
+  explicit LlamaForCausalLMImpl(const LlamaOptions& o = {});
+  /// Logits [batch, tokens, vocab] for input ids [batch, tokens] (causal, positions 0..tokens-1).
+  torch::Tensor forward(const torch::Tensor& input_ids);
+  std::vector<LlamaDecoderLayer> layers;
+  std::function<torch::Tensor(size_t, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)> run_layer;
+
+ private:
+  /// cos and sin of the rotary angles for `tokens` positions, [tokens, head_dim], computed in fp32 as transformers'
+  /// LlamaRotaryEmbedding does (cached per length and device).
+  std::pair<torch::Tensor, torch::Tensor> rotary(int64_t tokens, const torch::Device& device);
+
+  LlamaOptions options_;
+  std::shared_ptr<torch::nn::Module> model_;
+  torch::nn::Embedding embed_tokens_{nullptr};
+  RMSNorm norm_{nullptr};
+  torch::nn::Linear lm_head_{nullptr};
+  torch::Tensor cos_, sin_;
+};
+TORCH_MODULE(LlamaForCausalLM);
+
+/// Analytic training FLOPs per sequence of `seq_len` tokens: 3 x the forward's matmul FLOPs, i.e. per token
+/// 6 x (the blocks' matmul weights + the LM head's vocab x hidden) + 12 x layers x seq_len x hidden for attention's
+/// QK^T and AV over the full seq_len x seq_len (the convention of PaLM's and Megatron's MFU; a causal kernel
+/// skips about half of that, so this counts what the model needs, not what a kernel chooses to do).
+double gpt2_train_flops_per_sequence(const Gpt2Options& o, int64_t seq_len);
+double llama_train_flops_per_sequence(const LlamaOptions& o, int64_t seq_len);
+/// The attention term alone: 3 x layers x 4 x seq_len^2 x hidden.
+double decoder_attention_train_flops_per_sequence(int64_t layers, int64_t hidden, int64_t seq_len);
+
+}  // namespace gpubench::models
