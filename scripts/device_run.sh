@@ -33,6 +33,12 @@
 #            end to end with GPU and CPU decoding and on synthetic data; scripts/compare_input.py's table. Carry
 #            [".deps"] (libjpeg headers, see phase_build)
 #   data_quick - the same without PyTorch's training runs, with CPU decoding in fp16 too
+#   llm_train - issue #18: gpt2 (bs 8, seq 1024) and llama (TinyLlama-1.1B, bs 4, seq 2048) training in bf16 with fused
+#            AdamW against transformers eager, alternating, $REPS rounds; gpubench's CUDA-graph mode beside them
+#   llm_infer - issue #18: mode inference for gpt2 and llama at batch 1 and 32 against transformers eager (bf16 weights),
+#            alternating, $REPS rounds; gpubench's CUDA-graph mode at batch 1
+#   unet_infer - issue #18: the SD v1.5 UNet's guided denoising step (mode inference) at batch 1 and 32 against
+#            diffusers (UNet2DConditionModel + DDIMScheduler), wheels carried in .whl/ as for `unet`
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
 #            transformers, the SD v1.5 UNet at batch 8 and 32
 # Logs and records go to $OUT (the device tool brings them back); records are bundled into records.tar.gz.
@@ -375,6 +381,62 @@ phase_unet() {  # the SD v1.5 UNet against diffusers' UNet2DConditionModel (whee
     PYTHONPATH=/tmp/site run_pt "pytorch_${name}_r1" --model sd-unet --precision bf16 $flags --fused
   done
   "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_unet.json" | tee "$OUT/summary_unet.md"
+}
+
+# Issue #18: gpubench and PyTorch (transformers/diffusers) on the same flags, alternating; PyTorch with fused AdamW.
+pair_model() {  # rep, name, model, flags...
+  local r="$1" name="$2" model="$3"
+  shift 3
+  run_gb "gpubench_${name}_r$r" "$model" "$@"
+  run_pt "pytorch_${name}_r$r" --model "$model" "$@" --fused
+}
+
+phase_llm_train() {
+  local gpt2="--precision bf16 --batch-size 8 --seq-len 1024 --dataset-size 1600 --warmup-steps 10"
+  local llama="--precision bf16 --batch-size 4 --seq-len 2048 --dataset-size 320 --warmup-steps 5" r
+  for r in $(seq 1 "$REPS"); do
+    # shellcheck disable=SC2086
+    pair_model "$r" gpt2_train_eager gpt2 $gpt2
+    # shellcheck disable=SC2086
+    run_gb "gpubench_gpt2_train_graph_r$r" gpt2 $gpt2 --cuda-graph
+    # shellcheck disable=SC2086
+    pair_model "$r" llama_train_eager llama $llama
+  done
+  # shellcheck disable=SC2086
+  run_gb "gpubench_llama_train_graph_r1" llama $llama --cuda-graph
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_llm_train.json" | tee "$OUT/summary_llm_train.md"
+}
+
+phase_llm_infer() {
+  local inf="--mode inference --precision bf16" r
+  for r in $(seq 1 "$REPS"); do
+    # shellcheck disable=SC2086
+    pair_model "$r" gpt2_infer_bs1_eager gpt2 $inf --batch-size 1 --dataset-size 300 --warmup-steps 20
+    # shellcheck disable=SC2086
+    pair_model "$r" gpt2_infer_bs32 gpt2 $inf --batch-size 32 --dataset-size 1920 --warmup-steps 5
+    # shellcheck disable=SC2086
+    pair_model "$r" llama_infer_bs1_eager llama $inf --batch-size 1 --dataset-size 150 --warmup-steps 10
+    # shellcheck disable=SC2086
+    pair_model "$r" llama_infer_bs32 llama $inf --batch-size 32 --dataset-size 640 --warmup-steps 3
+  done
+  # shellcheck disable=SC2086
+  run_gb "gpubench_gpt2_infer_bs1_graph_r1" gpt2 $inf --batch-size 1 --dataset-size 300 --warmup-steps 20 --cuda-graph
+  # shellcheck disable=SC2086
+  run_gb "gpubench_llama_infer_bs1_graph_r1" llama $inf --batch-size 1 --dataset-size 150 --warmup-steps 10 --cuda-graph
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_llm_infer.json" | tee "$OUT/summary_llm_infer.md"
+}
+
+phase_unet_infer() {
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      >> "$OUT/session.log" 2>&1 || { log "diffusers install failed"; return 0; }
+  local inf="--mode inference --precision bf16"
+  # shellcheck disable=SC2086
+  PYTHONPATH=/tmp/site pair_model 1 unet_infer_bs1_eager sd-unet $inf --batch-size 1 --dataset-size 150 --warmup-steps 10
+  # shellcheck disable=SC2086
+  PYTHONPATH=/tmp/site pair_model 1 unet_infer_bs32 sd-unet $inf --batch-size 32 --dataset-size 640 --warmup-steps 3
+  # shellcheck disable=SC2086
+  run_gb "gpubench_unet_infer_bs1_graph_r1" sd-unet $inf --batch-size 1 --dataset-size 150 --warmup-steps 10 --cuda-graph
+  "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_unet_infer.json" | tee "$OUT/summary_unet_infer.md"
 }
 
 # Issue #16: the JPEG pipeline against PyTorch's standard recipe (ImageFolder + PIL + DataLoader) on one generated

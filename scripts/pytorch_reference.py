@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch's own number for a gpubench scenario, measured the way gpubench measures it.
 
-Trains torchvision's resnet50, transformers' BertForSequenceClassification or diffusers' UNet2DConditionModel (the
-SD v1.5 configuration, noise-prediction MSE as gpubench's sd-unet) on one synthetic batch already on the GPU (reused every step), with the scenario's batch size, precision, memory format and optimizer, `warmup_steps` untimed steps, then `dataset_size // batch_size` timed
+Trains torchvision's resnet50, transformers' BertForSequenceClassification, GPT2LMHeadModel (GPT-2 small) or
+LlamaForCausalLM (TinyLlama-1.1B's configuration; both with labels = input_ids, transformers' own causal-LM loss) or
+diffusers' UNet2DConditionModel (the SD v1.5 configuration, noise-prediction MSE as gpubench's sd-unet) on one synthetic batch already on the GPU (reused every step), with the scenario's batch size, precision, memory format and optimizer, `warmup_steps` untimed steps, then `dataset_size // batch_size` timed
 steps. The device is synchronised at both ends of the timed region and timed on the host clock, with CUDA events per step,
 as gpubench does. Prints one JSON object (and writes it to --json).
 
@@ -14,6 +15,11 @@ The optimizer is torch.optim.SGD / AdamW with PyTorch's default implementation (
 the fused kernel instead. --graph captures the whole step (forward, backward, fused optimizer) with torch.cuda.graph
 after a side-stream warm-up, PyTorch's documented whole-network recipe, and replays it; --compile wraps the model in
 torch.compile (the compilation happens in the warm-up and is reported as warmup_seconds).
+
+--mode inference runs the model as gpubench's mode inference does: eval mode under torch.inference_mode(), no optimizer,
+weights cast to the autocast type (bf16/fp16, as torch_dtype= pipelines load them) with autocast on; per-batch latency
+percentiles from the same CUDA events. For sd-unet it is one denoising step as diffusers' StableDiffusionPipeline takes
+it: the latents doubled for classifier-free guidance (scale 7.5), the UNet, then DDIMScheduler.step from t=500 to 480.
 
 Under torchrun (WORLD_SIZE > 1) it trains with DistributedDataParallel over NCCL, PyTorch's defaults (25 MB buckets),
 each rank on cuda:LOCAL_RANK with the scenario's batch size; an epoch is dataset_size samples over all ranks, and
@@ -41,7 +47,8 @@ def load_scenario(path):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", help="gpubench scenario file (YAML or JSON)")
-    p.add_argument("--model", choices=["resnet50", "bert-base", "sd-unet"])
+    p.add_argument("--model", choices=["resnet50", "bert-base", "sd-unet", "gpt2", "llama"])
+    p.add_argument("--mode", choices=["train", "inference"])
     p.add_argument("--latent-size", type=int, help="sd-unet: latent height and width (default 64: 512 px images)")
     p.add_argument("--seq-len", type=int)
     p.add_argument("--lr", type=float)
@@ -67,14 +74,16 @@ def parse_args(argv):
     model = a.model or s.get("model", "resnet50")
     bert = model == "bert-base"
     unet = model == "sd-unet"
+    lm = model in ("gpt2", "llama")
     cfg = {
         "model": model,
-        "seq_len": a.seq_len or s.get("seq_len", 128),
+        "mode": a.mode or s.get("mode", "train"),
+        "seq_len": a.seq_len or s.get("seq_len", {"gpt2": 1024, "llama": 2048}.get(model, 128)),
         "num_labels": s.get("num_labels", 2),
         "fused": a.fused or a.graph,
         "graph": a.graph,
         "compile": a.compile,
-        "batch_size": a.batch_size or s.get("batch_size", 32 if bert else 16 if unet else 256),
+        "batch_size": a.batch_size or s.get("batch_size", {"bert-base": 32, "sd-unet": 16, "gpt2": 8, "llama": 4}.get(model, 256)),
         "latent_size": a.latent_size or s.get("latent_size", 64),
         "precision": a.precision or s.get("precision", "fp32"),
         "memory_format": a.memory_format or s.get("memory_format", "auto"),
@@ -83,10 +92,10 @@ def parse_args(argv):
         "image_size": a.image_size or s.get("image_size", 224),
         "num_classes": s.get("num_classes", 1000),
         "device": a.device or s.get("device", "cuda"),
-        "optimizer": {"name": opt.get("name", "adamw" if bert or unet else "sgd"),
-                      "lr": a.lr or opt.get("lr", 2e-5 if bert else 1e-4 if unet else 0.1),
+        "optimizer": {"name": opt.get("name", "adamw" if bert or unet or lm else "sgd"),
+                      "lr": a.lr or opt.get("lr", {"bert-base": 2e-5, "sd-unet": 1e-4, "gpt2": 5e-5, "llama": 2e-5}.get(model, 0.1)),
                       "momentum": opt.get("momentum", 0.9),
-                      "weight_decay": opt.get("weight_decay", 0.01 if bert or unet else 1e-4),
+                      "weight_decay": opt.get("weight_decay", 0.0 if lm else 0.01 if bert or unet else 1e-4),
                       "nesterov": opt.get("nesterov", False)},
         "json": a.json,
         "trace": a.trace,
@@ -94,11 +103,13 @@ def parse_args(argv):
     }
     if cfg["dataset_size"] < cfg["batch_size"]:
         p.error("dataset_size is smaller than batch_size")
+    if cfg["mode"] == "inference" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        p.error("--mode inference under torchrun is not supported here")
     if unet and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         p.error("sd-unet under torchrun is not supported here")
     if (a.graph or a.compile) and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         p.error("--graph/--compile under torchrun are not supported here")
-    if a.graph and cfg["precision"] == "fp16":
+    if a.graph and cfg["precision"] == "fp16" and cfg["mode"] == "train":
         p.error("--graph with fp16: GradScaler's skip decision is not captured here; use bf16 or fp32")
     return cfg
 
@@ -131,6 +142,7 @@ def main(argv):
 
     torch.manual_seed(0)
     bs = cfg["batch_size"]
+    inference = cfg["mode"] == "inference"
     if cfg["model"] == "bert-base":
         import transformers
 
@@ -139,8 +151,47 @@ def main(argv):
         channels_last = False
         x = torch.randint(1, model.config.vocab_size, (bs, cfg["seq_len"]), device=dev)  # full length: no mask
         y = torch.randint(0, cfg["num_labels"], (bs,), device=dev)
-        forward = lambda: loss_fn(model(input_ids=x).logits, y)
+        forward = (lambda: model(input_ids=x).logits) if inference else (lambda: loss_fn(model(input_ids=x).logits, y))
         torch_version_of_model = transformers.__version__
+    elif cfg["model"] in ("gpt2", "llama"):
+        import transformers
+
+        if cfg["model"] == "gpt2":
+            config = transformers.GPT2Config(attn_implementation="sdpa")
+        else:  # TinyLlama-1.1B
+            config = transformers.LlamaConfig(
+                vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048, rms_norm_eps=1e-5,
+                rope_theta=10000.0, tie_word_embeddings=False, attn_implementation="sdpa")
+        model = transformers.AutoModelForCausalLM.from_config(config).to(dev)
+        channels_last = False
+        x = torch.randint(0, config.vocab_size, (bs, cfg["seq_len"]), device=dev)
+        if inference:
+            forward = lambda: model(input_ids=x).logits
+        else:
+            forward = lambda: model(input_ids=x, labels=x).loss  # transformers' shift and fp32 cross-entropy
+        torch_version_of_model = transformers.__version__
+    elif cfg["model"] == "sd-unet" and inference:
+        import diffusers
+
+        model = diffusers.UNet2DConditionModel(sample_size=cfg["latent_size"], cross_attention_dim=768).to(dev)
+        channels_last = False
+        n = cfg["latent_size"]
+        latents = torch.randn(bs, 4, n, n, device=dev)
+        prompt_embeds = torch.randn(2 * bs, 77, 768, device=dev)  # negative then positive, concatenated once
+        scheduler = diffusers.DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                                            clip_sample=False, set_alpha_to_one=False)
+        scheduler.set_timesteps(50)
+        t = torch.tensor(500, device=dev)
+
+        def forward():
+            latent_in = torch.cat([latents] * 2)
+            noise_pred = model(latent_in, t, encoder_hidden_states=prompt_embeds).sample
+            uncond, text = noise_pred.chunk(2)
+            noise_pred = uncond + 7.5 * (text - uncond)
+            return scheduler.step(noise_pred, 500, latents).prev_sample
+
+        torch_version_of_model = diffusers.__version__
     elif cfg["model"] == "sd-unet":
         import diffusers
 
@@ -162,7 +213,7 @@ def main(argv):
         size = cfg["image_size"]
         x = torch.randn(bs, 3, size, size, device=dev).contiguous(memory_format=mf)
         y = torch.randint(0, cfg["num_classes"], (bs,), device=dev)
-        forward = lambda: loss_fn(model(x), y)
+        forward = (lambda: model(x)) if inference else (lambda: loss_fn(model(x), y))
         torch_version_of_model = torchvision.__version__
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
@@ -172,7 +223,13 @@ def main(argv):
             forward = lambda: loss_fn(model(x), y)
     o = cfg["optimizer"]
     fused = {"fused": True} if cfg["fused"] else {}
-    if o["name"] == "sgd":
+    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    if inference:
+        model.eval()
+        if autocast_dtype is not None:
+            model.to(autocast_dtype)
+        opt = None
+    elif o["name"] == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=o["lr"], momentum=o["momentum"],
                               weight_decay=o["weight_decay"], nesterov=o["nesterov"], **fused)
     else:
@@ -184,9 +241,13 @@ def main(argv):
             forward = lambda: loss_fn(compiled(input_ids=x).logits, y)
         else:
             forward = lambda: loss_fn(compiled(x), y)
-    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-    scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+    scaler = torch.amp.GradScaler("cuda") if precision == "fp16" and not inference else None
     loss_fn = torch.nn.CrossEntropyLoss()
+
+    def infer_step():
+        with torch.inference_mode(), torch.autocast(dev.type, dtype=autocast_dtype or torch.float32,
+                                                    enabled=autocast_dtype is not None):
+            return forward()
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -201,7 +262,10 @@ def main(argv):
             opt.step()
         return loss.detach()
 
-    model.train()
+    if inference:
+        step = infer_step
+    else:
+        model.train()
     t_w = time.perf_counter()
     for _ in range(cfg["warmup_steps"]):
         step()
@@ -219,7 +283,7 @@ def main(argv):
 
         def step():
             graph.replay()
-            return static_loss.clone()
+            return static_loss if inference else static_loss.clone()
     torch.cuda.synchronize(dev)
     warmup_s = time.perf_counter() - t_w
     steps = cfg["dataset_size"] // (bs * world)
@@ -230,7 +294,9 @@ def main(argv):
     events[0].record()
     losses = []
     for i in range(steps):
-        losses.append(step())
+        out = step()
+        if not inference:
+            losses.append(out)
         events[i + 1].record()
     torch.cuda.synchronize(dev)
     seconds = time.perf_counter() - t0
@@ -241,6 +307,12 @@ def main(argv):
         rank_seconds = [float(t.item()) for t in gathered]
         seconds = max(rank_seconds)
     step_ms = sorted(events[i].elapsed_time(events[i + 1]) for i in range(steps))
+
+    def pct(q):  # numpy's linear interpolation, as gpubench's percentiles
+        pos = (len(step_ms) - 1) * q / 100.0
+        lo = int(pos)
+        hi = min(lo + 1, len(step_ms) - 1)
+        return step_ms[lo] + (step_ms[hi] - step_ms[lo]) * (pos - lo)
     if cfg.get("trace") and rank == 0:
         # As gpubench --profile: after the timed steps, one unrecorded step under the profiler, then marked steps.
         from torch.profiler import ProfilerActivity, profile, record_function
@@ -262,7 +334,7 @@ def main(argv):
         "scenario": {k: v for k, v in cfg.items() if k not in ("json", "trace", "trace_steps")},
         "precision_resolved": precision,
         "mode": "cuda_graph" if cfg["graph"] else ("compile" if cfg["compile"] else "eager"),
-        "optimizer_implementation": "fused" if cfg["fused"] else "foreach",
+        "optimizer_implementation": "none" if inference else "fused" if cfg["fused"] else "foreach",
         "channels_last": channels_last,
         "world_size": world,
         "rank_seconds": rank_seconds,
@@ -270,12 +342,17 @@ def main(argv):
         "samples": steps * bs * world,
         "seconds": seconds,
         "samples_per_s": steps * bs * world / seconds,
+        "steps_per_s": steps / seconds,
+        "tokens_per_s": steps * bs * world * cfg["seq_len"] / seconds if cfg["model"] in ("gpt2", "llama", "bert-base") else None,
+        "latency_p50_ms": pct(50),
+        "latency_p90_ms": pct(90),
+        "latency_p99_ms": pct(99),
         "step_ms_median": step_ms[len(step_ms) // 2],
         "peak_allocated_bytes": torch.cuda.max_memory_allocated(dev),
         "peak_reserved_bytes": torch.cuda.max_memory_reserved(dev),
         "warmup_seconds": warmup_s,
-        "loss_first": float(losses[0]),
-        "loss_last": float(losses[-1]),
+        "loss_first": float(losses[0]) if losses else None,
+        "loss_last": float(losses[-1]) if losses else None,
     }
     if world > 1:
         dist.destroy_process_group()
