@@ -609,16 +609,25 @@ const std::vector<ScenarioKey>& scenario_keys() {
 ScenarioLoader::ScenarioLoader(std::vector<std::string> known_models) : known_models_(std::move(known_models)) {}
 
 ScenarioLoader::ScenarioLoader(ModelOptions models) : models_(std::move(models)) {
-  for (const auto& [name, options] : models_) known_models_.push_back(name);
+  for (const auto& [name, options] : models_) {
+    known_models_.push_back(name);
+    for (const auto& o : options) {
+      const auto [it, first] = merged_options_.emplace(o.key, o);
+      if (first) continue;
+      ModelOption& m = it->second;
+      if (m.type != o.type) continue;  // read as the first declaration's type; check() applies the model's own
+      m.min = std::min(m.min, o.min);
+      m.max = std::max(m.max, o.max);
+      for (const auto& c : o.choices) {
+        if (std::find(m.choices.begin(), m.choices.end(), c) == m.choices.end()) m.choices.push_back(c);
+      }
+    }
+  }
 }
 
 const ModelOption* ScenarioLoader::find_option(const std::string& key) const {
-  for (const auto& [name, options] : models_) {
-    for (const auto& o : options) {
-      if (o.key == key) return &o;
-    }
-  }
-  return nullptr;
+  const auto it = merged_options_.find(key);
+  return it == merged_options_.end() ? nullptr : &it->second;
 }
 
 std::vector<ScenarioKey> all_scenario_keys(const ModelOptions& models) {

@@ -85,9 +85,12 @@ class ScenarioLoader {
   void check(const Scenario& s) const;
 
  private:
-  const ModelOption* find_option(const std::string& key) const;  ///< any model's declaration of `key`
+  /// How a model key is read before the model is known (a file may name the model after its keys): the models'
+  /// declarations of `key` merged, widest range and every choice; check() then holds the value to the chosen model's.
+  const ModelOption* find_option(const std::string& key) const;
   std::vector<std::string> known_models_;
   ModelOptions models_;
+  std::map<std::string, ModelOption> merged_options_;
 };
 
 }  // namespace gpubench
