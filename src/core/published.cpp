@@ -148,6 +148,11 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
   if (ref.steps_per_s) {
     c.published_steps_per_s = ref.steps_per_s;
     if (c.measured_samples_per_s) c.measured_steps_per_s = run.summary.steps_per_s;
+    // A sampler's it/s is quoted per denoising step whatever the batch: compare steps with steps.
+    if (ref.mode == "inference" && s.mode == "inference" && c.measured_steps_per_s) {
+      c.percent_of_published = *c.measured_steps_per_s / *ref.steps_per_s * 100.0;
+      c.percent_basis = "it/s";
+    }
   }
 
   auto& d = c.differences;
@@ -165,7 +170,11 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
   }
   if (ref.model != s.model) d.push_back("model: " + s.model + " here, " + ref.model + " published: not the same work");
   const std::string ours = run.precision.resolved.empty() ? s.precision : run.precision.resolved;
-  if (ref.precision == "amp") {
+  const bool both_infer = s.mode == "inference" && ref.mode == "inference";
+  if (ref.precision == "amp" && both_infer) {
+    // Mixed-precision sampling is fp16 (diffusers' torch_dtype=float16 pipelines); there is no loss to scale.
+    if (ours != "fp16") d.push_back("precision: " + ours + " here, fp16 published; run --precision fp16 for the same recipe");
+  } else if (ref.precision == "amp") {
     // A published "mixed precision" PyTorch run is torch.autocast + GradScaler: fp16 with dynamic loss scaling.
     if (ours == "bf16") {
       d.push_back("precision: bf16 autocast here, PyTorch AMP (fp16 autocast + GradScaler) published; run --amp for "
@@ -203,15 +212,18 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
                           "dataset make`, unless it is ImageNet itself), the publication " +
                           std::to_string(*ref.dataset_size));
     }
-  } else {
+  } else if (!both_infer) {  // a sampler's inputs are made on the device: no pipeline on either side
     d.push_back("data pipeline: one synthetic batch already on the device here (no loading, decoding or augmentation); "
                 "published: " + theirs + (they_decode ? " (run with --data folder to decode JPEGs as they did)" : ""));
   }
   d.push_back("framework: LibTorch " + run.environment.libtorch_version + " (C++), CUDA " +
               run.environment.cuda_runtime_version + ", cuDNN " + run.environment.cudnn_version + " here; published: " +
               (ref.framework.empty() ? std::string("not stated") : ref.framework));
-  if (!ref.optimizer.empty()) d.push_back("optimizer: " + s.optimizer.name + " here; published: " + ref.optimizer);
-  if (run.execution.mode == "cuda_graph") d.push_back("execution: whole-step CUDA graph here (no per-step launches)");
+  if (!ref.optimizer.empty() && s.mode != "inference") d.push_back("optimizer: " + s.optimizer.name + " here; published: " + ref.optimizer);
+  if (run.execution.mode == "cuda_graph") {
+    d.push_back(std::string("execution: whole-step CUDA graph here (no per-step launches)") +
+                (s.mode == "inference" ? "; a sampler launches every kernel of every step" : ""));
+  }
   if (run.distributed) d.push_back("devices: " + std::to_string(run.distributed->world_size) + " GPUs here, one published");
 
   c.published_price_performance = ref.price_performance;

@@ -378,7 +378,7 @@ nlohmann::json option_value(const ModelOption& o, const YAML::Node& n, const Ctx
   fail(c, "unknown option type");
 }
 
-using FindOption = std::function<const ModelOption*(const std::string&)>;
+using FindOption = std::function<const ModelOption*(const std::string&, const Scenario&)>;
 
 /// Sets `key` from `value`: a common key through its field, a model's own key through its declaration. Returns
 /// false when neither knows the key.
@@ -389,7 +389,7 @@ bool set_key(const std::string& key, const YAML::Node& value, const Origin& orig
     s.origins[f->doc.key] = origin;
     return true;
   }
-  if (const ModelOption* o = find_option(key)) {
+  if (const ModelOption* o = find_option(key, s)) {
     s.model_options[key] = option_value(*o, value, Ctx{origin, key});
     s.origins[key] = origin;
     return true;
@@ -421,7 +421,7 @@ void merge_map(const YAML::Node& map, const std::string& prefix, const std::stri
       continue;
     }
     if (!set_key(key == "optimizer" ? "optimizer.name" : key, value, origin_of(value, source), s, models,
-                 prefix.empty() ? find_option : FindOption([](const std::string&) { return nullptr; }))) {
+                 prefix.empty() ? find_option : FindOption([](const std::string&, const Scenario&) { return nullptr; }))) {
       std::vector<std::string> known = keys_with_prefix(prefix);
       if (prefix.empty()) known.insert(known.end(), option_keys.begin(), option_keys.end());
       throw ScenarioError(key_origin, key,
@@ -625,7 +625,15 @@ ScenarioLoader::ScenarioLoader(ModelOptions models) : models_(std::move(models))
   }
 }
 
-const ModelOption* ScenarioLoader::find_option(const std::string& key) const {
+const ModelOption* ScenarioLoader::find_option(const std::string& key, const Scenario& s) const {
+  if (s.is_set("model")) {
+    const auto model = models_.find(s.model);
+    if (model != models_.end()) {
+      for (const auto& o : model->second) {
+        if (o.key == key) return &o;
+      }
+    }
+  }
   const auto it = merged_options_.find(key);
   return it == merged_options_.end() ? nullptr : &it->second;
 }
@@ -698,7 +706,7 @@ void ScenarioLoader::load_text(const std::string& text, const std::string& forma
     for (const auto& k : all_scenario_keys(models_)) {
       if (k.per_model) option_keys.push_back(k.key);
     }
-    merge_map(root, "", source, s, known_models_, [this](const std::string& k) { return find_option(k); },
+    merge_map(root, "", source, s, known_models_, [this](const std::string& k, const Scenario& sc) { return find_option(k, sc); },
               option_keys);
   } catch (const ScenarioError&) {
     throw;
@@ -710,7 +718,7 @@ void ScenarioLoader::load_text(const std::string& text, const std::string& forma
 void ScenarioLoader::apply_override(const std::string& key, const std::string& value, const std::string& flag,
                                     Scenario& s) const {
   const Origin origin{"command line " + flag, 0, 0};
-  if (!set_key(key, YAML::Node(value), origin, s, known_models_, [this](const std::string& k) { return find_option(k); })) {
+  if (!set_key(key, YAML::Node(value), origin, s, known_models_, [this](const std::string& k, const Scenario& sc) { return find_option(k, sc); })) {
     throw ScenarioError(origin, key, "unknown scenario key");
   }
 }

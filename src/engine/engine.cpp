@@ -175,6 +175,12 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
     plan.scenario = s;
     plan.device = device;
     plan.precision = engine::resolve_precision(s.precision, device);
+    if (s.mode == "inference" && plan.precision.loss_scaling) {
+      plan.precision.loss_scaling = false;  // no gradients: fp16 inference has nothing to scale
+      if (s.precision == "amp") {
+        plan.precision.note = "--amp resolved to fp16 autocast on " + device.type + " (inference: no loss scaling)";
+      }
+    }
     plan.channels_last = s.memory_format == "channels_last";
     plan.stop_requested = options.stop_requested;
     plan.comm = comm.get();

@@ -342,9 +342,6 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     t.rows.push_back({Cell::str("device"), Cell::str(ref.device), Cell::str(device_label(run))});
     t.rows.push_back({Cell::str("mode"), Cell::str(ref.mode), Cell::str(run.scenario.mode)});
     t.rows.push_back({Cell::str(unit + "/s"), value(c.published_samples_per_s, "samples/s"), value(c.measured_samples_per_s, "samples/s")});
-    if (c.published_steps_per_s) {
-      t.rows.push_back({Cell::str("it/s"), value(c.published_steps_per_s, "steps/s"), value(c.measured_steps_per_s, "steps/s")});
-    }
     if (ref.epoch_seconds) {
       t.rows.push_back({Cell::str(fmt::format("epoch of {} samples (s)",
                                               ref.dataset_size ? std::to_string(*ref.dataset_size) : "?")),
@@ -372,7 +369,8 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     }
     d.table(std::move(t));
     d.paragraph(c.percent_of_published
-                    ? fmt::format("Measured throughput is **{:.1f} %** of the published figure.", *c.percent_of_published)
+                    ? fmt::format("Measured throughput ({}) is **{:.1f} %** of the published figure.", c.percent_basis,
+                                  *c.percent_of_published)
                     : std::string("No measured throughput to compare (the run did not finish ok)."));
     if (!c.same.empty()) {
       d.paragraph("Where the recipes agree:");
@@ -386,7 +384,7 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     }
     d.data.push_back({{"reference", ref.id}, {"record", pr.path}, {"published_samples_per_s", c.published_samples_per_s},
                       {"measured_samples_per_s", c.measured_samples_per_s}, {"percent_of_published", c.percent_of_published},
-                      {"published_mode", ref.mode}, {"measured_mode", run.scenario.mode},
+                      {"published_mode", ref.mode}, {"measured_mode", run.scenario.mode}, {"percent_basis", c.percent_basis},
                       {"published_steps_per_s", c.published_steps_per_s}, {"measured_steps_per_s", c.measured_steps_per_s},
                       {"measured_epoch_seconds", c.measured_epoch_seconds}, {"same", c.same}, {"differences", c.differences},
                       {"published_price_performance", c.published_price_performance},

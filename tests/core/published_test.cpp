@@ -67,12 +67,13 @@ TEST(PublishedTest, AFolderRunSharesTheSeedsJpegPipelineASyntheticRunDoesNot) {
   d.images = 100000;
   r.data = d;
   PublishedComparison c = compare_with_published(*find_published("seed000-rtx4090"), r);
-  ASSERT_EQ(c.same.size(), 1u);
-  EXPECT_NE(c.same[0].find("data pipeline: JPEG files decoded and augmented every step here"), std::string::npos);
+  ASSERT_EQ(c.same.size(), 2u);
+  EXPECT_EQ(c.same[0], "mode: training on both sides");
+  EXPECT_NE(c.same[1].find("data pipeline: JPEG files decoded and augmented every step here"), std::string::npos);
   for (const auto& diff : c.differences) EXPECT_EQ(diff.find("data pipeline"), std::string::npos) << diff;
   r.data.reset();
   c = compare_with_published(*find_published("seed000-rtx4090"), r);
-  EXPECT_TRUE(c.same.empty());
+  EXPECT_EQ(c.same.size(), 1u);  // the mode only
   std::string all;
   for (const auto& diff : c.differences) all += diff;
   EXPECT_NE(all.find("run with --data folder"), std::string::npos) << all;
@@ -119,6 +120,39 @@ TEST(PublishedTest, MalformedDocumentsNameTheEntryAndKey) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("key 'epoch_seconds'"), std::string::npos) << e.what();
   }
+}
+
+TEST(PublishedTest, ASamplersItPerSecondIsComparedInInferenceModeStepForStep) {
+  const PublishedReference& sd = *find_published("seed004-rtx4070-sd");
+  EXPECT_EQ(sd.mode, "inference");
+  EXPECT_EQ(find_published("seed004-rtx4070-resnet50")->mode, "train");
+  RunRecord run = h200_resnet(1, "bf16", 65.0);
+  run.scenario.model = "sd-unet";
+  run.summary.steps_per_s = 65.0;
+  // A training run beside it: named as not the same work.
+  PublishedComparison t = compare_with_published(sd, run);
+  std::string all;
+  for (const auto& d : t.differences) all += d + "\n";
+  EXPECT_NE(all.find("mode: training here, inference published: not the same work (run with --mode inference)"),
+            std::string::npos) << all;
+  // An inference run: the same mode, it/s against it/s, and no optimizer or data-pipeline difference.
+  run.scenario.mode = "inference";
+  run.model.step = "one denoising step";
+  const PublishedComparison c = compare_with_published(sd, run);
+  EXPECT_EQ(c.percent_basis, "it/s");
+  EXPECT_NEAR(*c.percent_of_published, 65.0 / 18.7 * 100, 1e-9);
+  EXPECT_DOUBLE_EQ(*c.measured_steps_per_s, 65.0);
+  ASSERT_FALSE(c.same.empty());
+  EXPECT_NE(c.same[0].find("mode: inference on both sides (here: one denoising step)"), std::string::npos) << c.same[0];
+  all.clear();
+  for (const auto& d : c.differences) all += d + "\n";
+  EXPECT_EQ(all.find("mode:"), std::string::npos) << all;
+  EXPECT_EQ(all.find("optimizer:"), std::string::npos) << all;
+  EXPECT_EQ(all.find("data pipeline:"), std::string::npos) << all;
+  EXPECT_NE(all.find("precision: bf16 here, fp16 published"), std::string::npos) << all;
+  EXPECT_NE(all.find("batch size: 1 here, 32 published"), std::string::npos) << all;
+  EXPECT_THROW(parse_published("entries:\n  - {id: x, device: d, model: m, quote: q, samples_per_s: 1, mode: serve}\n"),
+               std::runtime_error);
 }
 
 }  // namespace

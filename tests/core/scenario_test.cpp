@@ -49,7 +49,8 @@ class ScenarioFileTest : public ::testing::Test {
                       {"num_classes", "--num-classes", "classes", T::kInt, 2, 1 << 24, {}, 1000}}},
         {"bert-base", {{"seq_len", "--seq-len", "tokens", T::kInt, 1, 512, {}, 128}, bert_layers, heads, attention,
                        dropout}},
-        {"sd-unet", {{"latent_size", "--latent-size", "side", T::kInt, 8, 1024, {}, 64}, unet_layers, heads}}};
+        {"sd-unet", {{"latent_size", "--latent-size", "side", T::kInt, 8, 1024, {}, 64}, unet_layers, heads}},
+        {"gpt2", {{"seq_len", "--seq-len", "tokens", T::kInt, 2, 1024, {}, 1024}, bert_layers, heads}}};
   }
 
   testing::TempDir tmp_{"scenario"};
@@ -104,7 +105,7 @@ TEST_F(ScenarioFileTest, AKeyOfAnotherModelIsRefusedNamingTheKeyAndTheModelsThat
     FAIL() << "layers accepted for resnet50";
   } catch (const ScenarioError& e) {
     EXPECT_NE(std::string(e.what()).find("r.yaml:3:9: key 'layers': not a key of resnet50; it applies to bert-base, "
-                                         "sd-unet"),
+                                         "gpt2, sd-unet"),
               std::string::npos)
         << e.what();
   }
@@ -122,7 +123,7 @@ TEST_F(ScenarioFileTest, AKeyOfAnotherModelIsRefusedNamingTheKeyAndTheModelsThat
   ASSERT_NE(layers, keys.end());
   EXPECT_TRUE(layers->per_model);
   // Declared twice with different help: the help names each model's meaning.
-  EXPECT_NE(layers->description.find("bert-base: transformer layers; sd-unet: resnets per block"), std::string::npos)
+  EXPECT_NE(layers->description.find("bert-base: transformer layers; gpt2: transformer layers; sd-unet: resnets per block"), std::string::npos)
       << layers->description;
 }
 
@@ -132,6 +133,7 @@ TEST_F(ScenarioFileTest, AModelsKeyIsReadByItsDeclarationAndCheckedAgainstTheCho
   Scenario s;
   try {
     loader.load_file(write("a.yaml", "model: bert-base\nseq_len: 4096\n"), s);
+    loader.check(s);
     FAIL() << "seq_len 4096 accepted";
   } catch (const ScenarioError& e) {
     EXPECT_NE(std::string(e.what()).find("a.yaml:2:10: key 'seq_len': expected an integer from 1 to 512"),
@@ -142,18 +144,63 @@ TEST_F(ScenarioFileTest, AModelsKeyIsReadByItsDeclarationAndCheckedAgainstTheCho
   EXPECT_EQ(b.option<std::string>("attention"), "math");
   EXPECT_EQ(b.option<double>("dropout"), 0.0);
   EXPECT_THROW(loader.load_file(write("c.yaml", "attention: flash\n"), b), ScenarioError);
-  // A key both models declare, in the range of the first but not of the chosen one: check() names it.
+  // A key both models declare, in the range of one but not of the chosen one: named as the chosen model has it.
   Scenario u;
-  loader.load_file(write("d.yaml", "model: sd-unet\nlayers: 100\n"), u);
   try {
+    loader.load_file(write("d.yaml", "model: sd-unet\nlayers: 100\n"), u);
     loader.check(u);
     FAIL() << "layers 100 accepted for sd-unet";
   } catch (const ScenarioError& e) {
     EXPECT_NE(std::string(e.what()).find("d.yaml:2:9: key 'layers': expected an integer from 1 to 8"),
               std::string::npos) << e.what();
   }
+  // A key whose ranges differ between models is read by their widest and held to the chosen model's, whichever
+  // comes first in the file or on the command line.
+  Scenario g;
+  loader.load_file(write("g.yaml", "seq_len: 1024\nmodel: gpt2\n"), g);
+  EXPECT_NO_THROW(loader.check(g));
+  EXPECT_EQ(g.option<int64_t>("seq_len"), 1024);
+  Scenario f;
+  loader.apply_override("model", "gpt2", "MODEL", f);
+  loader.apply_override("seq_len", "1024", "--seq-len", f);
+  EXPECT_NO_THROW(loader.check(f));
+  Scenario bb;
+  try {
+    loader.load_file(write("h.yaml", "seq_len: 1024\nmodel: bert-base\n"), bb);  // the model after the key
+    loader.check(bb);
+    FAIL() << "seq_len 1024 accepted for bert-base";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("h.yaml:1:10: key 'seq_len': expected an integer from 1 to 512"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW(loader.load_file(write("i.yaml", "model: gpt2\nseq_len: 4096\n"), bb), ScenarioError);
   // A loader that knows no model declarations takes none of their keys.
   EXPECT_THROW(loader_.load_file(write("e.yaml", "seq_len: 64\n"), b), ScenarioError);
+}
+
+TEST_F(ScenarioFileTest, ModeIsTrainOrInferenceAndInferenceRefusesTrainingOnlyKeys) {
+  Scenario s;
+  loader_.load_file(write("m.yaml", "model: resnet50\nmode: inference\n"), s);
+  EXPECT_EQ(s.mode, "inference");
+  EXPECT_NO_THROW(loader_.check(s));
+  EXPECT_EQ(Scenario{}.mode, "train");
+  EXPECT_NE(error_of("n.yaml", "mode: serve\n").find("n.yaml:1:7: key 'mode'"), std::string::npos);
+  Scenario g;
+  loader_.load_file(write("o.yaml", "mode: inference\ngrad_accumulation: 4\n"), g);
+  try {
+    loader_.check(g);
+    FAIL() << "grad_accumulation accepted in inference";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("o.yaml:2:20: key 'grad_accumulation': grad_accumulation applies to mode: train"),
+              std::string::npos) << e.what();
+  }
+  // A record's scenario keeps the mode; an older record without one reads as training.
+  Scenario r;
+  r.mode = "inference";
+  EXPECT_EQ(nlohmann::json(r).get<Scenario>().mode, "inference");
+  nlohmann::json old = nlohmann::json(Scenario{});
+  old.erase("mode");
+  EXPECT_EQ(old.get<Scenario>().mode, "train");
 }
 
 TEST_F(ScenarioFileTest, OnlyRegularFilesOfAtMostOneMebibyteAreRead) {

@@ -44,7 +44,8 @@ struct PublishedComparison {
   const PublishedReference* reference = nullptr;
   std::optional<double> published_samples_per_s, measured_samples_per_s;
   std::optional<double> published_steps_per_s, measured_steps_per_s;  ///< it/s, where the publication quotes it
-  std::optional<double> percent_of_published;        ///< measured / published x 100
+  std::optional<double> percent_of_published;        ///< measured / published x 100, in percent_basis
+  std::string percent_basis = "samples/s";           ///< samples/s, or it/s for a sampler's figure (mode inference)
   std::optional<double> measured_epoch_seconds;      ///< for the publication's dataset size, at the measured rate
   std::vector<std::string> differences;              ///< every way the recipes differ ("batch size: 128 vs 256")
   std::vector<std::string> same;                     ///< parts of the recipe both sides share ("data pipeline: ...")

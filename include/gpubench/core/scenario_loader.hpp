@@ -85,9 +85,10 @@ class ScenarioLoader {
   void check(const Scenario& s) const;
 
  private:
-  /// How a model key is read before the model is known (a file may name the model after its keys): the models'
-  /// declarations of `key` merged, widest range and every choice; check() then holds the value to the chosen model's.
-  const ModelOption* find_option(const std::string& key) const;
+  /// How a model key is read: by the declaration of the model `s` names, once it names one; before that (a file
+  /// may name the model after its keys) by the models' declarations merged, widest range and every choice, and
+  /// check() then holds the value to the chosen model's.
+  const ModelOption* find_option(const std::string& key, const Scenario& s) const;
   std::vector<std::string> known_models_;
   ModelOptions models_;
   std::map<std::string, ModelOption> merged_options_;

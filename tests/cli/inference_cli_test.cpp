@@ -1,0 +1,66 @@
+// mode: inference and the decoder models through the real binary: the console, the record, two ranks, refusals.
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_fixture.h"
+
+namespace gpubench {
+namespace {
+
+class InferenceCliTest : public CliTest {
+ protected:
+  static std::string tiny_gpt2() {
+    return "run gpt2 --layers 1 --width 32 --heads 2 --vocab 64 --seq-len 16 --batch-size 2 --dataset-size 8 "
+           "--epochs 1 --warmup-steps 1 --time-budget 300";
+  }
+};
+
+TEST_F(InferenceCliTest, InferenceRunShowsItsStepAndLatencyAndRecordsNoLoss) {
+  const std::string out = (dir_ / "inf.json").string();
+  const Result r = gpubench(tiny_gpt2() + " --mode inference --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("batch 2, inference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inference, eager: one forward pass over whole sequences"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("per-batch latency p99 (ms)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("loss first"), std::string::npos) << "inference has no loss column\n" << r.out;
+  EXPECT_NE(r.err.find("No GPU in use: inference on the CPU"), std::string::npos) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["scenario"]["mode"], "inference");
+  EXPECT_EQ(j["execution"]["optimizer_implementation"], "none");
+  EXPECT_EQ(j["model"]["name"], "gpt2");
+  EXPECT_EQ(j["model"]["tokens_per_sample"], 16);
+  bool p90 = false;
+  for (const auto& m : j["summary"]["metrics"]) p90 = p90 || m["tag"] == "latency_p90_ms";
+  EXPECT_TRUE(p90);
+}
+
+TEST_F(InferenceCliTest, TwoRanksInferOnTheirShareOfTheEpoch) {
+  const std::string out = (dir_ / "ddp.json").string();
+  const Result r = gpubench(tiny_gpt2() + " --mode inference --nproc-per-node 2 --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["distributed"]["world_size"], 2);
+  EXPECT_EQ(j["distributed"]["buckets"], 0);  // nothing to all-reduce
+  EXPECT_EQ(j["epochs"][0]["steps"], 2);       // 8 sequences / (2 ranks x batch 2)
+  EXPECT_EQ(j["epochs"][0]["samples"], 8);
+}
+
+TEST_F(InferenceCliTest, TrainingOnlyKeysAndOtherModelsRangesAreRefusedNamingTheKey) {
+  Result r = gpubench(tiny_gpt2() + " --mode inference --grad-accumulation 2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--grad-accumulation: key 'grad_accumulation': grad_accumulation applies to mode: train"),
+            std::string::npos) << r.err;
+  r = gpubench("run bert-base --seq-len 1024");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("key 'seq_len': expected an integer from 1 to 512, got 1024"), std::string::npos) << r.err;
+  r = gpubench("run llama --layers 1 --hidden 32 --heads 4 --kv-heads 3 --intermediate 64 --vocab 64 --seq-len 8 "
+               "--batch-size 1 --dataset-size 2 --warmup-steps 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE((r.out + r.err).find("kv_heads 3"), std::string::npos) << r.out << r.err;
+  r = gpubench("run resnet50 --mode serve");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("key 'mode'"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpubench
