@@ -37,6 +37,8 @@
 #            AdamW against transformers eager, alternating, $REPS rounds; gpubench's CUDA-graph mode beside them
 #   llm_infer - issue #18: mode inference for gpt2 and llama at batch 1 and 32 against transformers eager (bf16 weights),
 #            alternating, $REPS rounds; gpubench's CUDA-graph mode at batch 1
+#   llm_profile - issue #18: gpt2 and llama training with --profile and PyTorch's trace of the same steps, diffed by
+#            `gpubench trace` (summary_trace_diff_*.txt)
 #   unet_infer - issue #18: the SD v1.5 UNet's guided denoising step (mode inference) at batch 1 and 32 against
 #            diffusers (UNet2DConditionModel + DDIMScheduler), wheels carried in .whl/ as for `unet`
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
@@ -405,6 +407,26 @@ phase_llm_train() {
   # shellcheck disable=SC2086
   run_gb "gpubench_llama_train_graph_r1" llama $llama --cuda-graph
   "$PY" scripts/compare_pytorch.py "$OUT/records" --json "$OUT/records/summary_llm_train.json" | tee "$OUT/summary_llm_train.md"
+}
+
+# Where the time goes: one --profile run of gpt2 and llama training each, PyTorch's torch.profiler trace of the same
+# steps, and `gpubench trace` of the two, kernel by kernel.
+phase_llm_profile() {
+  local spec name model flags
+  for spec in "gpt2|gpt2|--precision bf16 --batch-size 8 --seq-len 1024 --dataset-size 400 --warmup-steps 10" \
+              "llama|llama|--precision bf16 --batch-size 4 --seq-len 2048 --dataset-size 80 --warmup-steps 5"; do
+    IFS='|' read -r name model flags <<< "$spec"
+    log "gpubench $name --profile"
+    # shellcheck disable=SC2086
+    "$GB" run "$model" $flags --profile --output "$OUT/records/gpubench_${name}_profile_r1.json" \
+        > "$OUT/records/console_gpubench_${name}_profile.txt" 2>> "$OUT/session.log"
+    # shellcheck disable=SC2086
+    run_pt "pytorch_${name}_profile_r1" --model "$model" $flags --fused --trace "$OUT/records/pytorch_${name}.trace.json"
+    "$GB" trace "$OUT/records/pytorch_${name}.trace.json" "$OUT/records/gpubench_${name}_profile_r1.trace.json" --top 30 \
+        > "$OUT/summary_trace_diff_${name}.txt" 2>&1
+  done
+  grep -h "^bounded by\|^profile (" "$OUT"/records/console_gpubench_*_profile.txt | tee -a "$OUT/summary_trace_diff_gpt2.txt"
+  rm -f "$OUT"/records/*.trace.json  # tens of MB each: the diffs above are what comes back
 }
 
 phase_llm_infer() {
