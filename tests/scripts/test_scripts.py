@@ -30,6 +30,16 @@ class ReferenceArgumentsTest(unittest.TestCase):
         bert = pytorch_reference.parse_args(["--model", "bert-base"])
         self.assertEqual((bert["batch_size"], bert["optimizer"]["name"], bert["optimizer"]["lr"]), (32, "adamw", 2e-5))
 
+    def test_decoders_take_gpubench_defaults_and_inference_mode(self):
+        gpt2 = pytorch_reference.parse_args(["--model", "gpt2"])
+        self.assertEqual((gpt2["batch_size"], gpt2["seq_len"], gpt2["optimizer"]["name"], gpt2["mode"]),
+                         (8, 1024, "adamw", "train"))
+        llama = pytorch_reference.parse_args(["--model", "llama", "--mode", "inference", "--precision", "fp16", "--graph"])
+        self.assertEqual((llama["batch_size"], llama["seq_len"], llama["mode"]), (4, 2048, "inference"))
+        self.assertEqual(llama["optimizer"]["weight_decay"], 0.0)  # the registry's recipe for decoders
+        with self.assertRaises(SystemExit):
+            pytorch_reference.parse_args(["--model", "gpt2", "--mode", "serve"])
+
     def test_graph_implies_fused_and_refuses_fp16(self):
         self.assertTrue(pytorch_reference.parse_args(["--graph"])["fused"])
         with self.assertRaises(SystemExit):

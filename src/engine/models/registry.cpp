@@ -284,6 +284,14 @@ T required(const Scenario& s, const std::string& key) {
   return *v;
 }
 
+/// A transformer's hidden size must split into `heads` equal heads; the error names the model and its key.
+void require_heads_divide(const std::string& model, const std::string& key, int64_t hidden, int64_t heads) {
+  if (hidden % heads != 0) {
+    throw std::invalid_argument(model + ": " + key + " " + std::to_string(hidden) + " is not divisible by " +
+                                std::to_string(heads) + " heads");
+  }
+}
+
 /// Gradient checkpointing as asked, in training only (inference keeps no activations for a backward).
 bool checkpointing(const Scenario& s) { return s.mode == "train" && required<bool>(s, "gradient_checkpointing"); }
 
@@ -348,10 +356,7 @@ const std::vector<ModelEntry>& model_registry() {
          o.num_labels = required<int64_t>(s, "num_labels");
          o.dropout = s.option<double>("dropout").value_or(o.dropout);
          o.math_attention = s.option<std::string>("attention") == "math";
-         if (o.hidden % o.heads != 0) {
-           throw std::invalid_argument("bert-base: width " + std::to_string(o.hidden) + " is not divisible by " +
-                                       std::to_string(o.heads) + " heads");
-         }
+         require_heads_divide("bert-base", "width", o.hidden, o.heads);
          const int64_t seq_len = required<int64_t>(s, "seq_len");
          if (seq_len > o.max_positions) {
            throw std::invalid_argument("bert-base: seq_len " + std::to_string(seq_len) + " exceeds its " +
@@ -404,10 +409,7 @@ const std::vector<ModelEntry>& model_registry() {
          o.vocab_size = s.option<int64_t>("vocab").value_or(o.vocab_size);
          o.dropout = s.option<double>("dropout").value_or(o.dropout);
          o.math_attention = s.option<std::string>("attention") == "math";
-         if (o.hidden % o.heads != 0) {
-           throw std::invalid_argument("gpt2: width " + std::to_string(o.hidden) + " is not divisible by " +
-                                       std::to_string(o.heads) + " heads");
-         }
+         require_heads_divide("gpt2", "width", o.hidden, o.heads);
          const int64_t seq_len = required<int64_t>(s, "seq_len");
          models::Gpt2LMHeadModel m(o);
          if (checkpointing(s)) {
@@ -442,9 +444,10 @@ const std::vector<ModelEntry>& model_registry() {
          o.intermediate = required<int64_t>(s, "intermediate");
          o.vocab_size = required<int64_t>(s, "vocab");
          o.math_attention = s.option<std::string>("attention") == "math";
-         if (o.hidden % o.heads != 0 || o.head_dim() % 2 != 0) {
-           throw std::invalid_argument("llama: hidden " + std::to_string(o.hidden) + " must be " +
-                                       std::to_string(o.heads) + " heads of an even head size (rotary embeddings)");
+         require_heads_divide("llama", "hidden", o.hidden, o.heads);
+         if (o.head_dim() % 2 != 0) {
+           throw std::invalid_argument("llama: the head size hidden/heads = " + std::to_string(o.head_dim()) +
+                                       " must be even (rotary embeddings rotate pairs)");
          }
          if (o.heads % o.kv_heads != 0) {
            throw std::invalid_argument("llama: heads " + std::to_string(o.heads) + " is not a multiple of kv_heads " +
