@@ -45,6 +45,30 @@ TEST_F(InferenceCliTest, TwoRanksInferOnTheirShareOfTheEpoch) {
   EXPECT_EQ(j["epochs"][0]["samples"], 8);
 }
 
+TEST_F(InferenceCliTest, TwoRanksTrainTheTiedGpt2AndBatchSizeMaxSearchesInBothModes) {
+  const std::string out = (dir_ / "ddp_train.json").string();
+  Result r = gpubench(tiny_gpt2() + " --nproc-per-node 2 --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["distributed"]["world_size"], 2);
+  EXPECT_GE(j["distributed"]["buckets"], 1);  // gradients all-reduced, the tied embedding once
+  EXPECT_EQ(j["status"], "ok");
+  // The search probes each mode on its own (an inference step holds less memory than a training step).
+  const fs::path sweep = dir_ / "max";
+  r = gpubench("sweep gpt2 --layers 1 --width 32 --heads 2 --vocab 64 --seq-len 16 --mode train,inference "
+               "--batch-size max --epochs 1 --dataset-size 16 --warmup-steps 1 --time-budget 60 --out-dir " +
+                   sweep.string(),
+               "GPUBENCH_FAULT_INJECT=oom-above-batch:6");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  j = nlohmann::json::parse(slurp(sweep / "sweep.json"));
+  ASSERT_EQ(j["points"].size(), 2u);
+  for (const auto& p : j["points"]) {
+    EXPECT_EQ(p["batch_size"], 6);
+    EXPECT_EQ(p["status"], "ok");
+  }
+  EXPECT_EQ(nlohmann::json::parse(slurp(j["points"][1]["record"].get<std::string>()))["scenario"]["mode"], "inference");
+}
+
 TEST_F(InferenceCliTest, TrainingOnlyKeysAndOtherModelsRangesAreRefusedNamingTheKey) {
   Result r = gpubench(tiny_gpt2() + " --mode inference --grad-accumulation 2");
   EXPECT_EQ(r.exit_code, 2) << r.err;
