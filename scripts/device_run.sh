@@ -39,6 +39,8 @@
 #            alternating, $REPS rounds; gpubench's CUDA-graph mode at batch 1
 #   llm_profile - issue #18: gpt2 and llama training with --profile and PyTorch's trace of the same steps, diffed by
 #            `gpubench trace` (summary_trace_diff_*.txt)
+#   llm_multi - issue #18 on nvidia-h200-x2: gpt2/llama data parallel on 2 GPUs, gpt2 inference on 2 ranks, and seed
+#            004's sampling step (fp16, batch 1) with `compare published/seed004-rtx4070-sd`
 #   unet_infer - issue #18: the SD v1.5 UNet's guided denoising step (mode inference) at batch 1 and 32 against
 #            diffusers (UNet2DConditionModel + DDIMScheduler), wheels carried in .whl/ as for `unet`
 #   workloads - telemetry (with an nvidia-smi power log alongside, and telemetry on/off A B A B), BERT-base vs
@@ -427,6 +429,34 @@ phase_llm_profile() {
   done
   grep -h "^bounded by\|^profile (" "$OUT"/records/console_gpubench_*_profile.txt | tee -a "$OUT/summary_trace_diff_gpt2.txt"
   rm -f "$OUT"/records/*.trace.json  # tens of MB each: the diffs above are what comes back
+}
+
+# On nvidia-h200-x2: gpt2 and llama data parallel over two GPUs (gpt2 also on one, for the efficiency), gpt2 inference
+# on two ranks, and seed 004's sampling step in fp16 at batch 1 (configs/sd-unet-seed004-sampling.yaml) with its
+# published comparison.
+phase_llm_multi() {
+  local gpt2="--precision bf16 --batch-size 8 --seq-len 1024 --dataset-size 3200 --warmup-steps 10"
+  # shellcheck disable=SC2086
+  run_gb gpubench_gpt2_train_1gpu_r1 gpt2 $gpt2
+  # shellcheck disable=SC2086
+  run_gb gpubench_gpt2_train_2gpu_r1 gpt2 $gpt2 --nproc-per-node 2
+  run_gb gpubench_llama_train_2gpu_r1 llama --precision bf16 --batch-size 4 --seq-len 2048 --dataset-size 640 \
+      --warmup-steps 5 --nproc-per-node 2
+  run_gb gpubench_gpt2_infer_bs32_2gpu_r1 gpt2 --mode inference --precision bf16 --batch-size 32 --dataset-size 3840 \
+      --warmup-steps 5 --nproc-per-node 2
+  run_gb gpubench_sd_seed004_fp16_bs1_r1 --config configs/sd-unet-seed004-sampling.yaml
+  "$GB" compare published/seed004-rtx4070-sd "$OUT/records/gpubench_sd_seed004_fp16_bs1_r1.json" \
+      > "$OUT/summary_seed004.md" 2>&1
+  "$PY" - "$OUT/records" <<'PYEOF' | tee "$OUT/summary_llm_multi.md"
+import glob, json, os, sys
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "gpubench_*.json"))):
+    r = json.load(open(p))
+    s = r["summary"]
+    d = r.get("distributed") or {}
+    print(f"| {os.path.basename(p)} | {r['status']} {r.get('reason', '')[:80]} | {d.get('world_size', 1)} GPUs | "
+          f"{s['samples_per_s']:.1f} samples/s | {s['tokens_per_s']:.0f} tok/s | {s['steps_per_s']:.2f} it/s | "
+          f"median {s['step_time']['median_ms']:.2f} ms | energy {s.get('joules_per_sample')} J/sample |")
+PYEOF
 }
 
 phase_llm_infer() {
