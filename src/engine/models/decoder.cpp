@@ -1,5 +1,6 @@
 #include "models/decoder.h"
 
+#include <ATen/autocast_mode.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/nn/init.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -139,9 +140,8 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const torch
   const torch::Tensor q = heads_view(linear(q_proj, n), heads_);
   const torch::Tensor k = heads_view(linear(k_proj, n), kv_heads_);
   const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
-  // The tables in the projections' dtype (bf16 under autocast): the same products, without promoting q and k to fp32.
-  const torch::Tensor c = cos.to(q.scalar_type()), s = sin.to(q.scalar_type());
-  const torch::Tensor ctx = attention(apply_rotary(q, c, s), apply_rotary(k, c, s), v, {}, 0.0, math_, /*causal=*/true);
+  const torch::Tensor ctx =
+      attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, {}, 0.0, math_, /*causal=*/true);
   const torch::Tensor h = x + linear(o_proj, merge_heads(ctx));
   const torch::Tensor m = post_attention_layernorm(h);
   return h + linear(down_proj, at::silu(linear(gate_proj, m)) * linear(up_proj, m));
@@ -170,8 +170,9 @@ LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaOptions& o) : options_(o) 
   }
 }
 
-std::pair<torch::Tensor, torch::Tensor> LlamaForCausalLMImpl::rotary(int64_t tokens, const torch::Device& device) {
-  if (!cos_.defined() || cos_.size(0) != tokens || cos_.device() != device) {
+std::pair<torch::Tensor, torch::Tensor> LlamaForCausalLMImpl::rotary(int64_t tokens, const torch::Device& device,
+                                                                     at::ScalarType dtype) {
+  if (!cos_.defined() || cos_.size(0) != tokens || cos_.device() != device || cos_.scalar_type() != dtype) {
     torch::NoGradGuard no_grad;
     c10::InferenceMode normal_tensors(false);  // a cache made in an inference run stays usable by a training one
     const auto f = torch::TensorOptions().dtype(torch::kFloat).device(device);
@@ -180,14 +181,19 @@ std::pair<torch::Tensor, torch::Tensor> LlamaForCausalLMImpl::rotary(int64_t tok
         1.0 / at::pow(options_.rope_theta, at::arange(0, d, 2, f.dtype(torch::kLong)).to(f) / static_cast<double>(d));
     const torch::Tensor freqs = at::outer(at::arange(tokens, f), inv_freq);
     const torch::Tensor emb = at::cat({freqs, freqs}, -1);
-    cos_ = emb.cos();
-    sin_ = emb.sin();
+    cos_ = emb.cos().to(dtype);
+    sin_ = emb.sin().to(dtype);
   }
   return {cos_, sin_};
 }
 
 torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& input_ids) {
-  const auto [cos, sin] = rotary(input_ids.size(1), input_ids.device());
+  // The tables in the projections' dtype (bf16 under autocast), cast once and cached rather than per layer and step:
+  // the same products as transformers' fp32 ones, without promoting q and k to fp32.
+  const at::DeviceType type = input_ids.device().type();
+  const at::ScalarType dtype = at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type)
+                                                                        : lm_head_->weight.scalar_type();
+  const auto [cos, sin] = rotary(input_ids.size(1), input_ids.device(), dtype);
   torch::Tensor h = embed_tokens_(input_ids);
   for (size_t i = 0; i < layers.size(); ++i) h = run_layer(i, h, cos, sin);
   return linear(lm_head_, norm_(h));

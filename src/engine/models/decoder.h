@@ -109,8 +109,8 @@ class LlamaForCausalLMImpl : public torch::nn::Module {
 
  private:
   /// cos and sin of the rotary angles for `tokens` positions, [tokens, head_dim], computed in fp32 as transformers'
-  /// LlamaRotaryEmbedding does (cached per length and device).
-  std::pair<torch::Tensor, torch::Tensor> rotary(int64_t tokens, const torch::Device& device);
+  /// LlamaRotaryEmbedding does, then held in `dtype` (cached per length, device and dtype).
+  std::pair<torch::Tensor, torch::Tensor> rotary(int64_t tokens, const torch::Device& device, at::ScalarType dtype);
 
   LlamaOptions options_;
   std::shared_ptr<torch::nn::Module> model_;

@@ -129,13 +129,13 @@ class LatentDiffusion final : public Workload {
     return torch::nn::functional::mse_loss(pred.to(torch::kFloat), batch.target);  // in fp32, as diffusers does
   }
 
-  /// A sampler's step: N latents at one timestep, and 2N text contexts (the empty prompt's, then the prompt's), as
-  /// diffusers' pipelines concatenate negative and positive prompt embeddings once before the loop.
+  /// A sampler's step: N latents at one timestep, and 2N timesteps and text contexts (the empty prompt's, then the
+  /// prompt's), made once, as diffusers' pipelines concatenate negative and positive prompt embeddings before the loop.
   Batch make_inference_batch(int64_t batch_size, const torch::TensorOptions& options, torch::Generator& gen) override {
     const auto f = options.dtype(torch::kFloat);
     Batch b;
     b.inputs = {at::randn({batch_size, options_.in_channels, latent_, latent_}, gen, f),
-                at::full({batch_size}, kTimestep, options.dtype(torch::kLong)),
+                at::full({2 * batch_size}, kTimestep, options.dtype(torch::kLong)),  // both halves' timestep
                 at::randn({2 * batch_size, 77, options_.cross_dim}, gen, f)};
     b.target = at::zeros({batch_size}, f);  // unused; keeps slice_batch's contract
     return b;
@@ -145,8 +145,7 @@ class LatentDiffusion final : public Workload {
   /// and conditional, one batch of 2N), guidance 7.5, then a DDIM update (eta 0) to the previous timestep.
   torch::Tensor infer(const Batch& batch) override {
     const at::Tensor& x = batch.inputs[0];
-    const at::Tensor& t = batch.inputs[1];
-    const auto eps = model_->forward(at::cat({x, x}), at::cat({t, t}), batch.inputs[2]).chunk(2);
+    const auto eps = model_->forward(at::cat({x, x}), batch.inputs[1], batch.inputs[2]).chunk(2);
     const at::Tensor guided = (eps[0] + kGuidance * (eps[1] - eps[0])).to(x.scalar_type());
     const at::Tensor x0 = (x - std::sqrt(1 - alpha_t_) * guided) / std::sqrt(alpha_t_);
     return std::sqrt(alpha_prev_) * x0 + std::sqrt(1 - alpha_prev_) * guided;
