@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "gpubench/core/compare.hpp"
-#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/analysis/compare.hpp"
+#include "gpubench/core/record/record_io.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

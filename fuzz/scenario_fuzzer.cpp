@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gpubench/core/scenario_loader.hpp"
+#include "gpubench/core/scenario/scenario_loader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

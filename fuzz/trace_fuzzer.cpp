@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpubench/core/profile.hpp"
+#include "gpubench/core/analysis/profile.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

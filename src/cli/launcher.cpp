@@ -18,7 +18,7 @@
 #include <fstream>
 #include <thread>
 
-#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/record/record_io.hpp"
 
 namespace gpubench::cli {
 

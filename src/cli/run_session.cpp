@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/record/record_io.hpp"
 #include "gpubench/report/views.hpp"
 
 namespace gpubench::cli {
 
-RunSession::RunSession(bool quiet, std::function<std::string(const RunRecord&)> choose_output)
-    : quiet_(quiet), live_(!quiet && isatty(STDERR_FILENO) != 0), choose_output_(std::move(choose_output)) {}
+RunSession::RunSession(bool quiet, std::string record_path)
+    : quiet_(quiet), live_(!quiet && isatty(STDERR_FILENO) != 0), output_(std::move(record_path)) {}
 
 RunSession::~RunSession() = default;
 
@@ -24,19 +24,21 @@ void RunSession::clear_line() {
 }
 
 void RunSession::on_start(const RunRecord& header) {
-  output_ = choose_output_(header);
-  stream_ = epochs_stream_path(output_);
-  std::error_code ec;
-  std::filesystem::remove(stream_, ec);  // a stale stream from an earlier run must not mix with this one
-  try {  // the header first: a launcher or a reader can rebuild a killed run's record from the stream
-    append_json_line(stream_, nlohmann::json{{"header", header}});
-  } catch (const std::exception& ex) {
-    spdlog::warn("could not start the epochs stream: {}", ex.what());
+  if (!output_.empty()) {
+    stream_ = epochs_stream_path(output_);
+    std::error_code ec;
+    std::filesystem::remove(stream_, ec);  // a stale stream from an earlier run must not mix with this one
+    try {  // the header first: a launcher or a reader can rebuild a killed run's record from the stream
+      append_json_line(stream_, nlohmann::json{{"header", header}});
+    } catch (const std::exception& ex) {
+      spdlog::warn("could not start the epochs stream: {}", ex.what());
+    }
   }
   unit_ = header.model.sample_unit;
   spdlog::info("{} ({} parameters) on {} [{}], {} ({}), batch {}, record -> {}", header.model.name,
                header.model.parameters, header.environment.device, header.environment.device_name,
-               header.precision.resolved, header.precision.memory_format, *header.scenario.batch_size, output_);
+               header.precision.resolved, header.precision.memory_format, *header.scenario.batch_size,
+               output_.empty() ? std::string("standard output") : output_);
   telemetry_requested_ = header.scenario.telemetry;
 }
 

@@ -14,8 +14,9 @@ namespace gpubench::cli {
 
 class RunSession final : public RunObserver {
  public:
-  /// `choose_output` maps the resolved header to the record path (called once, in on_start).
-  RunSession(bool quiet, std::function<std::string(const RunRecord&)> choose_output);
+  /// `record_path`: where the record will go (the epochs stream goes beside it); empty: no stream (the record goes to
+  /// standard output).
+  RunSession(bool quiet, std::string record_path);
   ~RunSession() override;
 
   void on_start(const RunRecord& header) override;
@@ -25,15 +26,12 @@ class RunSession final : public RunObserver {
   void on_step(const StepProgress& p) override;
   void on_epoch(const EpochRecord& epoch) override;
 
-  /// The record path chosen in on_start (empty if the run never started).
-  const std::string& output_path() const { return output_; }
   /// The JSON Lines stream of completed epochs (empty if none was opened).
   const std::string& stream_path() const { return stream_; }
 
  private:
   void clear_line();
   bool quiet_, live_, telemetry_requested_ = true;
-  std::function<std::string(const RunRecord&)> choose_output_;
   std::string output_, stream_, unit_ = "samples";
   bool line_dirty_ = false;
   std::chrono::steady_clock::time_point last_draw_{};

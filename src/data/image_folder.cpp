@@ -136,4 +136,29 @@ double page_cache_fraction(const std::vector<Sample>& samples, size_t max_files)
   return total == 0 ? -1 : static_cast<double>(resident) / static_cast<double>(total);
 }
 
+int64_t images_per_epoch(const ImageFolder& folder, const std::optional<int64_t>& dataset_size, int64_t batch,
+                         int world, int64_t num_classes, const std::string& model) {
+  const auto images = static_cast<int64_t>(folder.samples.size());
+  const auto classes = static_cast<int64_t>(folder.classes.size());
+  if (classes > num_classes) {
+    throw DatasetError("data_path '" + folder.root + "' has " + std::to_string(classes) + " classes but " + model +
+                       " has " + std::to_string(num_classes) + " outputs; set num_classes to at least " +
+                       std::to_string(classes));
+  }
+  // An epoch is one pass over the folder, or dataset_size of it when that is set.
+  int64_t epoch = images;
+  if (dataset_size) {
+    if (*dataset_size > images) {
+      throw DatasetError("dataset_size " + std::to_string(*dataset_size) + " exceeds the " + std::to_string(images) +
+                         " images in '" + folder.root + "'");
+    }
+    epoch = *dataset_size;
+  }
+  if (epoch / std::max(1, world) < batch) {
+    throw DatasetError("'" + folder.root + "' has " + std::to_string(epoch) + " images per epoch, fewer than one batch of " +
+                       std::to_string(batch) + (world > 1 ? " on each of " + std::to_string(world) + " ranks" : std::string()));
+  }
+  return epoch;
+}
+
 }  // namespace gpubench::data

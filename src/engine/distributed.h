@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gpubench/core/launch.hpp"
+#include "gpubench/core/scenario/launch.hpp"
 
 namespace gpubench::engine {
 

@@ -35,88 +35,15 @@ void maybe_inject_oom(int64_t batch_size) {
   }
 }
 
-/// Defaults that depend on the device and model, plus the CPU bounds that keep a GPU-less run short.
-void resolve_defaults(Scenario& s, const engine::ResolvedDevice& d, const engine::ModelEntry& model,
-                      bool channels_last_helps, RunObserver& observer, std::vector<std::string>& notes) {
-  const bool cpu = d.device.is_cpu();
-  s.device = d.id;
-  std::vector<std::string> bounded;
-  if (!s.batch_size) {
-    s.batch_size = cpu ? std::min<int64_t>(16, model.info.default_batch_size) : model.info.default_batch_size;
-    if (cpu && *s.batch_size < model.info.default_batch_size) {
-      bounded.push_back("batch size 16 (GPU default " + std::to_string(model.info.default_batch_size) + ")");
-    }
-  }
-  if (!s.warmup_steps) {
-    s.warmup_steps = cpu ? 2 : 10;
-    if (cpu) bounded.push_back("2 warm-up steps");
-  }
-  if (!s.time_budget_s && cpu) {
-    s.time_budget_s = 60.0;
-    bounded.push_back("a 60 s time budget for the timed epochs");
-  }
-  if (cpu) {
-    std::string msg = std::string("No GPU in use: ") + (s.mode == "inference" ? "inference" : "training") +
-                      " on the CPU (" + d.id + ").";
-    if (!bounded.empty()) {
-      msg += " Bounded so the run ends in minutes: ";
-      for (size_t i = 0; i < bounded.size(); ++i) msg += (i ? ", " : "") + bounded[i];
-      msg += ". Set --batch-size/--warmup-steps/--time-budget to change this.";
-    }
-    msg += " CPU numbers are not comparable with GPU numbers.";
-    notes.push_back(msg);
-    observer.on_note(msg);
-  }
-  if (s.memory_format == "auto") {
-    s.memory_format =
-        (channels_last_helps && (d.device.is_cuda() || d.device.is_mps())) ? "channels_last" : "contiguous";
-  }
-  // The model's recipe fills what the scenario leaves open, if it names the same optimizer; then PyTorch's defaults.
-  OptimizerSettings& o = s.optimizer;
-  const OptimizerSettings& recipe = model.default_optimizer;
-  if (o.name.empty()) o.name = recipe.name;
-  // ATen's fused kernels: one launch per update and an fp16 skip decided on the device (torch.optim's fused=True).
-  if (o.implementation.empty()) o.implementation = "fused";
-  const bool same = o.name == recipe.name;
-  auto fill = [same](std::optional<double>& v, const std::optional<double>& from_recipe, double fallback) {
-    if (!v) v = (same && from_recipe) ? *from_recipe : fallback;
-  };
-  if (o.name == "sgd") {
-    fill(o.lr, recipe.lr, 0.1);  // torchvision's ResNet recipe
-    fill(o.momentum, recipe.momentum, 0.9);
-    fill(o.weight_decay, recipe.weight_decay, 1e-4);
-    o.nesterov = o.nesterov.value_or(false);
-    o.beta1 = o.beta2 = o.eps = std::nullopt;
-  } else {
-    fill(o.lr, recipe.lr, 1e-3);  // torch.optim.AdamW defaults
-    fill(o.beta1, recipe.beta1, 0.9);
-    fill(o.beta2, recipe.beta2, 0.999);
-    fill(o.eps, recipe.eps, 1e-8);
-    fill(o.weight_decay, recipe.weight_decay, 1e-2);
-    o.momentum = std::nullopt;
-    o.nesterov = std::nullopt;
-  }
-}
-
 }  // namespace
 
-std::vector<ModelInfo> available_models() {
-  std::vector<ModelInfo> out;
+ModelCatalog available_models() {
+  ModelCatalog out;
   for (const auto& e : engine::model_registry()) out.push_back(e.info);
   return out;
 }
 
-std::vector<std::string> ModelInfo::option_keys() const {
-  std::vector<std::string> out;
-  for (const auto& o : options) out.push_back(o.key);
-  return out;
-}
-
-ModelOptions model_options() {
-  ModelOptions out;
-  for (const auto& e : engine::model_registry()) out[e.info.name] = e.info.options;
-  return out;
-}
+ModelOptions model_options() { return options_by_model(available_models()); }
 
 std::vector<std::string> model_names() {
   std::vector<std::string> out;
@@ -124,9 +51,54 @@ std::vector<std::string> model_names() {
   return out;
 }
 
-RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const RunOptions& options) {
+DeviceFacts probe_device(const std::string& requested, const RankInfo& rank) {
+  DeviceFacts f;
+  try {
+    engine::ResolvedDevice d = engine::resolve_device(requested);
+    // Each rank of a multi-process run takes the GPU of its local rank unless the scenario names one.
+    if (rank.distributed() && d.device.is_cuda() && requested.find(':') == std::string::npos) {
+      d = engine::resolve_device(d.type + ":" + std::to_string(rank.local_rank));
+    }
+    f.id = d.id;
+    f.type = d.type;
+  } catch (const engine::DeviceUnavailable& e) {
+    f.id = requested;
+    const std::string type = requested.substr(0, requested.find(':'));
+    f.type = type == "auto" ? "cpu" : type;
+    f.available = false;
+    f.reason = e.what();
+  }
+  return f;
+}
+
+RunRecord run_benchmark(const Scenario& scenario, RunObserver& observer, const RunOptions& options) {
+  ResolvedScenario resolved;
+  try {
+    resolved = resolve_scenario(scenario, available_models(), probe_device(scenario.device, options.rank),
+                                ResolveOptions{std::max(1, options.rank.world_size), 1, {}, false});
+  } catch (const std::exception& e) {
+    RunRecord record;
+    record.scenario = scenario;
+    record.precision.requested = scenario.precision;
+    record.environment = describe_environment(scenario.device);
+    record.environment.command_line = options.command_line;
+    record.status = RunStatus::kFailed;
+    record.reason = e.what();
+    summarize_run(record, {});
+    return record;
+  }
+  return run_benchmark(resolved, observer, options);
+}
+
+RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer, const RunOptions& options) {
+  const Scenario& requested = resolved.scenario;
   RunRecord record;
   record.scenario = requested;
+  // What resolution decided comes first, as the user must know it before anything trains.
+  for (const auto& note : resolved.notes) {
+    record.notes.push_back(note);
+    observer.on_note(note);
+  }
   record.precision.requested = requested.precision;
   engine::ResolvedDevice device;
   std::unique_ptr<engine::Workload> workload;
@@ -164,12 +136,11 @@ RunRecord run_benchmark(const Scenario& requested, RunObserver& observer, const 
       comm = std::make_unique<engine::Communicator>(rank, device.device, requested.ddp_timeout_s);
     }
     const engine::ModelEntry& entry = engine::find_model(requested.model);
-    // The loader refused other models' keys in files and flags; this also covers callers that bypass it.
-    Scenario s = engine::resolve_model_options(entry.info, requested);
+    // The scenario is resolved: every key of the model and every device-dependent default is set.
+    const Scenario& s = requested;
     torch::manual_seed(s.seed);
     observer.on_phase("building " + entry.info.name);
     workload = entry.make(s);
-    resolve_defaults(s, device, entry, workload->prefers_channels_last(), observer, record.notes);
 
     engine::TrainingPlan plan;
     plan.scenario = s;

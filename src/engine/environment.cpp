@@ -16,8 +16,8 @@
 
 #include "device.h"
 #include "gpubench/core/build_info.hpp"
-#include "gpubench/core/host_facts.hpp"
-#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/record/host_facts.hpp"
+#include "gpubench/core/record/record_io.hpp"
 #include "gpubench/engine/engine.hpp"
 
 #ifdef GPUBENCH_WITH_CUDA

@@ -277,26 +277,9 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   }
   m.folder = data::scan_image_folder(s.data_path);
   const auto images = static_cast<int64_t>(m.folder.samples.size());
-  const auto classes = static_cast<int64_t>(m.folder.classes.size());
-  if (classes > workload.num_classes()) {
-    throw data::DatasetError("data_path '" + s.data_path + "' has " + std::to_string(classes) + " classes but " +
-                             s.model + " has " + std::to_string(workload.num_classes()) +
-                             " outputs; set num_classes to at least " + std::to_string(classes));
-  }
-  // An epoch is one pass over the folder, or dataset_size of it when that is set.
-  epoch_images_ = images;
-  if (s.is_set("dataset_size")) {
-    if (s.dataset_size > images) {
-      throw data::DatasetError("dataset_size " + std::to_string(s.dataset_size) + " exceeds the " +
-                               std::to_string(images) + " images in '" + s.data_path + "'");
-    }
-    epoch_images_ = s.dataset_size;
-  }
-  if (epoch_images_ / std::max(1, world) < batch_size) {
-    throw data::DatasetError("'" + s.data_path + "' has " + std::to_string(epoch_images_) +
-                             " images per epoch, fewer than one batch of " + std::to_string(batch_size) +
-                             (world > 1 ? " on each of " + std::to_string(world) + " ranks" : std::string()));
-  }
+  epoch_images_ = data::images_per_epoch(m.folder, s.is_set("dataset_size") ? std::optional<int64_t>(s.dataset_size)
+                                                                            : std::nullopt,
+                                         batch_size, world, workload.num_classes(), s.model);
   m.device = device.device;
   m.cuda = device.device.is_cuda();
   m.batch = batch_size;
@@ -308,7 +291,7 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   r.source = "folder";
   r.path = s.data_path;
   r.images = images;
-  r.classes = classes;
+  r.classes = static_cast<int64_t>(m.folder.classes.size());
   r.other_files = m.folder.other_files;
   r.workers = m.workers;
   r.prefetch = s.prefetch;

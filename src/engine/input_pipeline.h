@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "device.h"
-#include "gpubench/core/run_record.hpp"
-#include "gpubench/core/scenario.hpp"
+#include "gpubench/core/record/run_record.hpp"
+#include "gpubench/core/scenario/scenario.hpp"
 #include "gpubench/data/image_folder.hpp"
 #include "models/registry.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gpubench/core/scenario.hpp"
+#include "gpubench/core/scenario/scenario.hpp"
 
 namespace gpubench::engine {
 

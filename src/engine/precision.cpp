@@ -3,21 +3,21 @@
 #include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
 
+#include "gpubench/core/scenario/resolve.hpp"
+
 namespace gpubench::engine {
 
 PrecisionPlan resolve_precision(const std::string& requested, const ResolvedDevice& device) {
   PrecisionPlan p;
   p.requested = requested;
-  std::string r = requested;
-  if (r == "amp") {
-    // PyTorch's meaning: torch.autocast("cuda") defaults to float16 and torch.cuda.amp pairs it with a GradScaler
-    // (ROCm builds present as CUDA and do the same; MPS autocast is float16 too); CPU autocast is bfloat16.
-    // bf16 stays available as the explicit `precision: bf16`.
+  // PyTorch's meaning of amp (core's rule): torch.autocast("cuda") defaults to float16 and torch.cuda.amp pairs it
+  // with a GradScaler (ROCm builds present as CUDA and do the same; MPS autocast is float16 too); CPU autocast is
+  // bfloat16. bf16 stays available as the explicit `precision: bf16`.
+  const std::string r = resolved_precision(requested, device.type);
+  if (requested == "amp") {
     if (device.device.is_cpu()) {
-      r = "bf16";
       p.note = "--amp resolved to bf16 autocast (PyTorch's CPU autocast type; no loss scaling)";
     } else {
-      r = "fp16";
       p.note = "--amp resolved to fp16 autocast with dynamic loss scaling on " + device.type +
                " (PyTorch's torch.autocast + GradScaler); use --precision bf16 for bfloat16";
     }

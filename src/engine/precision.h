@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "device.h"
-#include "gpubench/core/run_record.hpp"
+#include "gpubench/core/record/run_record.hpp"
 
 namespace gpubench::engine {
 

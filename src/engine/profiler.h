@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "device.h"
-#include "gpubench/core/profile.hpp"
+#include "gpubench/core/analysis/profile.hpp"
 
 namespace gpubench::engine {
 

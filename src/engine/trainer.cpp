@@ -16,9 +16,9 @@
 
 #include "cuda_graph.h"
 #include "input_pipeline.h"
-#include "gpubench/core/bottleneck.hpp"
+#include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
-#include "gpubench/core/stats.hpp"
+#include "gpubench/core/record/stats.hpp"
 #include "optimizers.h"
 #include "profiler.h"
 #include "step_timer.h"

@@ -5,8 +5,8 @@
 
 #include "device.h"
 #include "distributed.h"
-#include "gpubench/core/run_record.hpp"
-#include "gpubench/engine/engine.hpp"
+#include "gpubench/core/record/run_record.hpp"
+#include "gpubench/engine/observer.hpp"
 #include "models/registry.h"
 #include "precision.h"
 

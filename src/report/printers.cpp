@@ -6,7 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/record/metric_catalog.hpp"
+#include "gpubench/core/record/record_io.hpp"
 #include "gpubench/report/document.hpp"
 
 namespace gpubench {
@@ -466,16 +467,21 @@ std::string format_for_path(const std::string& path) {
 
 void PrinterMultiplex::add(std::string format, std::string destination,
                            std::function<std::string(const std::string&)> load_image) {
-  outputs_.push_back(Output{make_printer(format, std::move(load_image)), std::move(destination)});
+  outputs_.push_back(Output{make_printer(format, std::move(load_image)), std::move(destination), nullptr});
+}
+
+void PrinterMultiplex::add_stream(std::string format, std::FILE* stream) {
+  outputs_.push_back(Output{make_printer(format), "", stream});
 }
 
 void PrinterMultiplex::print(const Document& d) const {
   std::string first_error;
   for (const auto& o : outputs_) {
     const std::string text = o.printer->render(d);
-    if (o.destination == "-") {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
+    if (o.stream != nullptr || o.destination == "-") {
+      std::FILE* f = o.stream != nullptr ? o.stream : stdout;
+      std::fwrite(text.data(), 1, text.size(), f);
+      std::fflush(f);
       continue;
     }
     try {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <thread>
 
-#include "gpubench/core/bottleneck.hpp"
+#include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/telemetry/device_monitor.hpp"
 
 namespace gpubench {
@@ -77,7 +77,8 @@ std::string describe_interconnect(const RunRecord& record, const std::string& ma
 
 Runner::Runner(RunOptions options) : options_(std::move(options)) {}
 
-RunRecord Runner::run(const Scenario& scenario, RunObserver& progress) const {
+template <typename S>
+RunRecord Runner::run_one(const S& scenario, RunObserver& progress) const {
   MonitoringObserver monitoring(progress);
   RunRecord record = run_benchmark(scenario, monitoring, options_);
   monitoring.complete(record);
@@ -88,14 +89,30 @@ RunRecord Runner::run(const Scenario& scenario, RunObserver& progress) const {
   return record;  // drift was computed with the summary: the engine puts each epoch's telemetry in as it ends
 }
 
+RunRecord Runner::run(const ResolvedScenario& scenario, RunObserver& progress) const {
+  return run_one(scenario, progress);
+}
+RunRecord Runner::run(const Scenario& scenario, RunObserver& progress) const { return run_one(scenario, progress); }
+
+int Runner::run_repeats(const ResolvedScenario& scenario, const RepeatPlan& plan,
+                        const std::function<RunObserver&(int index)>& observer_for,
+                        const std::function<void(RunRecord& record)>& on_record) const {
+  return repeat(scenario, plan, observer_for, on_record);
+}
 int Runner::run_repeats(const Scenario& scenario, const RepeatPlan& plan,
                         const std::function<RunObserver&(int index)>& observer_for,
                         const std::function<void(RunRecord& record)>& on_record) const {
+  return repeat(scenario, plan, observer_for, on_record);
+}
+
+template <typename S>
+int Runner::repeat(const S& scenario, const RepeatPlan& plan, const std::function<RunObserver&(int index)>& observer_for,
+                   const std::function<void(RunRecord& record)>& on_record) const {
   auto stopping = [this] { return options_.stop_requested != nullptr && options_.stop_requested->load(); };
   int done = 0;
   for (int i = 1; i <= plan.count && !stopping(); ++i) {
     RunObserver& observer = observer_for(i);
-    RunRecord record = run(scenario, observer);
+    RunRecord record = run_one(scenario, observer);
     record.repeat_index = i;
     record.repeat_count = plan.count;
     on_record(record);

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/record/record_io.hpp"
 
 namespace gpubench::telemetry {
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "cli/cli_fixture.h"
-#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/record/record_io.hpp"
 
 namespace gpubench {
 namespace {

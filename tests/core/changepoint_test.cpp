@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "gpubench/core/changepoint.hpp"
+#include "gpubench/core/analysis/changepoint.hpp"
 
 namespace gpubench {
 namespace {

@@ -1,4 +1,4 @@
-#include "gpubench/core/compare.hpp"
+#include "gpubench/core/analysis/compare.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "gpubench/core/device_table.hpp"
-#include "gpubench/core/run_record.hpp"
+#include "gpubench/core/reference/device_table.hpp"
+#include "gpubench/core/record/run_record.hpp"
 
 namespace gpubench {
 namespace {

@@ -1,4 +1,4 @@
-#include "gpubench/core/host_facts.hpp"
+#include "gpubench/core/record/host_facts.hpp"
 
 #include <gtest/gtest.h>
 

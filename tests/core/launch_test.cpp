@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "gpubench/core/launch.hpp"
+#include "gpubench/core/scenario/launch.hpp"
 
 namespace gpubench {
 namespace {

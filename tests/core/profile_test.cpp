@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "gpubench/core/bottleneck.hpp"
-#include "gpubench/core/profile.hpp"
-#include "gpubench/core/run_record.hpp"
+#include "gpubench/core/analysis/bottleneck.hpp"
+#include "gpubench/core/analysis/profile.hpp"
+#include "gpubench/core/record/run_record.hpp"
 
 namespace gpubench {
 namespace {

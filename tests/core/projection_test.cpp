@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "gpubench/core/projection.hpp"
+#include "gpubench/core/analysis/projection.hpp"
 
 namespace gpubench {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "gpubench/core/published.hpp"
+#include "gpubench/core/analysis/published.hpp"
 
 namespace gpubench {
 namespace {

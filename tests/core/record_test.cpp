@@ -9,8 +9,9 @@
 
 #include "common/temp_dir.h"
 
-#include "gpubench/core/compare.hpp"
-#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/record/metric_catalog.hpp"
+#include "gpubench/core/analysis/compare.hpp"
+#include "gpubench/core/record/record_io.hpp"
 
 namespace gpubench {
 namespace {

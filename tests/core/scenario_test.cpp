@@ -1,4 +1,4 @@
-#include "gpubench/core/scenario_loader.hpp"
+#include "gpubench/core/scenario/scenario_loader.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "gpubench/core/stats.hpp"
+#include "gpubench/core/record/stats.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <csignal>
 
 #include "common/temp_dir.h"
-#include "gpubench/core/store.hpp"
+#include "gpubench/core/store/store.hpp"
 
 namespace gpubench {
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "gpubench/core/sweep.hpp"
+#include "gpubench/core/scenario/sweep.hpp"
 
 namespace gpubench {
 namespace {

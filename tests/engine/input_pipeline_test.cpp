@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "common/temp_dir.h"
-#include "gpubench/core/metrics.hpp"
+#include "gpubench/core/record/metric_catalog.hpp"
 #include "gpubench/data/synthetic_images.hpp"
 #include "gpubench/engine/engine.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gpubench/core/record_io.hpp"
+#include "gpubench/core/record/record_io.hpp"
 #include "gpubench/report/views.hpp"
 
 namespace gpubench {

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "common/temp_dir.h"
-#include "gpubench/core/scenario_loader.hpp"
+#include "gpubench/core/scenario/scenario_loader.hpp"
 
 namespace gpubench {
 namespace {

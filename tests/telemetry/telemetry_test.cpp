@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "common/temp_dir.h"
-#include "gpubench/core/telemetry.hpp"
+#include "gpubench/core/record/telemetry.hpp"
 #include "gpubench/telemetry/device_monitor.hpp"
 #include "gpubench/telemetry/readers.hpp"
 

@@ -4,6 +4,7 @@
 // sorted by (folder, name); here only JPEG files (.jpg/.jpeg, any case) count as images.
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,6 +32,12 @@ struct ImageFolder {
 /// Reads the tree at `root`. Throws DatasetError naming the problem: a missing or unreadable folder, a root without
 /// class folders, a class folder without JPEG files (torchvision refuses those too), or no images at all.
 ImageFolder scan_image_folder(const std::string& root);
+
+/// The images one epoch of a run takes from `folder`: all of them, or `dataset_size` when set. Throws DatasetError
+/// when dataset_size exceeds the folder, when the folder has more classes than the model's `num_classes`, or when an
+/// epoch holds less than one `batch` per rank (`world` ranks). The one rule the resolver and the engine both apply.
+int64_t images_per_epoch(const ImageFolder& folder, const std::optional<int64_t>& dataset_size, int64_t batch,
+                         int world, int64_t num_classes, const std::string& model);
 
 /// Whether a file name has a JPEG extension (.jpg, .jpeg, any case), as torchvision's extension test.
 bool is_jpeg_name(const std::string& name);

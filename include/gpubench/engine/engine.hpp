@@ -7,29 +7,18 @@
 #include <string>
 #include <vector>
 
-#include "gpubench/core/launch.hpp"
-#include "gpubench/core/run_record.hpp"
-#include "gpubench/core/scenario.hpp"
-#include "gpubench/core/scenario_loader.hpp"
+#include "gpubench/core/scenario/launch.hpp"
+#include "gpubench/core/record/run_record.hpp"
+#include "gpubench/core/scenario/scenario.hpp"
+#include "gpubench/core/scenario/model_catalog.hpp"
+#include "gpubench/core/scenario/resolve.hpp"
+#include "gpubench/engine/observer.hpp"
 
 namespace gpubench {
 
-/// A model the registry can build.
-struct ModelInfo {
-  std::string name;               ///< registry name, e.g. "resnet50"
-  std::string description;        ///< one line, with the reference it matches
-  std::string sample_unit;        ///< "images", "sequences", ...
-  int64_t default_batch_size = 0; ///< on accelerators; CPU runs are bounded further
-  std::string default_optimizer;  ///< "sgd" or "adamw"
-  /// This model's own scenario keys (image_size, seq_len, layers, ...) with type, range, default and help, declared
-  /// next to its factory. A scenario that sets another model's key is refused (exit 2); a record keeps only these
-  /// besides the common keys, each with a concrete value (or null: the model's own architecture value).
-  std::vector<ModelOption> options;
-  std::vector<std::string> option_keys() const;
-};
 
-/// Models known to the registry, in listing order.
-std::vector<ModelInfo> available_models();
+/// Models known to the registry, in listing order: what each declares about itself (core's ModelInfo).
+ModelCatalog available_models();
 /// Just their names (what a scenario's `model` may say).
 std::vector<std::string> model_names();
 /// Each model's own keys, for the scenario loader and `--help`.
@@ -61,41 +50,6 @@ PeakMeasurement measure_peaks(const std::string& device_id);
 /// Host, device and software versions for `device_id` ("cpu", "cuda:0", ...). Never throws.
 EnvironmentRecord describe_environment(const std::string& device_id);
 
-/// Progress of the running benchmark, for progress lines.
-struct StepProgress {
-  bool warmup = false;
-  int64_t epoch = 0, epochs = 0;  ///< 0-based epoch index and count (warm-up: 0 of 0)
-  int64_t step = 0, steps = 0;    ///< steps done in this epoch (or warm-up) and its length
-  int64_t batch_size = 0;
-  double elapsed_s = 0;           ///< host time since this epoch (or warm-up) started (s)
-};
-
-/// Receives events while a benchmark runs. Called on the training thread: keep handlers cheap.
-class RunObserver {
- public:
-  virtual ~RunObserver() = default;
-  /// Once the scenario is resolved (defaults filled, device chosen), before any training step. `header` has
-  /// the resolved scenario, environment, model and precision; no epochs yet.
-  virtual void on_start(const RunRecord& /*header*/) {}
-  /// Which reader samples the device and its static facts (`active` false: none, and `info.reason` says why).
-  /// Sent by the Runner once, after on_start and before training.
-  virtual void on_telemetry(const TelemetryInfo& /*info*/, bool /*active*/) {}
-  /// Something the user must know, e.g. "ran on the CPU with a 60 s budget".
-  virtual void on_note(const std::string& /*message*/) {}
-  /// A phase begins: "building model", "warm-up", "epoch 1/3", ...
-  virtual void on_phase(const std::string& /*phase*/) {}
-  /// A timed epoch is about to start (the device has just been synchronised). 0-based index.
-  virtual void on_epoch_begin(int64_t /*index*/) {}
-  /// After every step (timed or warm-up). No device synchronisation happens for this.
-  virtual void on_step(const StepProgress& /*progress*/) {}
-  /// A timed epoch has just ended (the device synchronised), on every rank of a multi-process run: this process's
-  /// device telemetry for the epoch, which trained `samples` samples here; empty when there is none. The engine
-  /// combines the ranks' figures into the epoch record (per rank and the job's totals).
-  virtual std::optional<EpochTelemetry> on_epoch_end(int64_t /*index*/, int64_t /*samples*/) { return std::nullopt; }
-  /// After every timed epoch, with its finished record (telemetry included).
-  virtual void on_epoch(const EpochRecord& /*epoch*/) {}
-};
-
 /// Things about the invocation that are not part of the scenario.
 struct RunOptions {
   std::string command_line;                          ///< recorded verbatim
@@ -105,8 +59,17 @@ struct RunOptions {
   RankInfo rank;
 };
 
-/// Trains `scenario` and returns its record. Run failures (no device, OOM, non-finite loss, interrupt) come back
-/// as a record with that status and a reason, never as an exception.
+/// The device `requested` ("auto", "cuda", "cuda:1", "cpu", ...) names on this machine for this process (a rank of a
+/// multi-process run takes cuda:<local_rank> unless the request names an index). Never throws: an unusable device
+/// comes back with available=false, its type and the reason.
+DeviceFacts probe_device(const std::string& requested, const RankInfo& rank);
+
+/// Trains the resolved scenario and returns its record. Run failures (no device, OOM, non-finite loss, interrupt)
+/// come back as a record with that status and a reason, never as an exception. The record's scenario is
+/// `resolved.scenario` and its notes begin with the resolution's.
+RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer, const RunOptions& options);
+/// The same for a scenario not yet resolved (library callers, tests): resolved for this machine first, without the
+/// data-folder check (the input pipeline makes it). A scenario that cannot be resolved ends as a failed record.
 RunRecord run_benchmark(const Scenario& scenario, RunObserver& observer, const RunOptions& options);
 
 }  // namespace gpubench

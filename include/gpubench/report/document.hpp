@@ -5,6 +5,7 @@
 // Markdown, HTML, CSV, JSONL, JSON, JUnit). A new output format is one Printer; a new view is one Document builder;
 // a new metric reaches every format through the tables' unit hints.
 
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -14,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpubench/core/metrics.hpp"
+#include "gpubench/core/record/metric.hpp"
 
 namespace gpubench {
 
@@ -130,6 +131,8 @@ class PrinterMultiplex {
  public:
   void add(std::string format, std::string destination,
            std::function<std::string(const std::string&)> load_image = {});
+  /// A stream instead of a file (standard error, when standard output carries data).
+  void add_stream(std::string format, std::FILE* stream);
   bool empty() const { return outputs_.empty(); }
   /// Renders and writes to every destination; throws on the first that cannot be written (after trying all).
   void print(const Document& d) const;
@@ -138,6 +141,7 @@ class PrinterMultiplex {
   struct Output {
     std::unique_ptr<Printer> printer;
     std::string destination;
+    std::FILE* stream = nullptr;  ///< set: written here (destination unused)
   };
   std::vector<Output> outputs_;
 };

@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "gpubench/core/compare.hpp"
-#include "gpubench/core/published.hpp"
-#include "gpubench/core/projection.hpp"
-#include "gpubench/core/scaling.hpp"
+#include "gpubench/core/analysis/compare.hpp"
+#include "gpubench/core/analysis/published.hpp"
+#include "gpubench/core/analysis/projection.hpp"
+#include "gpubench/core/analysis/scaling.hpp"
+#include "gpubench/core/scenario/resolve.hpp"
 #include "gpubench/report/document.hpp"
 
 namespace gpubench {
@@ -67,5 +68,24 @@ Document trace_document(const std::vector<std::pair<std::string, ProfileRecord>>
 Document projection_document(const Projection& p);
 
 Document scaling_document(const std::string& model, const ScalingResult& result);
+
+/// A two-column table of named values ("field", "value"): what `info`, `db` and `dataset make` print.
+Table fields_table(std::string id, std::string title, const std::vector<std::pair<std::string, std::string>>& rows);
+
+/// `run --dry-run` and `validate --resolved`: every key of the resolved scenario with its value and where it came
+/// from (a file line, a flag, or the default), the device, the record paths and the notes. JSON: the resolved
+/// scenario (core/scenario/resolve.hpp's layout), `source` naming the file it was read from.
+Document resolved_document(const ResolvedScenario& r, const std::string& source);
+
+/// `run --repeats N`: a row per repeat (record, status, throughput, median step) and the spread of throughput.
+struct RepeatRow {
+  int index = 0;
+  std::string record_path;
+  RunRecord record;
+};
+Document repeats_document(const std::vector<RepeatRow>& repeats);
+
+/// `gpubench metrics`: the standard metric tags with unit, direction, where they apply and their meaning.
+Document metrics_document();
 
 }  // namespace gpubench

@@ -23,6 +23,8 @@ class Runner {
 
   /// Trains `scenario` once. Failures (no device, OOM, non-finite loss, interrupt) come back as a record with that
   /// status and a reason, never as an exception. `progress` sees every engine event plus on_telemetry.
+  RunRecord run(const ResolvedScenario& scenario, RunObserver& progress) const;
+  /// The same for a scenario not yet resolved (library callers, tests): the engine resolves it for this machine.
   RunRecord run(const Scenario& scenario, RunObserver& progress) const;
 
   /// Trains `scenario` plan.count times. Before each run, `observer_for(index)` (1-based) gives the observer for it
@@ -30,11 +32,19 @@ class Runner {
   /// after it, `on_record(record)` receives the record (repeat_index/repeat_count set) so it is on disk before the
   /// next run starts. Stops early, also during a cool-down, once RunOptions::stop_requested is set. Returns how many
   /// runs were made.
+  int run_repeats(const ResolvedScenario& scenario, const RepeatPlan& plan,
+                  const std::function<RunObserver&(int index)>& observer_for,
+                  const std::function<void(RunRecord& record)>& on_record) const;
   int run_repeats(const Scenario& scenario, const RepeatPlan& plan,
                   const std::function<RunObserver&(int index)>& observer_for,
                   const std::function<void(RunRecord& record)>& on_record) const;
 
  private:
+  template <typename S>
+  RunRecord run_one(const S& scenario, RunObserver& progress) const;
+  template <typename S>
+  int repeat(const S& scenario, const RepeatPlan& plan, const std::function<RunObserver&(int index)>& observer_for,
+             const std::function<void(RunRecord& record)>& on_record) const;
   RunOptions options_;
 };
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "gpubench/core/telemetry.hpp"
+#include "gpubench/core/record/telemetry.hpp"
 #include "gpubench/telemetry/readers.hpp"
 
 namespace gpubench::telemetry {

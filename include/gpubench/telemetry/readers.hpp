@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpubench/core/telemetry.hpp"
+#include "gpubench/core/record/telemetry.hpp"
 
 namespace gpubench::telemetry {
 

@@ -42,7 +42,6 @@ class ImageClassification final : public Workload {
     return 3.0 * 2.0 * static_cast<double>(models::resnet_forward_macs(options_, image_size_));
   }
 
-  bool prefers_channels_last() const override { return true; }
   int64_t image_size() const override { return image_size_; }
   int64_t num_classes() const override { return options_.num_classes; }
 
@@ -86,7 +85,6 @@ class SequenceClassification final : public Workload {
   double attention_train_flops_per_sample() const override {
     return models::bert_attention_train_flops_per_sequence(options_, seq_len_);
   }
-  bool prefers_channels_last() const override { return false; }
   int64_t tokens_per_sample() const override { return seq_len_; }
 
  private:
@@ -168,7 +166,6 @@ class LatentDiffusion final : public Workload {
   double attention_train_flops_per_sample() const override {
     return 3.0 * 2.0 * models::unet_forward_macs(options_, latent_).attention;
   }
-  bool prefers_channels_last() const override { return false; }  // diffusers' training scripts keep NCHW
 
  private:
   static constexpr int64_t kTimestep = 500, kStride = 20;  ///< step 25 of a 50-step DDIM schedule
@@ -229,7 +226,6 @@ class CausalLanguageModel final : public Workload {
 
   double train_flops_per_sample() const override { return train_flops_; }
   double attention_train_flops_per_sample() const override { return attention_flops_; }
-  bool prefers_channels_last() const override { return false; }
   int64_t tokens_per_sample() const override { return seq_len_; }
 
  private:
@@ -294,30 +290,76 @@ void require_heads_divide(const std::string& model, const std::string& key, int6
 /// Gradient checkpointing as asked, in training only (inference keeps no activations for a backward).
 bool checkpointing(const Scenario& s) { return s.mode == "train" && required<bool>(s, "gradient_checkpointing"); }
 
+// Each model's options from its keys (defaults filled): what its rules check and its factory builds.
+models::BertOptions bert_options(const Scenario& s) {
+  models::BertOptions o;
+  o.layers = s.option<int64_t>("layers").value_or(o.layers);
+  o.hidden = s.option<int64_t>("width").value_or(o.hidden);
+  o.intermediate = 4 * o.hidden;
+  o.heads = s.option<int64_t>("heads").value_or(o.heads);
+  o.num_labels = required<int64_t>(s, "num_labels");
+  o.dropout = s.option<double>("dropout").value_or(o.dropout);
+  o.math_attention = s.option<std::string>("attention") == "math";
+  return o;
+}
+
+models::UNetOptions unet_options(const Scenario& s) {
+  models::UNetOptions o;
+  if (const auto w = s.option<int64_t>("width")) o.channels = {*w, 2 * *w, 4 * *w, 4 * *w};
+  o.layers_per_block = s.option<int64_t>("layers").value_or(o.layers_per_block);
+  o.heads = s.option<int64_t>("heads").value_or(o.heads);
+  o.dropout = s.option<double>("dropout").value_or(o.dropout);
+  o.math_attention = s.option<std::string>("attention") == "math";
+  return o;
+}
+
+models::Gpt2Options gpt2_options(const Scenario& s) {
+  models::Gpt2Options o;
+  o.layers = s.option<int64_t>("layers").value_or(o.layers);
+  o.hidden = s.option<int64_t>("width").value_or(o.hidden);
+  o.heads = s.option<int64_t>("heads").value_or(o.heads);
+  o.vocab_size = s.option<int64_t>("vocab").value_or(o.vocab_size);
+  o.dropout = s.option<double>("dropout").value_or(o.dropout);
+  o.math_attention = s.option<std::string>("attention") == "math";
+  return o;
+}
+
+models::LlamaOptions llama_options(const Scenario& s) {
+  models::LlamaOptions o;
+  o.layers = required<int64_t>(s, "layers");
+  o.hidden = required<int64_t>(s, "hidden");
+  o.heads = required<int64_t>(s, "heads");
+  o.kv_heads = required<int64_t>(s, "kv_heads");
+  o.intermediate = required<int64_t>(s, "intermediate");
+  o.vocab_size = required<int64_t>(s, "vocab");
+  o.math_attention = s.option<std::string>("attention") == "math";
+  return o;
+}
+
 using Factory = std::function<std::unique_ptr<Workload>(const Scenario&)>;
 
-/// A registry entry whose factory always sees the scenario resolved for its model (resolve_model_options): the
-/// engine calls it so, and so may tests and library callers that call the factory directly.
-ModelEntry entry(ModelInfo info, OptimizerSettings optimizer, Factory make) {
+/// A registry entry: the declaration (with its recipe, traits and rules) and a factory that always sees the scenario
+/// filled for its model and checked by its rules, also when tests and library callers call it directly.
+struct Traits {
+  bool channels_last = false;
+  bool image_input = false;
+  std::function<void(const Scenario&)> check;
+};
+ModelEntry entry(ModelInfo info, OptimizerSettings recipe, Traits traits, Factory make) {
+  info.recipe = std::move(recipe);
+  info.channels_last = traits.channels_last;
+  info.image_input = traits.image_input;
+  info.check = std::move(traits.check);
   ModelInfo described = info;
-  return ModelEntry{std::move(described), std::move(optimizer),
-                    [info = std::move(info), make = std::move(make)](const Scenario& s) {
-                      return make(resolve_model_options(info, s));
+  return ModelEntry{std::move(described), [info = std::move(info), make = std::move(make)](const Scenario& s) {
+                      Scenario filled = fill_model_options(info, s);
+                      if (info.check) info.check(filled);
+                      return make(filled);
                     }};
 }
 
 }  // namespace
 
-Scenario resolve_model_options(const ModelInfo& info, Scenario s) {
-  const std::vector<std::string> own = info.option_keys();
-  for (const auto& [key, value] : s.model_options) {
-    if (std::find(own.begin(), own.end(), key) == own.end()) {
-      throw std::invalid_argument("key '" + key + "' is not a key of " + info.name);
-    }
-  }
-  for (const auto& o : info.options) s.model_options.emplace(o.key, o.default_value);
-  return s;
-}
 
 Batch slice_batch(const Batch& b, int64_t start, int64_t length) {
   Batch out;
@@ -333,6 +375,7 @@ const std::vector<ModelEntry>& model_registry() {
                  {int_option("image_size", "--image-size", "input side in pixels (default 224)", 32, 4096, 224),
                   int_option("num_classes", "--num-classes", "number of classes (default 1000)", 2, 1 << 24, 1000)}},
        OptimizerSettings{"sgd", 0.1, 0.9, 1e-4, false, std::nullopt, std::nullopt, std::nullopt, ""},
+       Traits{true, true, {}},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          models::ResNetOptions o;
          o.num_classes = required<int64_t>(s, "num_classes");
@@ -346,21 +389,19 @@ const std::vector<ModelEntry>& model_registry() {
                   int_option("width", "--width", "reduced model: hidden size (default 768)", 8, 1 << 16, nullptr),
                   heads_option(), dropout_option(), attention_option(), checkpointing_option()}},
        adamw(2e-5, 0.01),
+       Traits{false, false,
+              [](const Scenario& s) {
+                const models::BertOptions o = bert_options(s);
+                require_heads_divide("bert-base", "width", o.hidden, o.heads);
+                const int64_t seq_len = required<int64_t>(s, "seq_len");
+                if (seq_len > o.max_positions) {
+                  throw std::invalid_argument("bert-base: seq_len " + std::to_string(seq_len) + " exceeds its " +
+                                              std::to_string(o.max_positions) + " positions");
+                }
+              }},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
-         models::BertOptions o;
-         o.layers = s.option<int64_t>("layers").value_or(o.layers);
-         o.hidden = s.option<int64_t>("width").value_or(o.hidden);
-         o.intermediate = 4 * o.hidden;
-         o.heads = s.option<int64_t>("heads").value_or(o.heads);
-         o.num_labels = required<int64_t>(s, "num_labels");
-         o.dropout = s.option<double>("dropout").value_or(o.dropout);
-         o.math_attention = s.option<std::string>("attention") == "math";
-         require_heads_divide("bert-base", "width", o.hidden, o.heads);
+         const models::BertOptions o = bert_options(s);
          const int64_t seq_len = required<int64_t>(s, "seq_len");
-         if (seq_len > o.max_positions) {
-           throw std::invalid_argument("bert-base: seq_len " + std::to_string(seq_len) + " exceeds its " +
-                                       std::to_string(o.max_positions) + " positions");
-         }
          return std::make_unique<SequenceClassification>(o, seq_len, checkpointing(s));
        }),
       entry(ModelInfo{"sd-unet", "Stable Diffusion v1.5 UNet as diffusers' UNet2DConditionModel (859.5M parameters), "
@@ -373,21 +414,21 @@ const std::vector<ModelEntry>& model_registry() {
                              nullptr),
                   heads_option(), dropout_option(), attention_option(), checkpointing_option()}},
        adamw(1e-4, 1e-2),
+       Traits{false, false,
+              [](const Scenario& s) {
+                const models::UNetOptions o = unet_options(s);
+                if (o.channels[0] % o.groups != 0 || o.channels[0] % o.heads != 0) {
+                  throw std::invalid_argument("sd-unet: width " + std::to_string(o.channels[0]) +
+                                              " must be divisible by 32 (GroupNorm groups) and by heads " +
+                                              std::to_string(o.heads));
+                }
+                if (required<int64_t>(s, "latent_size") % 8 != 0) {
+                  throw std::invalid_argument("sd-unet: latent_size must be a multiple of 8 (three 2x downsamplings)");
+                }
+              }},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
-         models::UNetOptions o;
-         if (const auto w = s.option<int64_t>("width")) o.channels = {*w, 2 * *w, 4 * *w, 4 * *w};
-         o.layers_per_block = s.option<int64_t>("layers").value_or(o.layers_per_block);
-         o.heads = s.option<int64_t>("heads").value_or(o.heads);
-         o.dropout = s.option<double>("dropout").value_or(o.dropout);
-         o.math_attention = s.option<std::string>("attention") == "math";
-         if (o.channels[0] % o.groups != 0 || o.channels[0] % o.heads != 0) {
-           throw std::invalid_argument("sd-unet: width " + std::to_string(o.channels[0]) +
-                                       " must be divisible by 32 (GroupNorm groups) and by the head count");
-         }
+         const models::UNetOptions o = unet_options(s);
          const int64_t latent = required<int64_t>(s, "latent_size");
-         if (latent % 8 != 0) {
-           throw std::invalid_argument("sd-unet: latent_size must be a multiple of 8 (three 2x downsamplings)");
-         }
          return std::make_unique<LatentDiffusion>(o, latent, checkpointing(s));
        }),
       entry(ModelInfo{"gpt2", "GPT-2 small as transformers' GPT2LMHeadModel (124.4M parameters, tied embeddings), "
@@ -400,15 +441,13 @@ const std::vector<ModelEntry>& model_registry() {
                   int_option("vocab", "--vocab", "reduced model: vocabulary size (default 50257)", 2, 1 << 24, nullptr),
                   dropout_option(), attention_option(), checkpointing_option()}},
        adamw(5e-5, 0.0),  // transformers' Trainer defaults for fine-tuning
+       Traits{false, false,
+              [](const Scenario& s) {
+                const models::Gpt2Options o = gpt2_options(s);
+                require_heads_divide("gpt2", "width", o.hidden, o.heads);
+              }},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
-         models::Gpt2Options o;
-         o.layers = s.option<int64_t>("layers").value_or(o.layers);
-         o.hidden = s.option<int64_t>("width").value_or(o.hidden);
-         o.heads = s.option<int64_t>("heads").value_or(o.heads);
-         o.vocab_size = s.option<int64_t>("vocab").value_or(o.vocab_size);
-         o.dropout = s.option<double>("dropout").value_or(o.dropout);
-         o.math_attention = s.option<std::string>("attention") == "math";
-         require_heads_divide("gpt2", "width", o.hidden, o.heads);
+         const models::Gpt2Options o = gpt2_options(s);
          const int64_t seq_len = required<int64_t>(s, "seq_len");
          models::Gpt2LMHeadModel m(o);
          if (checkpointing(s)) {
@@ -434,24 +473,21 @@ const std::vector<ModelEntry>& model_registry() {
                   int_option("vocab", "--vocab", "vocabulary size (default 32000)", 2, 1 << 24, 32000),
                   attention_option(), checkpointing_option()}},
        adamw(2e-5, 0.0),
+       Traits{false, false,
+              [](const Scenario& s) {
+                const models::LlamaOptions o = llama_options(s);
+                require_heads_divide("llama", "hidden", o.hidden, o.heads);
+                if (o.head_dim() % 2 != 0) {
+                  throw std::invalid_argument("llama: the head size hidden/heads = " + std::to_string(o.head_dim()) +
+                                              " must be even (rotary embeddings rotate pairs)");
+                }
+                if (o.heads % o.kv_heads != 0) {
+                  throw std::invalid_argument("llama: heads " + std::to_string(o.heads) +
+                                              " is not a multiple of kv_heads " + std::to_string(o.kv_heads));
+                }
+              }},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
-         models::LlamaOptions o;
-         o.layers = required<int64_t>(s, "layers");
-         o.hidden = required<int64_t>(s, "hidden");
-         o.heads = required<int64_t>(s, "heads");
-         o.kv_heads = required<int64_t>(s, "kv_heads");
-         o.intermediate = required<int64_t>(s, "intermediate");
-         o.vocab_size = required<int64_t>(s, "vocab");
-         o.math_attention = s.option<std::string>("attention") == "math";
-         require_heads_divide("llama", "hidden", o.hidden, o.heads);
-         if (o.head_dim() % 2 != 0) {
-           throw std::invalid_argument("llama: the head size hidden/heads = " + std::to_string(o.head_dim()) +
-                                       " must be even (rotary embeddings rotate pairs)");
-         }
-         if (o.heads % o.kv_heads != 0) {
-           throw std::invalid_argument("llama: heads " + std::to_string(o.heads) + " is not a multiple of kv_heads " +
-                                       std::to_string(o.kv_heads));
-         }
+         const models::LlamaOptions o = llama_options(s);
          const int64_t seq_len = required<int64_t>(s, "seq_len");
          models::LlamaForCausalLM m(o);
          if (checkpointing(s)) {

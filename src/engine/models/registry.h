@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "gpubench/core/scenario.hpp"
-#include "gpubench/engine/engine.hpp"
+#include "gpubench/core/scenario/scenario.hpp"
+#include "gpubench/core/scenario/model_catalog.hpp"
 
 namespace gpubench::engine {
 
@@ -49,8 +49,6 @@ class Workload {
   virtual double train_flops_per_sample() const = 0;
   /// The part of train_flops_per_sample in attention's score and context matmuls (QK^T, AV); 0 for models without.
   virtual double attention_train_flops_per_sample() const { return 0; }
-  /// Whether `memory_format: auto` picks channels_last on GPUs (4-D activations that profit from it).
-  virtual bool prefers_channels_last() const = 0;
   /// Image classifiers: the square input side and the class count (what `data: folder` feeds); 0 for other models.
   virtual int64_t image_size() const { return 0; }
   virtual int64_t num_classes() const { return 0; }
@@ -61,16 +59,13 @@ class Workload {
 /// Samples [start, start + length) of every tensor in `b` (micro-batches for gradient accumulation).
 Batch slice_batch(const Batch& b, int64_t start, int64_t length);
 
-/// A registered model: its description and how to build it for a scenario.
+/// A registered model: what it declares (keys, defaults, recipe, rules: core's ModelInfo) and how to build it.
 struct ModelEntry {
   ModelInfo info;
-  OptimizerSettings default_optimizer;  ///< the recipe's optimizer and hyper-parameters
+  /// Builds the workload. It sees the scenario with the model's keys filled (fill_model_options) and checked by
+  /// `info.check`, also when tests and library callers call it directly.
   std::function<std::unique_ptr<Workload>(const Scenario&)> make;
 };
-
-/// `s` for the model `info` describes: another model's key is refused (std::invalid_argument naming it), and the
-/// model's keys left unset take their declared defaults, so a record holds every key the model took.
-Scenario resolve_model_options(const ModelInfo& info, Scenario s);
 
 /// All registered models.
 const std::vector<ModelEntry>& model_registry();

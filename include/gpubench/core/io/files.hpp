@@ -1,0 +1,49 @@
+#pragma once
+// Files without surprises: bounded reading that refuses what is not a regular file, atomic writes that never leave a
+// partial file, JSON Lines appends that never end in a partial line, and the pre-flight check of an output location.
+// Generic: records, scenarios, traces and every command's outputs use it.
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace gpubench {
+
+/// Writes `text` to `path` atomically: a temporary file in the same directory, flushed and fsync'ed, then
+/// renamed over `path`. Parent directories are created. On failure throws std::runtime_error and leaves
+/// neither a temporary file nor a changed `path`.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+/// Now, in UTC, as records write times: "2026-11-30T16:55:02Z".
+std::string utc_now_iso8601();
+
+/// `j` as JSON text (`indent` as nlohmann's dump). Strings that are not valid UTF-8 (a file name or command line
+/// with arbitrary bytes) never make this throw: their bad bytes become U+FFFD, and `replaced` says so.
+std::string json_text(const nlohmann::json& j, int indent = -1, bool* replaced = nullptr);
+
+/// A file that cannot be read as asked; what() is "'<path>' <problem>", problem() the part without the path.
+class FileReadError : public std::runtime_error {
+ public:
+  FileReadError(const std::string& path, std::string problem);
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string problem_;
+};
+
+/// At most `max_bytes` of a regular file (FIFOs, devices and directories are refused, never read). `what` names
+/// the kind of file in messages ("gpubench record", "scenario file"). Throws FileReadError.
+std::string read_text_file(const std::string& path, size_t max_bytes, const std::string& what);
+
+/// Appends one JSON object as a line to `path` and fsyncs it (JSON Lines), creating the file if needed. A write that
+/// fails part-way (full disk, file-size limit) is cut back, so the file never ends in a partial line; the error
+/// names the file and errno.
+void append_json_line(const std::string& path, const nlohmann::json& line);
+
+/// Before any training: `path` can become a record (not a directory, its folder exists or can be made, and a
+/// temporary file can be created there for the atomic rename). Throws std::runtime_error saying what is wrong.
+void check_output_location(const std::string& path);
+
+}  // namespace gpubench

@@ -1,0 +1,94 @@
+#pragma once
+// One function from what the user typed (scenario files, the positional model, flags) to the scenario a run executes:
+// loaded and checked with file:line:key errors, every default filled (the model's keys, the device's, the recipe's),
+// the record paths chosen and the data folder checked, all before anything runs. `run` executes exactly this;
+// `validate --resolved` and `run --dry-run` print it. Torch-free: the engine supplies the model catalog and the
+// device facts (gpubench/runner/resolve_here.hpp wires them for this machine).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpubench/core/scenario/model_catalog.hpp"
+#include "gpubench/core/scenario/scenario.hpp"
+
+namespace gpubench {
+
+/// What the user typed, before anything is read.
+struct ScenarioInputs {
+  std::optional<std::string> config;  ///< --config FILE (YAML or JSON)
+  std::optional<std::string> model;   ///< the positional MODEL
+  bool amp = false;                   ///< --amp: precision amp
+  bool channels_last = false;         ///< --channels-last: memory_format channels_last
+  /// Flag overrides: scenario key -> its text; `flag_of` names each key's flag for messages.
+  std::map<std::string, std::string> overrides;
+  std::map<std::string, std::string> flag_of;
+};
+
+/// Files and flags merged and checked (flags override the file). Throws ScenarioError naming file, line and key.
+Scenario load_scenario(const ScenarioInputs& in, const ModelOptions& models);
+
+/// The device a scenario would run on, as the engine finds it on this machine.
+struct DeviceFacts {
+  std::string id;    ///< "cpu", "cuda:0", "mps"; the request itself when unavailable
+  std::string type;  ///< "cpu", "cuda", "rocm", "mps": what the device-dependent defaults follow
+  bool available = true;
+  std::string reason;  ///< why it is unavailable
+};
+
+struct ResolveOptions {
+  int world_size = 1;  ///< ranks that share the data folder (each trains batch_size per step)
+  int repeats = 1;     ///< records the run writes (`--repeats`)
+  /// Checks `data: folder` against the resolved scenario (the data layer's scan, bound by the caller); throws
+  /// std::runtime_error saying what is wrong. Empty: the folder is not checked.
+  std::function<void(const Scenario&, int world_size)> check_data;
+  /// Choose the record paths (an empty `output` becomes the default record path). Off for library callers that
+  /// write no record file.
+  bool choose_output = true;
+};
+
+/// The scenario a run executes, with what resolution decided.
+struct ResolvedScenario {
+  Scenario scenario;                       ///< every key concrete; `output` is the record path
+  DeviceFacts device;
+  std::string precision;                   ///< as it resolves on that device: fp32 | tf32 | bf16 | fp16
+  std::vector<std::string> notes;          ///< what the user must know (the CPU bounds); the record keeps them
+  std::vector<std::string> record_paths;   ///< one per repeat (`_r1`, `_r2`, ... when repeating)
+};
+
+/// `requested` (loaded and checked) resolved for `device`: the model's keys, the device-dependent defaults (batch,
+/// warm-up, time budget and memory format; bounded on the CPU), the recipe's optimizer, the record paths, the
+/// model's cross-key rules and the data folder. Throws ScenarioError naming the key. Resolving a resolved scenario
+/// changes nothing.
+ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog& models, const DeviceFacts& device,
+                                  const ResolveOptions& options);
+
+/// The precision a request resolves to on a device type: `amp` is PyTorch's (fp16 autocast with loss scaling on
+/// GPUs, bf16 autocast on the CPU); the others are themselves.
+std::string resolved_precision(const std::string& requested, const std::string& device_type);
+
+/// Fills the device-dependent defaults of `s` and its optimizer from `model`'s recipe (then PyTorch's defaults);
+/// returns the notes a user must see (the CPU bounds). Leaves set values alone.
+std::vector<std::string> fill_device_defaults(Scenario& s, const ModelInfo& model, const DeviceFacts& device);
+
+/// The default record path: runs/<model>_<device>_<precision>_bs<N>.json, or the first of _2, _3, ... whose file
+/// (and, when repeating, whose _r1 file) does not exist yet. Deterministic for a given folder, so `validate
+/// --resolved` shows the path the run will write.
+std::string default_record_path(const Scenario& s, const std::string& precision, int repeats);
+/// "runs/x.json" -> "runs/x_r2.json" when repeating; unchanged for a single run.
+std::string repeat_record_path(const std::string& path, int index, int count);
+
+/// `text` as part of a file name: letters, digits and `. - _ =` stay, anything else becomes '-'.
+std::string file_name_part(std::string text);
+
+void to_json(nlohmann::json& j, const DeviceFacts& d);
+/// {"schema": "gpubench.resolved_scenario", "scenario": ..., "scenario_sources": ..., "device": ..., "precision", "notes",
+/// "record_paths"}: the scenario in the form a record's `scenario` holds it.
+void to_json(nlohmann::json& j, const ResolvedScenario& r);
+
+}  // namespace gpubench

@@ -1,0 +1,71 @@
+#pragma once
+// The results store: run records in a SQLite file, for CI jobs that run every night and ask for history. Each record
+// is stored whole (its JSON) beside the columns history needs (identity, environment, per-run and per-epoch metrics),
+// so nothing is lost. Adding the same record twice stores it once. Writers may run concurrently on one file (WAL,
+// a busy timeout, one immediate transaction per record), and a crash mid-write leaves the store as it was.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpubench/core/record/record_io.hpp"
+#include "gpubench/core/record/run_record.hpp"
+
+struct sqlite3;
+
+namespace gpubench {
+
+/// Whether this build has the store (SQLite was found at build time).
+bool store_available();
+
+struct HistoryQuery {
+  std::string model;                              ///< empty = any
+  std::map<std::string, std::string> scenario;    ///< resolved scenario key -> value, e.g. batch_size -> 256
+  std::string metric = kThroughputTag;            ///< the run-level metric to list
+  std::string since;                              ///< ISO 8601 date or time; runs that started at or after it
+};
+
+struct HistoryRow {
+  int64_t id = 0;
+  std::string start_time_utc, model, device_name, precision, status, driver_version, cuda_runtime_version,
+      cudnn_version, libtorch_version, git_revision, source;
+  std::optional<int64_t> batch_size;
+  std::optional<double> value;  ///< the metric's run-level value (unset when the run has none, e.g. failed)
+  std::string unit, better;     ///< the metric's unit hint and direction ("higher", "lower", "neither")
+  std::string scenario_json;    ///< the comparable resolved scenario: runs with equal ones are one series
+};
+
+class ResultsStore {
+ public:
+  /// Opens or creates the store; throws std::runtime_error naming the file.
+  explicit ResultsStore(const std::string& path);
+  ~ResultsStore();
+  ResultsStore(const ResultsStore&) = delete;
+  ResultsStore& operator=(const ResultsStore&) = delete;
+
+  /// Stores `record` (read from `source`); false when the same record is already there.
+  bool add(const RunRecord& record, const std::string& source);
+  /// Runs matching `q`, oldest first.
+  std::vector<HistoryRow> history(const HistoryQuery& q) const;
+  /// The stored record with `id`.
+  RunRecord record(int64_t id) const;
+  /// The baseline for `candidate`: the last `last_n` finished runs (status ok) of the same comparable scenario on the
+  /// same GPU model, started before it, newest first; the candidate itself (same fingerprint) is never its own.
+  std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n) const;
+  int64_t count() const;
+  /// "ok", or what is wrong: SQLite's integrity check, and a stored run without its metrics (a half-written add).
+  std::string integrity() const;
+
+ private:
+  void exec(const std::string& sql) const;
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+/// A stable 64-bit fingerprint (FNV-1a) of a record's canonical JSON: the same record always gets the same one.
+std::string record_fingerprint(const RunRecord& r);
+
+}  // namespace gpubench

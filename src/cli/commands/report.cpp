@@ -1,0 +1,155 @@
+// gpubench report: records in, report.md + report.html (charts by scripts/plot_results.py, embedded) out.
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands/commands.h"
+#include "cli/subprocess.h"
+#include "gpubench/core/record/record_io.hpp"
+#include "gpubench/core/store/store.hpp"
+#include "gpubench/report/views.hpp"
+
+namespace gpubench::cli {
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+/// The store's history as CSV for the trend chart: one series per scenario and GPU model.
+void write_trend(const std::string& path, const std::vector<HistoryRow>& history) {
+  Document d;
+  Table t;
+  t.id = "trend";
+  for (const char* key : {"series", "start_time_utc", "value", "run_id", "driver_version", "libtorch_version",
+                          "git_revision"}) {
+    t.add_column(Column::text(key, key));
+  }
+  for (const auto& h : history) {
+    if (h.status != "ok") continue;
+    const std::string series = h.model + " bs" + (h.batch_size ? std::to_string(*h.batch_size) : "?") + " " +
+                               h.precision + " " + h.device_name;
+    t.rows.push_back({Cell::str(series), Cell::str(h.start_time_utc), Cell::num(h.value),
+                      Cell::num(static_cast<double>(h.id)), Cell::str(h.driver_version), Cell::str(h.libtorch_version),
+                      Cell::str(h.git_revision)});
+  }
+  d.table(std::move(t));
+  PrinterMultiplex mux;
+  mux.add("csv", path);
+  mux.print(d);
+}
+
+class ReportCommand final : public Command {
+ public:
+  void declare(CLI::App& cmd) override {
+    cmd.add_option("RECORDS", paths_, "Record files or directories of records (optional with --db)")->type_name("RECORDS");
+    cmd.add_option("--db", db_, "A results store: its runs join the report, with a trend chart of --metric")
+        ->type_name("STORE");
+    cmd.add_option("--metric", metric_, "The metric the trend chart draws (default samples_per_s)")->type_name("TAG");
+    cmd.add_option("-o,--out", out_dir_, "Output folder (default report/)")->type_name("DIR");
+    cmd.add_option("--title", title_, "Report title")->type_name("TEXT");
+    cmd.add_option("--compare", compare_json_, "JSON from `gpubench compare --json`, drawn as ratio bars with their intervals")
+        ->type_name("FILE");
+    cmd.footer("Charts come from scripts/plot_results.py (python3 with matplotlib; Debian: python3-matplotlib).\n"
+               "GPUBENCH_PLOT_PYTHON and GPUBENCH_PLOT_SCRIPT override the interpreter and the script.");
+  }
+
+  int run(Context& ctx) override {
+    namespace fs = std::filesystem;
+    if (out_dir_.empty()) throw UsageError("--out: no folder named");
+    ReportInput in;
+    in.title = title_;
+    std::vector<HistoryRow> history;
+    if (!paths_.empty()) in.runs = load_records_or_fail(paths_);
+    const size_t record_files = in.runs.size();  // the store's runs come after these, and are not files
+    if (!db_.empty()) {
+      // The store's runs join the report, and its history of the metric becomes the trend chart.
+      const ResultsStore store(db_);
+      HistoryQuery q;
+      q.metric = metric_;
+      history = store.history(q);
+      for (const auto& h : history) in.runs.push_back(LoadedRecord{db_ + ":" + std::to_string(h.id), store.record(h.id)});
+    }
+    if (in.runs.empty()) throw UsageError("no gpubench run records in the given paths");
+    try {  // the output folder must be usable before anything is drawn into it
+      check_output_location((fs::path(out_dir_) / "report.md").string());
+    } catch (const std::exception& e) {
+      throw UsageError("--out " + out_dir_ + ": " + e.what());
+    }
+    const std::vector<std::string>& chart_names = report_chart_files();
+    std::error_code ec;
+    for (const auto& c : chart_names) fs::remove(fs::path(out_dir_) / c, ec);  // no stale charts from an earlier report
+
+    const std::string script = env_or("GPUBENCH_PLOT_SCRIPT", std::string(GPUBENCH_SOURCE_DIR) + "/scripts/plot_results.py");
+    const std::string python = env_or("GPUBENCH_PLOT_PYTHON", GPUBENCH_PLOT_PYTHON);
+    std::vector<std::string> args{python, script, "--out", out_dir_};
+    if (!compare_json_.empty()) args.insert(args.end(), {"--compare", compare_json_});
+    if (!history.empty()) {
+      const std::string trend = (fs::path(out_dir_) / "trend.csv").string();
+      try {
+        write_trend(trend, history);
+      } catch (const std::exception& e) {
+        throw OutputNotWritten(e.what());
+      }
+      const std::string unit = history.front().unit;
+      args.insert(args.end(), {"--trend", trend, "--trend-metric", metric_ + (unit.empty() ? "" : " (" + unit + ")")});
+    }
+    for (size_t i = 0; i < record_files; ++i) args.push_back(in.runs[i].path);
+    const int rc = fs::exists(script) ? run_child(args) : -1;
+    for (const auto& c : chart_names) {
+      if (fs::exists(fs::path(out_dir_) / c, ec)) in.charts.push_back(c);
+    }
+    if (rc != 0) {
+      in.chart_note = fs::exists(script) ? script + " failed (exit " + std::to_string(rc) +
+                                               "): is python3-matplotlib installed?"
+                                         : "the plotting script " + script + " is missing";
+      spdlog::warn("no charts: {}", in.chart_note);
+    }
+    const Document doc = report_document(in);
+    PrinterMultiplex mux;
+    mux.add("md", out_dir_ + "/report.md");
+    mux.add("html", out_dir_ + "/report.html", [&](const std::string& name) { return slurp(fs::path(out_dir_) / name); });
+    try {
+      mux.print(doc);
+    } catch (const std::exception& e) {
+      throw OutputNotWritten(e.what());
+    }
+    Document done;
+    done.kind = "report_written";
+    done.title = "report";
+    done.paragraph("report: " + out_dir_ + "/report.md and " + out_dir_ + "/report.html (" +
+                   std::to_string(in.runs.size()) + " runs, " + std::to_string(in.charts.size()) + " charts)");
+    if (!in.chart_note.empty()) done.paragraph("no charts: " + in.chart_note);
+    done.data = {{"markdown", out_dir_ + "/report.md"}, {"html", out_dir_ + "/report.html"},
+                 {"runs", in.runs.size()},          {"charts", in.charts},
+                 {"chart_note", in.chart_note}};
+    ctx.print(done);
+    return kExitOk;
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  std::string out_dir_ = "report", title_ = "gpubench report", compare_json_, db_, metric_ = "samples_per_s";
+};
+
+}  // namespace
+
+CommandSpec report_command() {
+  return {"report", "Markdown report and a self-contained HTML page with charts",
+          {kExitOk, kExitUsage, kExitOutputNotWritten}, "console", [] { return std::make_unique<ReportCommand>(); }};
+}
+
+}  // namespace gpubench::cli

@@ -1,0 +1,36 @@
+#include "cli/exit_codes.h"
+
+#include "gpubench/core/scenario/scenario_loader.hpp"
+
+namespace gpubench::cli {
+
+const std::vector<ExitCodeInfo>& exit_code_table() {
+  static const std::vector<ExitCodeInfo> table{
+      {kExitOk, "ok"},
+      {kExitRunFailed, "a run failed (its record says why: oom, nan, interrupted, failed), or a measurement did"},
+      {kExitUsage, "usage, scenario or input error, or an unusable output location (checked before any work)"},
+      {kExitRegression, "a regression: compare or history --detect found a change for the worse"},
+      {kExitOutputNotWritten, "the work finished but an output is not where asked (record, store or --save file; "
+                              "the console says where it went)"},
+  };
+  return table;
+}
+
+std::string exit_code_footer(const std::vector<int>& codes) {
+  std::string out = "Exit codes:";
+  for (const auto& e : exit_code_table()) {
+    for (int c : codes) {
+      if (c == e.code) out += "\n  " + std::to_string(e.code) + "  " + e.meaning;
+    }
+  }
+  return out;
+}
+
+int exit_code_for(const std::exception& e) {
+  if (dynamic_cast<const RunFailedError*>(&e) != nullptr) return kExitRunFailed;
+  if (dynamic_cast<const OutputNotWritten*>(&e) != nullptr) return kExitOutputNotWritten;
+  // UsageError, ScenarioError, and whatever a library throws at the edges (unreadable input): usage.
+  return kExitUsage;
+}
+
+}  // namespace gpubench::cli

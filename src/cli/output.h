@@ -1,0 +1,53 @@
+#pragma once
+// Where a command's output goes, in one vocabulary for every command:
+//   --format F          the format of what is printed on standard output (console, md, html, csv, jsonl, json, junit)
+//   --save [F:]FILE     also write it to FILE, in the format its extension names or F (repeatable)
+//   --out PATH          the command's product: run's record, report's and sweep's folder, export's table, a data set
+// Unknown formats and extensions are usage errors (exit 2) naming the known ones; every location is checked before
+// the command works.
+
+#include <string>
+#include <vector>
+
+namespace gpubench {
+class PrinterMultiplex;
+struct LoadedRecord;
+}  // namespace gpubench
+
+namespace gpubench::cli {
+
+struct SaveTarget {
+  std::string format;  ///< a printer format
+  std::string path;
+};
+
+struct OutputOptions {
+  std::string format;                 ///< standard output's format; empty = the command's default
+  std::string default_format = "console";
+  std::vector<std::string> save;      ///< as typed: FILE or FORMAT:FILE
+  std::vector<SaveTarget> targets;    ///< `save` resolved (resolve_outputs)
+};
+
+/// The format of an output file: FORMAT:FILE's prefix, else its extension. Throws UsageError naming `flag`, the file
+/// and the known formats and extensions when neither says one.
+SaveTarget save_target(const std::string& spec, const std::string& flag);
+
+/// Checks --format and every --save (format known, location writable, no two saves to one file) and fills
+/// `targets`. Throws UsageError.
+void resolve_outputs(OutputOptions& out);
+
+/// Adds one more save target in `format` (an old flag such as compare's --junit FILE), checked as --save's are.
+void add_save(OutputOptions& out, const std::string& format, const std::string& path, const std::string& flag);
+
+/// The printers `out` asks for: standard output (or `stream_name` "-" / "stderr") in its format, then each target.
+void add_outputs(PrinterMultiplex& mux, const OutputOptions& out, bool to_stderr);
+
+/// "md, html, csv, jsonl, json, junit, console" and ".md .html .csv .jsonl .json .xml .txt" for messages.
+std::string known_formats();
+std::string known_extensions();
+
+/// Records from files and folders for a command that needs at least one; skipped files are warned about. Throws
+/// UsageError when a path does not exist or nothing is a record.
+std::vector<LoadedRecord> load_records_or_fail(const std::vector<std::string>& paths);
+
+}  // namespace gpubench::cli

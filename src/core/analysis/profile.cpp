@@ -1,0 +1,357 @@
+#include "gpubench/core/analysis/profile.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <stdexcept>
+#include <map>
+#include <tuple>
+
+namespace gpubench {
+
+namespace {
+
+std::string lower(const std::string& s) {
+  std::string out = s;
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool has_any(const std::string& s, std::initializer_list<const char*> parts) {
+  return std::any_of(parts.begin(), parts.end(), [&s](const char* p) { return s.find(p) != std::string::npos; });
+}
+
+bool starts_with_any(const std::string& s, std::initializer_list<const char*> prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(), [&s](const char* p) { return s.rfind(p, 0) == 0; });
+}
+
+bool is_device(ProfileEvent::Kind k) {
+  return k == ProfileEvent::Kind::kKernel || k == ProfileEvent::Kind::kMemcpy || k == ProfileEvent::Kind::kMemset;
+}
+
+struct Interval {
+  int64_t start, end;
+};
+
+/// Length of the union of intervals clipped to [lo, hi], and how many gaps longer than 1 us separate them.
+std::pair<int64_t, int64_t> union_length(std::vector<Interval> v, int64_t lo, int64_t hi) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  int64_t total = 0, gaps = 0;
+  int64_t cur_s = 0, cur_e = 0;
+  bool open = false;
+  for (const auto& iv : v) {
+    const int64_t s = std::max(iv.start, lo), e = std::min(iv.end, hi);
+    if (e <= s) continue;
+    if (open && s <= cur_e) {
+      cur_e = std::max(cur_e, e);
+      continue;
+    }
+    if (open) {
+      total += cur_e - cur_s;
+      if (s - cur_e > 1000) ++gaps;
+    }
+    cur_s = s;
+    cur_e = e;
+    open = true;
+  }
+  if (open) total += cur_e - cur_s;
+  return {total, gaps};
+}
+
+/// Work attributed to one name: a device kernel's duration, or a CPU operator's self time (its duration less its
+/// children's on the same thread, as PyTorch's self_cpu_time).
+struct Work {
+  const std::string* name;
+  int64_t start_ns, end_ns;
+  double ns;
+};
+
+/// CPU operators as work: self times, and the top-level operators' intervals as the busy intervals.
+void cpu_operator_work(const std::vector<ProfileEvent>& events, std::vector<Work>& work, std::vector<Interval>& busy) {
+  std::map<int64_t, std::vector<const ProfileEvent*>> by_lane;
+  for (const auto& e : events) {
+    if (e.kind == ProfileEvent::Kind::kCpuOp && e.end_ns >= e.start_ns) by_lane[e.lane].push_back(&e);
+  }
+  for (auto& [lane, ops] : by_lane) {
+    // Parents first: earlier start, and for equal starts the longer one.
+    std::sort(ops.begin(), ops.end(), [](const ProfileEvent* a, const ProfileEvent* b) {
+      return std::tie(a->start_ns, b->end_ns) < std::tie(b->start_ns, a->end_ns);
+    });
+    std::vector<size_t> open;  // indices into `work` of the enclosing operators
+    for (const ProfileEvent* op : ops) {
+      while (!open.empty() && work[open.back()].end_ns <= op->start_ns) open.pop_back();
+      const double ns = static_cast<double>(op->end_ns - op->start_ns);
+      if (open.empty()) {
+        busy.push_back({op->start_ns, op->end_ns});
+      } else {
+        work[open.back()].ns -= ns;  // the parent's self time excludes this child
+      }
+      work.push_back(Work{&op->name, op->start_ns, op->end_ns, ns});
+      open.push_back(work.size() - 1);
+    }
+  }
+  for (auto& w : work) w.ns = std::max(0.0, w.ns);
+}
+
+}  // namespace
+
+bool is_step_marker(const std::string& name) {
+  return name == kProfileStepMarker || name.rfind("ProfilerStep#", 0) == 0;
+}
+
+bool is_launch_call(const std::string& name) {
+  return name.find("LaunchKernel") != std::string::npos || name.find("cuLaunch") != std::string::npos ||
+         name.find("GraphLaunch") != std::string::npos;
+}
+
+const std::vector<std::pair<std::string, std::string>>& kernel_categories() {
+  static const std::vector<std::pair<std::string, std::string>> c{
+      {"gemm_conv", "GEMM/conv"},         {"attention", "attention"},  {"normalization", "normalisation"},
+      {"elementwise", "elementwise/activation"}, {"reduction", "reduction/softmax/loss"},
+      {"optimizer", "optimizer"},         {"memcpy", "memory copies"}, {"communication", "communication"},
+      {"input", "input pipeline"},        {"other", "other"}};
+  return c;
+}
+
+std::string category_display_name(const std::string& id) {
+  for (const auto& [key, name] : kernel_categories()) {
+    if (key == id) return name;
+  }
+  return id;
+}
+
+std::string kernel_category(const std::string& raw) {
+  const std::string n = lower(raw);
+  if (has_any(n, {"nccl", "gloo", "allreduce", "all_reduce", "allgather", "all_gather", "reducescatter",
+                  "reduce_scatter", "c10d::", "broadcast"})) {
+    return "communication";
+  }
+  if (starts_with_any(n, {"memcpy", "memset"})) return "memcpy";
+  // The input pipeline's own kernels (nvJPEG's, gpubench's crop kernel): before GEMM/conv, whose "conv" pattern
+  // would otherwise take nvJPEG's colour "Conversion".
+  if (has_any(n, {"nvjpeg", "crop_resize_normalize", "dali::"})) return "input";
+  if (has_any(n, {"adam", "sgd", "multi_tensor_apply", "_foreach_", "_amp_", "amp_update", "non_finite",
+                  "optimizer"})) {
+    return "optimizer";
+  }
+  // cuDNN's SDPA backward also runs two helpers (dO.O and dQ conversion) outside its main kernel.
+  if (has_any(n, {"flash", "fmha", "attention", "sdpa", "mha_", "convert_dq_to", "dot_do_o"})) return "attention";
+  if (has_any(n, {"layer_norm", "layernorm", "batch_norm", "batchnorm", "bn_fw", "bn_bw", "group_norm", "groupnorm",
+                  "rms_norm", "rmsnorm", "instance_norm", "welford", "gammabeta"})) {
+    return "normalization";
+  }
+  if (has_any(n, {"gemm", "nvjet", "cutlass", "xmma", "conv", "cudnn", "wgrad", "dgrad", "fprop", "cublas", "winograd",
+                  "tensorop", "mkldnn", "onednn", "matmul", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
+                  "aten::linear"})) {
+    return "gemm_conv";
+  }
+  if (has_any(n, {"reduce", "softmax", "nll_loss", "cross_entropy", "loss", "aten::sum", "aten::mean", "aten::max",
+                  "aten::min", "argmax", "cumsum", "norm_kernel"})) {
+    return "reduction";
+  }
+  if (has_any(n, {"autograd::engine", "backward0", "backward1"})) return "other";  // autograd's bookkeeping (CPU)
+  if (has_any(n, {"elementwise", "vectorized", "unrolled", "gelu", "relu", "silu", "sigmoid", "tanh", "dropout",
+                  "add", "mul", "div", "sub", "copy", "fill", "where", "threshold", "clamp", "cat", "masked", "index",
+                  "embedding", "scatter", "gather", "pow", "sqrt", "exp", "neg", "cast", "to_copy", "zero", "bernoulli",
+                  "rand", "uniform", "pool"})) {
+    return "elementwise";
+  }
+  return "other";
+}
+
+bool is_matrix_category(const std::string& c) { return c == "gemm_conv" || c == "attention"; }
+
+bool is_memory_category(const std::string& c) {
+  return c == "elementwise" || c == "normalization" || c == "reduction" || c == "optimizer" || c == "memcpy";
+}
+
+std::string short_kernel_name(const std::string& name) {
+  std::string s = name;
+  if (s.rfind("void ", 0) == 0) s = s.substr(5);
+  // Namespaces every ATen kernel shares say nothing; the template arguments (the functor: Gelu, Mul, ...) do.
+  for (const char* noise : {"(anonymous namespace)::", "at::native::", "at::cuda::", "c10::", "std::"}) {
+    const std::string n = noise;
+    for (size_t at = s.find(n); at != std::string::npos; at = s.find(n, at)) s.erase(at, n.size());
+  }
+  // A trailing parameter list "(...)" at nesting depth 0 is dropped.
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    for (size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') ++depth;
+      if (s[i] == '(' && --depth == 0) {
+        if (i > 0) s.resize(i);
+        break;
+      }
+    }
+  }
+  if (s.size() > 120) s = s.substr(0, 117) + "...";
+  return s;
+}
+
+ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const ProfileInputs& in) {
+  ProfileRecord p;
+  p.steps = in.steps;
+  p.peak_source = in.peak_source;
+  if (in.steps <= 0) return p;
+  const double steps = static_cast<double>(in.steps);
+
+  std::vector<Work> work;
+  std::vector<Interval> busy;
+  for (const auto& e : events) {
+    if (!is_device(e.kind) || e.end_ns <= e.start_ns) continue;
+    work.push_back(Work{&e.name, e.start_ns, e.end_ns, static_cast<double>(e.end_ns - e.start_ns)});
+    busy.push_back({e.start_ns, e.end_ns});
+  }
+  if (work.empty()) cpu_operator_work(events, work, busy);
+
+  // The window: the step markers, stretched to the last device event (the device finishes after the host's marker).
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& e : events) {
+    if (e.kind != ProfileEvent::Kind::kStep) continue;
+    lo = std::min(lo, e.start_ns);
+    hi = std::max(hi, e.end_ns);
+  }
+  if (lo == INT64_MAX) {
+    for (const auto& w : work) {
+      lo = std::min(lo, w.start_ns);
+      hi = std::max(hi, w.end_ns);
+    }
+  }
+  for (const auto& w : work) {
+    if (w.start_ns >= lo) hi = std::max(hi, w.end_ns);
+  }
+  if (lo == INT64_MAX || hi <= lo) return p;
+
+  std::map<std::string, ProfileCategory> cats;
+  std::map<std::string, ProfileKernel> by_name;
+  double kernel_ns = 0;
+  int64_t count = 0;
+  for (const auto& w : work) {
+    if (w.end_ns <= lo || w.start_ns >= hi) continue;
+    const std::string& name = *w.name;
+    const std::string c = kernel_category(name);
+    auto& cat = cats[c];
+    cat.category = c;
+    cat.ms_per_step += w.ns;
+    cat.kernels_per_step += 1;
+    auto& kn = by_name[name];
+    kn.name = name;
+    kn.category = c;
+    kn.calls_per_step += 1;
+    kn.ms_per_step += w.ns;
+    kernel_ns += w.ns;
+    ++count;
+  }
+  const auto [busy_ns, gaps] = union_length(busy, lo, hi);
+  const double window_ns = static_cast<double>(hi - lo);
+  p.wall_ms_per_step = window_ns / 1e6 / steps;
+  p.busy_ms_per_step = static_cast<double>(busy_ns) / 1e6 / steps;
+  p.idle_ms_per_step = std::max(0.0, window_ns - static_cast<double>(busy_ns)) / 1e6 / steps;
+  p.busy_fraction = window_ns > 0 ? static_cast<double>(busy_ns) / window_ns : 0.0;
+  if (in.timed_step_ms && *in.timed_step_ms > 0) {
+    p.timed_step_ms = in.timed_step_ms;
+    p.busy_fraction_of_timed_step = std::min(1.0, p.busy_ms_per_step / *in.timed_step_ms);
+  }
+  p.kernels_per_step = static_cast<double>(count) / steps;
+  p.gaps_per_step = static_cast<double>(gaps) / steps;
+  for (const auto& e : events) {
+    if (e.kind == ProfileEvent::Kind::kLaunchApi && e.start_ns >= lo && e.start_ns < hi) {
+      p.launch_api_ms_per_step += static_cast<double>(e.end_ns - e.start_ns) / 1e6 / steps;
+    }
+  }
+
+  double matrix_ns = 0, gemm_ns = 0, attention_ns = 0;
+  for (const auto& [id, name] : kernel_categories()) {
+    const auto it = cats.find(id);
+    if (it == cats.end()) continue;
+    ProfileCategory c = it->second;
+    if (is_matrix_category(id)) matrix_ns += c.ms_per_step;
+    if (id == "gemm_conv") gemm_ns = c.ms_per_step;
+    if (id == "attention") attention_ns = c.ms_per_step;
+    c.fraction = kernel_ns > 0 ? c.ms_per_step / kernel_ns : 0.0;
+    c.ms_per_step /= 1e6 * steps;
+    c.kernels_per_step /= steps;
+    p.categories.push_back(c);
+  }
+  std::vector<ProfileKernel> all;
+  for (auto& [name, k] : by_name) {
+    k.fraction = kernel_ns > 0 ? k.ms_per_step / kernel_ns : 0.0;
+    k.mean_us = k.calls_per_step > 0 ? k.ms_per_step / k.calls_per_step / 1e3 : 0.0;
+    k.ms_per_step /= 1e6 * steps;
+    k.calls_per_step /= steps;
+    k.name = short_kernel_name(k.name);
+    all.push_back(k);
+  }
+  std::sort(all.begin(), all.end(), [](const ProfileKernel& a, const ProfileKernel& b) {
+    return std::tie(b.ms_per_step, a.name) < std::tie(a.ms_per_step, b.name);
+  });
+  if (all.size() > in.top_kernels) all.resize(in.top_kernels);
+  p.top_kernels = std::move(all);
+
+  if (in.model_flops_per_step > 0 && matrix_ns > 0) {
+    p.matrix_tflops = in.model_flops_per_step * steps / (matrix_ns / 1e9) / 1e12;
+    if (in.peak_tflops && *in.peak_tflops > 0) p.matrix_peak_fraction = *p.matrix_tflops / *in.peak_tflops;
+    const double attention = std::min(in.attention_flops_per_step, in.model_flops_per_step);
+    if (attention > 0 && attention_ns > 0 && gemm_ns > 0) {
+      p.attention_tflops = attention * steps / (attention_ns / 1e9) / 1e12;
+      p.gemm_tflops = (in.model_flops_per_step - attention) * steps / (gemm_ns / 1e9) / 1e12;
+    }
+  }
+  return p;
+}
+
+std::vector<ProfileEvent> events_from_chrome_trace(const nlohmann::json& trace) {
+  const nlohmann::json* list = &trace;
+  if (trace.is_object()) {
+    const auto it = trace.find("traceEvents");
+    if (it == trace.end() || !it->is_array()) throw std::runtime_error("not a Chrome trace: no \"traceEvents\" array");
+    list = &*it;
+  } else if (!trace.is_array()) {
+    throw std::runtime_error("not a Chrome trace: neither an object with \"traceEvents\" nor an array of events");
+  }
+  std::vector<ProfileEvent> out;
+  for (const auto& e : *list) {
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const auto ts = e.find("ts"), dur = e.find("dur"), name = e.find("name"), cat = e.find("cat");
+    if (ts == e.end() || dur == e.end() || name == e.end() || cat == e.end() || !ts->is_number() ||
+        !dur->is_number() || !name->is_string() || !cat->is_string()) {
+      continue;
+    }
+    ProfileEvent p;
+    p.name = name->get<std::string>();
+    const std::string c = cat->get<std::string>();
+    if (c == "kernel") {
+      p.kind = ProfileEvent::Kind::kKernel;
+    } else if (c == "gpu_memcpy") {
+      p.kind = ProfileEvent::Kind::kMemcpy;
+    } else if (c == "gpu_memset") {
+      p.kind = ProfileEvent::Kind::kMemset;
+    } else if (c == "cpu_op") {
+      p.kind = ProfileEvent::Kind::kCpuOp;
+    } else if (c == "user_annotation" && is_step_marker(p.name)) {
+      p.kind = ProfileEvent::Kind::kStep;
+    } else if ((c == "cuda_runtime" || c == "cuda_driver") && is_launch_call(p.name)) {
+      p.kind = ProfileEvent::Kind::kLaunchApi;
+    } else {
+      continue;
+    }
+    const double start_us = ts->get<double>(), dur_us = dur->get<double>();
+    // Bounded so that start + duration in ns fits an int64 (4e15 us is 127 years: no real trace comes near it).
+    if (!std::isfinite(start_us) || !std::isfinite(dur_us) || dur_us < 0 || dur_us > 4e15 || std::fabs(start_us) > 4e15) {
+      continue;
+    }
+    p.start_ns = std::llround(start_us * 1000.0);
+    p.end_ns = p.start_ns + std::llround(dur_us * 1000.0);
+    const auto tid = e.find("tid");
+    if (tid != e.end() && tid->is_number_integer()) p.lane = tid->get<int64_t>();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+int64_t count_steps(const std::vector<ProfileEvent>& events) {
+  return std::count_if(events.begin(), events.end(),
+                       [](const ProfileEvent& e) { return e.kind == ProfileEvent::Kind::kStep; });
+}
+
+}  // namespace gpubench

@@ -1,0 +1,153 @@
+#include "gpubench/core/io/files.hpp"
+
+#include <ctime>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace gpubench {
+
+namespace fs = std::filesystem;
+
+namespace {
+[[noreturn]] void io_error(const std::string& what, const std::string& path, int err) {
+  throw std::runtime_error(what + " '" + path + "': " + std::strerror(err));
+}
+
+void write_all(int fd, const std::string& text, const std::string& path) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      io_error("cannot write", path, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("cannot create directory '" + dir.string() + "': " + ec.message());
+
+  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) io_error("cannot create a temporary file next to", path, errno);
+  try {
+    write_all(fd, text, tmpl);
+    if (::fsync(fd) != 0) io_error("cannot flush", tmpl, errno);
+    ::fchmod(fd, 0644);
+    if (::close(fd) != 0) {
+      ::unlink(tmpl.c_str());
+      io_error("cannot close", tmpl, errno);
+    }
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    throw;
+  }
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmpl.c_str());
+    io_error("cannot move the record into place at", path, err);
+  }
+}
+
+std::string json_text(const nlohmann::json& j, int indent, bool* replaced) {
+  if (replaced != nullptr) *replaced = false;
+  try {
+    return j.dump(indent);
+  } catch (const nlohmann::json::type_error&) {  // 316: a string that is not valid UTF-8
+    if (replaced != nullptr) *replaced = true;
+    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+}
+
+FileReadError::FileReadError(const std::string& path, std::string problem)
+    : std::runtime_error("'" + path + "' " + problem), problem_(std::move(problem)) {}
+
+std::string read_text_file(const std::string& path, size_t max_bytes, const std::string& what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw FileReadError(path, std::string("cannot read file: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw FileReadError(path, "is a directory, not a " + what);
+  if (!S_ISREG(st.st_mode)) throw FileReadError(path, "is not a regular file (a FIFO, socket or device), not a " + what);
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    throw FileReadError(path, "is " + std::to_string(st.st_size) + " bytes; a " + what + " is at most " +
+                                  std::to_string(max_bytes >> 20) + " MiB");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileReadError(path, std::string("cannot read file: ") + std::strerror(errno));
+  // At most one byte past the limit is read, whatever the file does meanwhile.
+  std::string text(std::min(max_bytes + 1, static_cast<size_t>(st.st_size) + 4096), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (in.bad()) throw FileReadError(path, std::string("cannot read file: ") + std::strerror(errno));
+  if (text.size() > max_bytes) throw FileReadError(path, "grew past " + std::to_string(max_bytes) + " bytes");
+  return text;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void append_json_line(const std::string& path, const nlohmann::json& line) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  const std::string text = json_text(line, -1, nullptr) + "\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) io_error("cannot open for appending", path, errno);
+  const off_t before = ::lseek(fd, 0, SEEK_END);
+  try {
+    write_all(fd, text, path);
+    if (::fsync(fd) != 0) io_error("cannot flush", path, errno);
+  } catch (...) {
+    // Never leave a cut line: a reader of the stream sees whole epochs or none (full disk, file-size limit).
+    if (before >= 0 && ::ftruncate(fd, before) != 0) {
+      // Nothing more can be done; the error below still names the file.
+    }
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) io_error("cannot close", path, errno);
+}
+
+void check_output_location(const std::string& path) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.filename().empty() || target.filename() == "." || target.filename() == "..") {
+    throw std::runtime_error("'" + path + "' names a folder; give a file name such as runs/x.json");
+  }
+  if (fs::is_directory(target, ec)) throw std::runtime_error("'" + path + "' is a directory; give a file name");
+  if (fs::exists(target, ec) && !fs::is_regular_file(target, ec)) {
+    throw std::runtime_error("'" + path + "' exists and is not a regular file");
+  }
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("cannot create directory '" + dir.string() + "': " + ec.message());
+  if (!fs::is_directory(dir, ec)) throw std::runtime_error("'" + dir.string() + "' is not a directory");
+  // The record is renamed into place from a temporary file beside it: that file must be creatable there.
+  std::string probe = (dir / ".gpubench-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) io_error("cannot write in the output folder of", path, errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace gpubench

@@ -1,0 +1,104 @@
+#include "gpubench/core/record/host_facts.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace gpubench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The first line of a small file, or "" (files under /proc and /sys are tiny; bounded reads all the same).
+std::string first_line(const fs::path& p) {
+  std::ifstream in(p);
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  if (line.size() > 4096) line.resize(4096);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+bool contains_in_first_lines(const fs::path& p, const std::string& needle, int max_lines) {
+  std::ifstream in(p);
+  std::string line;
+  for (int i = 0; i < max_lines && std::getline(in, line); ++i) {
+    if (line.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string detect_container(const HostPaths& paths, const std::string& container_var, bool kubernetes_var) {
+  const fs::path root(paths.root);
+  std::error_code ec;
+  if (kubernetes_var) return "kubernetes";
+  if (fs::exists(root / ".dockerenv", ec)) return "docker";
+  if (fs::exists(root / "run/.containerenv", ec)) return "podman";
+  if (!container_var.empty()) return container_var;  // systemd-nspawn, podman, lxc set `container`
+  const fs::path cgroup = fs::path(paths.proc) / "1/cgroup";
+  for (const char* name : {"kubepods", "docker", "containerd", "lxc"}) {
+    if (contains_in_first_lines(cgroup, name, 64)) return name == std::string("kubepods") ? "kubernetes" : name;
+  }
+  return "";
+}
+
+}  // namespace
+
+bool is_recorded_variable(const std::string& name) {
+  for (const char* prefix : {"CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "GPUBENCH_", "CUBLAS_", "CUDNN_"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return name == "OMP_NUM_THREADS";
+}
+
+void fill_host_facts(EnvironmentRecord& e, const char* const* envp, const HostPaths& paths) {
+  std::string container_var;
+  bool kubernetes = false;
+  for (const char* const* v = envp; v != nullptr && *v != nullptr; ++v) {
+    const std::string entry(*v);
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    const std::string name = entry.substr(0, eq);
+    std::string value = entry.substr(eq + 1);
+    if (value.size() > 1024) value = value.substr(0, 1024) + "...";  // bounded: a record is not an archive
+    if (is_recorded_variable(name) && name != "GPUBENCH_RECORD_PATH_FILE") e.variables[name] = value;  // a temp path
+    if (name == "container") container_var = value;
+    if (name == "KUBERNETES_SERVICE_HOST") kubernetes = true;
+  }
+
+  std::ifstream meminfo(fs::path(paths.proc) / "meminfo");
+  std::string key;
+  long long kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib) {
+    std::getline(meminfo, unit);
+    if (key == "MemTotal:") {
+      e.host_memory_bytes = static_cast<int64_t>(kib) * 1024;
+      break;
+    }
+  }
+
+  // Every CPU's governor: one name when they agree, else the distinct names.
+  std::set<std::string> governors;
+  std::error_code ec;
+  const fs::path cpus = fs::path(paths.sys) / "devices/system/cpu";
+  for (fs::directory_iterator it(cpus, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("cpu", 0) != 0 || name.size() < 4 || name.find_first_not_of("0123456789", 3) != std::string::npos) {
+      continue;
+    }
+    const std::string g = first_line(it->path() / "cpufreq/scaling_governor");
+    if (!g.empty()) governors.insert(g);
+  }
+  if (governors.size() == 1) e.cpu_governor = *governors.begin();
+  if (governors.size() > 1) {
+    std::string all;
+    for (const auto& g : governors) all += (all.empty() ? "" : ", ") + g;
+    e.cpu_governor = "mixed: " + all;
+  }
+  e.container = detect_container(paths, container_var, kubernetes);
+}
+
+}  // namespace gpubench

@@ -1,0 +1,230 @@
+#include "gpubench/core/scenario/resolve.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <stdexcept>
+
+#include "gpubench/core/scenario/scenario_loader.hpp"
+
+namespace gpubench {
+
+namespace {
+
+Origin origin_of(const Scenario& s, const std::string& key) {
+  const auto it = s.origins.find(key);
+  return it != s.origins.end() ? it->second : Origin{"default " + key, 0, 0};
+}
+
+/// The key a model rule's message names first ("llama: heads 32 is not a multiple of kv_heads 3" names heads), so
+/// the error points at where the user set it.
+std::string first_key_named(const std::string& message, const ModelInfo& model) {
+  std::string best;
+  size_t best_at = std::string::npos;
+  for (const auto& o : model.options) {
+    for (size_t at = message.find(o.key); at != std::string::npos; at = message.find(o.key, at + 1)) {
+      const bool starts = at == 0 || !(std::isalnum(static_cast<unsigned char>(message[at - 1])) || message[at - 1] == '_');
+      const size_t end = at + o.key.size();
+      const bool ends = end == message.size() ||
+                        !(std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '_');
+      if (starts && ends && at < best_at) {
+        best_at = at;
+        best = o.key;
+      }
+    }
+  }
+  return best.empty() ? "model" : best;
+}
+
+}  // namespace
+
+Scenario load_scenario(const ScenarioInputs& in, const ModelOptions& models) {
+  ScenarioLoader loader(models);
+  Scenario s;
+  if (in.config) loader.load_file(*in.config, s);
+  if (in.model) loader.apply_override("model", *in.model, "MODEL", s);
+  auto flag = [&in](const std::string& key) {
+    const auto it = in.flag_of.find(key);
+    return it != in.flag_of.end() ? it->second : "--" + key;
+  };
+  if (in.amp && in.overrides.count("precision")) {
+    throw ScenarioError(Origin{"command line --amp", 0, 0}, "precision",
+                        "--amp and --precision both set the precision; give one of them");
+  }
+  if (in.amp) loader.apply_override("precision", "amp", "--amp", s);
+  if (in.channels_last) loader.apply_override("memory_format", "channels_last", "--channels-last", s);
+  // The model first, so that its own keys are read by its declaration.
+  if (const auto it = in.overrides.find("model"); it != in.overrides.end()) {
+    loader.apply_override("model", it->second, flag("model"), s);
+  }
+  for (const auto& [key, value] : in.overrides) {
+    if (key != "model") loader.apply_override(key, value, flag(key), s);
+  }
+  loader.check(s);
+  return s;
+}
+
+std::string resolved_precision(const std::string& requested, const std::string& device_type) {
+  if (requested != "amp") return requested;
+  return device_type == "cpu" ? "bf16" : "fp16";
+}
+
+std::vector<std::string> fill_device_defaults(Scenario& s, const ModelInfo& model, const DeviceFacts& d) {
+  std::vector<std::string> notes;
+  const bool cpu = d.type == "cpu";
+  if (d.available) s.device = d.id;
+  std::vector<std::string> bounded;
+  if (!s.batch_size) {
+    s.batch_size = cpu ? std::min<int64_t>(16, model.default_batch_size) : model.default_batch_size;
+    if (cpu && *s.batch_size < model.default_batch_size) {
+      bounded.push_back("batch size 16 (GPU default " + std::to_string(model.default_batch_size) + ")");
+    }
+  }
+  if (!s.warmup_steps) {
+    s.warmup_steps = cpu ? 2 : 10;
+    if (cpu) bounded.push_back("2 warm-up steps");
+  }
+  if (!s.time_budget_s && cpu) {
+    s.time_budget_s = 60.0;
+    bounded.push_back("a 60 s time budget for the timed epochs");
+  }
+  if (cpu) {
+    std::string msg = std::string("No GPU in use: ") + (s.mode == "inference" ? "inference" : "training") +
+                      " on the CPU (" + d.id + ").";
+    if (!bounded.empty()) {
+      msg += " Bounded so the run ends in minutes: ";
+      for (size_t i = 0; i < bounded.size(); ++i) msg += (i ? ", " : "") + bounded[i];
+      msg += ". Set --batch-size/--warmup-steps/--time-budget to change this.";
+    }
+    msg += " CPU numbers are not comparable with GPU numbers.";
+    notes.push_back(msg);
+  }
+  if (s.memory_format == "auto") {
+    s.memory_format = (model.channels_last && (d.type == "cuda" || d.type == "rocm" || d.type == "mps"))
+                          ? "channels_last"
+                          : "contiguous";
+  }
+  // The model's recipe fills what the scenario leaves open, if it names the same optimizer; then PyTorch's defaults.
+  OptimizerSettings& o = s.optimizer;
+  const OptimizerSettings& recipe = model.recipe;
+  if (o.name.empty()) o.name = recipe.name;
+  // ATen's fused kernels: one launch per update and an fp16 skip decided on the device (torch.optim's fused=True).
+  if (o.implementation.empty()) o.implementation = "fused";
+  const bool same = o.name == recipe.name;
+  auto fill = [same](std::optional<double>& v, const std::optional<double>& from_recipe, double fallback) {
+    if (!v) v = (same && from_recipe) ? *from_recipe : fallback;
+  };
+  if (o.name == "sgd") {
+    fill(o.lr, recipe.lr, 0.1);  // torchvision's ResNet recipe
+    fill(o.momentum, recipe.momentum, 0.9);
+    fill(o.weight_decay, recipe.weight_decay, 1e-4);
+    o.nesterov = o.nesterov.value_or(false);
+    o.beta1 = o.beta2 = o.eps = std::nullopt;
+  } else {
+    fill(o.lr, recipe.lr, 1e-3);  // torch.optim.AdamW defaults
+    fill(o.beta1, recipe.beta1, 0.9);
+    fill(o.beta2, recipe.beta2, 0.999);
+    fill(o.eps, recipe.eps, 1e-8);
+    fill(o.weight_decay, recipe.weight_decay, 1e-2);
+    o.momentum = std::nullopt;
+    o.nesterov = std::nullopt;
+  }
+  return notes;
+}
+
+std::string file_name_part(std::string text) {
+  for (char& c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' && c != '=') c = '-';
+  }
+  return text;
+}
+
+std::string repeat_record_path(const std::string& path, int index, int count) {
+  if (count <= 1) return path;
+  // Only the file name changes: "a.json/run" or "runs.json/x.json" keep their folders.
+  std::filesystem::path p(path);
+  const std::string stem = p.extension() == ".json" ? p.stem().string() : p.filename().string();
+  p.replace_filename(stem + "_r" + std::to_string(index) + ".json");
+  return p.string();
+}
+
+std::string default_record_path(const Scenario& s, const std::string& precision, int repeats) {
+  const std::string base = "runs/" + file_name_part(s.model) + "_" + file_name_part(s.device) + "_" +
+                           file_name_part(precision) + "_bs" +
+                           (s.batch_size ? std::to_string(*s.batch_size) : std::string("default"));
+  std::error_code ec;
+  for (int k = 1; k < 100000; ++k) {
+    const std::string path = base + (k == 1 ? "" : "_" + std::to_string(k)) + ".json";
+    if (!std::filesystem::exists(repeat_record_path(path, 1, repeats), ec)) return path;
+  }
+  throw std::runtime_error("no free record name of the form " + base + "_N.json under runs/; pass --output");
+}
+
+ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog& models, const DeviceFacts& device,
+                                  const ResolveOptions& options) {
+  const ModelInfo* model = find_model_info(models, requested.model);
+  if (model == nullptr) {
+    std::string known;
+    for (const auto& m : models) known += (known.empty() ? "" : ", ") + m.name;
+    throw ScenarioError(origin_of(requested, "model"), "model",
+                        "unknown model '" + requested.model + "'; known models: " + known);
+  }
+  ResolvedScenario r;
+  r.device = device;
+  try {
+    r.scenario = fill_model_options(*model, requested);
+  } catch (const std::invalid_argument& e) {
+    throw ScenarioError(origin_of(requested, "model"), "model", e.what());
+  }
+  r.notes = fill_device_defaults(r.scenario, *model, device);
+  r.precision = resolved_precision(r.scenario.precision, device.type);
+  Scenario& s = r.scenario;
+  if (model->check) {
+    try {
+      model->check(s);
+    } catch (const std::invalid_argument& e) {
+      const std::string key = first_key_named(e.what(), *model);
+      throw ScenarioError(origin_of(s, key), key, e.what());
+    }
+  }
+  if (s.data == "folder" && !model->image_input) {
+    throw ScenarioError(origin_of(s, "data"), "data",
+                        "data: folder feeds image classifiers; " + s.model + " takes no images");
+  }
+  if (s.data == "folder" && options.check_data) {
+    try {
+      options.check_data(s, std::max(1, options.world_size));
+    } catch (const std::exception& e) {
+      throw ScenarioError(origin_of(s, "data_path"), "data_path", e.what());
+    }
+  }
+  if (s.output.empty() && options.choose_output) {
+    try {
+      s.output = default_record_path(s, r.precision, options.repeats);
+    } catch (const std::exception& e) {
+      throw ScenarioError(origin_of(s, "output"), "output", e.what());
+    }
+  }
+  for (int i = 1; i <= std::max(1, options.repeats) && !s.output.empty(); ++i) {
+    r.record_paths.push_back(repeat_record_path(s.output, i, options.repeats));
+  }
+  return r;
+}
+
+void to_json(nlohmann::json& j, const DeviceFacts& d) {
+  j = {{"id", d.id}, {"type", d.type}, {"available", d.available}, {"reason", d.reason}};
+}
+
+void to_json(nlohmann::json& j, const ResolvedScenario& r) {
+  nlohmann::json sources = nlohmann::json::object();
+  for (const auto& [key, origin] : r.scenario.origins) sources[key] = origin.describe();
+  j = {{"schema", "gpubench.resolved_scenario"},
+       {"scenario", r.scenario},
+       {"scenario_sources", sources},
+       {"device", r.device},
+       {"precision", r.precision},
+       {"notes", r.notes},
+       {"record_paths", r.record_paths}};
+}
+
+}  // namespace gpubench

@@ -1,0 +1,298 @@
+#include "gpubench/core/store/store.hpp"
+
+#include "gpubench/core/record/metric_catalog.hpp"
+
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <ctime>
+#include <stdexcept>
+
+#include "gpubench/core/analysis/compare.hpp"
+#include "gpubench/core/record/record_io.hpp"
+
+namespace gpubench {
+
+bool store_available() { return true; }
+
+namespace {
+
+/// One prepared statement, finalised on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql, const std::string& path) : db_(db), path_(path) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) fail("preparing a query");
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, const std::string& v) {
+    check(sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& bind(int i, int64_t v) {
+    check(sqlite3_bind_int64(stmt_, i, v));
+    return *this;
+  }
+  Statement& bind(int i, double v) {
+    check(sqlite3_bind_double(stmt_, i, v));
+    return *this;
+  }
+  Statement& bind(int i, const std::optional<int64_t>& v) {
+    check(v ? sqlite3_bind_int64(stmt_, i, *v) : sqlite3_bind_null(stmt_, i));
+    return *this;
+  }
+  /// Ready to run again with new values.
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  /// true while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail("running a query");
+  }
+  std::string text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(t));
+  }
+  std::optional<int64_t> int_or_null(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_int64(stmt_, col);
+  }
+  std::optional<double> double_or_null(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_double(stmt_, col);
+  }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) fail("binding a value");
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error("results store " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  std::string path_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// One version of the tables; a store made by a later gpubench with another layout is refused, not misread.
+constexpr int kStoreVersion = 1;
+
+const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY,
+  fingerprint TEXT NOT NULL UNIQUE,
+  added_utc TEXT NOT NULL,
+  source TEXT NOT NULL,
+  start_time_utc TEXT, status TEXT, model TEXT, device_name TEXT, device_type TEXT, precision TEXT,
+  batch_size INTEGER, world_size INTEGER,
+  driver_version TEXT, cuda_runtime_version TEXT, cudnn_version TEXT, libtorch_version TEXT, git_revision TEXT,
+  hostname TEXT,
+  scenario_json TEXT NOT NULL,      -- the comparable resolved scenario (compare.hpp), what pairs runs
+  environment_json TEXT NOT NULL,
+  record_json TEXT NOT NULL         -- the whole record: nothing is lost
+);
+CREATE TABLE IF NOT EXISTS metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  epoch INTEGER,                    -- NULL: the run's value
+  tag TEXT NOT NULL, value REAL NOT NULL, unit TEXT, better TEXT
+);
+CREATE INDEX IF NOT EXISTS metrics_by_tag ON metrics(tag, run_id);
+CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, start_time_utc);
+)sql";
+
+}  // namespace
+
+std::string record_fingerprint(const RunRecord& r) {
+  const std::string text = nlohmann::json(r).dump();  // objects are key-sorted: canonical
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+ResultsStore::ResultsStore(const std::string& path) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw std::runtime_error("results store " + path + ": cannot open: " + why);
+  }
+  sqlite3_busy_timeout(db_, 30000);  // concurrent CI jobs on one file wait for each other
+  try {
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA foreign_keys=ON");
+    int version = 0;
+    {
+      Statement v(db_, "PRAGMA user_version", path_);
+      if (v.step()) version = static_cast<int>(v.int_or_null(0).value_or(0));
+    }
+    if (version > kStoreVersion) {
+      throw std::runtime_error("results store " + path + ": made by a newer gpubench (store version " +
+                               std::to_string(version) + "); this one reads version " + std::to_string(kStoreVersion));
+    }
+    exec("BEGIN IMMEDIATE");
+    exec(kSchema);
+    exec("PRAGMA user_version=" + std::to_string(kStoreVersion));
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+ResultsStore::~ResultsStore() { sqlite3_close(db_); }
+
+void ResultsStore::exec(const std::string& sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string why = err != nullptr ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    throw std::runtime_error("results store " + path_ + ": " + why);
+  }
+}
+
+bool ResultsStore::add(const RunRecord& r, const std::string& source) {
+  const std::string fingerprint = record_fingerprint(r);
+  exec("BEGIN IMMEDIATE");  // the write lock up front: two writers queue instead of failing mid-transaction
+  try {
+    Statement insert(db_,
+                     "INSERT OR IGNORE INTO runs (fingerprint, added_utc, source, start_time_utc, status, model, "
+                     "device_name, device_type, precision, batch_size, world_size, driver_version, "
+                     "cuda_runtime_version, cudnn_version, libtorch_version, git_revision, hostname, scenario_json, "
+                     "environment_json, record_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                     path_);
+    const EnvironmentRecord& e = r.environment;
+    insert.bind(1, fingerprint).bind(2, utc_now_iso8601()).bind(3, source).bind(4, e.start_time_utc).bind(5, to_string(r.status));
+    insert.bind(6, r.scenario.model).bind(7, e.device_name).bind(8, e.device_type);
+    insert.bind(9, r.precision.resolved.empty() ? r.scenario.precision : r.precision.resolved);
+    insert.bind(10, r.scenario.batch_size).bind(11, int64_t{r.distributed ? r.distributed->world_size : 1});
+    insert.bind(12, r.telemetry.driver_version).bind(13, e.cuda_runtime_version).bind(14, e.cudnn_version);
+    insert.bind(15, e.libtorch_version).bind(16, e.git_revision).bind(17, e.hostname);
+    insert.bind(18, comparable_scenario(r.scenario).dump()).bind(19, nlohmann::json(e).dump());
+    insert.bind(20, json_text(r, -1));
+    insert.step();
+    if (sqlite3_changes(db_) == 0) {  // already stored
+      exec("COMMIT");
+      return false;
+    }
+    const int64_t id = sqlite3_last_insert_rowid(db_);
+    Statement metric(db_, "INSERT INTO metrics (run_id, epoch, tag, value, unit, better) VALUES (?,?,?,?,?,?)", path_);
+    auto put = [&](const std::optional<int64_t>& epoch, const Metric& m) {  // one prepared statement, reset per row
+      metric.reset();
+      metric.bind(1, id).bind(2, epoch).bind(3, m.tag).bind(4, m.value).bind(5, m.unit).bind(6, to_string(m.better));
+      metric.step();
+    };
+    for (const auto& m : run_metrics(r)) put(std::nullopt, m);
+    for (const auto& ep : r.epochs) {
+      for (const auto& m : epoch_metrics(r, ep)) put(ep.index, m);
+    }
+    exec("COMMIT");
+    return true;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);  // nothing half-written stays
+    throw;
+  }
+}
+
+std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
+  std::string sql =
+      "SELECT r.id, r.start_time_utc, r.model, r.device_name, r.precision, r.status, r.driver_version, "
+      "r.cuda_runtime_version, r.cudnn_version, r.libtorch_version, r.git_revision, r.source, r.batch_size, m.value, "
+      "m.unit, m.better, r.scenario_json FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.epoch IS NULL AND m.tag = ? WHERE 1=1";
+  std::vector<std::string> args{q.metric};
+  if (!q.model.empty()) {
+    sql += " AND r.model = ?";
+    args.push_back(q.model);
+  }
+  if (!q.since.empty()) {
+    sql += " AND r.start_time_utc >= ?";
+    args.push_back(q.since);
+  }
+  for (const auto& [key, value] : q.scenario) {
+    // Scenario values as their JSON text: 256, "bf16" -> bf16, true.
+    sql += " AND CAST(json_extract(r.scenario_json, ?) AS TEXT) = ?";
+    args.push_back("$." + key);
+    args.push_back(value == "true" ? "1" : value == "false" ? "0" : value);
+  }
+  sql += " ORDER BY r.start_time_utc, r.id";
+  Statement s(db_, sql, path_);
+  for (size_t i = 0; i < args.size(); ++i) s.bind(static_cast<int>(i + 1), args[i]);
+  std::vector<HistoryRow> rows;
+  while (s.step()) {
+    HistoryRow h;
+    h.id = s.int_or_null(0).value_or(0);
+    h.start_time_utc = s.text(1);
+    h.model = s.text(2);
+    h.device_name = s.text(3);
+    h.precision = s.text(4);
+    h.status = s.text(5);
+    h.driver_version = s.text(6);
+    h.cuda_runtime_version = s.text(7);
+    h.cudnn_version = s.text(8);
+    h.libtorch_version = s.text(9);
+    h.git_revision = s.text(10);
+    h.source = s.text(11);
+    h.batch_size = s.int_or_null(12);
+    h.value = s.double_or_null(13);
+    h.unit = s.text(14);
+    h.better = s.text(15);
+    h.scenario_json = s.text(16);
+    rows.push_back(std::move(h));
+  }
+  return rows;
+}
+
+RunRecord ResultsStore::record(int64_t id) const {
+  Statement s(db_, "SELECT record_json, source FROM runs WHERE id = ?", path_);
+  s.bind(1, id);
+  if (!s.step()) throw std::runtime_error("results store " + path_ + ": no run " + std::to_string(id));
+  return parse_record(s.text(0), path_ + " run " + std::to_string(id) + " (" + s.text(1) + ")");
+}
+
+std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord& candidate, int last_n) const {
+  Statement s(db_,
+              "SELECT id, source FROM runs WHERE scenario_json = ? AND device_name = ? AND status = 'ok' "
+              "AND fingerprint <> ? AND (? = '' OR start_time_utc < ?) ORDER BY start_time_utc DESC, id DESC LIMIT ?",
+              path_);
+  const std::string start = candidate.environment.start_time_utc;
+  s.bind(1, comparable_scenario(candidate.scenario).dump()).bind(2, candidate.environment.device_name);
+  s.bind(3, record_fingerprint(candidate)).bind(4, start).bind(5, start).bind(6, int64_t{last_n});
+  std::vector<std::pair<int64_t, std::string>> ids;
+  while (s.step()) ids.emplace_back(s.int_or_null(0).value_or(0), s.text(1));
+  std::vector<LoadedRecord> out;
+  for (const auto& [id, source] : ids) {
+    out.push_back(LoadedRecord{path_ + ":" + std::to_string(id) + " (" + source + ")", record(id)});
+  }
+  return out;
+}
+
+std::string ResultsStore::integrity() const {
+  {
+    Statement s(db_, "PRAGMA integrity_check", path_);
+    if (s.step() && s.text(0) != "ok") return "integrity check: " + s.text(0);
+  }
+  Statement s(db_, "SELECT COUNT(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id)", path_);
+  s.step();
+  const int64_t bare = s.int_or_null(0).value_or(0);
+  return bare == 0 ? "ok" : std::to_string(bare) + " run(s) without their metrics";
+}
+
+int64_t ResultsStore::count() const {
+  Statement s(db_, "SELECT COUNT(*) FROM runs", path_);
+  s.step();
+  return s.int_or_null(0).value_or(0);
+}
+
+}  // namespace gpubench

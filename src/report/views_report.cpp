@@ -1,0 +1,251 @@
+// The report and export views: many records at once.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "gpubench/core/analysis/profile.hpp"
+#include "gpubench/core/record/metric_catalog.hpp"
+#include "gpubench/core/record/stats.hpp"
+#include "gpubench/report/views.hpp"
+#include "report/view_helpers.h"
+
+namespace gpubench {
+
+using namespace views;  // NOLINT(google-build-using-namespace): the views' shared helpers
+
+namespace {
+
+/// Each chart file with its title, in display order.
+const std::vector<std::pair<std::string, std::string>>& charts() {
+  static const std::vector<std::pair<std::string, std::string>> all{
+      {"throughput.png", "Throughput per run"},
+      {"epoch_time.png", "Epoch time"},
+      {"telemetry.png", "Power, SM clock and temperature"},
+      {"batch_size.png", "Throughput against batch size"},
+      {"compare.png", "Comparison with 95 % intervals"},
+      {"profile.png", "Kernel time per step by category (runs with --profile), with each run's bottleneck verdict"},
+      {"trend.png", "A metric over time, per scenario and GPU model"}};
+  return all;
+}
+
+std::string chart_title(const std::string& name) {
+  for (const auto& [file, title] : charts()) {
+    if (file == name) return title;
+  }
+  return name;
+}
+
+/// Runs that differ only in batch size, grouped (model, precision, device, mode), each group sorted by batch.
+std::vector<std::vector<const RunRecord*>> sweep_groups(const ReportInput& in) {
+  std::map<std::string, std::vector<const RunRecord*>> groups;
+  for (const auto& lr : in.runs) {
+    if (lr.record.status != RunStatus::kOk && lr.record.status != RunStatus::kOom) continue;
+    nlohmann::json key = comparable_scenario(lr.record.scenario);
+    key.erase("batch_size");
+    key.erase("dataset_size");
+    key["device_name"] = lr.record.environment.device_name;
+    groups[key.dump()].push_back(&lr.record);
+  }
+  std::vector<std::vector<const RunRecord*>> out;
+  for (auto& [k, g] : groups) {
+    std::sort(g.begin(), g.end(), [](const RunRecord* a, const RunRecord* b) {
+      return a->scenario.batch_size.value_or(0) < b->scenario.batch_size.value_or(0);
+    });
+    if (g.size() > 1 && g.front()->scenario.batch_size != g.back()->scenario.batch_size) out.push_back(g);
+  }
+  return out;
+}
+
+/// Runs of the same scenario on the same device in the same mode (repeats): their throughput spread.
+struct RepeatGroup {
+  std::string label, unit;
+  std::vector<double> rates;
+};
+
+std::vector<RepeatGroup> repeat_groups(const ReportInput& in) {
+  std::map<std::string, RepeatGroup> groups;
+  for (const auto& lr : in.runs) {
+    const RunRecord& r = lr.record;
+    if (r.status != RunStatus::kOk || r.summary.samples_per_s <= 0) continue;
+    nlohmann::json key = comparable_scenario(r.scenario);
+    key["device_name"] = r.environment.device_name;
+    key["mode"] = r.execution.mode;
+    RepeatGroup& g = groups[key.dump()];
+    g.label = fmt::format("{} bs{} {} {}", r.scenario.model, r.scenario.batch_size.value_or(0), r.precision.resolved,
+                          mode_label(r));
+    g.unit = throughput_unit(r);
+    g.rates.push_back(r.summary.samples_per_s);
+  }
+  std::vector<RepeatGroup> out;
+  for (auto& [k, g] : groups) {
+    if (g.rates.size() > 1) out.push_back(g);
+  }
+  return out;
+}
+
+/// Each run's verdict, and for profiled runs their kernel time per step by category (the chart is profile.png).
+void add_bottlenecks(Document& d, const ReportInput& in) {
+  const bool any = std::any_of(in.runs.begin(), in.runs.end(), [](const LoadedRecord& lr) {
+    return !lr.record.summary.bounded_by.empty() || lr.record.profile.has_value();
+  });
+  if (!any) return;
+  d.heading("Bottlenecks", 2);
+  Table t;
+  t.id = "bottlenecks";
+  const Column verdict = Column::text("bounded_by", "bounded by"), busy{"device_busy_fraction", "busy", "fraction",
+                                                                          Better::kHigher},
+               evidence = Column::text("evidence", "evidence");
+  for (const auto& lr : in.runs) {
+    const RunRecord& r = lr.record;
+    auto& row = t.add_row();
+    put_identity(t, row, lr);
+    t.put(row, verdict, Cell::str(r.summary.bounded_by.empty() ? "-" : r.summary.bounded_by));
+    if (r.profile) {
+      t.put(row, busy, Cell::num(r.profile->busy_fraction_of_timed_step.value_or(r.profile->busy_fraction)));
+      for (const auto& c : r.profile->categories) {
+        t.put(row, Column{"ms_" + c.category, category_display_name(c.category), "ms", Better::kLower},
+              Cell::num(c.ms_per_step));
+      }
+    }
+  }
+  // The evidence last (it is the widest column): a second pass, once every category has its column.
+  for (size_t i = 0; i < in.runs.size(); ++i) t.put(t.rows[i], evidence, Cell::str(in.runs[i].record.summary.bottleneck_evidence));
+  for (auto& row : t.rows) row.resize(t.columns.size());
+  t.notes.push_back("category columns: kernel time per step (ms) in the profiled steps; the chart below draws them");
+  d.table(std::move(t));
+}
+
+}  // namespace
+
+Document report_document(const ReportInput& in) {
+  Document d;
+  d.kind = "report";
+  d.title = in.title;
+  d.heading(in.title, 1);
+  d.paragraph(fmt::format("{} run record(s).", in.runs.size()));
+  d.heading("Runs", 2);
+  Table runs;
+  runs.id = "runs";
+  const std::vector<std::string> shown{kThroughputTag,       "epoch_seconds", "step_time_median_ms", "step_time_p95_ms",
+                                       "peak_reserved_bytes", "power_avg_w",   "joules_per_sample",   "mfu"};
+  for (const auto& lr : in.runs) {
+    auto& row = runs.add_row();
+    put_identity(runs, row, lr);
+    const bool ok = lr.record.status == RunStatus::kOk;
+    for (const auto& m : pick(run_metrics(lr.record), shown)) {
+      if (ok || m.unit == "bytes") put_metric(runs, row, m);  // a failed run's rates and times mean nothing
+    }
+    d.cases.push_back(TestCase{file_name(lr.path), ok ? TestCase::Outcome::kPass : TestCase::Outcome::kFail,
+                               to_string(lr.record.status) + (lr.record.reason.empty() ? "" : ": " + lr.record.reason)});
+  }
+  for (auto& row : runs.rows) row.resize(runs.columns.size());
+  d.table(std::move(runs));
+  add_bottlenecks(d, in);
+  const auto sweeps = sweep_groups(in);
+  if (!sweeps.empty()) {
+    d.heading("Throughput against batch size", 2);
+    for (const auto& g : sweeps) {
+      const RunRecord& f = *g.front();
+      Table t;
+      t.id = "batch_sizes";
+      t.title = fmt::format("{} {} on {}:", f.scenario.model, f.precision.resolved, f.environment.device_name);
+      t.add_column(Column::count("batch_size", "batch"));
+      t.add_column(Column::text("status", "status"));
+      t.add_column(Column{kThroughputTag, "throughput", throughput_unit(f), Better::kHigher});
+      t.add_column(Column{"peak_reserved_bytes", "peak reserved", "bytes", Better::kLower});
+      for (const RunRecord* r : g) {
+        t.rows.push_back({Cell::num(static_cast<double>(r->scenario.batch_size.value_or(0))), Cell::str(to_string(r->status)),
+                          r->status == RunStatus::kOk ? Cell::num(r->summary.samples_per_s) : Cell::none(),
+                          r->summary.peak_reserved_bytes ? Cell::num(static_cast<double>(*r->summary.peak_reserved_bytes))
+                                                         : Cell::none()});
+      }
+      d.table(std::move(t));
+    }
+  }
+  const auto repeats = repeat_groups(in);
+  if (!repeats.empty()) {
+    d.heading("Repeats", 2);
+    Table t;
+    t.id = "repeats";
+    t.add_column(Column::text("scenario", "scenario"));
+    t.add_column(Column::count("runs", "runs"));
+    const std::string unit = repeats.front().unit;
+    t.add_column(Column{"mean", "mean", unit, Better::kHigher});
+    t.add_column(Column{"min", "min", unit, Better::kHigher});
+    t.add_column(Column{"max", "max", unit, Better::kHigher});
+    t.add_column(Column{"cv_pct", "coefficient of variation", "%", Better::kLower});
+    for (const auto& g : repeats) {
+      const StepTimeStats st = summarize_step_times(g.rates);  // the step-time statistics, applied to samples/s
+      t.rows.push_back({Cell::str(g.label), Cell::num(static_cast<double>(g.rates.size())), Cell::num(st.mean_ms),
+                        Cell::num(st.min_ms), Cell::num(st.max_ms),
+                        Cell::num(st.mean_ms > 0 ? st.stdev_ms / st.mean_ms * 100.0 : 0.0)});
+    }
+    d.table(std::move(t));
+  }
+  d.heading("Charts", 2);
+  if (in.charts.empty()) d.paragraph("No charts: " + (in.chart_note.empty() ? std::string("nothing to plot") : in.chart_note));
+  for (const auto& c : in.charts) d.image(c, chart_title(c));
+  return d;
+}
+
+const std::vector<std::string>& report_chart_files() {
+  static const std::vector<std::string> files = [] {
+    std::vector<std::string> out;
+    for (const auto& c : charts()) out.push_back(c.first);
+    return out;
+  }();
+  return files;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// export
+
+Document export_document(const std::vector<LoadedRecord>& records, ExportPer per) {
+  Document d;
+  d.kind = "export";
+  d.title = per == ExportPer::kEpoch ? "gpubench epochs" : "gpubench runs";
+  Table t;
+  t.id = per == ExportPer::kEpoch ? "epochs" : "runs";
+  auto identity = [&t](std::vector<Cell>& row, const LoadedRecord& lr) {
+    const RunRecord& r = lr.record;
+    put_identity(t, row, lr);
+    const auto put = [&](const Column& c, Cell v) { t.put(row, c, std::move(v)); };
+    put(Column::text("path", "path"), Cell::str(lr.path));
+    put(Column::text("device_type", "device type"), Cell::str(r.environment.device_type));
+    put(Column::count("grad_accumulation", "gradient accumulation"), Cell::num(static_cast<double>(r.scenario.grad_accumulation)));
+    put(Column::count("repeat_index", "repeat"), Cell::num(static_cast<double>(r.repeat_index)));
+    put(Column::text("start_time_utc", "start (UTC)"), Cell::str(r.environment.start_time_utc));
+    put(Column::text("driver_version", "driver"), Cell::str(r.telemetry.driver_version));
+    put(Column::text("libtorch_version", "LibTorch"), Cell::str(r.environment.libtorch_version));
+    put(Column::text("git_revision", "gpubench revision"), Cell::str(r.environment.git_revision));
+  };
+  for (const auto& lr : records) {
+    if (per == ExportPer::kRun) {
+      auto& row = t.add_row();
+      identity(row, lr);
+      for (const auto& m : run_metrics(lr.record)) put_metric(t, row, m);
+      continue;
+    }
+    for (const auto& e : lr.record.epochs) {
+      auto& row = t.add_row();
+      identity(row, lr);
+      const auto put = [&](const Column& c, Cell v) { t.put(row, c, std::move(v)); };
+      put(Column::count("epoch", "epoch"), Cell::num(static_cast<double>(e.index)));
+      put(Column::text("complete", "complete"), Cell::str(e.complete ? "true" : "false"));
+      put(Column::count("steps", "steps"), Cell::num(static_cast<double>(e.steps)));
+      put(Column::count("samples", "samples"), Cell::num(static_cast<double>(e.samples)));
+      for (const auto& m : epoch_metrics(lr.record, e)) put_metric(t, row, m);
+    }
+  }
+  for (auto& row : t.rows) row.resize(t.columns.size());
+  d.table(std::move(t));
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// sweep and scaling
+
+}  // namespace gpubench
