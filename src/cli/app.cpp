@@ -155,10 +155,6 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}).description(""))
       ->type_name("trace|debug|info|warn|error|off")
       ->group("Global options");
-  std::vector<int> all_codes;
-  for (const auto& e : exit_code_table()) all_codes.push_back(e.code);
-  app.footer("Each command's --help lists its flags and the exit codes it returns.\n" + exit_code_footer(all_codes) +
-             "\nNO_COLOR=1 turns colour off; there is none when standard error is not a terminal.");
 
   std::vector<std::unique_ptr<Command>> instances;
   std::map<CLI::App*, const CommandSpec*> spec_of;
@@ -181,6 +177,11 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
     spec_of[sub] = &spec;
     command_of[sub] = instances.back().get();
   }
+  // The root's footer last: subcommands copy their parent's when they are added.
+  std::vector<int> all_codes;
+  for (const auto& e : exit_code_table()) all_codes.push_back(e.code);
+  app.footer("Each command's --help lists its flags and the exit codes it returns.\n" + exit_code_footer(all_codes) +
+             "\nNO_COLOR=1 turns colour off; there is none when standard error is not a terminal.");
   allow_extras_everywhere(&app);
 
   try {
