@@ -5,7 +5,10 @@
 #   3. CMake configure (once) and an incremental build.
 # Source it (it sets GPUBENCH_BUILD_DIR and GPUBENCH_PYTHON) or run it. Output goes to stderr.
 # Knobs: GPUBENCH_BUILD_DIR (default build/), GPUBENCH_CMAKE_ARGS (extra configure arguments), GPUBENCH_NO_APT=1 (never call apt-get), GPUBENCH_PYTHON (a python3
-# with torch 2.11), GPUBENCH_WITH_TESTS=ON|OFF (default ON), CMAKE_BUILD_TYPE (default Release).
+# with torch 2.11), GPUBENCH_WITH_TESTS=ON|OFF (default ON), CMAKE_BUILD_TYPE (default Release),
+# GPUBENCH_BUILD_TARGETS (what to build, default everything; scripts/gpubench builds only the binary),
+# GPUBENCH_NEED_REFERENCE=0|1 (default 1: the python also needs torchvision and transformers, for the parity tests'
+# reference exports; scripts/gpubench, which runs no test, asks only for torch).
 set -euo pipefail
 
 GPUBENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +23,7 @@ _die() { echo "[bootstrap] error: $*" >&2; exit 1; }
 _apt_packages=(g++ cmake ninja-build git python3 python3-venv python3-pip
                libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev
                librocm-smi-dev libgloo-dev python3-matplotlib python3-pandas
-               python3-jsonschema libsqlite3-dev openmpi-bin slurm-wlm libjpeg62-turbo-dev)
+               python3-jsonschema python3-yaml libsqlite3-dev openmpi-bin slurm-wlm libjpeg62-turbo-dev)
 
 _install_debian_packages() {
   command -v dpkg-query >/dev/null 2>&1 || { _log "not a Debian system: skipping package checks"; return 0; }
@@ -40,41 +43,59 @@ _install_debian_packages() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 }
 
-# A python3 whose torch is 2.11.x (and torchvision and transformers, needed by the tests' reference exports).
+# A python3 whose torch is 2.11.x, and (GPUBENCH_NEED_REFERENCE=1) torchvision and transformers, which the tests'
+# reference exports need.
 _has_torch() {
   "$1" - <<'PY' >/dev/null 2>&1
-import torch, torchvision, transformers
+import torch
 assert torch.__version__.startswith("2.11.")
 PY
 }
+_has_references() {
+  "$1" -c 'import torchvision, transformers' >/dev/null 2>&1
+}
 
 _pick_python() {
-  local cand
-  for cand in "${GPUBENCH_PYTHON:-}" python3 "$GPUBENCH_ROOT/.venv/bin/python"; do
-    [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1 && _has_torch "$cand" && { command -v "$cand"; return 0; }
+  local cand need="${GPUBENCH_NEED_REFERENCE:-1}" venv="$GPUBENCH_ROOT/.venv/bin/python"
+  for cand in "${GPUBENCH_PYTHON:-}" python3 "$venv"; do
+    [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1 && _has_torch "$cand" || continue
+    if [ "$need" = 1 ] && ! _has_references "$cand"; then
+      [ "$(command -v "$cand")" = "$venv" ] || continue  # only the project's own venv gets packages added
+      _log "adding torchvision ${TORCHVISION_PIN} and transformers ${TRANSFORMERS_PIN} to .venv (the tests' references)"
+      "$venv" -m pip install -q --progress-bar off "torchvision==${TORCHVISION_PIN}" "transformers==${TRANSFORMERS_PIN}" >&2
+      _has_references "$venv" || _die "torchvision/transformers did not install into .venv"
+    fi
+    command -v "$cand"
+    return 0
   done
-  _log "no python3 with torch ${TORCH_PIN}, torchvision and transformers found: installing into $GPUBENCH_ROOT/.venv (about 5 GB, once)"
-  [ -x "$GPUBENCH_ROOT/.venv/bin/python" ] || python3 -m venv "$GPUBENCH_ROOT/.venv" >&2 || \
-    _die "python3 -m venv failed (install python3-venv)"
-  "$GPUBENCH_ROOT/.venv/bin/python" -m pip install -q --upgrade pip >&2
-  "$GPUBENCH_ROOT/.venv/bin/python" -m pip install -q --progress-bar off \
-      "torch==${TORCH_PIN}" "torchvision==${TORCHVISION_PIN}" "transformers==${TRANSFORMERS_PIN}" >&2
-  _has_torch "$GPUBENCH_ROOT/.venv/bin/python" || _die "torch ${TORCH_PIN} did not install into .venv"
-  echo "$GPUBENCH_ROOT/.venv/bin/python"
+  local what="torch ${TORCH_PIN}"
+  [ "$need" = 1 ] && what="$what, torchvision and transformers"
+  _log "no python3 with $what found: installing into $GPUBENCH_ROOT/.venv (about 5 GB, once)"
+  [ -x "$venv" ] || python3 -m venv "$GPUBENCH_ROOT/.venv" >&2 || _die "python3 -m venv failed (install python3-venv)"
+  "$venv" -m pip install -q --upgrade pip >&2
+  local pkgs=("torch==${TORCH_PIN}")
+  [ "$need" = 1 ] && pkgs+=("torchvision==${TORCHVISION_PIN}" "transformers==${TRANSFORMERS_PIN}")
+  "$venv" -m pip install -q --progress-bar off "${pkgs[@]}" >&2
+  _has_torch "$venv" || _die "torch ${TORCH_PIN} did not install into .venv"
+  echo "$venv"
 }
 
 _configure_and_build() {
   local py="$1" prefix generator=()
   prefix="$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
   command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-  if [ ! -f "$GPUBENCH_BUILD_DIR/CMakeCache.txt" ] || ! grep -q "GPUBENCH_PYTHON:FILEPATH=$py\$" "$GPUBENCH_BUILD_DIR/CMakeCache.txt"; then
+  local tests="${GPUBENCH_WITH_TESTS:-ON}"
+  if [ ! -f "$GPUBENCH_BUILD_DIR/CMakeCache.txt" ] || ! grep -q "GPUBENCH_PYTHON:FILEPATH=$py\$" "$GPUBENCH_BUILD_DIR/CMakeCache.txt" \
+     || ! grep -qi "GPUBENCH_BUILD_TESTS:BOOL=$tests\$" "$GPUBENCH_BUILD_DIR/CMakeCache.txt"; then
     _log "configuring $GPUBENCH_BUILD_DIR (LibTorch from $prefix)"
     cmake -S "$GPUBENCH_ROOT" -B "$GPUBENCH_BUILD_DIR" "${generator[@]}" \
         -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" -DCMAKE_PREFIX_PATH="$prefix" \
-        -DGPUBENCH_PYTHON="$py" -DGPUBENCH_BUILD_TESTS="${GPUBENCH_WITH_TESTS:-ON}" ${GPUBENCH_CMAKE_ARGS:-} >&2
+        -DGPUBENCH_PYTHON="$py" -DGPUBENCH_BUILD_TESTS="$tests" ${GPUBENCH_CMAKE_ARGS:-} >&2
   fi
-  _log "building (incremental)"
-  cmake --build "$GPUBENCH_BUILD_DIR" -j "$(nproc)" >&2
+  local targets=()
+  for t in ${GPUBENCH_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+  _log "building ${GPUBENCH_BUILD_TARGETS:-everything} (incremental)"
+  cmake --build "$GPUBENCH_BUILD_DIR" -j "$(nproc)" "${targets[@]}" >&2
 }
 
 gpubench_bootstrap() {

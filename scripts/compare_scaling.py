@@ -13,18 +13,17 @@ import sys
 
 
 def load(folder):
+    """gpubench's side as `gpubench scaling` computed it (its scaling.json: throughput, efficiency, exposed
+    communication per rank count); PyTorch's from the reference script's JSON."""
     out = {}
-    for path in glob.glob(os.path.join(folder, "scaling_*", "*_gpus*.json")):
+    for path in glob.glob(os.path.join(folder, "scaling_*", "scaling.json")):
         name = os.path.basename(os.path.dirname(path))[len("scaling_"):]
-        n = int(re.search(r"_gpus(\d+)\.json$", path).group(1))
-        j = json.load(open(path))
-        rate = j["summary"]["samples_per_s"] if j["status"] == "ok" else None
-        wait = None
-        if j.get("distributed"):
-            d = j["distributed"]
-            wait = sum(e[0] for e in d["rank_comm_wait_seconds"]) / max(j["summary"]["seconds"], 1e-9)
-        out.setdefault(name, {}).setdefault("gpubench", {})[n] = {"rate": rate, "comm_wait_fraction": wait,
-                                                                  "status": j["status"], "reason": j.get("reason")}
+        for row in json.load(open(path)).get("points", []):
+            out.setdefault(name, {}).setdefault("gpubench", {})[row["ranks"]] = {
+                "rate": row.get("samples_per_s") if row.get("status") == "ok" else None,
+                "efficiency": row.get("scaling_efficiency"),
+                "comm_wait_fraction": row.get("comm_wait_fraction_rank0"),
+                "status": row.get("status"), "reason": None}
     for path in glob.glob(os.path.join(folder, "pytorch_*gpu.json")):
         m = re.match(r"pytorch_(.+)_(\d+)gpu\.json$", os.path.basename(path))
         j = json.load(open(path))
@@ -33,6 +32,7 @@ def load(folder):
 
 
 def efficiency(points, n):
+    """PyTorch's efficiency, by the definition gpubench's scaling.json uses for its own: rate on n / (n x rate on 1)."""
     one, many = points.get(1, {}).get("rate"), points.get(n, {}).get("rate")
     return many / (n * one) if one and many else None
 
@@ -50,7 +50,7 @@ def main(argv):
         g, t = tools.get("gpubench", {}), tools.get("pytorch", {})
         for n in sorted(set(g) | set(t)):
             gr, tr = g.get(n, {}).get("rate"), t.get(n, {}).get("rate")
-            ge, te = efficiency(g, n), efficiency(t, n)
+            ge, te = g.get(n, {}).get("efficiency"), efficiency(t, n)
             w = g.get(n, {}).get("comm_wait_fraction")
             row = {"scenario": name, "gpus": n, "gpubench": gr, "pytorch": tr, "gpubench_efficiency": ge,
                    "pytorch_efficiency": te, "gpubench_status": g.get(n, {}).get("status"),

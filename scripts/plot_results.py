@@ -41,14 +41,7 @@ def label(path, j):
     return f"{s['model']} bs{s.get('batch_size')} {j['precision'].get('resolved', s['precision'])}{mode}{extra}"
 
 
-def scenario_without(j, key):
-    s = dict(j["scenario"])
-    for k in ("output", "name", "telemetry", "telemetry_interval_s", "telemetry_trace", "profile", "profile_steps", key):
-        s.pop(k, None)
-    return json.dumps(s, sort_keys=True)
-
-
-def plot_all(runs, out, compare=None, trend=None):
+def plot_all(runs, out, compare=None, trend=None, sweeps=None):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -133,11 +126,11 @@ def plot_all(runs, out, compare=None, trend=None):
         ax.legend(fontsize=7, ncol=3, loc="lower right")
         save(fig, "profile.png")
 
-    groups = {}
-    for p, j in ok:
-        groups.setdefault(scenario_without(j, "batch_size"), []).append(j)
-    sweeps = [sorted(g, key=lambda j: j["scenario"]["batch_size"]) for g in groups.values()
-              if len({j["scenario"]["batch_size"] for j in g}) > 1]
+    # Which runs form a batch-size sweep is gpubench's decision (the report's scenario grouping, passed as --groups);
+    # this script only draws it.
+    by_path = {p: j for p, j in ok}
+    sweeps = [[by_path[p] for p in group if p in by_path] for group in (sweeps or [])]
+    sweeps = [g for g in sweeps if len(g) > 1]
     if sweeps:
         fig, ax = plt.subplots(figsize=(6, 3.6))
         for g in sweeps:
@@ -202,6 +195,8 @@ def main(argv):
     p.add_argument("--compare", help="JSON written by `gpubench compare --json`")
     p.add_argument("--trend", help="CSV written by `gpubench report --db` (series, start_time_utc, value, ...)")
     p.add_argument("--trend-metric", default="value", help="axis label for --trend")
+    p.add_argument("--groups", help="JSON written by `gpubench report`: {\"sweeps\": [[record path, ...], ...]}, each "
+                   "list one scenario's runs in batch-size order")
     p.add_argument("records", nargs="*")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
@@ -210,7 +205,8 @@ def main(argv):
     if a.trend:
         with open(a.trend) as f:
             trend = {"metric": a.trend_metric, "rows": list(csv.DictReader(f))}
-    for name in plot_all(load_records(a.records), a.out, compare, trend):
+    sweeps = json.load(open(a.groups)).get("sweeps") if a.groups else None
+    for name in plot_all(load_records(a.records), a.out, compare, trend, sweeps):
         print(name)
     return 0
 

@@ -44,6 +44,27 @@ def load_scenario(path):
     return yaml.safe_load(text) or {}
 
 
+def gpubench_catalog(path=None):
+    """gpubench's model catalog: `gpubench list --format json` (or that JSON saved to `path`)."""
+    if path:
+        with open(path) as f:
+            return json.load(f)
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    binary = os.environ.get("GPUBENCH_BINARY") or os.path.join(root, "build", "gpubench")
+    out = subprocess.run([binary, "list", "--format", "json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def model_defaults(model, catalog=None):
+    """What a gpubench run of `model` on a GPU resolves to when the scenario sets nothing else."""
+    for m in gpubench_catalog(catalog)["models"]:
+        if m["name"] == model:
+            return m["gpu_defaults"]
+    raise SystemExit("gpubench has no model '%s'" % model)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", help="gpubench scenario file (YAML or JSON)")
@@ -66,37 +87,52 @@ def parse_args(argv):
     p.add_argument("--trace", help="after the timed steps, profile --trace-steps more with torch.profiler and write "
                    "the Chrome trace here (steps marked gpubench::profiled_step, as gpubench --profile does)")
     p.add_argument("--trace-steps", type=int, default=5)
+    p.add_argument("--catalog", help="gpubench's model catalog (`gpubench list --format json` saved to a file); default: "
+                   "ask $GPUBENCH_BINARY, else build/gpubench")
     a = p.parse_args(argv)
     s = load_scenario(a.config)
     opt = s.get("optimizer", {})
     if isinstance(opt, str):
         opt = {"name": opt}
     model = a.model or s.get("model", "resnet50")
-    bert = model == "bert-base"
-    unet = model == "sd-unet"
-    lm = model in ("gpt2", "llama")
+    # Every default is gpubench's own, as `gpubench list --format json` publishes it (a GPU run's resolved scenario):
+    # nothing here repeats the registry.
+    d = model_defaults(model, a.catalog)
+    d_opt = d["optimizer"]
+    same_optimizer = opt.get("name", d_opt["name"]) == d_opt["name"]
+    fallback = {"lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4} if opt.get("name") == "sgd" else \
+               {"lr": 1e-3, "weight_decay": 1e-2}  # PyTorch's defaults when the scenario names another optimizer
+    def opt_value(key):
+        if key in opt:
+            return opt[key]
+        return d_opt.get(key) if same_optimizer else fallback.get(key, d_opt.get(key))
+    def key(name):
+        return s.get(name, d.get(name))
     cfg = {
         "model": model,
-        "mode": a.mode or s.get("mode", "train"),
-        "seq_len": a.seq_len or s.get("seq_len", {"gpt2": 1024, "llama": 2048}.get(model, 128)),
-        "num_labels": s.get("num_labels", 2),
+        "mode": a.mode or s.get("mode", d["mode"]),
+        "seq_len": a.seq_len or key("seq_len"),
+        "num_labels": key("num_labels"),
         "fused": a.fused or a.graph,
         "graph": a.graph,
         "compile": a.compile,
-        "batch_size": a.batch_size or s.get("batch_size", {"bert-base": 32, "sd-unet": 16, "gpt2": 8, "llama": 4}.get(model, 256)),
-        "latent_size": a.latent_size or s.get("latent_size", 64),
-        "precision": a.precision or s.get("precision", "fp32"),
+        "batch_size": a.batch_size or key("batch_size"),
+        "latent_size": a.latent_size or key("latent_size"),
+        "precision": a.precision or key("precision"),
         "memory_format": a.memory_format or s.get("memory_format", "auto"),
-        "dataset_size": a.dataset_size or s.get("dataset_size", 100000),
-        "warmup_steps": a.warmup_steps if a.warmup_steps is not None else s.get("warmup_steps", 10),
-        "image_size": a.image_size or s.get("image_size", 224),
-        "num_classes": s.get("num_classes", 1000),
+        "dataset_size": a.dataset_size or key("dataset_size"),
+        "warmup_steps": a.warmup_steps if a.warmup_steps is not None else key("warmup_steps"),
+        "image_size": a.image_size or key("image_size"),
+        "num_classes": key("num_classes"),
         "device": a.device or s.get("device", "cuda"),
-        "optimizer": {"name": opt.get("name", "adamw" if bert or unet or lm else "sgd"),
-                      "lr": a.lr or opt.get("lr", {"bert-base": 2e-5, "sd-unet": 1e-4, "gpt2": 5e-5, "llama": 2e-5}.get(model, 0.1)),
-                      "momentum": opt.get("momentum", 0.9),
-                      "weight_decay": opt.get("weight_decay", 0.0 if lm else 0.01 if bert or unet else 1e-4),
-                      "nesterov": opt.get("nesterov", False)},
+        # the decoders' shapes (null: the reference model's own)
+        "layers": key("layers"), "width": key("width") or key("hidden"), "heads": key("heads"),
+        "kv_heads": key("kv_heads"), "intermediate": key("intermediate"), "vocab": key("vocab"),
+        "optimizer": {"name": opt.get("name", d_opt["name"]),
+                      "lr": a.lr or opt_value("lr"),
+                      "momentum": opt_value("momentum") if opt_value("momentum") is not None else 0.9,
+                      "weight_decay": opt_value("weight_decay"),
+                      "nesterov": opt.get("nesterov", bool(d_opt.get("nesterov")))},
         "json": a.json,
         "trace": a.trace,
         "trace_steps": a.trace_steps,
@@ -105,7 +141,7 @@ def parse_args(argv):
         p.error("dataset_size is smaller than batch_size")
     if cfg["mode"] == "inference" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         p.error("--mode inference under torchrun is not supported here")
-    if unet and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if model == "sd-unet" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         p.error("sd-unet under torchrun is not supported here")
     if (a.graph or a.compile) and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         p.error("--graph/--compile under torchrun are not supported here")
@@ -146,8 +182,12 @@ def main(argv):
     if cfg["model"] == "bert-base":
         import transformers
 
+        shape = {k: v for k, v in (("num_hidden_layers", cfg["layers"]), ("hidden_size", cfg["width"]),
+                                   ("num_attention_heads", cfg["heads"])) if v is not None}
+        if cfg["width"] is not None:
+            shape["intermediate_size"] = 4 * cfg["width"]
         model = transformers.BertForSequenceClassification(
-            transformers.BertConfig(num_labels=cfg["num_labels"])).to(dev)
+            transformers.BertConfig(num_labels=cfg["num_labels"], **shape)).to(dev)
         channels_last = False
         x = torch.randint(1, model.config.vocab_size, (bs, cfg["seq_len"]), device=dev)  # full length: no mask
         y = torch.randint(0, cfg["num_labels"], (bs,), device=dev)
@@ -157,12 +197,15 @@ def main(argv):
         import transformers
 
         if cfg["model"] == "gpt2":
-            config = transformers.GPT2Config(attn_implementation="sdpa")
-        else:  # TinyLlama-1.1B
+            shape = {k: v for k, v in (("n_layer", cfg["layers"]), ("n_embd", cfg["width"]), ("n_head", cfg["heads"]),
+                                       ("vocab_size", cfg["vocab"])) if v is not None}
+            config = transformers.GPT2Config(attn_implementation="sdpa", **shape)
+        else:  # gpubench's llama keys (TinyLlama-1.1B by default)
             config = transformers.LlamaConfig(
-                vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
-                num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048, rms_norm_eps=1e-5,
-                rope_theta=10000.0, tie_word_embeddings=False, attn_implementation="sdpa")
+                vocab_size=cfg["vocab"], hidden_size=cfg["width"], intermediate_size=cfg["intermediate"],
+                num_hidden_layers=cfg["layers"], num_attention_heads=cfg["heads"], num_key_value_heads=cfg["kv_heads"],
+                max_position_embeddings=max(2048, cfg["seq_len"]), rms_norm_eps=1e-5, rope_theta=10000.0,
+                tie_word_embeddings=False, attn_implementation="sdpa")
         model = transformers.AutoModelForCausalLM.from_config(config).to(dev)
         channels_last = False
         x = torch.randint(0, config.vocab_size, (bs, cfg["seq_len"]), device=dev)

@@ -66,24 +66,14 @@ std::string stopped_state(pid_t pid) {
   return state == 'T' || state == 't' ? "stopped (SIGSTOP)" : "";
 }
 
-}  // namespace
-
 /// After rank 0 has ended, the seconds the other ranks get before they are stopped.
 constexpr double kRank0GoneGraceS = 1.0;
 
-int launch_local_ranks(const LaunchPlan& plan) {
-  namespace fs = std::filesystem;
-  const int port = free_port();
-  char tmpl[] = "/tmp/gpubench-launch-XXXXXX";
-  const int tfd = ::mkstemp(tmpl);
-  if (tfd >= 0) ::close(tfd);
-  const std::string path_file = tmpl;
-
+/// Starts the ranks with torchrun's environment; returns their pids (empty when a fork failed: none is left running).
+std::vector<pid_t> start_ranks(const LaunchPlan& plan, int port, const std::string& path_file) {
   std::vector<char*> argv;
   for (const auto& a : plan.child_args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-
-  spdlog::info("starting {} ranks on this node (rendezvous 127.0.0.1:{})", plan.nproc, port);
   const pid_t parent = ::getpid();
   std::vector<pid_t> pids(static_cast<size_t>(plan.nproc), -1);
   for (int r = 0; r < plan.nproc; ++r) {
@@ -93,7 +83,7 @@ int launch_local_ranks(const LaunchPlan& plan) {
       for (pid_t p : pids) {
         if (p > 0) ::kill(p, SIGKILL);
       }
-      return 1;
+      return {};
     }
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher going away takes its ranks with it
@@ -120,17 +110,28 @@ int launch_local_ranks(const LaunchPlan& plan) {
     }
     pids[static_cast<size_t>(r)] = pid;
   }
+  return pids;
+}
 
+/// How the ranks ended.
+struct Ending {
+  std::vector<int> status;   ///< each rank's wait status
+  int first_failed = -1;     ///< the first rank that failed on its own (not after a forwarded Ctrl-C)
+  int forwarded = 0;         ///< Ctrl-Cs passed on
+  std::string stopped_note;  ///< ranks found stopped when the first rank failed
+};
+
+/// Waits for every rank, forwarding Ctrl-C; once one fails, the others get `plan.grace_s` (1 s when rank 0 is the
+/// one: nobody is left to write a record) to end on their own, then SIGTERM, then SIGKILL.
+Ending supervise(const std::vector<pid_t>& pids, const LaunchPlan& plan) {
   struct sigaction sa {};
   sa.sa_handler = on_launcher_signal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-
   using Clock = std::chrono::steady_clock;
-  std::vector<int> status(pids.size(), 0);
+  Ending e;
+  e.status.assign(pids.size(), 0);
   std::vector<bool> done(pids.size(), false);
-  int first_failed = -1, forwarded = 0;
-  std::string stopped_note;  // ranks found stopped when the first rank failed
   Clock::time_point deadline = Clock::time_point::max();
   bool terminated = false;
   size_t remaining = pids.size();
@@ -138,38 +139,38 @@ int launch_local_ranks(const LaunchPlan& plan) {
     int st = 0;
     const pid_t pid = ::waitpid(-1, &st, WNOHANG);
     if (pid > 0) {
-      for (size_t r = 0; r < pids.size(); ++r) {
-        if (pids[r] != pid) continue;
-        done[r] = true;
-        status[r] = st;
-        --remaining;
-        if (failed(st) && first_failed < 0 && forwarded == 0) {
-          first_failed = static_cast<int>(r);
-          for (size_t k = 0; k < pids.size(); ++k) {  // a rank that hangs because it is stopped is the real cause
-            if (!done[k] && !stopped_state(pids[k]).empty()) stopped_note += "rank " + std::to_string(k) + " was stopped (SIGSTOP); ";
-          }
-          // Rank 0 writes the record: when another rank fails first, rank 0 gets time to notice and say so. When
-          // rank 0 itself is done, the others have nothing left to report (a hung or stopped rank never would):
-          // they get a moment, then are stopped, so the launcher ends within --ddp-timeout and a few seconds.
-          const double grace = r == 0 ? kRank0GoneGraceS : plan.grace_s;
-          spdlog::error("rank {} {}; giving the other ranks {:.0f} s to stop", r, describe_exit(st), grace);
-          deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace));
+      const auto it = std::find(pids.begin(), pids.end(), pid);
+      if (it == pids.end()) continue;
+      const auto r = static_cast<size_t>(it - pids.begin());
+      done[r] = true;
+      e.status[r] = st;
+      --remaining;
+      if (failed(st) && e.first_failed < 0 && e.forwarded == 0) {
+        e.first_failed = static_cast<int>(r);
+        for (size_t k = 0; k < pids.size(); ++k) {  // a rank that hangs because it is stopped is the real cause
+          if (!done[k] && !stopped_state(pids[k]).empty()) e.stopped_note += "rank " + std::to_string(k) + " was stopped (SIGSTOP); ";
         }
+        // Rank 0 writes the record: when another rank fails first, rank 0 gets time to notice and say so. When
+        // rank 0 itself is done, the others have nothing left to report (a hung or stopped rank never would):
+        // they get a moment, then are stopped, so the launcher ends within --ddp-timeout and a few seconds.
+        const double grace = r == 0 ? kRank0GoneGraceS : plan.grace_s;
+        spdlog::error("rank {} {}; giving the other ranks {:.0f} s to stop", r, describe_exit(st), grace);
+        deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace));
       }
       continue;
     }
     // Ctrl-C: the first is passed on (ranks finish their epoch together and write a record); later ones kill.
     const int sigs = g_signals.load();
-    if (sigs > forwarded) {
+    if (sigs > e.forwarded) {
       for (size_t r = 0; r < pids.size(); ++r) {
-        if (!done[r]) ::kill(pids[r], forwarded == 0 ? SIGINT : SIGKILL);
+        if (!done[r]) ::kill(pids[r], e.forwarded == 0 ? SIGINT : SIGKILL);
       }
-      forwarded = sigs;
+      e.forwarded = sigs;
     }
     if (Clock::now() > deadline) {
       // With rank 0 gone nobody is left to write anything: the rest are killed outright (a stopped or hung rank
       // would not act on SIGTERM anyway). Otherwise SIGTERM first, then SIGKILL.
-      if (first_failed == 0) terminated = true;
+      if (e.first_failed == 0) terminated = true;
       for (size_t r = 0; r < pids.size(); ++r) {
         if (done[r]) continue;
         if (!terminated) ::kill(pids[r], SIGCONT);  // a stopped (SIGSTOP) rank acts on SIGTERM only once resumed
@@ -183,23 +184,13 @@ int launch_local_ranks(const LaunchPlan& plan) {
   }
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  return e;
+}
 
-  std::string record_path;
-  {
-    std::ifstream in(path_file);
-    std::getline(in, record_path);
-  }
-  fs::remove(path_file);
-  const int rank0_code = WIFEXITED(status[0]) ? WEXITSTATUS(status[0]) : 1;
-  // Nothing to add when all went well, after a forwarded Ctrl-C (the ranks wrote an `interrupted` record), or when
-  // only rank 0 failed the ordinary way (its record says why).
-  if (first_failed < 0 || forwarded > 0 || (first_failed == 0 && WIFEXITED(status[0]) && fs::exists(record_path))) {
-    return first_failed < 0 || forwarded > 0 ? rank0_code : 1;
-  }
-
-  // A rank failed: make sure the record exists and names it.
-  const std::string what =
-      stopped_note + "rank " + std::to_string(first_failed) + " " + describe_exit(status[first_failed]);
+/// A rank failed: makes sure the record at `record_path` exists and names it (rebuilt from rank 0's epochs stream
+/// when rank 0 died before writing it).
+void write_failure_record(const LaunchPlan& plan, const std::string& what, std::string record_path) {
+  namespace fs = std::filesystem;
   if (record_path.empty()) record_path = plan.scenario.output.empty() ? "runs/launch_failed.json" : plan.scenario.output;
   try {
     RunRecord r;
@@ -237,6 +228,36 @@ int launch_local_ranks(const LaunchPlan& plan) {
   } catch (const std::exception& e) {
     spdlog::error("could not write the failure record {}: {}", record_path, e.what());
   }
+}
+
+}  // namespace
+
+int launch_local_ranks(const LaunchPlan& plan) {
+  namespace fs = std::filesystem;
+  const int port = free_port();
+  char tmpl[] = "/tmp/gpubench-launch-XXXXXX";
+  const int tfd = ::mkstemp(tmpl);
+  if (tfd >= 0) ::close(tfd);
+  const std::string path_file = tmpl;
+  spdlog::info("starting {} ranks on this node (rendezvous 127.0.0.1:{})", plan.nproc, port);
+  const std::vector<pid_t> pids = start_ranks(plan, port, path_file);
+  if (pids.empty()) return 1;
+  const Ending e = supervise(pids, plan);
+  std::string record_path;
+  {
+    std::ifstream in(path_file);
+    std::getline(in, record_path);
+  }
+  fs::remove(path_file);
+  const int rank0_code = WIFEXITED(e.status[0]) ? WEXITSTATUS(e.status[0]) : 1;
+  // Nothing to add when all went well, after a forwarded Ctrl-C (the ranks wrote an `interrupted` record), or when
+  // only rank 0 failed the ordinary way (its record says why).
+  if (e.first_failed < 0 || e.forwarded > 0 || (e.first_failed == 0 && WIFEXITED(e.status[0]) && fs::exists(record_path))) {
+    return e.first_failed < 0 || e.forwarded > 0 ? rank0_code : 1;
+  }
+  const std::string what = e.stopped_note + "rank " + std::to_string(e.first_failed) + " " +
+                           describe_exit(e.status[static_cast<size_t>(e.first_failed)]);
+  write_failure_record(plan, what, record_path);
   spdlog::error("{}", what);
   return 1;
 }

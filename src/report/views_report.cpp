@@ -191,6 +191,20 @@ Document report_document(const ReportInput& in) {
   return d;
 }
 
+nlohmann::json report_chart_groups(const ReportInput& in) {
+  nlohmann::json sweeps = nlohmann::json::array();
+  for (const auto& group : sweep_groups(in)) {
+    nlohmann::json paths = nlohmann::json::array();
+    for (const RunRecord* r : group) {
+      for (const auto& lr : in.runs) {
+        if (&lr.record == r) paths.push_back(lr.path);
+      }
+    }
+    sweeps.push_back(std::move(paths));
+  }
+  return {{"sweeps", sweeps}};
+}
+
 const std::vector<std::string>& report_chart_files() {
   static const std::vector<std::string> files = [] {
     std::vector<std::string> out;

@@ -1,4 +1,5 @@
 """The Python helpers' argument handling and arithmetic (no torch, no GPU needed)."""
+import glob
 import json
 import os
 import sys
@@ -6,6 +7,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+import bench  # noqa: E402
 import compare_pytorch  # noqa: E402
 import plot_results  # noqa: E402
 import pytorch_reference  # noqa: E402
@@ -24,19 +26,43 @@ class ReferenceArgumentsTest(unittest.TestCase):
         self.assertEqual(cfg["optimizer"]["name"], "adamw")
         self.assertEqual(cfg["optimizer"]["lr"], 1e-4)
 
-    def test_model_defaults_follow_the_gpubench_registry(self):
-        resnet = pytorch_reference.parse_args([])
-        self.assertEqual((resnet["model"], resnet["batch_size"], resnet["optimizer"]["name"]), ("resnet50", 256, "sgd"))
-        bert = pytorch_reference.parse_args(["--model", "bert-base"])
-        self.assertEqual((bert["batch_size"], bert["optimizer"]["name"], bert["optimizer"]["lr"]), (32, "adamw", 2e-5))
+    def test_model_defaults_are_the_ones_gpubench_publishes(self):
+        # `gpubench list --format json` ($GPUBENCH_BINARY): a default changed in the C++ registry changes these too.
+        catalog = pytorch_reference.gpubench_catalog()
+        self.assertEqual(catalog["schema"], "gpubench.models")
+        self.assertEqual({m["name"] for m in catalog["models"]}, {"resnet50", "bert-base", "sd-unet", "gpt2", "llama"})
+        for m in catalog["models"]:
+            d = m["gpu_defaults"]
+            cfg = pytorch_reference.parse_args(["--model", m["name"]])
+            self.assertEqual(cfg["batch_size"], d["batch_size"], m["name"])
+            self.assertEqual(cfg["batch_size"], m["default_batch_size"], m["name"])
+            self.assertEqual(cfg["optimizer"]["name"], d["optimizer"]["name"], m["name"])
+            self.assertEqual(cfg["optimizer"]["lr"], d["optimizer"]["lr"], m["name"])
+            self.assertEqual(cfg["optimizer"]["weight_decay"], d["optimizer"]["weight_decay"], m["name"])
+            self.assertEqual((cfg["warmup_steps"], cfg["dataset_size"], cfg["mode"]),
+                             (d["warmup_steps"], d["dataset_size"], d["mode"]), m["name"])
+            for key in ("seq_len", "num_labels", "latent_size", "image_size", "num_classes"):
+                if key in d:
+                    self.assertEqual(cfg[key], d[key], (m["name"], key))
 
-    def test_decoders_take_gpubench_defaults_and_inference_mode(self):
-        gpt2 = pytorch_reference.parse_args(["--model", "gpt2"])
-        self.assertEqual((gpt2["batch_size"], gpt2["seq_len"], gpt2["optimizer"]["name"], gpt2["mode"]),
-                         (8, 1024, "adamw", "train"))
+    def test_a_changed_catalog_changes_the_reference_with_no_python_edit(self):
+        catalog = pytorch_reference.gpubench_catalog()
+        for m in catalog["models"]:
+            if m["name"] == "llama":
+                m["gpu_defaults"].update({"batch_size": 3, "seq_len": 512, "layers": 2, "hidden": 64, "heads": 4,
+                                          "kv_heads": 2, "intermediate": 96})
+                m["gpu_defaults"]["optimizer"]["lr"] = 0.125
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(catalog, f)
+        cfg = pytorch_reference.parse_args(["--model", "llama", "--catalog", f.name])
+        os.unlink(f.name)
+        self.assertEqual((cfg["batch_size"], cfg["seq_len"], cfg["layers"], cfg["width"], cfg["kv_heads"]),
+                         (3, 512, 2, 64, 2))
+        self.assertEqual(cfg["optimizer"]["lr"], 0.125)
+
+    def test_inference_mode_and_bad_modes(self):
         llama = pytorch_reference.parse_args(["--model", "llama", "--mode", "inference", "--precision", "fp16", "--graph"])
-        self.assertEqual((llama["batch_size"], llama["seq_len"], llama["mode"]), (4, 2048, "inference"))
-        self.assertEqual(llama["optimizer"]["weight_decay"], 0.0)  # the registry's recipe for decoders
+        self.assertEqual(llama["mode"], "inference")
         with self.assertRaises(SystemExit):
             pytorch_reference.parse_args(["--model", "gpt2", "--mode", "serve"])
 
@@ -74,6 +100,57 @@ def record(batch, rate, trace=None):
                                        {"category": "elementwise", "ms_per_step": 4.5}]} if batch >= 128 else None}
 
 
+class BenchTest(unittest.TestCase):
+    ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+    def test_every_shipped_bench_is_a_valid_gpubench_scenario_with_a_plan(self):
+        import subprocess
+        files = sorted(glob.glob(os.path.join(self.ROOT, "configs", "bench", "*.yaml")))
+        self.assertGreaterEqual(len(files), 5)
+        with tempfile.TemporaryDirectory() as d:
+            for f in files:
+                b = bench.load_bench(f)
+                steps = bench.plan(b, d, "gpubench", "python3")
+                runs = [s for s in steps if s[3]]
+                self.assertEqual(len(runs), b["rounds"] * (len(b["gpubench"]) + len(b["pytorch"])), f)
+                # Alternating: every variant once per round, round 1 entirely before round 2.
+                self.assertEqual([s[3][2] for s in runs], sorted(s[3][2] for s in runs), f)
+                scenario = os.path.join(d, "scenarios", b["name"] + ".yaml")
+                self.assertTrue(all(scenario in s[1] for s in runs), f)  # both tools read the one scenario file
+            binary = os.environ.get("GPUBENCH_BINARY")
+            if binary:
+                r = subprocess.run([binary, "validate", *glob.glob(os.path.join(d, "scenarios", "*.yaml"))],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_bad_bench_files_are_refused_naming_the_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            for text, expect in (("scenario: {model: gpt2}\ngpubench: {eager: []}\nrounds: 2\nrepeat: 3\n", "repeat"),
+                                 ("gpubench: {eager: []}\n", "scenario"),
+                                 ("scenario: {model: gpt2}\n", "nothing to run")):
+                f = os.path.join(d, "b.yaml")
+                open(f, "w").write(text)
+                with self.assertRaises(SystemExit) as e:
+                    bench.load_bench(f)
+                self.assertIn("b.yaml", str(e.exception))
+                self.assertIn(expect, str(e.exception))
+
+    def test_ratios_of_totals_and_medians_per_round(self):
+        b = {"name": "x", "rounds": 2, "gpubench": {"eager": []}, "pytorch": {"eager": [], "compile": []}}
+        r = lambda rate, med: {"rate": rate, "median_ms": med, "peak": None, "status": "ok"}
+        records = {("gpubench", "eager", 1): r(200, 10), ("gpubench", "eager", 2): r(180, 11),
+                   ("pytorch", "eager", 1): r(100, 20), ("pytorch", "eager", 2): r(100, 22),
+                   ("pytorch", "compile", 1): r(400, 5), ("pytorch", "compile", 2): None}
+        rows = bench.summarize(b, records)
+        eager = next(x for x in rows if x.get("pytorch") == "eager" and "gpubench" in x)
+        self.assertAlmostEqual(eager["ratio_of_totals"]["mean"], 1.9)
+        self.assertAlmostEqual(eager["ratio_of_medians"]["min"], 2.0)
+        compile_ = next(x for x in rows if x.get("pytorch") == "compile" and "gpubench" in x)
+        self.assertEqual(compile_["ratio_of_totals"]["n"], 1)  # the missing round is not a ratio
+        self.assertAlmostEqual(compile_["ratio_of_totals"]["mean"], 0.5)
+        self.assertIn("| x | eager | compile | 0.500", bench.markdown(rows))
+
+
 class PlotTest(unittest.TestCase):
     def test_renders_every_chart_from_sample_records(self):
         try:
@@ -97,8 +174,10 @@ class PlotTest(unittest.TestCase):
                                         "verdict": "regression"},
                                        {"label": "b", "ratio": 1.01, "ci_low": 0.99, "ci_high": 1.03,
                                         "verdict": "no significant change"}]}, open(cmp, "w"))
+            groups = os.path.join(d, "groups.json")  # as `gpubench report` writes it: the three are one sweep
+            json.dump({"sweeps": [paths]}, open(groups, "w"))
             out = os.path.join(d, "out")
-            self.assertEqual(plot_results.main(["--out", out, "--compare", cmp] + paths), 0)
+            self.assertEqual(plot_results.main(["--out", out, "--compare", cmp, "--groups", groups] + paths), 0)
             for name in ("throughput.png", "epoch_time.png", "telemetry.png", "batch_size.png", "compare.png",
                          "profile.png"):
                 with open(os.path.join(out, name), "rb") as f:

@@ -40,6 +40,9 @@ struct ReportInput {
   std::string chart_note;           ///< why there are no charts, when there are none
 };
 Document report_document(const ReportInput& in);
+/// The report's grouping for its chart script: {"sweeps": [[record path, ...], ...]}, each list one scenario's runs
+/// of several batch sizes, in batch order (scripts/plot_results.py --groups draws them, deciding nothing itself).
+nlohmann::json report_chart_groups(const ReportInput& in);
 /// The chart files scripts/plot_results.py may draw, in display order.
 const std::vector<std::string>& report_chart_files();
 

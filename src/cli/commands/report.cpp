@@ -107,6 +107,13 @@ class ReportCommand final : public Command {
       const std::string unit = history.front().unit;
       args.insert(args.end(), {"--trend", trend, "--trend-metric", metric_ + (unit.empty() ? "" : " (" + unit + ")")});
     }
+    const std::string groups = (fs::path(out_dir_) / "groups.json").string();
+    try {
+      write_file_atomic(groups, report_chart_groups(in).dump(1));
+    } catch (const std::exception& e) {
+      throw OutputNotWritten(e.what());
+    }
+    args.insert(args.end(), {"--groups", groups});
     for (size_t i = 0; i < record_files; ++i) args.push_back(in.runs[i].path);
     const int rc = fs::exists(script) ? run_child(args) : -1;
     for (const auto& c : chart_names) {
