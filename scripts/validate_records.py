@@ -4,7 +4,7 @@
   python3 scripts/validate_records.py results/ runs/x.json configs/resnet50.yaml
 
 Directories are searched for *.json (only files with "schema": "gpubench.run" are records; other JSON is skipped) and
-*.yaml/*.yml scenario files. Exit 0 when everything validates, 1 otherwise (every problem is printed with its file
+*.yaml/*.yml scenario files (a bench file under configs/bench/ is checked by its `scenario`). Exit 0 when everything validates, 1 otherwise (every problem is printed with its file
 and JSON path). Needs python3-jsonschema (>= 4, for draft 2020-12) and, for YAML scenarios, python3-yaml.
 """
 import json
@@ -56,6 +56,8 @@ def main(argv):
             if isinstance(doc, dict) and ("published" in str(f) or "devices" in str(f)):
                 counts["skipped"] += 1  # data tables, not scenarios
                 continue
+            if isinstance(doc, dict) and f.parent.name == "bench" and isinstance(doc.get("scenario"), dict):
+                doc = doc["scenario"]  # a bench file (scripts/bench.py): its scenario is a scenario file's keys
         counts[kind] += 1
         for e in sorted(v.iter_errors(doc), key=lambda e: list(e.absolute_path)):
             bad += 1
