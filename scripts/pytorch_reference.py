@@ -259,11 +259,8 @@ def main(argv):
         forward = (lambda: model(x)) if inference else (lambda: loss_fn(model(x), y))
         torch_version_of_model = torchvision.__version__
     if world > 1:
+        # The forwards above call `model` when they run: they go through DDP now.
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
-        if cfg["model"] == "bert-base":
-            forward = lambda: loss_fn(model(input_ids=x).logits, y)
-        else:
-            forward = lambda: loss_fn(model(x), y)
     o = cfg["optimizer"]
     fused = {"fused": True} if cfg["fused"] else {}
     autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
@@ -279,11 +276,9 @@ def main(argv):
         capturable = {"capturable": True} if cfg["graph"] else {}
         opt = torch.optim.AdamW(model.parameters(), lr=o["lr"], weight_decay=o["weight_decay"], **fused, **capturable)
     if cfg["compile"]:
-        compiled = torch.compile(model)
-        if cfg["model"] == "bert-base":
-            forward = lambda: loss_fn(compiled(input_ids=x).logits, y)
-        else:
-            forward = lambda: loss_fn(compiled(x), y)
+        # Every forward above calls `model` when it runs (late binding): they all run the compiled module now, with
+        # each model's own loss (transformers' ForCausalLMLoss for the decoders).
+        model = torch.compile(model)
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" and not inference else None
     loss_fn = torch.nn.CrossEntropyLoss()
 

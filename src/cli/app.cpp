@@ -13,19 +13,6 @@ namespace gpubench::cli {
 
 namespace {
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 /// Every long and short flag name of `cmd` and its parents (global flags work everywhere).
 std::vector<std::string> flag_names(const CLI::App* cmd) {
   std::vector<std::string> out;
@@ -111,16 +98,7 @@ void allow_extras_everywhere(CLI::App* app) {
 }  // namespace
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& choices) {
-  std::string best;
-  size_t best_d = std::max<size_t>(3, word.size() / 3);  // suggest only close matches
-  for (const auto& c : choices) {
-    const size_t d = edit_distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
+  return gpubench::closest_match(word, choices, std::max<size_t>(3, word.size() / 3));  // longer words, more slack
 }
 
 void Context::print(const Document& d) const {

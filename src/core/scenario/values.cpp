@@ -8,6 +8,40 @@
 #include <cstdlib>
 #include <sstream>
 
+namespace gpubench {
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& choices, size_t below) {
+  std::string best;
+  size_t best_d = below;
+  for (const auto& c : choices) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace gpubench
+
 namespace gpubench::scenario_detail {
 
 
@@ -92,29 +126,8 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return out;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& choices) {
-  std::string best;
-  size_t best_d = 3;  // suggest only close matches
-  for (const auto& c : choices) {
-    const size_t d = edit_distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
+  const std::string best = closest_match(word, choices);
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 

@@ -59,6 +59,10 @@ using ModelOptions = std::map<std::string, std::vector<ModelOption>>;
 /// The common keys, then every model's own keys once each (first declaration wins), for help and sweeps.
 std::vector<ScenarioKey> all_scenario_keys(const ModelOptions& models);
 
+/// The closest of `choices` to `word`, fewer than `below` edits away; "" when none is (did-you-mean for keys,
+/// models, flags and commands).
+std::string closest_match(const std::string& word, const std::vector<std::string>& choices, size_t below = 3);
+
 /// Seconds from "90", "1.5", "90s", "2m", "1h" or "500ms" (the syntax of duration keys such as time_budget_s).
 /// Throws ScenarioError naming `where` (e.g. "command line --cooldown").
 double parse_duration_s(const std::string& text, const std::string& where);
