@@ -12,6 +12,7 @@
 
 #include "device.h"
 #include "distributed.h"
+#include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
 #include "models/registry.h"
 #include "precision.h"
@@ -32,6 +33,31 @@ void maybe_inject_oom(int64_t batch_size) {
   long limit = 0;
   if (f != nullptr && std::sscanf(f, "oom-above-batch:%ld", &limit) == 1 && batch_size > limit) {
     throw InjectedOom("injected by GPUBENCH_FAULT_INJECT=" + std::string(f));
+  }
+}
+
+/// `kernels`: the path, and with `fused` each fused operation and how it runs on this device. A model without fused
+/// operations, or one that runs on the ATen form here, is said in a note (never a silent fallback).
+void record_kernels(const Scenario& s, const engine::Workload& workload, const engine::ResolvedDevice& device,
+                    RunObserver& observer, RunRecord& record) {
+  record.execution.kernels = s.kernels;
+  if (s.kernels != "fused") return;
+  const std::vector<std::string> names = workload.fusions();
+  record.execution.fusions = engine::fused::describe(names, device.device);
+  std::string note;
+  if (names.empty()) {
+    note = "kernels: fused: " + s.model + (s.mode == "inference" ? " in inference" : "") +
+           " has no fused operations yet; it ran ATen's (the same as kernels: aten)";
+  } else {
+    std::string aten;
+    for (const auto& f : record.execution.fusions) {
+      if (f.implementation != "cuda kernel") aten += (aten.empty() ? "" : ", ") + f.name;
+    }
+    if (!aten.empty()) note = "kernels: fused: " + aten + " ran as ATen operations on " + device.id + " (no kernel here)";
+  }
+  if (!note.empty()) {
+    record.notes.push_back(note);
+    observer.on_note(note);
   }
 }
 
@@ -170,6 +196,7 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
         inference ? workload->inference_flops_per_sample() : workload->train_flops_per_sample();
     record.model.attention_flops_per_sample =
         inference ? workload->attention_inference_flops_per_sample() : workload->attention_train_flops_per_sample();
+    record_kernels(s, *workload, device, observer, record);
     record.model.step = inference ? workload->inference_step()
                                   : "one training step: forward, loss, backward and optimizer update";
     record.model.sample_unit = entry.info.sample_unit;

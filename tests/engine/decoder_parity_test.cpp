@@ -27,9 +27,10 @@ void expect_same_parameters(const torch::nn::Module& m, const Ref& ref) {
 
 /// The reduced model built through the registry (as a run builds it), with transformers' weights copied in.
 std::unique_ptr<Workload> reduced(const std::string& model, const std::map<std::string, nlohmann::json>& keys,
-                                  const Ref& ref) {
+                                  const Ref& ref, const std::string& kernels = "aten") {
   Scenario s;
   s.model = model;
+  s.kernels = kernels;
   s.model_options = keys;
   s.model_options["seq_len"] = 24;
   auto w = find_model(model).make(s);
@@ -73,6 +74,10 @@ TEST(DecoderParityTest, Gpt2TransformersWeightsGiveTransformersLogitsAndLoss) {
   const Ref ref = load_reference("gpt2_transformers.pt");
   auto w = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref);
   expect_reference_outputs(*w, ref);
+  // kernels: fused at fp32: the LM head and its loss in one give transformers' loss too
+  auto fused = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref, "fused");
+  EXPECT_EQ(fused->fusions(), std::vector<std::string>{"linear_cross_entropy"});
+  expect_reference_outputs(*fused, ref);
 }
 
 TEST(DecoderParityTest, TinyLlamaHasTransformersParametersInNameShapeAndOrder) {
@@ -85,10 +90,14 @@ TEST(DecoderParityTest, TinyLlamaHasTransformersParametersInNameShapeAndOrder) {
 
 TEST(DecoderParityTest, LlamaTransformersWeightsGiveTransformersLogitsAndLoss) {
   const Ref ref = load_reference("llama_transformers.pt");
-  auto w = reduced("llama",
-                   {{"layers", 2}, {"hidden", 64}, {"heads", 4}, {"kv_heads", 2}, {"intermediate", 128}, {"vocab", 500}},
-                   ref);
+  const std::map<std::string, nlohmann::json> keys{{"layers", 2},       {"hidden", 64}, {"heads", 4},
+                                                   {"kv_heads", 2},     {"intermediate", 128}, {"vocab", 500}};
+  auto w = reduced("llama", keys, ref);
   expect_reference_outputs(*w, ref);
+  // kernels: fused at fp32 (rotary, SwiGLU, the head with its loss): transformers' logits and loss still
+  auto fused = reduced("llama", keys, ref, "fused");
+  EXPECT_EQ(fused->fusions(), (std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}));
+  expect_reference_outputs(*fused, ref);
 }
 
 }  // namespace

@@ -165,9 +165,12 @@ bool PrecisionRecord::operator==(const PrecisionRecord& o) const {
                   resolution) == std::tie(o.requested, o.resolved, o.autocast_dtype, o.tf32_matmul, o.tf32_cudnn,
                                           o.loss_scaling, o.memory_format, o.resolution);
 }
+bool FusionRecord::operator==(const FusionRecord& o) const {
+  return std::tie(name, implementation, note) == std::tie(o.name, o.implementation, o.note);
+}
 bool ExecutionRecord::operator==(const ExecutionRecord& o) const {
-  return std::tie(mode, graph_requested, graph_fallback, optimizer_implementation) ==
-         std::tie(o.mode, o.graph_requested, o.graph_fallback, o.optimizer_implementation);
+  return std::tie(mode, graph_requested, graph_fallback, optimizer_implementation, kernels, fusions) ==
+         std::tie(o.mode, o.graph_requested, o.graph_fallback, o.optimizer_implementation, o.kernels, o.fusions);
 }
 bool DistributedRecord::operator==(const DistributedRecord& o) const {
   return std::tie(world_size, backend, launcher, bucket_mb, buckets, rank_epoch_seconds, rank_comm_wait_seconds,

@@ -129,6 +129,11 @@ const std::vector<Field>& fields() {
         "capture forward, backward and optimizer step once in a CUDA graph and replay it (true/false; CUDA only, "
         "falls back to eager with a note elsewhere)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.graph = as_bool(n, c); });
+    add("kernels", "--kernels", "aten|fused",
+        "aten (the operations PyTorch eager runs, default: like for like with published eager figures) | fused "
+        "(gpubench's fused kernels where the model has them: gpt2 and llama's LM head with its loss, llama's SwiGLU "
+        "and rotary embeddings; the record lists each and how it ran)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.kernels = as_enum(n, c, {"aten", "fused"}); });
     add("ddp_bucket_mb", "--bucket-mb", "NUMBER", "multi-GPU: gradient all-reduce bucket size in MiB (default 25, as DDP)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.ddp_bucket_mb = as_double(n, c, 0.001, 65536, false); });
     add("ddp_timeout_s", "--ddp-timeout", "DURATION", "multi-GPU: fail the run when a collective or rendezvous takes longer "

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "fused/fused_ops.h"
 #include "models/layers.h"
 
 namespace gpubench::models {
@@ -106,11 +107,15 @@ Gpt2LMHeadModelImpl::Gpt2LMHeadModelImpl(const Gpt2Options& o) {
   }
 }
 
-torch::Tensor Gpt2LMHeadModelImpl::forward(const torch::Tensor& input_ids) {
+torch::Tensor Gpt2LMHeadModelImpl::hidden(const torch::Tensor& input_ids) {
   const int64_t tokens = input_ids.size(1);
   torch::Tensor h = drop_(wte(input_ids) + wpe->weight.narrow(0, 0, tokens));
   for (size_t i = 0; i < blocks.size(); ++i) h = run_layer(i, h);
-  return at::linear(ln_f_(h), wte->weight);  // the tied head, no bias
+  return ln_f_(h);
+}
+
+torch::Tensor Gpt2LMHeadModelImpl::forward(const torch::Tensor& input_ids) {
+  return at::linear(hidden(input_ids), wte->weight);  // the tied head, no bias
 }
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
@@ -120,7 +125,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) { return at::rms_norm(x, {dim_}, weight, eps_); }
 
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaOptions& o)
-    : heads_(o.heads), kv_heads_(o.kv_heads), head_dim_(o.head_dim()), math_(o.math_attention) {
+    : heads_(o.heads), kv_heads_(o.kv_heads), head_dim_(o.head_dim()), math_(o.math_attention), fused_(o.fused) {
   auto no_bias = [](int64_t in, int64_t out) { return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)); };
   auto attn = group(*this, "self_attn");
   q_proj = attn->register_module("q_proj", no_bias(o.hidden, o.heads * head_dim_));
@@ -137,6 +142,18 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaOptions& o)
 
 torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const torch::Tensor n = input_layernorm(x);
+  if (fused_) {
+    // The same layer with rotary embeddings (q and k together) and SwiGLU as single kernels: the projections stay
+    // [batch, tokens, heads, head_dim], the layout the kernels and the attention both read.
+    const int64_t b = x.size(0), t = x.size(1);
+    const auto [q, k] = engine::fused::rotary(linear(q_proj, n).view({b, t, heads_, head_dim_}),
+                                      linear(k_proj, n).view({b, t, kv_heads_, head_dim_}), cos, sin);
+    const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
+    const torch::Tensor ctx = attention(q.transpose(1, 2), k.transpose(1, 2), v, {}, 0.0, math_, /*causal=*/true);
+    const torch::Tensor h = x + linear(o_proj, merge_heads(ctx));
+    const torch::Tensor m = post_attention_layernorm(h);
+    return h + linear(down_proj, engine::fused::swiglu(linear(gate_proj, m), linear(up_proj, m)));
+  }
   const torch::Tensor q = heads_view(linear(q_proj, n), heads_);
   const torch::Tensor k = heads_view(linear(k_proj, n), kv_heads_);
   const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
@@ -188,6 +205,10 @@ std::pair<torch::Tensor, torch::Tensor> LlamaForCausalLMImpl::rotary(int64_t tok
 }
 
 torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& input_ids) {
+  return linear(lm_head_, hidden(input_ids));
+}
+
+torch::Tensor LlamaForCausalLMImpl::hidden(const torch::Tensor& input_ids) {
   // The tables in the projections' dtype (bf16 under autocast), cast once and cached rather than per layer and step:
   // the same products as transformers' fp32 ones, without promoting q and k to fp32.
   const at::DeviceType type = input_ids.device().type();
@@ -196,7 +217,7 @@ torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& input_ids) {
   const auto [cos, sin] = rotary(input_ids.size(1), input_ids.device(), dtype);
   torch::Tensor h = embed_tokens_(input_ids);
   for (size_t i = 0; i < layers.size(); ++i) h = run_layer(i, h, cos, sin);
-  return linear(lm_head_, norm_(h));
+  return norm_(h);
 }
 
 double decoder_attention_train_flops_per_sequence(int64_t layers, int64_t hidden, int64_t seq_len) {

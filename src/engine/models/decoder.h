@@ -50,6 +50,10 @@ class Gpt2LMHeadModelImpl : public torch::nn::Module {
   explicit Gpt2LMHeadModelImpl(const Gpt2Options& o = {});
   /// Logits [batch, tokens, vocab] for input ids [batch, tokens] (causal; tokens <= positions).
   torch::Tensor forward(const torch::Tensor& input_ids);
+  /// What the LM head reads: the final LayerNorm's output [batch, tokens, hidden].
+  torch::Tensor hidden(const torch::Tensor& input_ids);
+  /// The LM head's weight [vocab, hidden] (tied: wte's).
+  const torch::Tensor& head_weight() const { return wte->weight; }
   std::vector<Gpt2Block> blocks;
   /// Runs block i (gradient checkpointing wraps it).
   std::function<torch::Tensor(size_t, const torch::Tensor&)> run_layer;
@@ -68,6 +72,7 @@ struct LlamaOptions {
   int64_t vocab_size = 32000, hidden = 2048, layers = 22, heads = 32, kv_heads = 4, intermediate = 5632;
   double rms_norm_eps = 1e-5, rope_theta = 10000.0;
   bool math_attention = false;
+  bool fused = false;  ///< kernels: fused: rotary embeddings and SwiGLU by gpubench's kernels (fused/fused_ops.h)
   int64_t head_dim() const { return hidden / heads; }
 };
 
@@ -95,7 +100,7 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
-  bool math_;
+  bool math_, fused_;
 };
 TORCH_MODULE(LlamaDecoderLayer);
 
@@ -104,6 +109,9 @@ class LlamaForCausalLMImpl : public torch::nn::Module {
   explicit LlamaForCausalLMImpl(const LlamaOptions& o = {});
   /// Logits [batch, tokens, vocab] for input ids [batch, tokens] (causal, positions 0..tokens-1).
   torch::Tensor forward(const torch::Tensor& input_ids);
+  /// What the LM head reads: the final RMSNorm's output [batch, tokens, hidden].
+  torch::Tensor hidden(const torch::Tensor& input_ids);
+  const torch::Tensor& head_weight() const { return lm_head_->weight; }
   std::vector<LlamaDecoderLayer> layers;
   std::function<torch::Tensor(size_t, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)> run_layer;
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "checkpoint.h"
+#include "fused/fused_ops.h"
 #include "models/bert.h"
 #include "models/decoder.h"
 #include "models/resnet.h"
@@ -192,14 +193,20 @@ class LatentDiffusion final : public Workload {
 class CausalLanguageModel final : public Workload {
  public:
   using Forward = std::function<torch::Tensor(const torch::Tensor&)>;
-  CausalLanguageModel(std::shared_ptr<torch::nn::Module> module, Forward forward, int64_t vocab, int64_t seq_len,
-                      double train_flops, double attention_flops)
+  /// `hidden` gives what the LM head reads and `head_weight` its weight: with `fused`, the training loss is the LM
+  /// head and its cross-entropy in one (fused::linear_cross_entropy) instead of logits then the loss.
+  CausalLanguageModel(std::shared_ptr<torch::nn::Module> module, Forward forward, Forward hidden,
+                      std::function<torch::Tensor()> head_weight, int64_t vocab, int64_t seq_len, double train_flops,
+                      double attention_flops, std::vector<std::string> fusions)
       : module_(std::move(module)),
         forward_(std::move(forward)),
+        hidden_(std::move(hidden)),
+        head_weight_(std::move(head_weight)),
         vocab_(vocab),
         seq_len_(seq_len),
         train_flops_(train_flops),
-        attention_flops_(attention_flops) {}
+        attention_flops_(attention_flops),
+        fusions_(std::move(fusions)) {}
 
   std::shared_ptr<torch::nn::Module> module() override { return module_; }
 
@@ -214,10 +221,12 @@ class CausalLanguageModel final : public Workload {
   }
 
   torch::Tensor loss(const Batch& batch) override {
+    if (fused_loss()) return fused::linear_cross_entropy(hidden_(batch.inputs[0]), head_weight_(), batch.target);
     const at::Tensor logits = forward_(batch.inputs[0]).to(torch::kFloat);
     return at::cross_entropy_loss(logits.view({-1, vocab_}), batch.target.reshape({-1}), {}, at::Reduction::Mean,
                                   /*ignore_index=*/-100);
   }
+  std::vector<std::string> fusions() const override { return fusions_; }
   torch::Tensor infer(const Batch& batch) override { return forward_(batch.inputs[0]); }
   std::string inference_step() const override {
     return "one forward pass over whole sequences (a prefill: logits at every position, no KV-cache decoding), "
@@ -229,10 +238,15 @@ class CausalLanguageModel final : public Workload {
   int64_t tokens_per_sample() const override { return seq_len_; }
 
  private:
+  bool fused_loss() const {
+    return std::find(fusions_.begin(), fusions_.end(), "linear_cross_entropy") != fusions_.end();
+  }
   std::shared_ptr<torch::nn::Module> module_;
-  Forward forward_;
+  Forward forward_, hidden_;
+  std::function<torch::Tensor()> head_weight_;
   int64_t vocab_, seq_len_;
   double train_flops_, attention_flops_;
+  std::vector<std::string> fusions_;
 };
 
 OptimizerSettings adamw(double lr, double weight_decay) {
@@ -290,6 +304,10 @@ void require_heads_divide(const std::string& model, const std::string& key, int6
 /// Gradient checkpointing as asked, in training only (inference keeps no activations for a backward).
 bool checkpointing(const Scenario& s) { return s.mode == "train" && required<bool>(s, "gradient_checkpointing"); }
 
+bool fused_kernels(const Scenario& s) { return s.kernels == "fused"; }
+/// The LM head fused with its loss: training only (an inference step returns the logits).
+bool fused_loss(const Scenario& s) { return fused_kernels(s) && s.mode == "train"; }
+
 // Each model's options from its keys (defaults filled): what its rules check and its factory builds.
 models::BertOptions bert_options(const Scenario& s) {
   models::BertOptions o;
@@ -326,6 +344,7 @@ models::Gpt2Options gpt2_options(const Scenario& s) {
 
 models::LlamaOptions llama_options(const Scenario& s) {
   models::LlamaOptions o;
+  o.fused = fused_kernels(s);
   o.layers = required<int64_t>(s, "layers");
   o.hidden = required<int64_t>(s, "hidden");
   o.heads = required<int64_t>(s, "heads");
@@ -457,9 +476,11 @@ const std::vector<ModelEntry>& model_registry() {
            };
          }
          return std::make_unique<CausalLanguageModel>(
-             m.ptr(), [m](const torch::Tensor& ids) mutable { return m->forward(ids); }, o.vocab_size, seq_len,
-             models::gpt2_train_flops_per_sequence(o, seq_len),
-             models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len));
+             m.ptr(), [m](const torch::Tensor& ids) mutable { return m->forward(ids); },
+             [m](const torch::Tensor& ids) mutable { return m->hidden(ids); }, [m] { return m->head_weight(); },
+             o.vocab_size, seq_len, models::gpt2_train_flops_per_sequence(o, seq_len),
+             models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len),
+             fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy"} : std::vector<std::string>{});
        }),
       entry(ModelInfo{"llama", "Llama decoder as transformers' LlamaForCausalLM (RMSNorm, rotary embeddings, SwiGLU, "
                                "grouped-query attention); default TinyLlama-1.1B (1,100.0M parameters)",
@@ -498,9 +519,13 @@ const std::vector<ModelEntry>& model_registry() {
            };
          }
          return std::make_unique<CausalLanguageModel>(
-             m.ptr(), [m](const torch::Tensor& ids) mutable { return m->forward(ids); }, o.vocab_size, seq_len,
-             models::llama_train_flops_per_sequence(o, seq_len),
-             models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len));
+             m.ptr(), [m](const torch::Tensor& ids) mutable { return m->forward(ids); },
+             [m](const torch::Tensor& ids) mutable { return m->hidden(ids); }, [m] { return m->head_weight(); },
+             o.vocab_size, seq_len, models::llama_train_flops_per_sequence(o, seq_len),
+             models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len),
+             !o.fused ? std::vector<std::string>{}
+             : fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}
+                             : std::vector<std::string>{"swiglu", "rotary"});
        }),
   };
   return entries;

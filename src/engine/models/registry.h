@@ -54,6 +54,9 @@ class Workload {
   virtual int64_t num_classes() const { return 0; }
   /// Tokens per sample for sequence models (tokens/s); 0 otherwise.
   virtual int64_t tokens_per_sample() const { return 0; }
+  /// With `kernels: fused`, the fused operations this workload's training step uses (fused/fused_ops.h names);
+  /// empty: it has none yet, and runs ATen's operations.
+  virtual std::vector<std::string> fusions() const { return {}; }
 };
 
 /// Samples [start, start + length) of every tensor in `b` (micro-batches for gradient accumulation).

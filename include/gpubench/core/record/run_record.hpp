@@ -84,11 +84,21 @@ struct PrecisionRecord {
 };
 
 /// How the training step was executed.
+/// One fused operation of `kernels: fused`, and how it ran here.
+struct FusionRecord {
+  std::string name;            ///< linear_cross_entropy | swiglu | rotary
+  std::string implementation;  ///< "cuda kernel" (gpubench's), or "aten"/"aten (chunked)": the ATen form ran instead
+  std::string note;            ///< what the kernel does, or why the ATen form ran
+  bool operator==(const FusionRecord& o) const;
+};
+
 struct ExecutionRecord {
   std::string mode = "eager";            ///< eager | cuda_graph (the whole step captured once, replayed per step)
   bool graph_requested = false;          ///< the scenario asked for `graph: true`
   std::string graph_fallback;            ///< why a requested graph did not run (eager instead); empty otherwise
   std::string optimizer_implementation;  ///< foreach | fused
+  std::string kernels = "aten";          ///< aten | fused: the kernel path (scenario key `kernels`)
+  std::vector<FusionRecord> fusions;     ///< with kernels: fused, each fused operation the model used
   bool operator==(const ExecutionRecord& o) const;
 };
 
@@ -245,8 +255,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, t
                                                 scenario_keys)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, resolved, autocast_dtype, tf32_matmul,
                                                 tf32_cudnn, loss_scaling, memory_format, resolution)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FusionRecord, name, implementation, note)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExecutionRecord, mode, graph_requested, graph_fallback,
-                                                optimizer_implementation)
+                                                optimizer_implementation, kernels, fusions)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, backend, launcher, bucket_mb, buckets,
                                                 rank_epoch_seconds, rank_comm_wait_seconds, slowest_rank,
                                                 interconnect)

@@ -57,6 +57,9 @@ struct Scenario {
   int64_t grad_accumulation = 1;          ///< micro-batches of batch_size per optimizer step
   bool cudnn_benchmark = true;            ///< let cuDNN autotune convolution algorithms
   bool graph = false;                     ///< capture the whole step in a CUDA graph and replay it (CUDA only)
+  /// aten (the operations PyTorch eager runs: like for like with published eager figures) | fused (gpubench's fused
+  /// kernels where the model has them; the record lists each and how it ran)
+  std::string kernels = "aten";
   double ddp_bucket_mb = 25;              ///< multi-GPU: gradient all-reduce bucket size (MiB), as DDP's bucket_cap_mb
   double ddp_timeout_s = 300;             ///< multi-GPU: a collective or rendezvous that takes longer fails the run (s)
   std::string output;                     ///< record path; empty = runs/<generated name>.json

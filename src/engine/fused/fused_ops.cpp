@@ -1,0 +1,272 @@
+#include "fused/fused_ops.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/autograd.h>
+
+#include <stdexcept>
+
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#include <c10/cuda/CUDAStream.h>
+
+#include "fused/fused_kernels.h"
+#endif
+
+namespace gpubench::engine::fused {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+bool on_kernels(const at::Tensor& t) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  return t.is_cuda() && (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf ||
+                         t.scalar_type() == at::kFloat);
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+DType dtype_of(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kBFloat16: return DType::kBFloat16;
+    case at::kHalf: return DType::kFloat16;
+    default: return DType::kFloat32;
+  }
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+cudaStream_t stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+#endif
+
+/// The dtype the model's matmuls run in: autocast's when it is on for the device, else the weight's.
+at::ScalarType compute_dtype(const at::Tensor& weight) {
+  const at::DeviceType type = weight.device().type();
+  return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : weight.scalar_type();
+}
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/// rotate_half(x) = cat(-x2, x1) over the last dimension, and its transpose cat(y2, -y1).
+at::Tensor rotate_half(const at::Tensor& x) {
+  const int64_t h = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
+}
+at::Tensor rotate_half_transposed(const at::Tensor& y) {
+  const int64_t h = y.size(-1) / 2;
+  return at::cat({y.narrow(-1, h, h), -y.narrow(-1, 0, h)}, -1);
+}
+
+// ---- the LM head with its loss ----------------------------------------------------------------------------------
+
+/// Loss, gradient of h and gradient of the weight, computed together in the forward pass (the gradient of a mean
+/// loss is known once its logits are): the logits of one chunk of tokens exist at a time, and the backward pass only
+/// scales the saved gradients by the incoming one.
+class LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntropyFn> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight,
+                            const at::Tensor& targets, int64_t ignore_index, int64_t chunk_rows, int64_t dtype_code) {
+    const auto dtype = static_cast<at::ScalarType>(dtype_code);
+    const int64_t n = h.size(0), vocab = weight.size(0);
+    const at::Tensor hc = h.to(dtype).contiguous();
+    const at::Tensor t = targets.reshape({-1}).contiguous();
+    const bool kernel = on_kernels(hc);
+    // The weight in the compute dtype; on CUDA with the vocabulary padded to a multiple of 64 (zero rows), so the
+    // logits' rows are aligned and cuBLAS takes its fast kernels (GPT-2's 50,257 words would not be).
+    at::Tensor w;
+    if (kernel && vocab % 64 != 0) {
+      w = at::empty({round_up(vocab, 64), weight.size(1)}, hc.options());
+      w.narrow(0, vocab, w.size(0) - vocab).zero_();
+      w.narrow(0, 0, vocab).copy_(weight);
+    } else {
+      w = weight.to(dtype).contiguous();
+    }
+    const at::Tensor counted = t.ne(ignore_index);
+    const at::Tensor inv_count = at::reciprocal(counted.sum().to(at::kFloat).clamp_min(1.0)).reshape({1});
+    at::Tensor loss_rows = at::empty({n}, hc.options().dtype(at::kFloat));
+    at::Tensor grad_h = at::empty_like(hc);
+    at::Tensor grad_w = at::zeros({w.size(0), w.size(1)}, hc.options().dtype(at::kFloat));
+    const int64_t chunk = std::max<int64_t>(1, chunk_rows);
+    for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+      const int64_t rows = std::min(chunk, n - r0);
+      const at::Tensor hr = hc.narrow(0, r0, rows), tr = t.narrow(0, r0, rows);
+      at::Tensor g;  // the chunk's gradient of the loss with respect to its logits, in the compute dtype
+      if (kernel) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+        g = at::mm(hr, w.t());  // [rows, padded vocab], overwritten in place by the gradient
+        check(launch_softmax_cross_entropy(g.data_ptr(), dtype_of(g), rows, g.stride(0), vocab,
+                                           tr.data_ptr<int64_t>(), ignore_index, inv_count.data_ptr<float>(),
+                                           loss_rows.narrow(0, r0, rows).data_ptr<float>(), stream()),
+              "softmax_cross_entropy");
+#endif
+      } else {
+        const at::Tensor logits = at::mm(hr, w.t()).to(at::kFloat);
+        const at::Tensor lse = at::logsumexp(logits, 1);
+        const at::Tensor keep = tr.ne(ignore_index);
+        const at::Tensor safe = at::where(keep, tr, at::zeros_like(tr));
+        const at::Tensor picked = logits.gather(1, safe.unsqueeze(1)).squeeze(1);
+        loss_rows.narrow(0, r0, rows).copy_((lse - picked) * keep);
+        at::Tensor p = at::exp(logits - lse.unsqueeze(1));
+        p.scatter_add_(1, safe.unsqueeze(1), -at::ones({rows, 1}, p.options()));
+        g = (p * keep.unsqueeze(1).to(at::kFloat) * inv_count).to(dtype);
+      }
+      grad_h.narrow(0, r0, rows).copy_(at::mm(g, w));
+      grad_w.add_(at::mm(g.t(), hr));
+    }
+    ctx->save_for_backward({grad_h, grad_w});
+    ctx->saved_data["vocab"] = vocab;
+    ctx->saved_data["h_dtype"] = static_cast<int64_t>(h.scalar_type());
+    ctx->saved_data["w_dtype"] = static_cast<int64_t>(weight.scalar_type());
+    return loss_rows.sum() * inv_count.squeeze(0);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& g = grad_out[0];  // a scalar: 1, or the fp16 loss scale (a power of two: exact)
+    const int64_t vocab = ctx->saved_data["vocab"].toInt();
+    const auto h_dtype = static_cast<at::ScalarType>(ctx->saved_data["h_dtype"].toInt());
+    const auto w_dtype = static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt());
+    at::Tensor grad_h = saved[0].to(h_dtype).mul_(g);
+    at::Tensor grad_w = saved[1].narrow(0, 0, vocab).to(w_dtype).mul_(g);
+    return {grad_h, grad_w, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// ---- SwiGLU -----------------------------------------------------------------------------------------------------
+
+class SwigluFn : public torch::autograd::Function<SwigluFn> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate, const at::Tensor& up) {
+    const at::Tensor g = gate.contiguous(), u = up.to(gate.scalar_type()).contiguous();
+    ctx->save_for_backward({g, u});
+    if (on_kernels(g)) {
+      at::Tensor out = at::empty_like(g);
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      check(launch_swiglu_forward(g.data_ptr(), u.data_ptr(), out.data_ptr(), dtype_of(g), g.numel(), stream()),
+            "swiglu_forward");
+#endif
+      return out;
+    }
+    return at::silu(g) * u;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &g = saved[0], &u = saved[1];
+    const at::Tensor d = grad_out[0].to(g.scalar_type()).contiguous();
+    if (on_kernels(g)) {
+      at::Tensor d_gate = at::empty_like(g), d_up = at::empty_like(u);
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      check(launch_swiglu_backward(g.data_ptr(), u.data_ptr(), d.data_ptr(), d_gate.data_ptr(), d_up.data_ptr(),
+                                   dtype_of(g), g.numel(), stream()),
+            "swiglu_backward");
+#endif
+      return {d_gate, d_up};
+    }
+    const at::Tensor gf = g.to(at::kFloat), sig = at::sigmoid(gf), silu = gf * sig;
+    const at::Tensor df = d.to(at::kFloat);
+    return {(df * u.to(at::kFloat) * (sig + silu * (1 - sig))).to(g.scalar_type()), (df * silu).to(u.scalar_type())};
+  }
+};
+
+// ---- rotary embeddings ------------------------------------------------------------------------------------------
+
+class RotaryFn : public torch::autograd::Function<RotaryFn> {
+ public:
+  static tensor_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
+                             const at::Tensor& sin) {
+    const at::Tensor qc = q.contiguous(), kc = k.to(q.scalar_type()).contiguous();
+    const at::Tensor c = cos.to(q.scalar_type()).contiguous(), s = sin.to(q.scalar_type()).contiguous();
+    ctx->save_for_backward({c, s});
+    return rotate(qc, kc, c, s, /*inverse=*/false);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& c = saved[0];
+    const at::Tensor gq = grad_out[0].to(c.scalar_type()).contiguous(), gk = grad_out[1].to(c.scalar_type()).contiguous();
+    tensor_list g = rotate(gq, gk, c, saved[1], /*inverse=*/true);
+    return {g[0], g[1], at::Tensor(), at::Tensor()};
+  }
+
+ private:
+  /// x * cos + rotate_half(x) * sin for q and k (or its transpose), tables [seq, head_dim] over [b, seq, heads, d].
+  static tensor_list rotate(const at::Tensor& q, const at::Tensor& k, const at::Tensor& c, const at::Tensor& s,
+                            bool inverse) {
+    if (on_kernels(q)) {
+      at::Tensor q_out = at::empty_like(q), k_out = at::empty_like(k);
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      check(launch_rotary(q.data_ptr(), k.data_ptr(), q_out.data_ptr(), k_out.data_ptr(), c.data_ptr(), s.data_ptr(),
+                          dtype_of(q), q.size(0) * q.size(1), q.size(1), q.size(2), k.size(2), q.size(3), inverse,
+                          stream()),
+            "rotary");
+#endif
+      return {q_out, k_out};
+    }
+    const at::Tensor cb = c.unsqueeze(1), sb = s.unsqueeze(1);  // [seq, 1, d]: broadcast over heads
+    auto one = [&](const at::Tensor& x) {
+      return inverse ? x * cb + rotate_half_transposed(x * sb) : x * cb + rotate_half(x) * sb;
+    };
+    return {one(q), one(k)};
+  }
+};
+
+}  // namespace
+
+bool cuda_kernels_compiled() {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  return true;
+#else
+  return false;
+#endif
+}
+
+at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& targets,
+                                int64_t ignore_index, int64_t chunk_rows) {
+  const at::Tensor h2 = h.reshape({-1, h.size(-1)});
+  return LinearCrossEntropyFn::apply(h2, weight, targets, ignore_index, chunk_rows,
+                                     static_cast<int64_t>(compute_dtype(weight)));
+}
+
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) { return SwigluFn::apply(gate, up); }
+
+std::pair<at::Tensor, at::Tensor> rotary(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
+                                         const at::Tensor& sin) {
+  if (q.dim() != 4 || k.dim() != 4 || q.size(3) % 2 != 0 || cos.size(0) != q.size(1) || cos.size(1) != q.size(3)) {
+    throw std::invalid_argument("fused rotary: q and k must be [batch, seq, heads, even head_dim] with tables "
+                                "[seq, head_dim]");
+  }
+  const tensor_list out = RotaryFn::apply(q, k, cos, sin);
+  return {out[0], out[1]};
+}
+
+std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device) {
+  std::vector<FusionRecord> out;
+  const bool kernels = device.is_cuda() && cuda_kernels_compiled();
+  const std::string why = device.is_cuda() ? "this gpubench was built without nvcc" : "no kernel for " + device.str();
+  for (const auto& n : names) {
+    FusionRecord f;
+    f.name = n;
+    if (n == "linear_cross_entropy") {
+      f.implementation = kernels ? "cuda kernel" : "aten (chunked)";
+      f.note = kernels ? "the LM head's GEMMs with the vocabulary padded to a multiple of 64, then softmax, loss and "
+                         "gradient in one pass, in place; no fp32 logits"
+                       : why + ": the same loss in chunks of tokens with ATen operations (no fp32 logits of the "
+                               "whole batch)";
+    } else {
+      f.implementation = kernels ? "cuda kernel" : "aten";
+      f.note = kernels ? (n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
+                                        : "q and k rotated together, one pass each way")
+                       : why + ": the ATen operations, in one autograd node";
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace gpubench::engine::fused

@@ -1,0 +1,38 @@
+#pragma once
+// `kernels: fused`: the transformer workloads' fused operations as autograd functions. Each computes the same
+// mathematics as its ATen composition (tests hold them to it) in fewer passes over memory: on CUDA with gpubench's
+// kernels (fused_kernels.cu), elsewhere with ATen operations in one autograd node (the CPU form; the record says
+// which ran).
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "gpubench/core/record/run_record.hpp"
+
+namespace gpubench::engine::fused {
+
+/// Whether gpubench's CUDA kernels were compiled into this build (nvcc was found).
+bool cuda_kernels_compiled();
+
+/// The LM head and its loss in one: mean over the counted tokens of cross_entropy(h @ weight^T, targets), ignoring
+/// `ignore_index`, as transformers' ForCausalLMLoss computes it (fp32 softmax of the compute-dtype logits). The
+/// logits are never kept in fp32: on CUDA, bf16/fp16 logits with the vocabulary padded to a multiple of 64 (so every
+/// GEMM is aligned), the loss and its gradient by one kernel, in place; on the CPU, in chunks of `chunk_rows` tokens.
+/// `h` [tokens, hidden], `weight` [vocab, hidden], `targets` [tokens]. Under autocast the GEMMs run in its dtype.
+at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& targets,
+                                int64_t ignore_index = -100, int64_t chunk_rows = 4096);
+
+/// silu(gate) * up (Llama's MLP), one kernel forward and one backward on CUDA.
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
+
+/// Rotary embeddings on q [batch, seq, q_heads, head_dim] and k [batch, seq, k_heads, head_dim] (both contiguous)
+/// with `cos`, `sin` [seq, head_dim]: x * cos + rotate_half(x) * sin for both, in one kernel each way on CUDA.
+std::pair<at::Tensor, at::Tensor> rotary(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
+                                         const at::Tensor& sin);
+
+/// How each of `names` runs on `device`, for the record (execution.fusions).
+std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device);
+
+}  // namespace gpubench::engine::fused

@@ -1,0 +1,237 @@
+// `kernels: fused`: each fused operation against its ATen composition (forward and gradients), on the CPU form here
+// and on gpubench's CUDA kernels in the *_CUDA tests; and reduced decoders that train to the same losses either way.
+
+#include <gtest/gtest.h>
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include "fused/fused_ops.h"
+#include "gpubench/engine/engine.hpp"
+#include "models/registry.h"
+#include "precision.h"
+
+namespace gpubench::engine {
+namespace {
+
+bool has_cuda() { return torch::cuda::is_available(); }
+
+double max_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
+}
+double scale(const at::Tensor& a) { return a.to(at::kFloat).abs().max().item<double>() + 1e-12; }
+
+/// The unfused LM head and loss, as the ATen path computes it: logits in the compute dtype, fp32 cross-entropy.
+at::Tensor reference_loss(const at::Tensor& h, const at::Tensor& w, const at::Tensor& t, at::ScalarType dtype) {
+  const at::Tensor logits = at::linear(h.to(dtype), w.to(dtype)).to(at::kFloat);
+  return at::cross_entropy_loss(logits, t, {}, at::Reduction::Mean, -100);
+}
+
+struct LceCase {
+  int64_t rows, hidden, vocab, chunk;
+};
+
+/// Loss and both gradients of the fused op against the reference, for `dtype` on `device`, with a few ignored rows.
+void check_linear_cross_entropy(const LceCase& c, at::ScalarType dtype, const at::Device& device, double tol) {
+  torch::manual_seed(c.rows * 131 + c.vocab);
+  const auto f = torch::TensorOptions().device(device);
+  const at::Tensor h0 = torch::randn({c.rows, c.hidden}, f), w0 = torch::randn({c.vocab, c.hidden}, f) * 0.2;
+  at::Tensor t = torch::randint(0, c.vocab, {c.rows}, f.dtype(torch::kLong));
+  if (c.rows > 2) t.index_put_({0}, -100);  // an ignored position, as the last one of every sequence
+  at::Tensor h1 = h0.clone().requires_grad_(true), w1 = w0.clone().requires_grad_(true);
+  at::Tensor h2 = h0.clone().requires_grad_(true), w2 = w0.clone().requires_grad_(true);
+  const bool autocast = dtype != at::kFloat;
+  at::Tensor fused_loss, ref_loss;
+  {
+    AutocastScope scope(device.type(), autocast ? std::optional<at::ScalarType>(dtype) : std::nullopt);
+    fused_loss = fused::linear_cross_entropy(h1, w1, t, -100, c.chunk);
+    ref_loss = reference_loss(h2, w2, t, dtype);
+  }
+  (fused_loss * 4.0).backward();  // a scaled loss (as fp16 loss scaling does): the gradients scale with it
+  (ref_loss * 4.0).backward();
+  EXPECT_NEAR(fused_loss.item<double>(), ref_loss.item<double>(), tol * std::abs(ref_loss.item<double>()) + 1e-6)
+      << c.rows << "x" << c.vocab;
+  EXPECT_LT(max_diff(h1.grad(), h2.grad()), tol * scale(h2.grad())) << c.rows << "x" << c.vocab;
+  EXPECT_LT(max_diff(w1.grad(), w2.grad()), tol * scale(w2.grad())) << c.rows << "x" << c.vocab;
+  EXPECT_EQ(h1.grad().scalar_type(), at::kFloat);
+  EXPECT_EQ(w1.grad().scalar_type(), at::kFloat);
+}
+
+const std::vector<LceCase>& lce_cases() {
+  // odd vocabularies (not a multiple of 8 or 64), one row, chunks that split the rows unevenly
+  static const std::vector<LceCase> cases{{10, 12, 37, 3}, {1, 8, 5, 4096}, {33, 20, 257, 8}, {64, 16, 640, 64}};
+  return cases;
+}
+
+TEST(FusedOpsTest, LinearCrossEntropyEqualsTheUnfusedLossAndGradientsOnTheCpu) {
+  for (const auto& c : lce_cases()) check_linear_cross_entropy(c, at::kFloat, at::kCPU, 1e-5);
+  for (const auto& c : lce_cases()) check_linear_cross_entropy(c, at::kBFloat16, at::kCPU, 2e-2);
+}
+
+TEST(FusedOpsTest, SwigluAndRotaryEqualTheirAtenCompositionsWithGradients) {
+  torch::manual_seed(3);
+  const at::Tensor g0 = torch::randn({3, 5, 7}), u0 = torch::randn({3, 5, 7}), d = torch::randn({3, 5, 7});
+  at::Tensor g1 = g0.clone().requires_grad_(true), u1 = u0.clone().requires_grad_(true);
+  at::Tensor g2 = g0.clone().requires_grad_(true), u2 = u0.clone().requires_grad_(true);
+  const at::Tensor out = fused::swiglu(g1, u1), ref = at::silu(g2) * u2;
+  EXPECT_LT(max_diff(out, ref), 1e-6);
+  (out * d).sum().backward();
+  (ref * d).sum().backward();
+  EXPECT_LT(max_diff(g1.grad(), g2.grad()), 1e-5);
+  EXPECT_LT(max_diff(u1.grad(), u2.grad()), 1e-5);
+
+  // q [2, 6, 4, 8], k [2, 6, 2, 8] (grouped heads), tables [6, 8] with equal halves as transformers builds them.
+  const at::Tensor freqs = at::outer(at::arange(6, torch::kFloat), at::rand({4}));
+  const at::Tensor emb = at::cat({freqs, freqs}, -1), cos = emb.cos(), sin = emb.sin();
+  const at::Tensor q0 = torch::randn({2, 6, 4, 8}), k0 = torch::randn({2, 6, 2, 8});
+  at::Tensor q1 = q0.clone().requires_grad_(true), k1 = k0.clone().requires_grad_(true);
+  at::Tensor q2 = q0.clone().requires_grad_(true), k2 = k0.clone().requires_grad_(true);
+  const auto [qr, kr] = fused::rotary(q1, k1, cos, sin);
+  auto rotate_half = [](const at::Tensor& x) { return at::cat({-x.narrow(-1, 4, 4), x.narrow(-1, 0, 4)}, -1); };
+  const at::Tensor cb = cos.unsqueeze(1), sb = sin.unsqueeze(1);
+  const at::Tensor qe = q2 * cb + rotate_half(q2) * sb, ke = k2 * cb + rotate_half(k2) * sb;
+  EXPECT_LT(max_diff(qr, qe), 1e-6);
+  EXPECT_LT(max_diff(kr, ke), 1e-6);
+  const at::Tensor dq = torch::randn_like(q0), dk = torch::randn_like(k0);
+  ((qr * dq).sum() + (kr * dk).sum()).backward();
+  ((qe * dq).sum() + (ke * dk).sum()).backward();
+  EXPECT_LT(max_diff(q1.grad(), q2.grad()), 1e-5);
+  EXPECT_LT(max_diff(k1.grad(), k2.grad()), 1e-5);
+  EXPECT_THROW(fused::rotary(q1.narrow(-1, 0, 7), k1, cos, sin), std::invalid_argument);  // odd head size
+}
+
+/// A reduced decoder through the registry, trained `steps` steps with SGD on one fixed batch; the losses.
+std::vector<double> train_losses(const std::string& model, const std::string& kernels, int steps, const at::Device& dev,
+                                 std::optional<at::ScalarType> autocast) {
+  Scenario s;
+  s.model = model;
+  s.kernels = kernels;
+  s.model_options = model == "llama"
+                        ? std::map<std::string, nlohmann::json>{{"layers", 2}, {"hidden", 32}, {"heads", 4},
+                                                                {"kv_heads", 2}, {"intermediate", 48}, {"vocab", 101},
+                                                                {"seq_len", 12}}
+                        : std::map<std::string, nlohmann::json>{{"layers", 2}, {"width", 32}, {"heads", 4},
+                                                                {"vocab", 101}, {"seq_len", 12}, {"dropout", 0.0}};
+  torch::manual_seed(7);
+  auto w = find_model(model).make(s);
+  w->module()->to(dev);
+  torch::Generator gen = at::detail::createCPUGenerator(11);
+  Batch b = w->make_batch(3, torch::TensorOptions(), gen);
+  for (auto& x : b.inputs) x = x.to(dev);
+  b.target = b.target.to(dev);
+  torch::optim::SGD opt(w->module()->parameters(), torch::optim::SGDOptions(0.05));
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) {
+    opt.zero_grad();
+    at::Tensor loss;
+    {
+      AutocastScope scope(dev.type(), autocast);
+      loss = w->loss(b);
+    }
+    loss.backward();
+    opt.step();
+    losses.push_back(loss.item<double>());
+  }
+  return losses;
+}
+
+void expect_same_curve(const std::vector<double>& a, const std::vector<double>& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol * std::abs(b[i]) + 1e-6) << "step " << i;
+  EXPECT_LT(a.back(), 0.5 * a.front()) << "the loss goes down";
+}
+
+TEST(FusedOpsTest, ReducedDecodersTrainToTheSameLossCurveOnBothKernelPaths) {
+  for (const std::string model : {"gpt2", "llama"}) {
+    const auto aten = train_losses(model, "aten", 200, at::kCPU, std::nullopt);
+    const auto fused = train_losses(model, "fused", 200, at::kCPU, std::nullopt);
+    expect_same_curve(fused, aten, 1e-3);
+  }
+}
+
+TEST(FusedOpsTest, TheRecordNamesTheKernelPathAndHowEachFusionRan) {
+  const auto cpu = fused::describe({"linear_cross_entropy", "swiglu", "rotary"}, at::kCPU);
+  ASSERT_EQ(cpu.size(), 3u);
+  EXPECT_EQ(cpu[0].implementation, "aten (chunked)");
+  EXPECT_EQ(cpu[1].implementation, "aten");
+  EXPECT_NE(cpu[1].note.find("no kernel for cpu"), std::string::npos) << cpu[1].note;
+  Scenario s;
+  s.model = "llama";
+  s.device = "cpu";
+  s.kernels = "fused";
+  s.model_options = {{"layers", 1}, {"hidden", 32}, {"heads", 4}, {"kv_heads", 2}, {"intermediate", 48},
+                     {"vocab", 101}, {"seq_len", 12}};
+  s.batch_size = 2;
+  s.dataset_size = 4;
+  s.warmup_steps = 1;
+  RunObserver quiet;
+  const RunRecord r = run_benchmark(s, quiet, RunOptions{});
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
+  EXPECT_EQ(r.execution.kernels, "fused");
+  ASSERT_EQ(r.execution.fusions.size(), 3u);
+  EXPECT_EQ(r.execution.fusions[0].name, "linear_cross_entropy");
+  bool said = false;
+  for (const auto& n : r.notes) said = said || n.find("ran as ATen operations on cpu") != std::string::npos;
+  EXPECT_TRUE(said) << "a fusion that runs as ATen here is said, never silent";
+  s.model = "resnet50";
+  s.model_options = {{"image_size", 32}, {"num_classes", 10}};
+  const RunRecord resnet = run_benchmark(s, quiet, RunOptions{});
+  ASSERT_EQ(resnet.status, RunStatus::kOk) << resnet.reason;
+  EXPECT_TRUE(resnet.execution.fusions.empty());
+  said = false;
+  for (const auto& n : resnet.notes) said = said || n.find("has no fused operations yet") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// ---- the CUDA kernels --------------------------------------------------------------------------------------------
+
+TEST(FusedOpsTest, KernelsMatchTheirAtenCompositionsInBf16AndFp32_CUDA) {
+  if (!has_cuda() || !fused::cuda_kernels_compiled()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const at::Device dev(at::kCUDA, 0);
+  for (const auto& c : lce_cases()) check_linear_cross_entropy(c, at::kFloat, dev, 1e-4);
+  for (const auto& c : lce_cases()) check_linear_cross_entropy(c, at::kBFloat16, dev, 2e-2);
+  check_linear_cross_entropy({8192, 768, 50257, 8192}, at::kBFloat16, dev, 2e-2);  // GPT-2's head at bs 8
+  // SwiGLU and rotary on the kernels against the ATen composition, in bf16 (the kernels compute in fp32).
+  torch::manual_seed(5);
+  const auto bf = torch::TensorOptions().device(dev).dtype(torch::kBFloat16);
+  const at::Tensor g0 = torch::randn({4, 33, 129}, bf), u0 = torch::randn({4, 33, 129}, bf);
+  at::Tensor g1 = g0.clone().requires_grad_(true), u1 = u0.clone().requires_grad_(true);
+  at::Tensor g2 = g0.to(at::kFloat).requires_grad_(true), u2 = u0.to(at::kFloat).requires_grad_(true);
+  const at::Tensor out = fused::swiglu(g1, u1), ref = at::silu(g2) * u2;
+  EXPECT_LT(max_diff(out, ref), 1e-2 * scale(ref));
+  const at::Tensor d = torch::randn_like(g0);
+  (out.to(at::kFloat) * d.to(at::kFloat)).sum().backward();
+  (ref * d.to(at::kFloat)).sum().backward();
+  EXPECT_LT(max_diff(g1.grad(), g2.grad()), 1e-2 * scale(g2.grad()));
+  EXPECT_LT(max_diff(u1.grad(), u2.grad()), 1e-2 * scale(u2.grad()));
+  const at::Tensor freqs = at::outer(at::arange(17, torch::kFloat), at::rand({32}));
+  const at::Tensor emb = at::cat({freqs, freqs}, -1);
+  const at::Tensor cos = emb.cos().to(dev).to(at::kBFloat16), sin = emb.sin().to(dev).to(at::kBFloat16);
+  const at::Tensor q0 = torch::randn({3, 17, 8, 64}, bf), k0 = torch::randn({3, 17, 2, 64}, bf);
+  at::Tensor q1 = q0.clone().requires_grad_(true), k1 = k0.clone().requires_grad_(true);
+  const auto [qr, kr] = fused::rotary(q1, k1, cos, sin);
+  auto rotate_half = [](const at::Tensor& x) { return at::cat({-x.narrow(-1, 32, 32), x.narrow(-1, 0, 32)}, -1); };
+  const at::Tensor qf = q0.to(at::kFloat).requires_grad_(true), kf = k0.to(at::kFloat).requires_grad_(true);
+  const at::Tensor cb = cos.to(at::kFloat).unsqueeze(1), sb = sin.to(at::kFloat).unsqueeze(1);
+  const at::Tensor qe = qf * cb + rotate_half(qf) * sb, ke = kf * cb + rotate_half(kf) * sb;
+  EXPECT_LT(max_diff(qr, qe), 1e-2 * scale(qe));
+  EXPECT_LT(max_diff(kr, ke), 1e-2 * scale(ke));
+  const at::Tensor dq = torch::randn_like(q0), dk = torch::randn_like(k0);
+  ((qr.to(at::kFloat) * dq.to(at::kFloat)).sum() + (kr.to(at::kFloat) * dk.to(at::kFloat)).sum()).backward();
+  ((qe * dq.to(at::kFloat)).sum() + (ke * dk.to(at::kFloat)).sum()).backward();
+  EXPECT_LT(max_diff(q1.grad(), qf.grad()), 1e-2 * scale(qf.grad()));
+  EXPECT_LT(max_diff(k1.grad(), kf.grad()), 1e-2 * scale(kf.grad()));
+}
+
+TEST(FusedOpsTest, ReducedDecodersTrainToTheSameLossCurveOnTheGpuInBf16_CUDA) {
+  if (!has_cuda() || !fused::cuda_kernels_compiled()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const at::Device dev(at::kCUDA, 0);
+  for (const std::string model : {"gpt2", "llama"}) {
+    const auto aten = train_losses(model, "aten", 200, dev, at::kBFloat16);
+    const auto fused = train_losses(model, "fused", 200, dev, at::kBFloat16);
+    expect_same_curve(fused, aten, 3e-2);
+  }
+}
+
+}  // namespace
+}  // namespace gpubench::engine
