@@ -156,12 +156,17 @@ def main(argv):
     p.add_argument("--gpubench", default=os.environ.get("GPUBENCH_BINARY", os.path.join(ROOT, "build", "gpubench")))
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--rounds", type=int, help="override every bench file's rounds")
+    p.add_argument("--skip", action="append", default=[], metavar="TOOL:VARIANT",
+                   help="leave a variant out (e.g. pytorch:eager); repeatable")
     p.add_argument("--dry-run", action="store_true", help="print the commands and write nothing but the scenarios")
     a = p.parse_args(argv)
     benches = [load_bench(b) for b in a.benches]  # every file is checked before anything runs
     for b in benches:
         if a.rounds:
             b["rounds"] = a.rounds
+        for skip in a.skip:
+            tool, _, variant = skip.partition(":")
+            b.get(tool, {}).pop(variant, None)
     all_rows = []
     for b in benches:
         steps = plan(b, a.out, a.gpubench, a.python)

@@ -8,7 +8,8 @@
 #   bench F…  the bench files F… (configs/bench/*.yaml: a gpubench scenario and its PyTorch reference variants),
 #             alternating round by round, with scripts/bench.py's table of ratios (summary.md)
 #   info      gpubench info --measure-peak (the device's measured matmul and copy ceilings)
-# Everything after `bench` up to the next phase name is a bench file; ROUNDS=N overrides their rounds. Logs and records go to $OUT (the device tool
+# Everything after `bench` up to the next phase name is a bench file; ROUNDS=N overrides their rounds, SKIP="tool:variant
+# ..." leaves variants out. Logs and records go to $OUT (the device tool
 # brings them back); records are bundled into records.tar.gz. Pass GPUBENCH_GIT_REVISION=<the commit here>: the copy
 # there carries an earlier commit's .git, so without it the records would name that commit (with -dirty).
 # Python wheels the machine lacks (diffusers, torchao) travel in .whl/ (carry [".whl"]) and are installed first.
@@ -72,7 +73,9 @@ phase_info() {
 
 phase_bench() {
   log "bench $*"
-  python3 scripts/bench.py "$@" ${ROUNDS:+--rounds "$ROUNDS"} --out "$OUT" --gpubench "$GB" 2>&1 | tee -a "$OUT/session.log" | grep -vE "^== " 
+  local skips=()
+  for s in ${SKIP:-}; do skips+=(--skip "$s"); done
+  python3 scripts/bench.py "$@" ${ROUNDS:+--rounds "$ROUNDS"} "${skips[@]}" --out "$OUT" --gpubench "$GB" 2>&1 | tee -a "$OUT/session.log" | grep -vE "^== " 
   bundle
 }
 
