@@ -122,6 +122,20 @@ TEST(CompareTest, DifferentBatchSizeIsNotComparableAndNamesTheKey) {
   EXPECT_EQ(r.comparisons[0].differing_keys, std::vector<std::string>{"batch_size"});
 }
 
+TEST(CompareTest, TheAtenAndFusedKernelPathsAreDifferentScenarios) {
+  std::vector<LoadedRecord> base{run("aten.json", 40, 0.005, 0, 1)};
+  std::vector<LoadedRecord> cand{run("fused.json", 24, 0.005, 0, 2)};
+  cand[0].record.scenario.kernels = "fused";
+  const auto r = compare_runs(base, cand, {});
+  ASSERT_EQ(r.comparisons.size(), 1u);
+  EXPECT_EQ(r.comparisons[0].verdict, Verdict::kNotComparable);
+  EXPECT_EQ(r.comparisons[0].differing_keys, std::vector<std::string>{"kernels"});
+  // A record written before the key existed reads as the ATen path, and pairs with a new one.
+  nlohmann::json old = base[0].record.scenario;
+  old.erase("kernels");
+  EXPECT_EQ(old.get<Scenario>().kernels, "aten");
+}
+
 TEST(CompareTest, EnvironmentDifferencesAreListedAndHardwareBreaksLikeForLike) {
   auto base = runs(1, 54, 0.005, 0, 1);
   auto cand = runs(1, 54, 0.005, 0, 2);
