@@ -21,19 +21,24 @@ namespace {
 std::string change(const Comparison& c) {
   if (c.verdict == Verdict::kNotComparable || c.verdict == Verdict::kNoBaseline) return "-";
   if (c.interval_basis == "none") return fmt::format("{:+.2f}% (one value per side: no interval)", (c.ratio - 1) * 100);
-  return fmt::format("{:+.2f}% [{:+.2f}%, {:+.2f}%]", (c.ratio - 1) * 100, (c.ci_low - 1) * 100, (c.ci_high - 1) * 100);
+  std::string s = fmt::format("{:+.2f}% [{:+.2f}%, {:+.2f}%]", (c.ratio - 1) * 100, (c.ci_low - 1) * 100,
+                              (c.ci_high - 1) * 100);
+  if (c.interval_basis == "steps" || c.interval_basis == "epochs") s += " (within-run only)";
+  return s;
 }
 
 std::string why(const Comparison& c) {
   if (c.verdict == Verdict::kNotComparable) {
     std::string keys;
-    for (const auto& k : c.differing_keys) keys += (keys.empty() ? "" : ", ") + k;
-    return "differs in: " + keys;
+    for (const auto& k : c.differences.empty() ? c.differing_keys : c.differences) keys += (keys.empty() ? "" : "; ") + k;
+    return (c.differences.empty() ? "differs in: " : "differs: ") + keys;
   }
   if (c.verdict == Verdict::kNoBaseline) return "no baseline run of this model";
   std::string issues;
   for (const auto& i : c.not_like_for_like) issues += (issues.empty() ? "" : "; ") + i;
-  return issues.empty() ? "" : "NOT like-for-like: " + issues;
+  std::string out = issues.empty() ? "" : "NOT like-for-like: " + issues;
+  if (!c.note.empty()) out += (out.empty() ? "" : "; ") + c.note;
+  return out;
 }
 
 nlohmann::json compare_json(const CompareResult& r, double threshold) {
@@ -49,6 +54,10 @@ nlohmann::json compare_json(const CompareResult& r, double threshold) {
                     {"ci_low", c.ci_low},
                     {"ci_high", c.ci_high},
                     {"interval_basis", c.interval_basis},
+                    {"base_runs", c.base_runs},
+                    {"new_runs", c.new_runs},
+                    {"note", c.note},
+                    {"differences", c.differences},
                     {"base_value", c.base_value},
                     {"new_value", c.new_value},
                     {"base_samples_per_s", c.base_samples_per_s},
@@ -60,10 +69,11 @@ nlohmann::json compare_json(const CompareResult& r, double threshold) {
                     {"new_paths", c.new_paths}});
   }
   return {{"schema", "gpubench.compare"},
-          {"schema_version", 2},
+          {"schema_version", 3},
           {"metric", r.metric},
           {"threshold", threshold},
           {"regression", r.any_regression()},
+          {"inconclusive", r.any(Verdict::kInconclusive)},
           {"like_for_like", r.environment.like_for_like},
           {"environment_differences", r.environment.differences},
           {"comparisons", rows}};
@@ -109,14 +119,16 @@ Document compare_document(const CompareResult& r, double threshold) {
     if (c.verdict == Verdict::kRegression) {
       tc.outcome = TestCase::Outcome::kFail;
       tc.message = fmt::format("regression: {} {} beyond the {:.1f}% threshold", name, change(c), threshold * 100);
-    } else if (!numbers) {
+    } else if (!numbers || c.verdict == Verdict::kInconclusive) {
       tc.outcome = TestCase::Outcome::kSkip;
       tc.message = verdict_text(c) + ": " + why(c);
     }
     d.cases.push_back(tc);
   }
   t.notes.push_back(fmt::format("A regression is a change for the worse whose 95% interval excludes no change and "
-                                "which exceeds {:.1f}%.", threshold * 100));
+                                "which exceeds {:.1f}%. With two or more runs on a side the interval is over runs; with "
+                                "one run per side it is within-run only and changes inside the noise floor get no "
+                                "verdict.", threshold * 100));
   d.table(std::move(t));
   if (!r.environment.differences.empty()) {
     d.paragraph(r.environment.like_for_like ? "Environment differences:"

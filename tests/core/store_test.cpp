@@ -4,7 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+#include <sys/stat.h>
+
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 
 #include "common/temp_dir.h"
 #include "gpubench/core/store/store.hpp"
@@ -146,6 +151,83 @@ TEST_F(StoreTest, AnUnusableFileIsAnErrorNamingIt) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("/proc/gpubench-no/results.db"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(StoreTest, ReadingNeverCreatesOrChangesAFile) {
+  using Access = ResultsStore::Access;
+  // A missing store is an error, and stays missing.
+  EXPECT_THROW(ResultsStore(path_, Access::kRead), std::runtime_error);
+  EXPECT_FALSE(std::filesystem::exists(path_));
+  // A foreign SQLite file is refused untouched, by readers and writers alike (no tables, no WAL, no user_version).
+  const std::string foreign = (tmp_.path() / "other.sqlite").string();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(foreign.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine')", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  const auto size = std::filesystem::file_size(foreign);
+  for (const auto access : {Access::kRead, Access::kWrite}) {
+    try {
+      ResultsStore s(foreign, access);
+      FAIL() << "opened a foreign file";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("not a gpubench results store"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(std::filesystem::file_size(foreign), size);
+  EXPECT_FALSE(std::filesystem::exists(foreign + "-wal"));
+  // A read-only file (and folder) can be read.
+  {
+    ResultsStore w(path_);
+    w.add(run(256, 4700, "2026-11-01T00:00:00Z", "580.1"), "a");
+  }
+  ::chmod(path_.c_str(), 0444);
+  ResultsStore r(path_, Access::kRead);
+  EXPECT_EQ(r.count(), 1);
+  EXPECT_EQ(r.history(HistoryQuery{}).size(), 1u);
+  EXPECT_THROW(r.add(run(256, 4800, "2026-11-02T00:00:00Z", "580.1"), "b"), std::runtime_error);
+  ::chmod(path_.c_str(), 0644);
+}
+
+TEST_F(StoreTest, BaselinesAndSeriesFollowTheScenarioIdentity) {
+  ResultsStore db(path_);
+  RunRecord one = run(256, 4700, "2026-11-01T00:00:00Z", "580.1");
+  RunRecord two = run(256, 9300, "2026-11-02T00:00:00Z", "580.1");
+  two.distributed = DistributedRecord{};
+  two.distributed->world_size = 2;  // the same scenario file on two GPUs: another scenario
+  db.add(one, "one.json");
+  db.add(two, "two.json");
+  RunRecord next = run(256, 4690, "2026-11-03T00:00:00Z", "580.1", 1);
+  next.scenario.seed = 0;
+  const auto base = db.baseline_for(next, 5);
+  ASSERT_EQ(base.size(), 1u);
+  EXPECT_NE(base[0].path.find("one.json"), std::string::npos) << base[0].path;
+  const auto rows = db.history(HistoryQuery{});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NE(rows[0].identity_json, rows[1].identity_json);
+  EXPECT_EQ(nlohmann::json::parse(rows[1].identity_json)["world_size"], 2);
+}
+
+TEST_F(StoreTest, AVersionOneStoreIsMigratedOnWriteAndReadAsItIsOnRead) {
+  {
+    ResultsStore db(path_);
+    db.add(run(256, 4700, "2026-11-01T00:00:00Z", "580.1"), "a.json");
+  }
+  // Make it a version-1 store: no identity column.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN identity_json; PRAGMA user_version=1", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  {
+    ResultsStore r(path_, ResultsStore::Access::kRead);
+    const auto rows = r.history(HistoryQuery{});
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(nlohmann::json::parse(rows[0].identity_json)["world_size"], 1);  // derived from the record
+  }
+  ResultsStore w(path_);  // a writer upgrades it in place
+  EXPECT_EQ(w.history(HistoryQuery{})[0].identity_json,
+            ResultsStore(path_, ResultsStore::Access::kRead).history(HistoryQuery{})[0].identity_json);
 }
 
 }  // namespace

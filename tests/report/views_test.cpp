@@ -63,9 +63,11 @@ TEST(ViewsTest, CompareMarkdownGolden) {
             "| scenario | base (images/s) | new (images/s) | change [95% CI] | verdict | detail |\n"
             "| --- | ---: | ---: | --- | --- | --- |\n"
             "| resnet50 bs256 bf16 cuda:0 | 4700.0 | 4465.0 | -5.00% [-5.30%, -4.70%] | REGRESSION | - |\n"
-            "| resnet50 bs128 bf16 cuda:0 | - | - | - | not comparable | differs in: precision |\n"
+            "| resnet50 bs128 bf16 cuda:0 | - | - | - | not the same scenario | differs in: precision |\n"
             "\n"
-            "A regression is a change for the worse whose 95% interval excludes no change and which exceeds 2.0%.\n"
+            "A regression is a change for the worse whose 95% interval excludes no change and which exceeds 2.0%. "
+            "With two or more runs on a side the interval is over runs; with one run per side it is within-run only "
+            "and changes inside the noise floor get no verdict.\n"
             "\n"
             "Environment differences:\n"
             "\n"
@@ -81,7 +83,7 @@ TEST(ViewsTest, CompareJUnitGolden) {
             "regression: throughput -5.00% [-5.30%, -4.70%] beyond the 2.0% threshold</failure>\n"
             "  </testcase>\n"
             "  <testcase classname=\"gpubench\" name=\"resnet50 bs128 bf16 cuda:0\">\n"
-            "    <skipped message=\"not comparable: differs in: precision\"/>\n"
+            "    <skipped message=\"not the same scenario: differs in: precision\"/>\n"
             "  </testcase>\n"
             "</testsuite>\n");
 }

@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/record/record_io.hpp"
 
 namespace gpubench {
@@ -21,9 +22,10 @@ std::string to_string(Verdict v) {
     case Verdict::kNoChange: return "no significant change";
     case Verdict::kSlower: return "slower";
     case Verdict::kRegression: return "regression";
-    case Verdict::kNotComparable: return "not comparable";
+    case Verdict::kNotComparable: return "not the same scenario";
     case Verdict::kNoBaseline: return "no baseline";
     case Verdict::kChanged: return "changed";
+    case Verdict::kInconclusive: return "inconclusive";
   }
   return "?";
 }
@@ -50,6 +52,68 @@ std::vector<std::string> metric_tags(const std::vector<LoadedRecord>& records) {
     for (const auto& e : lr.record.epochs) add(epoch_metrics(lr.record, e));
   }
   return tags;
+}
+
+bool CompareResult::any(Verdict v) const {
+  return std::any_of(comparisons.begin(), comparisons.end(), [v](const Comparison& c) { return c.verdict == v; });
+}
+
+namespace {
+
+}  // namespace
+
+namespace {
+
+/// The continued fraction of the regularized incomplete beta function (Lentz's method).
+double beta_fraction(double a, double b, double x) {
+  const double tiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  d = 1 / (std::abs(d) < tiny ? tiny : d);
+  double h = d;
+  for (int m = 1; m <= 300; ++m) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+    d = 1 + aa * d;
+    c = 1 + aa / c;
+    d = 1 / (std::abs(d) < tiny ? tiny : d);
+    c = std::abs(c) < tiny ? tiny : c;
+    h *= d * c;
+    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+    d = 1 + aa * d;
+    c = 1 + aa / c;
+    d = 1 / (std::abs(d) < tiny ? tiny : d);
+    c = std::abs(c) < tiny ? tiny : c;
+    const double delta = d * c;
+    h *= delta;
+    if (std::abs(delta - 1) < 1e-14) break;
+  }
+  return h;
+}
+
+/// I_x(a, b), the regularized incomplete beta function.
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
+                                b * std::log(1 - x));
+  return x < (a + 1) / (a + b + 2) ? front * beta_fraction(a, b, x) / a
+                                   : 1 - front * beta_fraction(b, a, 1 - x) / b;
+}
+
+/// P(|T| <= t) for Student's t with `df` degrees of freedom.
+double t_two_sided_coverage(double t, double df) { return 1 - incomplete_beta(df / 2, 0.5, df / (df + t * t)); }
+
+}  // namespace
+
+double student_t_quantile(double confidence, double df) {
+  df = std::max(df, 1e-3);
+  double lo = 0, hi = 1;
+  while (t_two_sided_coverage(hi, df) < confidence && hi < 1e12) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {  // bisection: the coverage grows with t
+    const double mid = (lo + hi) / 2;
+    (t_two_sided_coverage(mid, df) < confidence ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 bool CompareResult::any_regression() const {
@@ -129,25 +193,6 @@ double resample_mean(const Runs& runs, std::mt19937_64& rng) {
     sum += s / static_cast<double>(r.size());
   }
   return sum / static_cast<double>(runs.size());
-}
-
-std::string label_of(const Scenario& s) {
-  std::ostringstream os;
-  os << s.model << " bs" << (s.batch_size ? std::to_string(*s.batch_size) : "?") << " " << s.precision << " "
-     << s.device;
-  return os.str();
-}
-
-std::vector<std::string> differing_keys(const nlohmann::json& a, const nlohmann::json& b) {
-  std::vector<std::string> keys;
-  const nlohmann::json patch = nlohmann::json::diff(a, b);
-  for (const auto& op : patch) {
-    std::string path = op.value("path", std::string());
-    if (!path.empty() && path[0] == '/') path = path.substr(1);
-    std::replace(path.begin(), path.end(), '/', '.');
-    if (std::find(keys.begin(), keys.end(), path) == keys.end()) keys.push_back(path);
-  }
-  return keys;
 }
 
 void compare_environments(const std::vector<LoadedRecord>& base, const std::vector<LoadedRecord>& cand,
@@ -232,18 +277,94 @@ std::vector<std::string> like_for_like_issues(const std::vector<const LoadedReco
 
 }  // namespace
 
+namespace {
+
+/// What on one side says its speed depends on the host: NVML's utilisation below the threshold, or a launch- or
+/// input-bound verdict. Empty when nothing does.
+std::string host_bound_evidence(const std::vector<const LoadedRecord*>& side, double threshold) {
+  std::optional<double> lo, hi;
+  std::string verdict;
+  for (const auto* r : side) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& e : r->record.epochs) {
+      if (e.telemetry && e.telemetry->gpu_util_avg_pct) {
+        sum += *e.telemetry->gpu_util_avg_pct;
+        ++n;
+      }
+    }
+    if (n > 0) {
+      const double u = sum / n;
+      lo = lo ? std::min(*lo, u) : u;
+      hi = hi ? std::max(*hi, u) : u;
+    }
+    const std::string& b = r->record.summary.bounded_by;
+    if ((b == "launch" || b == "input") && verdict.empty()) verdict = b + "-bound";
+  }
+  std::string out;
+  if (lo && *lo < threshold) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "GPU busy %.0f%s%% (NVML)", *lo, *hi - *lo >= 1 ? ("-" + std::to_string(std::lround(*hi))).c_str() : "");
+    out = buf;
+  }
+  if (!verdict.empty()) out += (out.empty() ? "" : ", ") + verdict;
+  return out;
+}
+
+/// Mean of each run's values (one number per run).
+std::vector<double> run_means(const Runs& runs) {
+  std::vector<double> out;
+  for (const auto& r : runs) out.push_back(mean(r));
+  return out;
+}
+
+double variance(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return s / static_cast<double>(v.size() - 1);
+}
+
+/// A run-level interval of new / base (ratio of means) when a side has two or more runs: Welch's t on the runs'
+/// log values; a side with one run borrows the other side's variance. Returns {low, high}.
+std::pair<double, double> run_level_interval(const std::vector<double>& base, const std::vector<double>& cand,
+                                             double confidence) {
+  std::vector<double> lb, lc;
+  for (double x : base) lb.push_back(std::log(x));
+  for (double x : cand) lc.push_back(std::log(x));
+  const double nb = static_cast<double>(lb.size()), nc = static_cast<double>(lc.size());
+  double vb = variance(lb), vc = variance(lc), df = 0;
+  if (lb.size() >= 2 && lc.size() >= 2) {
+    const double sb = vb / nb, sc = vc / nc;
+    df = (sb + sc) * (sb + sc) / ((sb * sb) / (nb - 1) + (sc * sc) / (nc - 1) + 1e-300);
+  } else if (lb.size() >= 2) {
+    vc = vb;
+    df = nb - 1;
+  } else {
+    vb = vc;
+    df = nc - 1;
+  }
+  const double se = std::sqrt(vb / nb + vc / nc);
+  const double diff = mean(lc) - mean(lb);
+  const double h = student_t_quantile(confidence, std::max(1.0, df)) * se;
+  return {std::exp(diff - h), std::exp(diff + h)};
+}
+
+}  // namespace
+
 CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std::vector<LoadedRecord>& candidates,
                            const CompareOptions& options) {
   CompareResult result;
   result.metric = options.metric;
   compare_environments(baselines, candidates, result.environment);
 
-  // Group both sides by comparable scenario, in first-seen order.
-  auto group_by_scenario = [](const std::vector<LoadedRecord>& side) {
+  // Group both sides by scenario identity, in first-seen order.
+  auto group_by_identity = [&options](const std::vector<LoadedRecord>& side) {
     std::vector<std::pair<nlohmann::json, std::vector<const LoadedRecord*>>> groups;
     for (const auto& r : side) {
       if (r.record.status != RunStatus::kOk) continue;  // failed runs have no throughput to compare
-      const nlohmann::json key = comparable_scenario(r.record.scenario);
+      const nlohmann::json key = without_keys(scenario_identity(r.record), options.ignore);
       auto it = std::find_if(groups.begin(), groups.end(), [&key](const auto& g) { return g.first == key; });
       if (it == groups.end()) {
         groups.push_back({key, {&r}});
@@ -253,8 +374,8 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
     }
     return groups;
   };
-  const auto base_groups = group_by_scenario(baselines);
-  const auto cand_groups = group_by_scenario(candidates);
+  const auto base_groups = group_by_identity(baselines);
+  const auto cand_groups = group_by_identity(candidates);
 
   std::mt19937_64 rng(options.seed);
   for (const auto& group : cand_groups) {
@@ -262,11 +383,12 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
     const auto& cands = group.second;
     Comparison c;
     c.metric = options.metric;
-    c.label = label_of(cands.front()->record.scenario);
+    c.label = identity_label(cands.front()->record);
     for (const auto* r : cands) c.new_paths.push_back(r->path);
+    c.new_runs = static_cast<int64_t>(cands.size());
     const auto match = std::find_if(base_groups.begin(), base_groups.end(), [&key](const auto& g) { return g.first == key; });
     if (match == base_groups.end()) {
-      // Same model on the other side but another recipe: say which keys differ.
+      // Same model on the other side but not the same scenario: say which keys differ, with both values.
       const auto same_model = std::find_if(base_groups.begin(), base_groups.end(), [&key](const auto& g) {
         return g.first.value("model", "") == key.value("model", "");
       });
@@ -274,16 +396,18 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
         c.verdict = Verdict::kNoBaseline;
       } else {
         c.verdict = Verdict::kNotComparable;
-        c.differing_keys = differing_keys(same_model->first, key);
+        c.differing_keys = identity_differences(same_model->first, key);
+        c.differences = describe_differences(same_model->first, key);
         for (const auto* r : same_model->second) c.base_paths.push_back(r->path);
       }
       result.comparisons.push_back(c);
       continue;
     }
     for (const auto* r : match->second) c.base_paths.push_back(r->path);
+    c.base_runs = static_cast<int64_t>(match->second.size());
     c.not_like_for_like = like_for_like_issues(match->second, cands);
-    // Throughput resamples step times (each step trains the same samples on both sides, so throughput scales as
-    // 1 / mean step time); any other metric resamples its own per-epoch (or per-run) values.
+    // Throughput uses step times (each step trains the same samples on both sides, so throughput scales as 1 / mean
+    // step time); any other metric its own per-epoch (or per-run) values.
     const bool throughput = options.metric == kThroughputTag;
     std::optional<Metric> about;
     const Runs base = throughput ? step_times(match->second) : metric_values(match->second, options.metric, &about);
@@ -303,9 +427,10 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
       continue;
     }
     const double base_mean = mean_of_runs(base), new_mean = mean_of_runs(cand);
+    const double samples_per_step =
+        throughput ? static_cast<double>(*batch) * static_cast<double>(cands.front()->record.scenario.grad_accumulation)
+                   : 1.0;
     if (throughput) {
-      const double samples_per_step =
-          static_cast<double>(*batch) * static_cast<double>(cands.front()->record.scenario.grad_accumulation);
       c.base_samples_per_s = c.base_value = samples_per_step / base_mean * 1000.0;
       c.new_samples_per_s = c.new_value = samples_per_step / new_mean * 1000.0;
       c.metric_unit = throughput_unit(cands.front()->record);
@@ -315,13 +440,27 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
       c.new_value = new_mean;
       c.ratio = base_mean != 0 ? new_mean / base_mean : (new_mean == 0 ? 1.0 : 0.0);
     }
+    // The metric per run (throughput: samples/s from each run's mean step), for the run-level interval.
+    std::vector<double> base_runs = run_means(base), cand_runs = run_means(cand);
+    if (throughput) {
+      for (double& v : base_runs) v = samples_per_step / v * 1000.0;
+      for (double& v : cand_runs) v = samples_per_step / v * 1000.0;
+    }
+    const bool positive = std::all_of(base_runs.begin(), base_runs.end(), [](double v) { return v > 0; }) &&
+                          std::all_of(cand_runs.begin(), cand_runs.end(), [](double v) { return v > 0; });
+    const bool repeats = (base.size() > 1 || cand.size() > 1) && positive;
     const bool spread = std::any_of(base.begin(), base.end(), [](const auto& r) { return r.size() > 1; }) ||
-                        std::any_of(cand.begin(), cand.end(), [](const auto& r) { return r.size() > 1; }) ||
-                        base.size() > 1 || cand.size() > 1;
-    if (!spread || base_mean == 0) {
+                        std::any_of(cand.begin(), cand.end(), [](const auto& r) { return r.size() > 1; });
+    if (repeats) {
+      // Two or more runs on a side: the run is the unit, so the interval includes the variation between runs.
+      std::tie(c.ci_low, c.ci_high) = run_level_interval(base_runs, cand_runs, options.confidence);
+      c.interval_basis = "runs";
+    } else if (!spread || base_mean == 0) {
       c.ci_low = c.ci_high = c.ratio;
       c.interval_basis = "none";
     } else {
+      // One run per side: the steps (or epochs) of each run, resampled. This sees the jitter within a run, not the
+      // difference between two runs of the same scenario, so the noise floor below applies.
       std::vector<double> ratios(static_cast<size_t>(options.resamples));
       for (auto& r : ratios) {
         const double b = resample_mean(base, rng), n = resample_mean(cand, rng);
@@ -331,14 +470,24 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
       const double tail = (1.0 - options.confidence) / 2.0 * 100.0;
       c.ci_low = percentile_sorted(ratios, tail);
       c.ci_high = percentile_sorted(ratios, 100.0 - tail);
-      const char* unit = throughput ? "steps" : "epochs";
-      c.interval_basis = (base.size() > 1 || cand.size() > 1) ? std::string("runs and ") + unit : std::string(unit);
+      c.interval_basis = throughput ? "steps" : "epochs";
     }
     // Better and worse in the metric's direction; a regression is worse by more than the threshold.
-    // With one value per side there is no interval: only a change beyond the threshold counts.
+    // With one value per side there is no interval: only a change beyond the threshold counts. With one run per
+    // side, only a change beyond the noise floor does.
     const bool no_interval = c.interval_basis == "none";
-    const bool up = no_interval ? c.ratio > 1.0 + options.threshold : c.ci_low > 1.0;
-    const bool down = no_interval ? c.ratio < 1.0 - options.threshold : c.ci_high < 1.0;
+    const bool single_runs = !repeats;
+    bool up = no_interval ? c.ratio > 1.0 + options.threshold : c.ci_low > 1.0;
+    bool down = no_interval ? c.ratio < 1.0 - options.threshold : c.ci_high < 1.0;
+    if (single_runs && !no_interval && (up || down) && std::abs(c.ratio - 1.0) < options.noise_floor) {
+      up = down = false;
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "%+.2f%% is within the %.1f%% noise floor of one run per side (the interval covers steps within "
+                    "each run, not run-to-run variation)",
+                    (c.ratio - 1) * 100, options.noise_floor * 100);
+      c.note = buf;
+    }
     if (!up && !down) {
       c.verdict = Verdict::kNoChange;
     } else if (c.better == Better::kNeither) {
@@ -350,10 +499,21 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
                                                       : c.ratio > 1.0 + options.threshold;
       c.verdict = beyond ? Verdict::kRegression : Verdict::kSlower;
     }
+    // A host- or launch-bound run's speed is the host's as much as the GPU's: without repeats on both sides, a
+    // change is not evidence about the GPU, driver or library.
+    if (c.verdict != Verdict::kNoChange && (base.size() < 2 || cand.size() < 2)) {
+      const std::string eb = host_bound_evidence(match->second, options.host_bound_utilisation);
+      const std::string ec = host_bound_evidence(cands, options.host_bound_utilisation);
+      if (!eb.empty() || !ec.empty()) {
+        c.note = std::string("host-bound (") + (eb.empty() ? "" : "baseline: " + eb) +
+                 (!eb.empty() && !ec.empty() ? "; " : "") + (ec.empty() ? "" : "candidate: " + ec) + "): a " +
+                 (c.ratio > 1 ? "rise" : "fall") + " the GPU may not have caused; repeat both sides (--repeats 3)";
+        c.verdict = Verdict::kInconclusive;
+      }
+    }
     result.comparisons.push_back(c);
   }
   return result;
 }
-
 
 }  // namespace gpubench

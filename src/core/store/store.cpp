@@ -5,10 +5,12 @@
 #include <sqlite3.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <ctime>
 #include <stdexcept>
 
 #include "gpubench/core/analysis/compare.hpp"
+#include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/record/record_io.hpp"
 
 namespace gpubench {
@@ -80,8 +82,9 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
-// One version of the tables; a store made by a later gpubench with another layout is refused, not misread.
-constexpr int kStoreVersion = 1;
+// The version of the tables; a store made by a later gpubench with another layout is refused, not misread.
+// 1: the first; 2: runs.identity_json, the scenario identity that pairs runs (filled in for version-1 rows).
+constexpr int kStoreVersion = 2;
 
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS runs (
@@ -93,9 +96,10 @@ CREATE TABLE IF NOT EXISTS runs (
   batch_size INTEGER, world_size INTEGER,
   driver_version TEXT, cuda_runtime_version TEXT, cudnn_version TEXT, libtorch_version TEXT, git_revision TEXT,
   hostname TEXT,
-  scenario_json TEXT NOT NULL,      -- the comparable resolved scenario (compare.hpp), what pairs runs
+  scenario_json TEXT NOT NULL,      -- the comparable resolved scenario (compare.hpp)
   environment_json TEXT NOT NULL,
-  record_json TEXT NOT NULL         -- the whole record: nothing is lost
+  record_json TEXT NOT NULL,        -- the whole record: nothing is lost
+  identity_json TEXT                -- the scenario identity (analysis/identity.hpp): what pairs runs
 );
 CREATE TABLE IF NOT EXISTS metrics (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -120,9 +124,34 @@ std::string record_fingerprint(const RunRecord& r) {
   return buf;
 }
 
-ResultsStore::ResultsStore(const std::string& path) : path_(path) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
+namespace {
+
+bool table_has_column(sqlite3* db, const std::string& path, const std::string& table, const std::string& column) {
+  Statement s(db, "PRAGMA table_info(" + table + ")", path);
+  while (s.step()) {
+    if (s.text(1) == column) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ResultsStore::ResultsStore(const std::string& path, Access access) : path_(path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool read = access == Access::kRead;
+  if (read && !fs::exists(path, ec)) {
+    throw std::runtime_error("results store " + path + " does not exist (reading commands never create one; "
+                             "`gpubench db add` or `run --db` does)");
+  }
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    throw std::runtime_error("results store " + path + " is not a regular file");
+  }
+  // Read-only: no creation, no WAL switch, no tables made; the URI's mode=ro holds even where the file is writable.
+  const std::string uri = "file:" + path + (read ? "?mode=ro" : "");
+  const int flags = SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX |
+                    (read ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (sqlite3_open_v2(uri.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
@@ -130,25 +159,65 @@ ResultsStore::ResultsStore(const std::string& path) : path_(path) {
   }
   sqlite3_busy_timeout(db_, 30000);  // concurrent CI jobs on one file wait for each other
   try {
-    exec("PRAGMA journal_mode=WAL");
-    exec("PRAGMA foreign_keys=ON");
     int version = 0;
+    bool has_runs = false;
+    bool empty_file = fs::file_size(path, ec) == 0 || ec;
     {
       Statement v(db_, "PRAGMA user_version", path_);
       if (v.step()) version = static_cast<int>(v.int_or_null(0).value_or(0));
+      Statement tables(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'", path_);
+      has_runs = tables.step();
     }
     if (version > kStoreVersion) {
       throw std::runtime_error("results store " + path + ": made by a newer gpubench (store version " +
                                std::to_string(version) + "); this one reads version " + std::to_string(kStoreVersion));
     }
+    const bool ours = version >= 1 && has_runs && table_has_column(db_, path_, "runs", "record_json");
+    if (!ours && !(access == Access::kWrite && empty_file)) {
+      // A foreign SQLite file (or anything else) is left exactly as it was.
+      throw std::runtime_error("results store " + path + ": not a gpubench results store (no runs table of ours)");
+    }
+    if (read) {
+      has_identity_ = table_has_column(db_, path_, "runs", "identity_json");
+      return;
+    }
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA foreign_keys=ON");
+    if (ours) {
+      const std::string problem = integrity();
+      if (problem != "ok") throw std::runtime_error("results store " + path + " is damaged: " + problem);
+    }
     exec("BEGIN IMMEDIATE");
     exec(kSchema);
+    if (ours && version < kStoreVersion) migrate(version);
     exec("PRAGMA user_version=" + std::to_string(kStoreVersion));
     exec("COMMIT");
+    has_identity_ = true;
   } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(db_);
     db_ = nullptr;
     throw;
+  }
+}
+
+void ResultsStore::migrate(int from_version) {
+  if (from_version < 2) {
+    if (!table_has_column(db_, path_, "runs", "identity_json")) exec("ALTER TABLE runs ADD COLUMN identity_json TEXT");
+    std::vector<std::pair<int64_t, std::string>> rows;
+    {
+      Statement s(db_, "SELECT id, record_json, source FROM runs", path_);
+      while (s.step()) {
+        const RunRecord r = parse_record(s.text(1), path_ + " (" + s.text(2) + ")");
+        rows.emplace_back(s.int_or_null(0).value_or(0), scenario_identity(r).dump());
+      }
+    }
+    Statement u(db_, "UPDATE runs SET identity_json = ? WHERE id = ?", path_);
+    for (const auto& [id, identity] : rows) {
+      u.reset();
+      u.bind(1, identity).bind(2, id);
+      u.step();
+    }
   }
 }
 
@@ -171,7 +240,7 @@ bool ResultsStore::add(const RunRecord& r, const std::string& source) {
                      "INSERT OR IGNORE INTO runs (fingerprint, added_utc, source, start_time_utc, status, model, "
                      "device_name, device_type, precision, batch_size, world_size, driver_version, "
                      "cuda_runtime_version, cudnn_version, libtorch_version, git_revision, hostname, scenario_json, "
-                     "environment_json, record_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                     "environment_json, record_json, identity_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                      path_);
     const EnvironmentRecord& e = r.environment;
     insert.bind(1, fingerprint).bind(2, utc_now_iso8601()).bind(3, source).bind(4, e.start_time_utc).bind(5, to_string(r.status));
@@ -181,7 +250,7 @@ bool ResultsStore::add(const RunRecord& r, const std::string& source) {
     insert.bind(12, r.telemetry.driver_version).bind(13, e.cuda_runtime_version).bind(14, e.cudnn_version);
     insert.bind(15, e.libtorch_version).bind(16, e.git_revision).bind(17, e.hostname);
     insert.bind(18, comparable_scenario(r.scenario).dump()).bind(19, nlohmann::json(e).dump());
-    insert.bind(20, json_text(r, -1));
+    insert.bind(20, json_text(r, -1)).bind(21, scenario_identity(r).dump());
     insert.step();
     if (sqlite3_changes(db_) == 0) {  // already stored
       exec("COMMIT");
@@ -199,18 +268,25 @@ bool ResultsStore::add(const RunRecord& r, const std::string& source) {
       for (const auto& m : epoch_metrics(r, ep)) put(ep.index, m);
     }
     exec("COMMIT");
-    return true;
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);  // nothing half-written stays
     throw;
   }
+  // The store as it is now, after the transaction: a damaged page is reported, not a silent "added".
+  Statement check(db_, "PRAGMA quick_check", path_);
+  if (check.step() && check.text(0) != "ok") {
+    throw std::runtime_error("results store " + path_ + " is damaged after adding a record: " + check.text(0));
+  }
+  return true;
 }
 
 std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
   std::string sql =
       "SELECT r.id, r.start_time_utc, r.model, r.device_name, r.precision, r.status, r.driver_version, "
       "r.cuda_runtime_version, r.cudnn_version, r.libtorch_version, r.git_revision, r.source, r.batch_size, m.value, "
-      "m.unit, m.better, r.scenario_json FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.epoch IS NULL AND m.tag = ? WHERE 1=1";
+      "m.unit, m.better, r.scenario_json, " +
+      std::string(has_identity_ ? "r.identity_json" : "r.record_json") +
+      " FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.epoch IS NULL AND m.tag = ? WHERE 1=1";
   std::vector<std::string> args{q.metric};
   if (!q.model.empty()) {
     sql += " AND r.model = ?";
@@ -249,6 +325,8 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
     h.unit = s.text(14);
     h.better = s.text(15);
     h.scenario_json = s.text(16);
+    // A version-1 store opened read-only has no identity column: it is derived from the record, as migration would.
+    h.identity_json = has_identity_ ? s.text(17) : scenario_identity(parse_record(s.text(17), path_)).dump();
     rows.push_back(std::move(h));
   }
   return rows;
@@ -263,18 +341,29 @@ RunRecord ResultsStore::record(int64_t id) const {
 
 std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord& candidate, int last_n) const {
   Statement s(db_,
-              "SELECT id, source FROM runs WHERE scenario_json = ? AND device_name = ? AND status = 'ok' "
-              "AND fingerprint <> ? AND (? = '' OR start_time_utc < ?) ORDER BY start_time_utc DESC, id DESC LIMIT ?",
+              "SELECT id, source, " + std::string(has_identity_ ? "identity_json" : "record_json") +
+                  " FROM runs WHERE model = ? AND status = 'ok' AND fingerprint <> ? AND (? = '' OR start_time_utc < ?) "
+                  "ORDER BY start_time_utc DESC, id DESC",
               path_);
   const std::string start = candidate.environment.start_time_utc;
-  s.bind(1, comparable_scenario(candidate.scenario).dump()).bind(2, candidate.environment.device_name);
-  s.bind(3, record_fingerprint(candidate)).bind(4, start).bind(5, start).bind(6, int64_t{last_n});
+  s.bind(1, candidate.scenario.model).bind(2, record_fingerprint(candidate)).bind(3, start).bind(4, start);
+  const std::string identity = scenario_identity(candidate).dump();
   std::vector<std::pair<int64_t, std::string>> ids;
-  while (s.step()) ids.emplace_back(s.int_or_null(0).value_or(0), s.text(1));
+  while (s.step() && static_cast<int>(ids.size()) < last_n) {
+    const std::string theirs = has_identity_ ? s.text(2) : scenario_identity(parse_record(s.text(2), path_)).dump();
+    if (theirs == identity) ids.emplace_back(s.int_or_null(0).value_or(0), s.text(1));
+  }
   std::vector<LoadedRecord> out;
   for (const auto& [id, source] : ids) {
     out.push_back(LoadedRecord{path_ + ":" + std::to_string(id) + " (" + source + ")", record(id)});
   }
+  return out;
+}
+
+std::vector<std::string> ResultsStore::metric_tags() const {
+  Statement s(db_, "SELECT DISTINCT tag FROM metrics WHERE epoch IS NULL ORDER BY tag", path_);
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
   return out;
 }
 

@@ -15,7 +15,9 @@ namespace {
 
 bool store_available() { return false; }
 std::string record_fingerprint(const RunRecord&) { unavailable(); }
-ResultsStore::ResultsStore(const std::string& path) : path_(path) { unavailable(); }
+ResultsStore::ResultsStore(const std::string& path, Access) : path_(path) { unavailable(); }
+std::vector<std::string> ResultsStore::metric_tags() const { unavailable(); }
+void ResultsStore::migrate(int) { unavailable(); }
 ResultsStore::~ResultsStore() = default;
 bool ResultsStore::add(const RunRecord&, const std::string&) { unavailable(); }
 std::vector<HistoryRow> ResultsStore::history(const HistoryQuery&) const { unavailable(); }

@@ -19,11 +19,23 @@ struct CompareOptions {
   /// The metric compared (a tag of metrics.hpp); its direction says which way is better. Throughput resamples
   /// step times; any other metric resamples its per-epoch values (or one value per run for run-only metrics).
   std::string metric = kThroughputTag;
+  /// One run per side: no verdict for a change smaller than this fraction (the interval then covers the steps of one
+  /// run, not the variation between runs). A/A repeats on the H200 (results/2026-12-01-h200-aa-noise) differed by at
+  /// most 1.5 % between single GPU-bound runs.
+  double noise_floor = 0.02;
+  /// NVML's GPU utilisation (%, mean over the timed epochs) below which a run's speed depends on its host (launch-
+  /// bound): a difference that repeats on both sides do not separate is then inconclusive.
+  double host_bound_utilisation = 95.0;
+  /// Identity keys left out of the pairing, e.g. device_model to compare two chips on purpose (still marked NOT
+  /// like-for-like).
+  std::vector<std::string> ignore;
 };
 
 /// kFaster / kSlower: better / worse in the metric's direction (faster / slower for throughput); kChanged: a
 /// significant change of a metric with no better direction (power, clocks).
-enum class Verdict { kFaster, kNoChange, kSlower, kRegression, kNotComparable, kNoBaseline, kChanged };
+/// kNotComparable: not the same scenario (the identities differ; the keys are listed); kInconclusive: a difference
+/// that cannot be told from the host's noise (host- or launch-bound runs, not separated by repeats on both sides).
+enum class Verdict { kFaster, kNoChange, kSlower, kRegression, kNotComparable, kNoBaseline, kChanged, kInconclusive };
 std::string to_string(Verdict v);
 
 
@@ -38,11 +50,16 @@ struct Comparison {
   double base_value = 0, new_value = 0;  ///< pooled means of the metric over the runs
   double ratio = 0;                    ///< new / base value of the metric (throughput: > 1 is faster)
   double ci_low = 0, ci_high = 0;      ///< confidence interval of `ratio`
-  /// What was resampled: "runs and steps", "steps", "runs and epochs", "epochs", or "none" (one value per side: no
-  /// interval, and only a change beyond the threshold is a verdict)
+  /// How the interval was made: "runs" (two or more runs on a side: a Welch t interval on the runs' log values, so it
+  /// includes the variation between runs), "steps" or "epochs" (one run per side: a bootstrap within the run, which
+  /// does not see run-to-run variation, so the noise floor applies), or "none" (one value per side).
   std::string interval_basis;
+  int64_t base_runs = 0, new_runs = 0;
+  /// Why the verdict is what it is when the numbers alone do not say: within the noise floor, host-bound, ...
+  std::string note;
   Verdict verdict = Verdict::kNoChange;
-  std::vector<std::string> differing_keys;  ///< scenario keys that differ (not comparable)
+  std::vector<std::string> differing_keys;  ///< identity keys that differ (not the same scenario)
+  std::vector<std::string> differences;     ///< the same with both values: "world_size: 1 -> 2"
   /// Why the two sides' conditions differ in a way that moves throughput (GPU model, power limit, clocks locked or
   /// not, other processes on the GPU), e.g. "power_limit_w: 700 -> 500"; empty = like-for-like.
   std::vector<std::string> not_like_for_like;
@@ -65,17 +82,24 @@ struct CompareResult {
   std::vector<Comparison> comparisons;
   EnvironmentDiff environment;
   bool any_regression() const;
+  bool any(Verdict v) const;
 };
 
-/// Pairs `candidates` with `baselines` by resolved scenario (repeats of one scenario are pooled), computes the
-/// throughput ratio with a bootstrap confidence interval over runs and their steps, and gives each pair a verdict:
-/// faster / slower when the interval excludes 1, regression when slower by more than the threshold,
-/// not comparable when only the scenario differs (the keys are listed).
+/// Pairs `candidates` with `baselines` by scenario identity (analysis/identity.hpp; repeats of one scenario are
+/// pooled), computes the metric's ratio with a confidence interval, and gives each pair a verdict: faster / slower
+/// when the interval excludes 1 (and, with one run per side, the change exceeds the noise floor), regression when
+/// worse by more than the threshold, inconclusive when host-bound runs differ without repeats on both sides to
+/// separate it, not the same scenario when the identities differ (the keys are listed), no baseline when the other
+/// side has no run of the model.
 CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std::vector<LoadedRecord>& candidates,
                            const CompareOptions& options);
 
-/// The scenario keys that make two runs different experiments (everything but output paths and labels).
+/// The scenario keys that make two runs different experiments (everything but output paths and labels). Kept for
+/// records' scenario alone; pairing uses scenario_identity, which adds what the run resolved to and where it ran.
 nlohmann::json comparable_scenario(const Scenario& s);
+
+/// The two-sided Student t quantile for `confidence` with `df` degrees of freedom (e.g. 0.95, 4 -> 2.776).
+double student_t_quantile(double confidence, double df);
 
 /// Tags of every metric the records hold (run or epoch level), in first-seen order.
 std::vector<std::string> metric_tags(const std::vector<LoadedRecord>& records);

@@ -35,25 +35,33 @@ struct HistoryRow {
   std::optional<int64_t> batch_size;
   std::optional<double> value;  ///< the metric's run-level value (unset when the run has none, e.g. failed)
   std::string unit, better;     ///< the metric's unit hint and direction ("higher", "lower", "neither")
-  std::string scenario_json;    ///< the comparable resolved scenario: runs with equal ones are one series
+  std::string scenario_json;    ///< the comparable resolved scenario
+  std::string identity_json;    ///< the run's scenario identity (analysis/identity.hpp): runs with equal ones are one series
 };
 
 class ResultsStore {
  public:
-  /// Opens or creates the store; throws std::runtime_error naming the file.
-  explicit ResultsStore(const std::string& path);
+  /// kRead: an existing gpubench store, opened read-only (never created, never changed: no WAL switch, no tables
+  /// made); a missing file or one that is not a gpubench store is refused untouched. kWrite: opened or created for
+  /// adding, its integrity checked first.
+  enum class Access { kRead, kWrite };
+  /// Throws std::runtime_error naming the file.
+  explicit ResultsStore(const std::string& path, Access access = Access::kWrite);
   ~ResultsStore();
   ResultsStore(const ResultsStore&) = delete;
   ResultsStore& operator=(const ResultsStore&) = delete;
 
-  /// Stores `record` (read from `source`); false when the same record is already there.
+  /// Stores `record` (read from `source`); false when the same record is already there. The store's integrity is
+  /// checked after the transaction; a problem is thrown (the record is then not counted as added).
   bool add(const RunRecord& record, const std::string& source);
+  /// The metric tags the stored runs hold (run level), for filters and messages.
+  std::vector<std::string> metric_tags() const;
   /// Runs matching `q`, oldest first.
   std::vector<HistoryRow> history(const HistoryQuery& q) const;
   /// The stored record with `id`.
   RunRecord record(int64_t id) const;
-  /// The baseline for `candidate`: the last `last_n` finished runs (status ok) of the same comparable scenario on the
-  /// same GPU model, started before it, newest first; the candidate itself (same fingerprint) is never its own.
+  /// The baseline for `candidate`: the last `last_n` finished runs (status ok) of the same scenario identity (its GPU
+  /// model included), started before it, newest first; the candidate itself (same fingerprint) is never its own.
   std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n) const;
   int64_t count() const;
   /// "ok", or what is wrong: SQLite's integrity check, and a stored run without its metrics (a half-written add).
@@ -61,8 +69,10 @@ class ResultsStore {
 
  private:
   void exec(const std::string& sql) const;
+  void migrate(int from_version);
   std::string path_;
   sqlite3* db_ = nullptr;
+  bool has_identity_ = false;  ///< the runs table has identity_json (store version 2)
 };
 
 /// A stable 64-bit fingerprint (FNV-1a) of a record's canonical JSON: the same record always gets the same one.

@@ -1,0 +1,40 @@
+#pragma once
+// Scenario identity: what two runs must share to have measured the same work. One definition for everything that
+// groups or pairs runs: compare, the results store's baselines and histories, change detection, the report's groups
+// and export's identity columns. Two records with different identities are "not the same scenario", said with the
+// keys that differ.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpubench/core/record/run_record.hpp"
+
+namespace gpubench {
+
+/// The identity of `r`: its resolved scenario without what does not change the work (output paths, the run's name,
+/// telemetry and profiling settings, the device's index), plus what the run resolved to and where it ran:
+///   precision_resolved   the precision as it ran (amp -> fp16 on GPUs)
+///   world_size           ranks in the job (1 for a single process)
+///   execution            eager | cuda_graph, as it ran (a requested graph that fell back ran eager)
+///   decode_resolved      cpu | gpu for `data: folder` (what `decode: auto` chose), else empty
+///   device_type          cpu | cuda | rocm | mps
+///   device_model         the device's name ("NVIDIA H200")
+/// The scenario keys already hold the model and its own keys, mode, the requested precision, batch, kernel path
+/// (kernels), data source and pipeline (data, decode, data_only), optimizer and the rest of the recipe.
+nlohmann::json scenario_identity(const RunRecord& r);
+
+/// The identity keys whose values differ between `a` and `b`, dotted ("optimizer.lr"), in the order they appear.
+std::vector<std::string> identity_differences(const nlohmann::json& a, const nlohmann::json& b);
+
+/// `key: a -> b` for each differing key, for messages ("world_size: 1 -> 2").
+std::vector<std::string> describe_differences(const nlohmann::json& a, const nlohmann::json& b);
+
+/// A short label for people: "resnet50 bs256 fp16 train eager synthetic, 2 GPUs, NVIDIA H200".
+std::string identity_label(const RunRecord& r);
+
+/// `identity` without `keys` (compare --ignore device_model: compare chips on purpose). Unknown keys are left alone.
+nlohmann::json without_keys(nlohmann::json identity, const std::vector<std::string>& keys);
+
+}  // namespace gpubench
