@@ -12,8 +12,12 @@ enum ExitCode : int {
   kExitOk = 0,               ///< the command did what was asked
   kExitRunFailed = 1,        ///< a run, sweep point, scaling run or measurement failed (its record says why)
   kExitUsage = 2,            ///< bad flags, arguments, scenario or input, or an unusable output location; nothing ran
-  kExitRegression = 3,       ///< compare or history --detect found a change for the worse
-  kExitOutputNotWritten = 4  ///< the work finished, but an output (record, store, --save file) is not where asked
+  kExitRegression = 3,        ///< compare or history --detect found a change for the worse
+  kExitOutputNotWritten = 4,  ///< the work finished, but an output (record, store, --save file) is not where asked
+  kExitNotSameScenario = 5,   ///< compare: a candidate's only baseline runs are another scenario (keys listed)
+  kExitNoBaseline = 6,        ///< compare: no baseline run of a candidate's model at all
+  kExitTooFewRuns = 7,        ///< history --detect: a series has fewer runs than detection needs
+  kExitInconclusive = 8       ///< compare: a difference host-bound runs cannot attribute to the GPU (repeat both sides)
 };
 /// The old name of 4, from when only `run` returned it.
 inline constexpr ExitCode kExitRecordNotWritten = kExitOutputNotWritten;

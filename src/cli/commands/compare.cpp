@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "cli/commands/commands.h"
 #include "gpubench/core/analysis/compare.hpp"
@@ -17,8 +18,8 @@ namespace gpubench::cli {
 
 namespace {
 
-/// "2%" or "0.02" as a fraction in [0, 1).
-double parse_threshold(const std::string& text) {
+/// "2%" or "0.02" as a fraction in [0, 1); `flag` names it in the message.
+double parse_fraction(const std::string& text, const std::string& flag) {
   std::string t = text;
   const bool percent = !t.empty() && t.back() == '%';
   if (percent) t.pop_back();
@@ -26,7 +27,7 @@ double parse_threshold(const std::string& text) {
   const double v = std::strtod(t.c_str(), &end);
   const double fraction = percent ? v / 100.0 : v;
   if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(fraction) || fraction < 0 || fraction >= 1) {
-    throw UsageError("--threshold: expected a fraction from 0 to below 1 such as 0.02, or a percentage such as 2%, got '" +
+    throw UsageError(flag + ": expected a fraction from 0 to below 1 such as 0.02, or a percentage such as 2%, got '" +
                      text + "'");
   }
   return fraction;
@@ -48,7 +49,13 @@ std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std
     file = file.substr(0, colon);
   }
   std::vector<LoadedRecord> out;
-  const ResultsStore store(file);
+  std::unique_ptr<ResultsStore> opened;
+  try {
+    opened = std::make_unique<ResultsStore>(file, ResultsStore::Access::kRead);  // never created by a read
+  } catch (const std::exception& e) {
+    throw UsageError(e.what());
+  }
+  const ResultsStore& store = *opened;
   for (const auto& c : candidates) {
     for (auto& b : store.baseline_for(c.record, last_n)) {
       const bool seen = std::any_of(out.begin(), out.end(), [&b](const LoadedRecord& x) { return x.path == b.path; });
@@ -58,7 +65,8 @@ std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std
   spdlog::info("baseline: {} run(s) from {} (the last {} of each scenario on the same GPU model)", out.size(), file,
                last_n);
   if (out.empty()) {
-    throw UsageError("the store " + file + " holds no earlier finished run of these scenarios on this GPU model");
+    spdlog::error("the store {} holds no earlier finished run of these scenarios (the same identity, this GPU model "
+                  "included)", file);
   }
   return out;
 }
@@ -87,10 +95,22 @@ class CompareCommand final : public Command {
                    "peak_reserved_bytes, step_time_p95_ms, epoch_seconds. `gpubench metrics` lists them; the "
                    "metric says whether higher or lower is better")
         ->type_name("TAG");
-    cmd.footer("Pairs runs by resolved scenario (repeats are pooled). The 95% interval of the ratio is a bootstrap over "
-               "runs and their steps\n(throughput) or their epochs (other metrics). A regression is a change for the "
-               "worse beyond --threshold.\nAgainst published/<id> the default format is md (it reads well on a "
-               "console too).");
+    cmd.add_option("--noise-floor", noise_floor_,
+                   "With one run per side, no verdict for a change smaller than this (default 2%: the largest A/A "
+                   "difference between GPU-bound single runs on the H200 was 1.5%)")
+        ->type_name("PERCENT");
+    cmd.add_option("--ignore", ignore_,
+                   "Leave an identity key out of the pairing (repeatable), e.g. device_model to compare two chips on "
+                   "purpose (still marked NOT like-for-like)")
+        ->type_name("KEY");
+    cmd.add_flag("--allow-missing", allow_missing_,
+                 "Exit 0 instead of 5 (not the same scenario) or 6 (no baseline), for jobs whose scenarios come and go");
+    cmd.footer("Pairs runs by scenario identity (model and keys, mode, precision as asked and as run, batch, world size, "
+               "execution, kernels, data pipeline, device model); repeats are pooled. With two or more runs on a side "
+               "the interval is a Welch t\ninterval over runs; with one run per side it is within-run only and a "
+               "change inside the noise floor gets no verdict. Host-bound runs (GPU busy < 95%, launch- or "
+               "input-bound) that differ without\nrepeats on both sides are inconclusive. A regression is a change for "
+               "the worse beyond --threshold. Against published/<id> the default format is md.");
   }
 
   int run(Context& ctx) override {
@@ -100,24 +120,45 @@ class CompareCommand final : public Command {
     if (base_.rfind("published/", 0) == 0) return published(ctx);
     CompareOptions options;
     options.seed = seed_;
-    options.threshold = parse_threshold(threshold_);
+    options.threshold = parse_fraction(threshold_, "--threshold");
+    options.noise_floor = parse_fraction(noise_floor_, "--noise-floor");
+    options.ignore = ignore_;
     const std::vector<LoadedRecord> candidates = load_records_or_fail({candidate_});
     const std::vector<LoadedRecord> base =
         base_.rfind("db:", 0) == 0 ? baseline_from_store(base_, candidates) : load_records_or_fail({base_});
-    const std::vector<std::string> tags = metric_tags(base);
-    if (std::find(tags.begin(), tags.end(), metric_) == tags.end()) {
-      std::string known;
-      for (const auto& t : tags) known += (known.empty() ? "" : ", ") + t;
-      throw UsageError("--metric " + metric_ + ": the baseline records have no such metric; they have: " + known);
+    if (!base.empty()) {
+      const std::vector<std::string> tags = metric_tags(base);
+      if (std::find(tags.begin(), tags.end(), metric_) == tags.end()) {
+        std::string known;
+        for (const auto& t : tags) known += (known.empty() ? "" : ", ") + t;
+        throw UsageError("--metric " + metric_ + ": the baseline records have no such metric; they have: " + known);
+      }
     }
     options.metric = metric_;
     const CompareResult result = compare_runs(base, candidates, options);
     ctx.print(compare_document(result, options.threshold));
     if (!result.environment.like_for_like) spdlog::warn("the two sides ran on different hardware or builds");
-    return result.any_regression() ? kExitRegression : kExitOk;
+    return exit_code(result);
   }
 
  private:
+  /// The most serious outcome: a regression, then an inconclusive difference, then pairs that could not be made.
+  int exit_code(const CompareResult& r) const {
+    if (r.any_regression()) return kExitRegression;
+    if (r.any(Verdict::kInconclusive)) return kExitInconclusive;
+    const bool other = r.any(Verdict::kNotComparable), none = r.any(Verdict::kNoBaseline) || r.comparisons.empty();
+    if ((other || none) && !allow_missing_) {
+      for (const auto& c : r.comparisons) {
+        if (c.verdict == Verdict::kNotComparable || c.verdict == Verdict::kNoBaseline) {
+          spdlog::error("{}: {}", c.label, to_string(c.verdict));
+        }
+      }
+      if (r.comparisons.empty()) spdlog::error("no candidate run finished: nothing was compared");
+      return other ? kExitNotSameScenario : kExitNoBaseline;
+    }
+    return kExitOk;
+  }
+
   int published(Context& ctx) const {
     const PublishedReference* ref = find_published(base_);
     if (ref == nullptr) {
@@ -134,7 +175,10 @@ class CompareCommand final : public Command {
     return kExitOk;
   }
 
-  std::string base_, candidate_, threshold_ = "2%", markdown_, junit_, json_, metric_ = kThroughputTag;
+  std::string base_, candidate_, threshold_ = "2%", noise_floor_ = "2%", markdown_, junit_, json_,
+      metric_ = kThroughputTag;
+  std::vector<std::string> ignore_;
+  bool allow_missing_ = false;
   uint64_t seed_ = 1;
 };
 
@@ -142,7 +186,9 @@ class CompareCommand final : public Command {
 
 CommandSpec compare_command() {
   return {"compare", "Compare candidate runs with baseline runs; exit 3 on a regression",
-          {kExitOk, kExitUsage, kExitRegression, kExitOutputNotWritten}, "console",
+          {kExitOk, kExitUsage, kExitRegression, kExitOutputNotWritten, kExitNotSameScenario, kExitNoBaseline,
+           kExitInconclusive},
+          "console",
           [] { return std::make_unique<CompareCommand>(); }};
 }
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -77,7 +78,13 @@ class ReportCommand final : public Command {
     const size_t record_files = in.runs.size();  // the store's runs come after these, and are not files
     if (!db_.empty()) {
       // The store's runs join the report, and its history of the metric becomes the trend chart.
-      const ResultsStore store(db_);
+      std::unique_ptr<ResultsStore> opened;
+      try {
+        opened = std::make_unique<ResultsStore>(db_, ResultsStore::Access::kRead);  // a read never makes a store
+      } catch (const std::exception& e) {
+        throw UsageError(e.what());
+      }
+      const ResultsStore& store = *opened;
       HistoryQuery q;
       q.metric = metric_;
       history = store.history(q);
