@@ -13,7 +13,7 @@ const std::vector<ExitCodeInfo>& exit_code_table() {
       {kExitOutputNotWritten, "the work finished but an output is not where asked (record, store or --save file; "
                               "the console says where it went)"},
       {kExitNotSameScenario, "not the same scenario: a candidate's baseline runs differ in identity (the keys are "
-                             "listed); --allow-missing makes it 0"},
+                             "listed), or a run is not a publication's recipe; --allow-missing makes it 0"},
       {kExitNoBaseline, "no baseline: nothing to compare a candidate with; --allow-missing makes it 0"},
       {kExitTooFewRuns, "not enough runs: history --detect needs more runs in a series; --allow-missing makes it 0"},
       {kExitInconclusive, "inconclusive: a difference between host-bound runs the GPU may not have caused (repeat "

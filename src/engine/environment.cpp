@@ -91,7 +91,10 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
 #ifdef GPUBENCH_WITH_CUDA
   if (engine::cuda_available()) {
     int driver = 0, runtime = 0;
-    if (cudaDriverGetVersion(&driver) == cudaSuccess) e.driver_version = version_string(driver, 1000, 10);
+    if (cudaDriverGetVersion(&driver) == cudaSuccess) {
+      e.cuda_driver_api_version = version_string(driver, 1000, 10);
+      e.driver_version = e.cuda_driver_api_version;  // the old name
+    }
     if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) e.cuda_runtime_version = version_string(runtime, 1000, 10);
     e.cudnn_version = version_string(at::detail::getCUDAHooks().versionCuDNN(), 10000, 100);
     if (e.device_type == "cuda" || e.device_type == "rocm") {

@@ -154,6 +154,21 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     const PublishedComparison& c = pr.comparison;
     const std::string unit = sample_unit(run);
     d.heading(pr.path + " vs published `" + ref.id + "`", 2);
+    if (!c.same_work()) {
+      // The headline a reviewer would quote: say first that this is not a reproduction.
+      d.paragraph("**Not the same work** as the published figure:");
+      d.list(c.work_differences);
+      d.paragraph(c.percent_of_published
+                      ? fmt::format("Different recipe: the measured throughput ({}) is {:.1f} % of the published "
+                                    "figure. This is not a reproduction; do not quote it as one.",
+                                    c.percent_basis, *c.percent_of_published)
+                      : std::string("No measured throughput to compare (the run did not finish ok)."));
+    } else {
+      d.paragraph(c.percent_of_published
+                      ? fmt::format("Measured throughput ({}) is **{:.1f} %** of the published figure (the same work).",
+                                    c.percent_basis, *c.percent_of_published)
+                      : std::string("No measured throughput to compare (the run did not finish ok)."));
+    }
     d.paragraph("Published: " + ref.source);
     d.quote(ref.quote);
     Table t;
@@ -163,7 +178,12 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     t.add_column(Column::text("measured", "measured here"));
     t.rows.push_back({Cell::str("device"), Cell::str(ref.device), Cell::str(device_label(run))});
     t.rows.push_back({Cell::str("mode"), Cell::str(ref.mode), Cell::str(run.scenario.mode)});
-    t.rows.push_back({Cell::str(unit + "/s"), value(c.published_samples_per_s, "samples/s"), value(c.measured_samples_per_s, "samples/s")});
+    // Another model's samples are not this run's images: then the row names both units.
+    const std::string rate_label = run.scenario.model == ref.model
+                                       ? unit + "/s"
+                                       : "throughput (published: " + ref.model + " samples/s; here: " + unit + "/s)";
+    t.rows.push_back({Cell::str(rate_label), value(c.published_samples_per_s, "samples/s"),
+                      value(c.measured_samples_per_s, "samples/s")});
     if (ref.epoch_seconds) {
       t.rows.push_back({Cell::str(fmt::format("epoch of {} samples (s)",
                                               ref.dataset_size ? std::to_string(*ref.dataset_size) : "?")),
@@ -190,10 +210,15 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
                         Cell::str("run `gpubench scaling`")});
     }
     d.table(std::move(t));
-    d.paragraph(c.percent_of_published
-                    ? fmt::format("Measured throughput ({}) is **{:.1f} %** of the published figure.", c.percent_basis,
-                                  *c.percent_of_published)
-                    : std::string("No measured throughput to compare (the run did not finish ok)."));
+    if (!ref.recipe_command().empty()) {
+      std::vector<std::string> steps;
+      if (!ref.prepare.empty()) steps.push_back("`" + ref.prepare + "` (the data set it reads)");
+      steps.push_back("`" + ref.recipe_command() + "` (from the repository's root)");
+      steps.push_back("`gpubench compare " + std::string("published/") + ref.id + " RECORD.json`");
+      d.paragraph(ref.config_note.empty() ? std::string("To run the publication's recipe:")
+                                          : "The closest recipe gpubench runs (" + ref.config_note + "):");
+      d.list(steps);
+    }
     if (!c.same.empty()) {
       d.paragraph("Where the recipes agree:");
       d.list(c.same);
@@ -206,6 +231,8 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     }
     d.data.push_back({{"reference", ref.id}, {"record", pr.path}, {"published_samples_per_s", c.published_samples_per_s},
                       {"measured_samples_per_s", c.measured_samples_per_s}, {"percent_of_published", c.percent_of_published},
+                      {"same_work", c.same_work()}, {"work_differences", c.work_differences},
+                      {"recipe_command", ref.recipe_command()}, {"prepare_command", ref.prepare},
                       {"published_mode", ref.mode}, {"measured_mode", run.scenario.mode}, {"percent_basis", c.percent_basis},
                       {"published_steps_per_s", c.published_steps_per_s}, {"measured_steps_per_s", c.measured_steps_per_s},
                       {"measured_epoch_seconds", c.measured_epoch_seconds}, {"same", c.same}, {"differences", c.differences},

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/analysis/profile.hpp"
 #include "gpubench/core/record/metric_catalog.hpp"
 #include "gpubench/core/record/stats.hpp"
@@ -38,15 +39,12 @@ std::string chart_title(const std::string& name) {
   return name;
 }
 
-/// Runs that differ only in batch size, grouped (model, precision, device, mode), each group sorted by batch.
+/// Runs whose scenario identity differs only in batch size (and so dataset size), grouped, each sorted by batch.
 std::vector<std::vector<const RunRecord*>> sweep_groups(const ReportInput& in) {
   std::map<std::string, std::vector<const RunRecord*>> groups;
   for (const auto& lr : in.runs) {
     if (lr.record.status != RunStatus::kOk && lr.record.status != RunStatus::kOom) continue;
-    nlohmann::json key = comparable_scenario(lr.record.scenario);
-    key.erase("batch_size");
-    key.erase("dataset_size");
-    key["device_name"] = lr.record.environment.device_name;
+    const nlohmann::json key = without_keys(scenario_identity(lr.record), {"batch_size", "dataset_size"});
     groups[key.dump()].push_back(&lr.record);
   }
   std::vector<std::vector<const RunRecord*>> out;
@@ -59,7 +57,7 @@ std::vector<std::vector<const RunRecord*>> sweep_groups(const ReportInput& in) {
   return out;
 }
 
-/// Runs of the same scenario on the same device in the same mode (repeats): their throughput spread.
+/// Runs of one scenario identity (repeats: same work, world size, execution, data path and GPU model): their spread.
 struct RepeatGroup {
   std::string label, unit;
   std::vector<double> rates;
@@ -70,12 +68,8 @@ std::vector<RepeatGroup> repeat_groups(const ReportInput& in) {
   for (const auto& lr : in.runs) {
     const RunRecord& r = lr.record;
     if (r.status != RunStatus::kOk || r.summary.samples_per_s <= 0) continue;
-    nlohmann::json key = comparable_scenario(r.scenario);
-    key["device_name"] = r.environment.device_name;
-    key["mode"] = r.execution.mode;
-    RepeatGroup& g = groups[key.dump()];
-    g.label = fmt::format("{} bs{} {} {}", r.scenario.model, r.scenario.batch_size.value_or(0), r.precision.resolved,
-                          mode_label(r));
+    RepeatGroup& g = groups[scenario_identity(r).dump()];
+    g.label = identity_label(r);
     g.unit = throughput_unit(r);
     g.rates.push_back(r.summary.samples_per_s);
   }

@@ -82,6 +82,10 @@ RunRecord Runner::run_one(const S& scenario, RunObserver& progress) const {
   MonitoringObserver monitoring(progress);
   RunRecord record = run_benchmark(scenario, monitoring, options_);
   monitoring.complete(record);
+  // The NVIDIA driver is NVML's to tell; a CI job comparing drivers finds it in environment, beside the CUDA versions.
+  if (record.environment.nvidia_driver_version.empty()) {
+    record.environment.nvidia_driver_version = record.telemetry.driver_version;
+  }
   if (record.distributed) record.distributed->interconnect = describe_interconnect(record, options_.rank.master_addr);
   const BottleneckVerdict verdict = diagnose_bottleneck(record);  // all the evidence is in: telemetry came last
   record.summary.bounded_by = verdict.bounded_by;

@@ -560,12 +560,18 @@ TEST_F(CliTest, ComparePublishedShowsThePercentAndTheRecipeDifferences) {
   ASSERT_EQ(gpubench("run --config " + tiny() + " --epochs 1 --output " + run).exit_code, 0);
   const std::string md = (dir_ / "published.md").string();
   const Result r = gpubench("compare published/seed000-rtx4090 " + run + " --markdown " + md);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* expected : {"of the published figure", "batch size: 4 here, 128 published",
-                               "data pipeline: one synthetic batch", "does not follow from its own epoch time"}) {
+  ASSERT_EQ(r.exit_code, 5) << r.err;  // a tiny CPU run is not the publication's work
+  for (const char* expected : {"**Not the same work**", "Different recipe:", "of the published figure",
+                               "batch size: 4 here, 128 published", "data pipeline: one synthetic batch",
+                               "does not follow from its own epoch time",
+                               "gpubench run --config configs/published/recipes/seed000-resnet50-bs128-fp32.yaml",
+                               "gpubench dataset make --out data/imagenet-like-100k --images 100000"}) {
     EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
   }
+  EXPECT_EQ(r.out.find("%**"), std::string::npos) << r.out;  // a different recipe's percentage is never bold
+  EXPECT_NE(r.err.find("not the same work as published/seed000-rtx4090"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(md), r.out);
+  EXPECT_EQ(gpubench("compare published/seed000-rtx4090 " + run + " --allow-missing").exit_code, 0);
   const Result unknown = gpubench("compare published/seed999 " + run);
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("seed000-rtx4090"), std::string::npos) << unknown.err;  // lists the known ids

@@ -109,5 +109,27 @@ TEST_F(CliTest, DetectSaysPerSeriesHowManyRunsItHasAndNeeds) {
   EXPECT_EQ(gpubench("history " + db + " --detect --allow-missing").exit_code, 0);
 }
 
+TEST_F(CliTest, TheMainRecordAgainstPublishedFiguresIsNotTheSameWorkAndGetsTheRecipesCommand) {
+  // The README's main job on the H200 (fp16 AMP, batch 256, synthetic) beside seed 000's fp32 batch-128 JPEG epochs
+  // and beside seed 004's BERT figure: neither a headline percentage nor exit 0.
+  const std::string main_record =
+      std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-30-h200-main-job/records/main_resnet50_amp.json";
+  Result r = gpubench("compare published/seed000-rtx4090 " + main_record);
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  for (const char* expected : {"**Not the same work**", "batch size: 256 here, 128 published",
+                               "precision: fp16 here, fp32 published", "Different recipe:",
+                               "gpubench run --config configs/published/recipes/seed000-resnet50-bs128-fp32.yaml"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("%**"), std::string::npos) << r.out;
+  r = gpubench("compare published/seed004-rtx4070-bert " + main_record + " --format json");
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u) << r.out;
+  EXPECT_FALSE(j[0]["same_work"].get<bool>());
+  EXPECT_EQ(j[0]["recipe_command"], "gpubench run --config configs/published/recipes/seed004-bert-base-bs32.yaml");
+  EXPECT_NE(j[0]["work_differences"].dump().find("model: resnet50 here, bert-base published"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpubench

@@ -189,7 +189,7 @@ RunRecord every_field_set() {
   r.execution = ExecutionRecord{"cuda_graph", true, "fallback", "foreach"};
   EnvironmentRecord& e = r.environment;
   e = EnvironmentRecord{"h", "os", "cpu", 16, "cuda:1", "cuda", "NVIDIA H200", 1 << 30, "9.0", 132, "0:19:00.0",
-                        "13.0", "13.0", "9.19.0", "2.11.0", "0.3", "abc", "Release", "gcc", "cmd", "2026-11-30T00:00:00Z",
+                        "580.159.04", "13.0", "13.0", "13.0", "9.19.0", "2.11.0", "0.3", "abc", "Release", "gcc", "cmd", "2026-11-30T00:00:00Z",
                         "2.27.7", 1 << 20, "performance", "docker", {{"NCCL_DEBUG", "INFO"}}};
   r.model = ModelRecord{"bert-base", 3, 4.5, 1.5, "sequences", 128,
                         {"image_size", "num_classes", "seq_len", "num_labels", "latent_size", "attention", "layers",
@@ -333,6 +333,15 @@ TEST_F(RecordFileTest, SchemaOneRecordsWithEveryModelsKeysStillCompareWithNewOne
   EXPECT_EQ(back.schema_version, kRecordSchemaVersion);  // upgraded as it is read
   EXPECT_EQ(back.scenario.model_options, fresh.scenario.model_options);
   EXPECT_EQ(comparable_scenario(back.scenario), comparable_scenario(fresh.scenario));
+  // Before the driver versions had their names, only `driver_version` (the CUDA driver API) and the telemetry's
+  // NVIDIA driver existed: both are found under their names now.
+  old["environment"].erase("nvidia_driver_version");
+  old["environment"].erase("cuda_driver_api_version");
+  old["environment"]["driver_version"] = "13.0";
+  old["telemetry"]["driver_version"] = "580.159.04";
+  const RunRecord named = old.get<RunRecord>();
+  EXPECT_EQ(named.environment.cuda_driver_api_version, "13.0");
+  EXPECT_EQ(named.environment.nvidia_driver_version, "580.159.04");
   // Its metrics are derived from its fields as for any record.
   const Metrics m = run_metrics(back);
   ASSERT_NE(find_metric(m, kThroughputTag), nullptr);

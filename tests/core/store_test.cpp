@@ -28,6 +28,7 @@ RunRecord run(int64_t batch, double rate, const std::string& start, const std::s
   r.environment.device_name = "NVIDIA H200";
   r.environment.start_time_utc = start;
   r.telemetry.driver_version = driver;
+  r.environment.nvidia_driver_version = driver;  // as the runner writes it
   EpochRecord e;
   e.steps = 10;
   e.samples = 10 * batch;

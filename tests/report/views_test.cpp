@@ -173,8 +173,23 @@ TEST(ViewsTest, RepeatsOfOneScenarioGetTheirCoefficientOfVariation) {
   in.runs = {run(256, 4800), run(256, 4850), run(256, 4900), run(128, 4300)};
   const std::string md = render("md", report_document(in));
   // Sample standard deviation 50 over mean 4850: 1.03 %; the lone bs128 run forms no group.
-  EXPECT_NE(md.find("| resnet50 bs256 bf16 eager | 3 | 4850.0 | 4800.0 | 4900.0 | 1.03% |"), std::string::npos) << md;
-  EXPECT_EQ(md.find("| resnet50 bs128 bf16 eager | 1 |"), std::string::npos);
+  // The group is named by its scenario identity.
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager, NVIDIA H200 | 3 | 4850.0 | 4800.0 | 4900.0 | 1.03% |"),
+            std::string::npos) << md;
+  EXPECT_EQ(md.find("| resnet50 bs128 bf16 train eager, NVIDIA H200 | 1 |"), std::string::npos);
+}
+
+TEST(ViewsTest, RepeatsNeverPoolOneAndTwoGpuRuns) {
+  ReportInput in;
+  in.runs = {run(256, 6100), run(256, 6110)};
+  RunRecord two = run(256, 11886).record;
+  DistributedRecord d;
+  d.world_size = 2;
+  two.distributed = d;
+  in.runs.push_back(LoadedRecord{"two.json", two});
+  const std::string md = render("md", report_document(in));
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager, NVIDIA H200 | 2 | 6105.0 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("11886.0 | 11886.0"), std::string::npos) << md;  // the 2-GPU run joins no group
 }
 
 TEST(ViewsTest, NoChartsSaysWhy) {

@@ -48,6 +48,7 @@ TEST(RunnerTest, AnyCallerGetsTelemetryInEveryEpochAndTheTelemetryBlock) {
   EXPECT_EQ(listening.epochs_seen, 2) << "the observer sees each epoch with its telemetry already in it";
   EXPECT_EQ(r.telemetry.reader, "nvml");
   EXPECT_EQ(r.telemetry.gpu_uuid, "GPU-fake-0000-1111");
+  EXPECT_EQ(r.environment.nvidia_driver_version, "999.99.1");  // NVML's driver, where a CI job looks first
   ASSERT_EQ(r.epochs.size(), 2u);
   for (const auto& e : r.epochs) {
     ASSERT_TRUE(e.telemetry.has_value());

@@ -104,7 +104,8 @@ class CompareCommand final : public Command {
                    "purpose (still marked NOT like-for-like)")
         ->type_name("KEY");
     cmd.add_flag("--allow-missing", allow_missing_,
-                 "Exit 0 instead of 5 (not the same scenario) or 6 (no baseline), for jobs whose scenarios come and go");
+                 "Exit 0 instead of 5 (not the same scenario, or not a publication's recipe) or 6 (no baseline), for jobs "
+                 "whose scenarios come and go");
     cmd.footer("Pairs runs by scenario identity (model and keys, mode, precision as asked and as run, batch, world size, "
                "execution, kernels, data pipeline, device model); repeats are pooled. With two or more runs on a side "
                "the interval is a Welch t\ninterval over runs; with one run per side it is within-run only and a "
@@ -172,7 +173,16 @@ class CompareCommand final : public Command {
     Context md = ctx;
     if (md.output.format.empty()) md.output.format = "md";  // Markdown reads well on a console too
     md.print(published_document(*ref, rows));
-    return kExitOk;
+    // Not the publication's recipe: a reproduction was asked for and none was measured (exit 5, as for records).
+    bool other_work = false;
+    for (const auto& row : rows) {
+      if (row.comparison.same_work()) continue;
+      other_work = true;
+      spdlog::error("{}: not the same work as published/{} ({} difference(s)); its recipe: {}", row.path, ref->id,
+                    row.comparison.work_differences.size(),
+                    ref->recipe_command().empty() ? std::string("none runnable") : ref->recipe_command());
+    }
+    return other_work && !allow_missing_ ? kExitNotSameScenario : kExitOk;
   }
 
   std::string base_, candidate_, threshold_ = "2%", noise_floor_ = "2%", markdown_, junit_, json_,

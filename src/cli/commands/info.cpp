@@ -45,7 +45,7 @@ class InfoCommand final : public Command {
         {"cpu", e.cpu_model + " (" + std::to_string(e.cpu_cores) + " threads)"},
         {"libtorch", e.libtorch_version},
         {"cuda runtime", e.cuda_runtime_version},
-        {"cuda driver", e.driver_version},
+        {"cuda driver api", e.cuda_driver_api_version},
         {"cudnn", e.cudnn_version},
         {"default device", e.device + (e.device_name.empty() ? "" : " (" + e.device_name + ")")},
         {"device memory", e.device_memory_bytes ? format_bytes(*e.device_memory_bytes) : ""},

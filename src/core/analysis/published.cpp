@@ -54,6 +54,11 @@ std::string str(const YAML::Node& entry, const YAML::Node& recipe, const char* k
 
 }  // namespace
 
+std::string PublishedReference::recipe_command() const {
+  if (config.empty()) return {};
+  return "gpubench run --config " + config + (config_flags.empty() ? "" : " " + config_flags);
+}
+
 std::optional<double> PublishedReference::implied_samples_per_s() const {
   if (samples_per_s) return samples_per_s;
   if (epoch_seconds && dataset_size && *epoch_seconds > 0) return static_cast<double>(*dataset_size) / *epoch_seconds;
@@ -107,6 +112,10 @@ std::vector<PublishedReference> parse_published(const std::string& yaml_text) {
       r.scaling_2gpu = opt<double>(e, recipe, "scaling_2gpu", where);
       r.quote = str(e, YAML::Node(), "quote", where);
       r.notes = str(e, YAML::Node(), "notes", where);
+      r.config = str(e, recipe, "config", where);
+      r.config_flags = str(e, YAML::Node(), "config_flags", where);
+      r.prepare = str(e, recipe, "prepare", where);
+      r.config_note = str(e, YAML::Node(), "config_note", where);
       if (r.device.empty() || r.model.empty()) throw std::runtime_error(where + ": entry '" + r.id + "' needs a device and a model");
       if (!r.implied_samples_per_s()) {
         throw std::runtime_error(where + ": entry '" + r.id + "' has no figure (epoch_seconds with dataset_size, "
@@ -156,10 +165,14 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
   }
 
   auto& d = c.differences;
+  auto work = [&c](std::string text) {  // a difference in the work timed: not a reproduction
+    c.work_differences.push_back(text);
+    c.differences.push_back(std::move(text));
+  };
   const std::string our_mode = s.mode == "inference" ? "inference" : "training";
   if (s.mode != ref.mode) {
-    d.push_back("mode: " + our_mode + " here, " + (ref.mode == "inference" ? "inference" : "training") +
-                " published: not the same work (run with --mode " + ref.mode + ")");
+    work("mode: " + our_mode + " here, " + (ref.mode == "inference" ? "inference" : "training") +
+         " published: not the same work (run with --mode " + ref.mode + ")");
   } else {
     c.same.push_back("mode: " + our_mode + " on both sides" +
                      (s.mode == "inference" && !run.model.step.empty() ? " (here: " + run.model.step + ")" : ""));
@@ -168,31 +181,31 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
     d.push_back("device: " + (run.environment.device_name.empty() ? run.environment.device : run.environment.device_name) +
                 " here, " + ref.device + " published");
   }
-  if (ref.model != s.model) d.push_back("model: " + s.model + " here, " + ref.model + " published: not the same work");
+  if (ref.model != s.model) work("model: " + s.model + " here, " + ref.model + " published: not the same work");
   const std::string ours = run.precision.resolved.empty() ? s.precision : run.precision.resolved;
   const bool both_infer = s.mode == "inference" && ref.mode == "inference";
   if (ref.precision == "amp" && both_infer) {
     // Mixed-precision sampling is fp16 (diffusers' torch_dtype=float16 pipelines); there is no loss to scale.
-    if (ours != "fp16") d.push_back("precision: " + ours + " here, fp16 published; run --precision fp16 for the same recipe");
+    if (ours != "fp16") work("precision: " + ours + " here, fp16 published; run --precision fp16 for the same recipe");
   } else if (ref.precision == "amp") {
     // A published "mixed precision" PyTorch run is torch.autocast + GradScaler: fp16 with dynamic loss scaling.
     if (ours == "bf16") {
-      d.push_back("precision: bf16 autocast here, PyTorch AMP (fp16 autocast + GradScaler) published; run --amp for "
-                  "the same recipe");
+      work("precision: bf16 autocast here, PyTorch AMP (fp16 autocast + GradScaler) published; run --amp for the "
+           "same recipe");
     } else if (ours != "fp16") {
-      d.push_back("precision: " + ours + " here, mixed precision (PyTorch AMP: fp16 + GradScaler) published");
+      work("precision: " + ours + " here, mixed precision (PyTorch AMP: fp16 + GradScaler) published");
     }
   } else if (ref.precision == "fp32") {
-    if (ours != "fp32" && ours != "tf32") d.push_back("precision: " + ours + " here, fp32 published");
+    if (ours != "fp32" && ours != "tf32") work("precision: " + ours + " here, fp32 published");
     else if (ours == "fp32") {
       d.push_back("precision: IEEE fp32 here (TF32 off); a PyTorch fp32 run lets cuDNN use TF32 by default on "
                   "Ampere and newer (use --precision tf32 for that)");
     }
   } else if (!ref.precision.empty() && ref.precision != ours) {
-    d.push_back("precision: " + ours + " here, " + ref.precision + " published (gpubench has no " + ref.precision + " mode)");
+    work("precision: " + ours + " here, " + ref.precision + " published (gpubench has no " + ref.precision + " mode)");
   }
   if (ref.batch_size && s.batch_size && *ref.batch_size != *s.batch_size) {
-    d.push_back("batch size: " + std::to_string(*s.batch_size) + " here, " + std::to_string(*ref.batch_size) + " published");
+    work("batch size: " + std::to_string(*s.batch_size) + " here, " + std::to_string(*ref.batch_size) + " published");
   }
   if (ref.dataset_size && *ref.dataset_size != s.dataset_size) {
     d.push_back("dataset size: " + std::to_string(s.dataset_size) + " samples per epoch here, " +
@@ -201,20 +214,30 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
   const std::string theirs = ref.data_pipeline.empty() ? std::string("not stated") : ref.data_pipeline;
   std::string lower = theirs;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  const bool they_decode = lower.find("jpeg") != std::string::npos;
-  if (run.data && run.data->source == "folder" && !run.data->data_only) {
+  // "ImageNet" without more is JPEG files read by a data loader too.
+  const bool they_decode = lower.find("jpeg") != std::string::npos || lower.find("imagenet") != std::string::npos;
+  const bool they_state = !ref.data_pipeline.empty() && lower.find("not stated") != 0;
+  if (run.data && run.data->data_only) {
+    work("data only: the input pipeline alone timed here (no model step); published: a training step with " + theirs);
+  } else if (run.data && run.data->source == "folder") {
     const std::string ours_pipeline = "JPEG files decoded and augmented every step here (" + run.data->decode +
                                       " decode, " + std::to_string(run.data->images) + " images, RandomResizedCrop + "
                                       "flip + normalise)";
-    (they_decode ? c.same : d).push_back("data pipeline: " + ours_pipeline + "; published: " + theirs);
+    const std::string line = "data pipeline: " + ours_pipeline + "; published: " + theirs;
+    if (they_decode) c.same.push_back(line);
+    else if (they_state) work(line);
+    else d.push_back(line);
     if (run.data->images != 0 && ref.dataset_size && *ref.dataset_size != run.data->images) {
       c.remarks.push_back("the folder here holds " + std::to_string(run.data->images) + " images (generated: `gpubench "
                           "dataset make`, unless it is ImageNet itself), the publication " +
                           std::to_string(*ref.dataset_size));
     }
   } else if (!both_infer) {  // a sampler's inputs are made on the device: no pipeline on either side
-    d.push_back("data pipeline: one synthetic batch already on the device here (no loading, decoding or augmentation); "
-                "published: " + theirs + (they_decode ? " (run with --data folder to decode JPEGs as they did)" : ""));
+    const std::string line = "data pipeline: one synthetic batch already on the device here (no loading, decoding or "
+                             "augmentation); published: " + theirs +
+                             (they_decode ? " (run with --data folder to decode JPEGs as they did)" : "");
+    if (they_decode) work(line);
+    else d.push_back(line);
   }
   d.push_back("framework: LibTorch " + run.environment.libtorch_version + " (C++), CUDA " +
               run.environment.cuda_runtime_version + ", cuDNN " + run.environment.cudnn_version + " here; published: " +
@@ -224,7 +247,9 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
     d.push_back(std::string("execution: whole-step CUDA graph here (no per-step launches)") +
                 (s.mode == "inference" ? "; a sampler launches every kernel of every step" : ""));
   }
-  if (run.distributed) d.push_back("devices: " + std::to_string(run.distributed->world_size) + " GPUs here, one published");
+  if (run.distributed && run.distributed->world_size > 1) {
+    work("devices: " + std::to_string(run.distributed->world_size) + " GPUs here, one published");
+  }
 
   c.published_price_performance = ref.price_performance;
   auto per_10k = [](double epoch_s, double price) { return (60.0 / epoch_s) / (price / 10000.0); };

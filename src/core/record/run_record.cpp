@@ -132,6 +132,10 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.repeat_index = j.value("repeat_index", int64_t{1});
   r.repeat_count = j.value("repeat_count", int64_t{1});
   drop_other_models_keys(r);
+  // Records before the two driver versions had names: driver_version was the CUDA driver API version, and the
+  // NVIDIA driver was only under telemetry.
+  if (r.environment.cuda_driver_api_version.empty()) r.environment.cuda_driver_api_version = r.environment.driver_version;
+  if (r.environment.nvidia_driver_version.empty()) r.environment.nvidia_driver_version = r.telemetry.driver_version;
   // Before schema 3, `bounded_by` said what cut the run short; that is `stopped_by` now.
   if (version.get<int64_t>() < 3 && (r.summary.bounded_by == "interrupt" || r.summary.bounded_by == "time_budget")) {
     r.summary.stopped_by = std::exchange(r.summary.bounded_by, std::string());
@@ -145,11 +149,13 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
 // forgets then makes a write/read round trip compare unequal (record_test checks every field that way).
 bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const {
   return std::tie(hostname, os, cpu_model, cpu_cores, device, device_type, device_name, device_memory_bytes,
-                  compute_capability, multiprocessors, pci_bus_id, driver_version, cuda_runtime_version, cudnn_version,
+                  compute_capability, multiprocessors, pci_bus_id, nvidia_driver_version, cuda_driver_api_version,
+                  driver_version, cuda_runtime_version, cudnn_version,
                   libtorch_version, gpubench_version, git_revision, build_type, compiler, command_line,
                   start_time_utc, nccl_version, host_memory_bytes, cpu_governor, container, variables) ==
          std::tie(o.hostname, o.os, o.cpu_model, o.cpu_cores, o.device, o.device_type, o.device_name,
-                  o.device_memory_bytes, o.compute_capability, o.multiprocessors, o.pci_bus_id, o.driver_version,
+                  o.device_memory_bytes, o.compute_capability, o.multiprocessors, o.pci_bus_id, o.nvidia_driver_version,
+                  o.cuda_driver_api_version, o.driver_version,
                   o.cuda_runtime_version, o.cudnn_version, o.libtorch_version, o.gpubench_version, o.git_revision,
                   o.build_type, o.compiler, o.command_line, o.start_time_utc, o.nccl_version, o.host_memory_bytes,
                   o.cpu_governor, o.container, o.variables);

@@ -26,6 +26,13 @@ struct PublishedReference {
   std::string price_performance_unit;
   std::optional<double> scaling_2gpu;     ///< speed-up on two devices, as published
   std::string quote, notes;
+  /// The runnable scenario that does the publication's recipe (a path in the repository,
+  /// configs/published/recipes/...), extra flags for this entry, a command to run first (making the data set), and
+  /// why the config is only the closest gpubench has (empty when it is the recipe itself).
+  std::string config, config_flags, prepare, config_note;
+
+  /// "gpubench run --config configs/published/recipes/X.yaml [flags]", or empty without a config.
+  std::string recipe_command() const;
 
   /// Samples per second the figure implies (from epoch time and dataset size, a throughput, or it/s x batch).
   std::optional<double> implied_samples_per_s() const;
@@ -48,6 +55,10 @@ struct PublishedComparison {
   std::string percent_basis = "samples/s";           ///< samples/s, or it/s for a sampler's figure (mode inference)
   std::optional<double> measured_epoch_seconds;      ///< for the publication's dataset size, at the measured rate
   std::vector<std::string> differences;              ///< every way the recipes differ ("batch size: 128 vs 256")
+  /// The differences that change the work timed (mode, model, precision, batch, data pipeline, GPU count), a subset
+  /// of `differences`. Device, framework, dataset size (the epoch is projected) and execution are not among them.
+  std::vector<std::string> work_differences;
+  bool same_work() const { return work_differences.empty(); }
   std::vector<std::string> same;                     ///< parts of the recipe both sides share ("data pipeline: ...")
   std::optional<double> published_price_performance; ///< as quoted
   std::optional<double> recomputed_price_performance; ///< from the publication's own epoch time and price

@@ -38,7 +38,9 @@ struct EnvironmentRecord {
   std::string compute_capability;     ///< "9.0" (CUDA), gfx arch (ROCm), empty otherwise
   std::optional<int64_t> multiprocessors;
   std::string pci_bus_id;             ///< "00000000:19:00.0" (NVML's form), empty where not applicable
-  std::string driver_version;         ///< CUDA driver API version, e.g. "13.0"
+  std::string nvidia_driver_version;  ///< the NVIDIA driver, e.g. "580.159.04" (NVML); empty without NVML
+  std::string cuda_driver_api_version;  ///< the CUDA version the driver supports (cudaDriverGetVersion), e.g. "13.0"
+  std::string driver_version;         ///< the old name of cuda_driver_api_version (same value), kept for old readers
   std::string cuda_runtime_version;   ///< CUDA runtime LibTorch was built with, e.g. "13.0"
   std::string cudnn_version;          ///< e.g. "9.19.0"
   std::string libtorch_version;       ///< e.g. "2.11.0"
@@ -245,8 +247,8 @@ void compute_drift(RunRecord& r);
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvironmentRecord, hostname, os, cpu_model, cpu_cores, device,
                                                 device_type, device_name, device_memory_bytes,
-                                                compute_capability, multiprocessors, pci_bus_id, driver_version,
-                                                cuda_runtime_version, cudnn_version, libtorch_version,
+                                                compute_capability, multiprocessors, pci_bus_id, nvidia_driver_version,
+                                                cuda_driver_api_version, driver_version, cuda_runtime_version, cudnn_version, libtorch_version,
                                                 gpubench_version, git_revision, build_type, compiler,
                                                 command_line, start_time_utc, nccl_version,
                                                 host_memory_bytes, cpu_governor, container, variables)
