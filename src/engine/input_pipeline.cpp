@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "gpubench/data/decode_choice.hpp"
 #include "gpubench/data/loader.hpp"
 
 #ifdef GPUBENCH_WITH_CUDA
@@ -298,9 +299,14 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   r.augmentation = kAugmentation;
   r.data_only = s.data_only;
 
-  // Decoder: nvJPEG where asked (or, for auto, where it works), else libjpeg-turbo on the workers.
+  // Decoder: nvJPEG where asked, or where decode: auto's rule (data/decode_choice.hpp) says the workers cannot keep a
+  // fast GPU fed; else libjpeg-turbo on the workers.
+  const data::DecodeChoice choice = data::choose_decode(s.decode, m.workers, m.cuda);
+  r.decode_reason = choice.reason;
   std::string why_not_gpu;
-  if (s.decode != "cpu") {
+  if (!m.cuda && s.decode != "cpu") {
+    why_not_gpu = "GPU decoding needs a CUDA device (this run is on " + device.id + ")";
+  } else if (choice.try_gpu) {
     if (!m.cuda) {
       why_not_gpu = "GPU decoding needs a CUDA device (this run is on " + device.id + ")";
     } else {
@@ -312,7 +318,9 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
 #endif
     }
     if (!m.gpu_decode && s.decode == "gpu") throw std::runtime_error("decode: gpu is not possible here: " + why_not_gpu);
+    if (!m.gpu_decode) r.decode_reason += "; nvJPEG is not usable here, so the CPU decodes";
   }
+  if (s.decode == "gpu" && !m.cuda) throw std::runtime_error("decode: gpu is not possible here: " + why_not_gpu);
   r.decode = m.gpu_decode ? "gpu" : "cpu";
 #ifdef GPUBENCH_WITH_CUDA
   if (m.gpu_decode) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/analysis/profile.hpp"
 #include "gpubench/core/record/metric_catalog.hpp"
@@ -82,9 +83,20 @@ std::vector<RepeatGroup> repeat_groups(const ReportInput& in) {
 
 /// Each run's verdict, and for profiled runs their kernel time per step by category (the chart is profile.png).
 void add_bottlenecks(Document& d, const ReportInput& in) {
-  const bool any = std::any_of(in.runs.begin(), in.runs.end(), [](const LoadedRecord& lr) {
-    return !lr.record.summary.bounded_by.empty() || lr.record.profile.has_value();
-  });
+  // Records written before the verdict needed no profile carry none: theirs is decided here from what they hold.
+  std::vector<BottleneckVerdict> verdicts;
+  bool derived = false;
+  for (const auto& lr : in.runs) {
+    const RunSummary& s = lr.record.summary;
+    if (s.bounded_by.empty() && s.bottleneck_evidence.empty()) {
+      verdicts.push_back(diagnose_bottleneck(lr.record));
+      derived = derived || !verdicts.back().bounded_by.empty();
+    } else {
+      verdicts.push_back({s.bounded_by, s.bottleneck_evidence});
+    }
+  }
+  const bool any = std::any_of(verdicts.begin(), verdicts.end(), [](const BottleneckVerdict& v) { return !v.bounded_by.empty(); }) ||
+                   std::any_of(in.runs.begin(), in.runs.end(), [](const LoadedRecord& lr) { return lr.record.profile.has_value(); });
   if (!any) return;
   d.heading("Bottlenecks", 2);
   Table t;
@@ -92,11 +104,12 @@ void add_bottlenecks(Document& d, const ReportInput& in) {
   const Column verdict = Column::text("bounded_by", "bounded by"), busy{"device_busy_fraction", "busy", "fraction",
                                                                           Better::kHigher},
                evidence = Column::text("evidence", "evidence");
-  for (const auto& lr : in.runs) {
+  for (size_t i = 0; i < in.runs.size(); ++i) {
+    const LoadedRecord& lr = in.runs[i];
     const RunRecord& r = lr.record;
     auto& row = t.add_row();
     put_identity(t, row, lr);
-    t.put(row, verdict, Cell::str(r.summary.bounded_by.empty() ? "-" : r.summary.bounded_by));
+    t.put(row, verdict, Cell::str(verdicts[i].bounded_by.empty() ? "-" : verdicts[i].bounded_by));
     if (r.profile) {
       t.put(row, busy, Cell::num(r.profile->busy_fraction_of_timed_step.value_or(r.profile->busy_fraction)));
       for (const auto& c : r.profile->categories) {
@@ -106,9 +119,12 @@ void add_bottlenecks(Document& d, const ReportInput& in) {
     }
   }
   // The evidence last (it is the widest column): a second pass, once every category has its column.
-  for (size_t i = 0; i < in.runs.size(); ++i) t.put(t.rows[i], evidence, Cell::str(in.runs[i].record.summary.bottleneck_evidence));
+  for (size_t i = 0; i < in.runs.size(); ++i) t.put(t.rows[i], evidence, Cell::str(verdicts[i].evidence));
+  if (derived) t.notes.push_back("verdicts of records that carry none are decided from the record as it is read");
   for (auto& row : t.rows) row.resize(t.columns.size());
-  t.notes.push_back("category columns: kernel time per step (ms) in the profiled steps; the chart below draws them");
+  if (std::any_of(in.runs.begin(), in.runs.end(), [](const LoadedRecord& lr) { return lr.record.profile.has_value(); })) {
+    t.notes.push_back("category columns: kernel time per step (ms) in the profiled steps; the chart below draws them");
+  }
   d.table(std::move(t));
 }
 

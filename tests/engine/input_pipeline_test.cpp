@@ -80,6 +80,7 @@ TEST(InputPipeline, AFolderTrainsAndTheRecordDescribesThePipeline) {
   EXPECT_EQ(r.data->workers, 2);
   EXPECT_NE(r.data->decoder.find("libjpeg-turbo"), std::string::npos) << r.data->decoder;
   EXPECT_NE(r.data->decode_fallback.find("CUDA device"), std::string::npos);  // auto on a CPU run
+  EXPECT_EQ(r.data->decode_reason, "decode: auto: the CPU (no CUDA device for nvJPEG)");
   EXPECT_NE(r.data->augmentation.find("RandomResizedCrop"), std::string::npos);
 }
 
@@ -171,6 +172,7 @@ TEST(InputPipeline, GpuDecodeTrainsAndAgreesWithTheCpuPath_CUDA) {
     Scenario s = folder_run(f.root, "cuda");
     s.decode = decode;
     s.batch_size = 16;
+    if (decode == "auto") s.data_workers = 2;  // fewer workers than keep a GPU fed: auto's rule picks nvJPEG
     const RunRecord r = run_benchmark(s, obs, {});
     ASSERT_EQ(r.status, RunStatus::kOk) << decode << ": " << r.reason;
     ASSERT_TRUE(r.data.has_value());
@@ -178,6 +180,7 @@ TEST(InputPipeline, GpuDecodeTrainsAndAgreesWithTheCpuPath_CUDA) {
     if (decode == "auto") {
       // nvJPEG ships beside torch (torchvision.libs) on GPU machines; if it is not found, the record says why.
       EXPECT_TRUE(r.data->decode == "gpu" || !r.data->decode_fallback.empty()) << r.data->decoder;
+      EXPECT_NE(r.data->decode_reason.find("decode: auto: the GPU, 2 workers"), std::string::npos) << r.data->decode_reason;
     }
     EXPECT_TRUE(std::isfinite(r.epochs[1].loss_last));
   }

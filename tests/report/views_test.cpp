@@ -150,6 +150,16 @@ TEST(ViewsTest, ReportMarkdownGolden) {
             "| bs256.json | resnet50 | NVIDIA H200 | bf16 | 256 | 1 | eager | ok | 4700.0 | 10.00 | 54.47 | 54.57 | 1.00 GiB "
             "| 600 | 0.128 | 12.5% |\n"
             "| bs512.json | resnet50 | NVIDIA H200 | bf16 | 512 | 1 | eager | oom | - | - | - | - | - | - | - | - |\n"
+            "\n## Bottlenecks\n\n"
+            "| record | model | device | precision | batch | GPUs | mode | status | bounded by | evidence |\n"
+            "| --- | --- | --- | --- | ---: | ---: | --- | --- | --- | --- |\n"
+            "| bs128.json | resnet50 | NVIDIA H200 | bf16 | 128 | 1 | eager | ok | - | no verdict without a kernel profile: "
+            "run with --profile |\n"
+            "| bs256.json | resnet50 | NVIDIA H200 | bf16 | 256 | 1 | eager | ok | - | no verdict without a kernel profile: "
+            "run with --profile |\n"
+            "| bs512.json | resnet50 | NVIDIA H200 | bf16 | 512 | 1 | eager | oom | capacity | out of device memory at batch "
+            "512 |\n\n"
+            "verdicts of records that carry none are decided from the record as it is read\n"
             "\n## Throughput against batch size\n\n"
             "resnet50 bf16 on NVIDIA H200:\n\n| batch | status | throughput (images/s) | peak reserved |\n"
             "| ---: | --- | ---: | ---: |\n"
@@ -190,6 +200,26 @@ TEST(ViewsTest, RepeatsNeverPoolOneAndTwoGpuRuns) {
   const std::string md = render("md", report_document(in));
   EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager, NVIDIA H200 | 2 | 6105.0 |"), std::string::npos) << md;
   EXPECT_EQ(md.find("11886.0 | 11886.0"), std::string::npos) << md;  // the 2-GPU run joins no group
+}
+
+TEST(ViewsTest, ARecordWithoutAVerdictGetsOneFromItsTelemetryInTheReport) {
+  // Written before verdicts needed no profile: no bounded_by, but NVML saw the GPU idle most of the time.
+  LoadedRecord old = run(64, 3900);
+  EpochTelemetry t;
+  t.gpu_util_avg_pct = 54;
+  for (auto& e : old.record.epochs) e.telemetry = t;
+  if (old.record.epochs.empty()) {
+    EpochRecord e;
+    e.telemetry = t;
+    old.record.epochs.push_back(e);
+  }
+  old.record.summary.steps = 10;
+  ReportInput in;
+  in.runs = {old};
+  const std::string md = render("md", report_document(in));
+  EXPECT_NE(md.find("## Bottlenecks"), std::string::npos) << md;
+  EXPECT_NE(md.find("| launch |"), std::string::npos) << md;
+  EXPECT_NE(md.find("NVML saw a kernel running 54 %"), std::string::npos) << md;
 }
 
 TEST(ViewsTest, NoChartsSaysWhy) {

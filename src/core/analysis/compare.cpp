@@ -210,8 +210,7 @@ void compare_environments(const std::vector<LoadedRecord>& base, const std::vect
   auto num = [](const std::optional<double>& v) { return v ? std::to_string(static_cast<int64_t>(*v)) : ""; };
   auto flag = [](const std::optional<bool>& v) { return v ? (*v ? "on" : "off") : ""; };
   diff("device_name", a.device_name, b.device_name, true);
-  diff("nvidia_driver", a.nvidia_driver_version.empty() ? ta.driver_version : a.nvidia_driver_version,
-       b.nvidia_driver_version.empty() ? tb.driver_version : b.nvidia_driver_version, false);
+  diff("nvidia_driver", nvidia_driver_of(base.front().record), nvidia_driver_of(cand.front().record), false);
   diff("cuda_driver_api", a.cuda_driver_api_version.empty() ? a.driver_version : a.cuda_driver_api_version,
        b.cuda_driver_api_version.empty() ? b.driver_version : b.cuda_driver_api_version, false);
   diff("cuda_runtime", a.cuda_runtime_version, b.cuda_runtime_version, false);

@@ -145,6 +145,10 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.summary.metrics = extra_metrics_only(std::move(r.summary.metrics));
 }
 
+const std::string& nvidia_driver_of(const RunRecord& r) {
+  return r.telemetry.driver_version.empty() ? r.environment.nvidia_driver_version : r.telemetry.driver_version;
+}
+
 // Equality compares values member by member, never the serialised JSON of both sides: a field the serialiser
 // forgets then makes a write/read round trip compare unequal (record_test checks every field that way).
 bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const {
@@ -205,9 +209,9 @@ bool RunSummary::operator==(const RunSummary& o) const {
                   o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c, o.metrics);
 }
 bool DataRecord::operator==(const DataRecord& o) const {
-  return std::tie(source, path, images, classes, other_files, decode, decoder, decode_fallback, workers, prefetch,
+  return std::tie(source, path, images, classes, other_files, decode, decoder, decode_fallback, decode_reason, workers, prefetch,
                   augmentation, data_only, files_skipped, skipped_examples) ==
-         std::tie(o.source, o.path, o.images, o.classes, o.other_files, o.decode, o.decoder, o.decode_fallback,
+         std::tie(o.source, o.path, o.images, o.classes, o.other_files, o.decode, o.decoder, o.decode_fallback, o.decode_reason,
                   o.workers, o.prefetch, o.augmentation, o.data_only, o.files_skipped, o.skipped_examples);
 }
 

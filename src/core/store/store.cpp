@@ -247,8 +247,7 @@ bool ResultsStore::add(const RunRecord& r, const std::string& source) {
     insert.bind(6, r.scenario.model).bind(7, e.device_name).bind(8, e.device_type);
     insert.bind(9, r.precision.resolved.empty() ? r.scenario.precision : r.precision.resolved);
     insert.bind(10, r.scenario.batch_size).bind(11, int64_t{r.distributed ? r.distributed->world_size : 1});
-    insert.bind(12, r.environment.nvidia_driver_version.empty() ? r.telemetry.driver_version
-                                                                  : r.environment.nvidia_driver_version).bind(13, e.cuda_runtime_version).bind(14, e.cudnn_version);
+    insert.bind(12, nvidia_driver_of(r)).bind(13, e.cuda_runtime_version).bind(14, e.cudnn_version);
     insert.bind(15, e.libtorch_version).bind(16, e.git_revision).bind(17, e.hostname);
     insert.bind(18, comparable_scenario(r.scenario).dump()).bind(19, nlohmann::json(e).dump());
     insert.bind(20, json_text(r, -1)).bind(21, scenario_identity(r).dump());

@@ -137,6 +137,7 @@ struct DataRecord {
   std::string decode;                    ///< cpu | gpu
   std::string decoder;                   ///< library, backend, workers
   std::string decode_fallback;           ///< why the GPU decoder was not used (decode: auto), or failed on a batch
+  std::string decode_reason;             ///< why this decoder: asked for, or decode: auto's rule and its figures
   int64_t workers = 0, prefetch = 0;
   std::string augmentation;
   bool data_only = false;                ///< the pipeline timed alone: the epochs' "steps" are batches delivered
@@ -240,6 +241,9 @@ struct JobEnergy {
 };
 /// From the epochs' telemetry; works for records written before the summary carried these figures.
 JobEnergy job_energy(const RunRecord& r);
+/// The NVIDIA driver the run used: NVML's reading (telemetry.driver_version), which environment.nvidia_driver_version
+/// repeats; the environment's where the telemetry has none.
+const std::string& nvidia_driver_of(const RunRecord& r);
 /// Fills the summary's energy fields from job_energy.
 void summarize_energy(RunRecord& r);
 /// Fills the summary's drift fields from the first and last complete epochs (needs two of them).
@@ -265,7 +269,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, b
                                                 interconnect)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SkippedFileRecord, path, reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DataRecord, source, path, images, classes, other_files, decode, decoder,
-                                                decode_fallback, workers, prefetch, augmentation, data_only,
+                                                decode_fallback, decode_reason, workers, prefetch, augmentation,
+                                                data_only,
                                                 files_skipped, skipped_examples)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
                                                 step_time, step_times_ms, peak_allocated_bytes, peak_reserved_bytes,
