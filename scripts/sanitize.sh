@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # The torch-free layers (core, telemetry, report, data) and their tests built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, then a short libFuzzer run of each fuzz target (fuzz/): the scenario loader on YAML and
-# JSON, record reading, Chrome-trace reading (`gpubench trace`) and JPEG decoding (the input pipeline). Seeds come from configs/, tests/data/, results/
-# and a small trace written here. Part of scripts/test.sh.
+# JSON, record reading, Chrome-trace reading (`gpubench trace`), JPEG decoding (the input pipeline), the results store
+# (records into `db add`, history filters) and the printers (record text into every format). Seeds come from configs/,
+# tests/data/, results/ and small inputs written here. Part of scripts/test.sh.
 # Needs clang with its runtime (Debian: clang, libclang-rt-14-dev), installed here when missing and apt-get can; where
 # no such compiler can be had the script says so and skips (exit 0): gcc's sanitizers lack libFuzzer.
-# Knobs: GPUBENCH_FUZZ_SECONDS (per target, default 60), GPUBENCH_SANITIZE_BUILD_DIR (default build-sanitize/),
+# Knobs: GPUBENCH_FUZZ_SECONDS (per target, default 45), GPUBENCH_SANITIZE_BUILD_DIR (default build-sanitize/),
 # GPUBENCH_NO_APT=1 (never call apt-get). The fuzzers start from seed 1, so a CI run is reproducible.
 # Findings: libFuzzer's crash-*/timeout-* inputs under <build>/fuzz-findings/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GPUBENCH_SANITIZE_BUILD_DIR:-$ROOT/build-sanitize}"
-SECONDS_EACH="${GPUBENCH_FUZZ_SECONDS:-60}"
+SECONDS_EACH="${GPUBENCH_FUZZ_SECONDS:-45}"
 log() { echo "[sanitize] $*" >&2; }
 
 have_fuzzing_clang() {
@@ -57,7 +58,7 @@ log "torch-free tests under ASan+UBSan"
 corpus="$BUILD/fuzz-corpus"
 findings="$BUILD/fuzz-findings"
 rm -rf "$corpus"
-mkdir -p "$corpus/scenario" "$corpus/record" "$corpus/trace" "$corpus/jpeg" "$findings"
+mkdir -p "$corpus/scenario" "$corpus/record" "$corpus/trace" "$corpus/jpeg" "$corpus/store" "$corpus/printer" "$findings"
 # JPEG: a seed in each mode (the odd mode encodes an image from the input, so it needs no files).
 printf '\001\040\030\132\000\200abcdefghijklmnopqrstuvwxyz0123456789' > "$corpus/jpeg/seed1"
 printf '\000\007\377\330\377\340\000\020JFIF\000' > "$corpus/jpeg/seed2"
@@ -70,6 +71,17 @@ for f in "$ROOT"/configs/*.yaml "$ROOT"/configs/*.json "$ROOT"/configs/published
 done
 find "$ROOT/results" -name '*.json' -size -1024k -print0 2>/dev/null | head -z -n 200 | \
   xargs -0 -r -I{} cp {} "$corpus/record/" 2>/dev/null || true
+
+# The store: a few real records (first byte even: `db add`) and history filters (odd: NUL-separated values).
+k=0
+for f in $(find "$ROOT/results" -name '*.json' -size -256k 2>/dev/null | head -n 20); do
+  k=$((k + 1))
+  { printf '\000'; cat "$f"; } > "$corpus/store/record$k"
+done
+printf "\001resnet50\000batch_size\000256\000precision\000fp16' OR 1=1 --\000x\000y\000z\000w\000samples_per_s\0002026-11-01" > "$corpus/store/filter1"
+# The printers: record-like text with the characters each format must neutralise.
+printf '=HYPERLINK("x")\000<script>\000\033[2J\000a|b\rc\000@SUM\000-1.5\000\001\000\357\277\276\000+1\000t\000cell\000x' \
+  > "$corpus/printer/seed1"
 
 # Chrome traces: a small Kineto-shaped one (kernels, a copy, CPU operators, launch calls, step markers).
 cat > "$corpus/trace/seed1" <<'TRACE'
@@ -86,7 +98,7 @@ cat > "$corpus/trace/seed1" <<'TRACE'
 TRACE
 
 status=0
-for target in scenario record trace jpeg; do
+for target in scenario record trace jpeg store printer; do
   log "fuzzing ${target} reading for ${SECONDS_EACH} s ($(ls "$corpus/$target" | wc -l) seeds)"
   if ! (cd "$findings" && "$BUILD/fuzz/${target}_fuzzer" -seed=1 -max_total_time="$SECONDS_EACH" -timeout=10 \
         -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "$corpus/$target" 2> "$BUILD/fuzz-${target}.log"); then

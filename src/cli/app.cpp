@@ -95,6 +95,18 @@ void allow_extras_everywhere(CLI::App* app) {
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) allow_extras_everywhere(sub);
 }
 
+/// One rule for every command: no output (its own or --save's) is one of its inputs, a store or another output.
+void check_file_roles(const Command& command, const OutputOptions& output) {
+  FileRoles roles;
+  try {
+    command.files(roles);
+    for (const auto& t : output.targets) roles.output(t.path, "--save");
+    roles.check();
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 }  // namespace
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& choices) {
@@ -188,7 +200,9 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
     ctx.verbosity = quiet ? -1 : (verbose ? 1 : 0);
     ctx.output.default_format = spec_of.at(top)->default_format;
     resolve_outputs(ctx.output);
-    return command_of.at(top)->run(ctx);
+    Command* command = command_of.at(top);
+    check_file_roles(*command, ctx.output);
+    return command->run(ctx);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return exit_code_for(e);

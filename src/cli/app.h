@@ -15,6 +15,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/output.h"
+#include "gpubench/core/io/files.hpp"
 
 namespace gpubench {
 struct Document;
@@ -47,6 +48,10 @@ class Command {
   /// Runs after parsing. Returns an exit code (exit_codes.h), or throws: UsageError and ScenarioError exit 2,
   /// OutputNotWritten 4, RunFailedError 1; anything else is reported and exits 2.
   virtual int run(Context& ctx) = 0;
+  /// The files this command reads (inputs, stores) and writes (outputs) as parsed, before it runs: the framework
+  /// adds --save's files and refuses (exit 2) an output that is an input, a store or another output. A command
+  /// whose outputs are known only after it resolves its scenario (run) checks them itself with the same FileRoles.
+  virtual void files(FileRoles& roles) const { (void)roles; }
 };
 
 struct CommandSpec {

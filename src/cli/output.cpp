@@ -87,6 +87,15 @@ void add_outputs(PrinterMultiplex& mux, const OutputOptions& out, bool to_stderr
   for (const auto& t : out.targets) mux.add(t.format, t.path);
 }
 
+bool is_record_file(const std::string& path) {
+  try {
+    (void)read_record(path);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 std::vector<LoadedRecord> load_records_or_fail(const std::vector<std::string>& paths) {
   std::vector<std::string> skipped;
   std::vector<LoadedRecord> out;

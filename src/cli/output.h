@@ -46,6 +46,10 @@ void add_outputs(PrinterMultiplex& mux, const OutputOptions& out, bool to_stderr
 std::string known_formats();
 std::string known_extensions();
 
+/// Whether `path` is a gpubench run record (FileRoles' test of a file in a folder of records: a report's groups.json
+/// beside the records is not one).
+bool is_record_file(const std::string& path);
+
 /// Records from files and folders for a command that needs at least one; skipped files are warned about. Throws
 /// UsageError when a path does not exist or nothing is a record.
 std::vector<LoadedRecord> load_records_or_fail(const std::vector<std::string>& paths);

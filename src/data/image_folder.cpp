@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -26,44 +27,97 @@ bool is_jpeg_name(const std::string& name) {
 
 namespace {
 
-/// Files under `dir`, recursively, following links (a link cycle is cut by the visited set), as (folder, name).
-void walk(const fs::path& dir, std::vector<std::pair<std::string, std::string>>& files,
-          std::vector<fs::path>& visited, int depth) {
+/// A walk's bounds and what it counted.
+struct Walk {
+  const ScanLimits& limits;
+  fs::path root;  ///< canonical
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  int64_t entries = 0;
+  int64_t links_outside = 0;
+  std::vector<fs::path> visited;
+
+  bool inside(const fs::path& canonical) const {
+    const auto r = std::mismatch(root.begin(), root.end(), canonical.begin(), canonical.end());
+    return r.first == root.end();
+  }
+  /// Throws when a limit is passed or a stop was asked for.
+  void tick(const std::string& data_path) {
+    ++entries;
+    if (limits.stop != nullptr && limits.stop->load(std::memory_order_relaxed)) {
+      throw DatasetError("the scan of data_path '" + data_path + "' was interrupted");
+    }
+    if (entries > limits.max_entries) {
+      throw DatasetError("data_path '" + data_path + "' has more than " + std::to_string(limits.max_entries) +
+                         " entries: not an image folder gpubench will scan");
+    }
+    if ((entries & 1023) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+                                     limits.max_seconds) {
+      throw DatasetError("scanning data_path '" + data_path + "' took longer than " +
+                         std::to_string(static_cast<int>(limits.max_seconds)) + " s");
+    }
+  }
+};
+
+/// Files under `dir`, recursively, following links that stay inside the root (a cycle is cut by the visited set),
+/// as (folder, name).
+void walk(const fs::path& dir, std::vector<std::pair<std::string, std::string>>& files, Walk& w, int depth,
+          const std::string& data_path) {
   std::error_code ec;
   const fs::path canonical = fs::canonical(dir, ec);
-  if (ec || depth > 64 || std::find(visited.begin(), visited.end(), canonical) != visited.end()) return;
-  visited.push_back(canonical);
+  if (ec || depth > 64 || std::find(w.visited.begin(), w.visited.end(), canonical) != w.visited.end()) return;
+  if (!w.inside(canonical)) {
+    ++w.links_outside;
+    return;
+  }
+  w.visited.push_back(canonical);
   fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
   if (ec) return;
   std::vector<fs::path> subdirs;
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     if (ec) break;
+    w.tick(data_path);
     const fs::path p = it->path();
     std::error_code sec;
+    if (it->is_symlink(sec)) {
+      const fs::path target = fs::canonical(p, sec);
+      if (sec) continue;  // a dangling link
+      if (!w.inside(target)) {
+        ++w.links_outside;
+        continue;
+      }
+    }
     if (fs::is_directory(p, sec)) {
       subdirs.push_back(p);
     } else if (!sec) {
       files.emplace_back(dir.string(), p.filename().string());
     }
   }
-  for (const auto& s : subdirs) walk(s, files, visited, depth + 1);
+  for (const auto& s : subdirs) walk(s, files, w, depth + 1, data_path);
 }
 
 }  // namespace
 
-ImageFolder scan_image_folder(const std::string& root) {
+ImageFolder scan_image_folder(const std::string& root, const ScanLimits& limits) {
   std::error_code ec;
   if (root.empty()) throw DatasetError("data: folder needs data_path (the ImageFolder root, one folder per class)");
   if (!fs::exists(root, ec)) throw DatasetError("data_path '" + root + "' does not exist");
   if (!fs::is_directory(root, ec)) throw DatasetError("data_path '" + root + "' is not a folder");
   ImageFolder f;
   f.root = root;
+  Walk w{limits, fs::canonical(root, ec)};
+  if (ec) throw DatasetError("cannot read data_path '" + root + "': " + ec.message());
   fs::directory_iterator it(root, ec);
   if (ec) throw DatasetError("cannot read data_path '" + root + "': " + ec.message());
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     if (ec) throw DatasetError("cannot read data_path '" + root + "': " + ec.message());
+    w.tick(root);
     std::error_code sec;
-    if (fs::is_directory(it->path(), sec)) f.classes.push_back(it->path().filename().string());
+    if (!fs::is_directory(it->path(), sec)) continue;
+    if (it->is_symlink(sec) && !w.inside(fs::canonical(it->path(), sec))) {
+      ++w.links_outside;  // a class folder that is a link out of the data set
+      continue;
+    }
+    f.classes.push_back(it->path().filename().string());
   }
   std::sort(f.classes.begin(), f.classes.end());
   if (f.classes.empty()) {
@@ -72,8 +126,8 @@ ImageFolder scan_image_folder(const std::string& root) {
   }
   for (size_t label = 0; label < f.classes.size(); ++label) {
     std::vector<std::pair<std::string, std::string>> files;
-    std::vector<fs::path> visited;
-    walk(fs::path(root) / f.classes[label], files, visited, 0);
+    w.visited.clear();
+    walk(fs::path(root) / f.classes[label], files, w, 0, root);
     std::sort(files.begin(), files.end());
     size_t images = 0;
     for (const auto& [folder, name] : files) {
@@ -86,9 +140,11 @@ ImageFolder scan_image_folder(const std::string& root) {
     }
     if (images == 0) {
       throw DatasetError("class folder '" + (fs::path(root) / f.classes[label]).string() +
-                         "' has no JPEG files (.jpg/.jpeg); torchvision's ImageFolder refuses empty classes too");
+                         "' has no JPEG files (.jpg/.jpeg); torchvision's ImageFolder refuses empty classes too" +
+                         (w.links_outside > 0 ? " (links leading out of data_path are skipped)" : ""));
     }
   }
+  f.links_outside = w.links_outside;
   return f;
 }
 

@@ -5,7 +5,12 @@
 #include <torch/cuda.h>
 #include <torch/mps.h>
 
+#include <algorithm>
+#include <fstream>
+#include <utility>
+
 #ifdef GPUBENCH_WITH_CUDA
+#include <cuda_runtime_api.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
@@ -99,6 +104,28 @@ DeviceMemoryPeaks read_memory_peaks(const ResolvedDevice& d) {
   (void)d;
 #endif
   return p;
+}
+
+std::pair<int64_t, std::string> usable_memory(const ResolvedDevice& d) {
+  if (d.type == "cpu") {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key, unit;
+    long long kib = 0;
+    while (meminfo >> key >> kib) {
+      std::getline(meminfo, unit);
+      if (key == "MemAvailable:") return {static_cast<int64_t>(kib) * 1024, "the host's available memory (MemAvailable)"};
+    }
+    return {0, ""};
+  }
+#ifdef GPUBENCH_WITH_CUDA
+  if (d.device.is_cuda()) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, std::max<int>(0, d.device.index())) == cudaSuccess) {
+      return {static_cast<int64_t>(p.totalGlobalMem), "the GPU's total memory"};
+    }
+  }
+#endif
+  return {0, ""};
 }
 
 void release_cached_memory(const ResolvedDevice& d) {

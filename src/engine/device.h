@@ -41,6 +41,9 @@ struct DeviceMemoryPeaks {
 };
 void reset_memory_peaks(const ResolvedDevice& d);
 DeviceMemoryPeaks read_memory_peaks(const ResolvedDevice& d);
+/// Memory a run on `d` can use, in bytes, and what that figure is: the GPU's total memory, the host's MemAvailable
+/// on the CPU; {0, ""} where unknown (MPS).
+std::pair<int64_t, std::string> usable_memory(const ResolvedDevice& d);
 /// Releases cached device memory (after an OOM, before writing the record).
 void release_cached_memory(const ResolvedDevice& d);
 

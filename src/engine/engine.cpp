@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
+#include <tuple>
 
 #include "device.h"
 #include "distributed.h"
@@ -87,6 +88,7 @@ DeviceFacts probe_device(const std::string& requested, const RankInfo& rank) {
     }
     f.id = d.id;
     f.type = d.type;
+    std::tie(f.memory_bytes, f.memory_source) = engine::usable_memory(d);
   } catch (const engine::DeviceUnavailable& e) {
     f.id = requested;
     const std::string type = requested.substr(0, requested.find(':'));

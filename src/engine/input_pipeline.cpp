@@ -269,14 +269,20 @@ struct InputPipeline::Impl {
 
 InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, const Workload& workload,
                              int64_t batch_size, int rank, int world, bool channels_last,
-                             std::vector<std::string>& notes)
+                             std::vector<std::string>& notes, const std::atomic<bool>* stop)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.notes = &notes;
   if (workload.image_size() <= 0) {
     throw data::DatasetError("data: folder feeds image classifiers (resnet50); " + s.model + " takes no images");
   }
-  m.folder = data::scan_image_folder(s.data_path);
+  data::ScanLimits limits;
+  limits.stop = stop;
+  m.folder = data::scan_image_folder(s.data_path, limits);
+  if (m.folder.links_outside > 0) {
+    notes.push_back(std::to_string(m.folder.links_outside) + " link(s) in " + s.data_path +
+                    " lead out of it: skipped, as files outside the data set are never read");
+  }
   const auto images = static_cast<int64_t>(m.folder.samples.size());
   epoch_images_ = data::images_per_epoch(m.folder, s.is_set("dataset_size") ? std::optional<int64_t>(s.dataset_size)
                                                                             : std::nullopt,
@@ -294,6 +300,7 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   r.images = images;
   r.classes = static_cast<int64_t>(m.folder.classes.size());
   r.other_files = m.folder.other_files;
+  r.links_outside = m.folder.links_outside;
   r.workers = m.workers;
   r.prefetch = s.prefetch;
   r.augmentation = kAugmentation;

@@ -7,6 +7,7 @@
 // The step copies the finished batch into its fixed input tensors (so CUDA graphs replay on fresh data) and the
 // time it waited for it is the epoch's input wait.
 
+#include <atomic>
 #include <ATen/core/Tensor.h>
 
 #include <algorithm>
@@ -56,7 +57,8 @@ class InputPipeline {
   /// Scans the folder and starts the workers; throws data::DatasetError (a data set that cannot be used) or
   /// std::runtime_error (decode: gpu where nvJPEG cannot run). `notes` gets what the user must know.
   InputPipeline(const Scenario& s, const ResolvedDevice& device, const Workload& workload, int64_t batch_size,
-                int rank, int world, bool channels_last, std::vector<std::string>& notes);
+                int rank, int world, bool channels_last, std::vector<std::string>& notes,
+                const std::atomic<bool>* stop = nullptr);
   ~InputPipeline();
   InputPipeline(const InputPipeline&) = delete;
   InputPipeline& operator=(const InputPipeline&) = delete;

@@ -117,7 +117,7 @@ class TrainingRun {
       observer_.on_phase("scanning " + s_.data_path + " and starting the input pipeline");
       input_ = std::make_unique<InputPipeline>(s_, plan_.device, workload_, batch_size_,
                                                dist_ ? plan_.comm->rank() : 0, world_, plan_.channels_last,
-                                               record_.notes);
+                                               record_.notes, plan_.stop_requested);
       record_.data = input_->describe();
       if (s_.data_only) {
         record_.model.train_flops_per_sample = 0;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "gpubench/core/record/metric_catalog.hpp"
@@ -126,6 +128,51 @@ std::string markup_escape(const std::string& s) {
   return out;
 }
 
+std::string inert_text(const std::string& s, bool keep_newlines) {
+  static const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    if (c < 0x80) {
+      if (c == '\n') {
+        out += keep_newlines ? '\n' : ' ';
+      } else if (c == '\t' || c == '\r') {
+        out += ' ';
+      } else if (c < 0x20 || c == 0x7F) {
+        out += kReplacement;
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, its code point checked for overlong forms and surrogates.
+    const size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    uint32_t cp = len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (p[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (p[i + k] & 0x3Fu);
+    }
+    if (ok) {
+      ok = !(len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) &&
+           !(cp >= 0x80 && cp <= 0x9F) && cp != 0xFFFE && cp != 0xFFFF;
+    }
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += kReplacement;
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string base64_encode(const std::string& bytes) {
   static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
@@ -147,11 +194,28 @@ std::string base64_encode(const std::string& bytes) {
 
 namespace {
 
-/// A cell for people.
+/// A cell for people: one line, nothing a terminal or a browser acts on.
 std::string human(const Cell& c, const Column& col) {
   if (c.number) return format_value(*c.number, col.unit);
-  return c.text.empty() ? "-" : c.text;
+  return c.text.empty() ? "-" : inert_text(c.text, false);
 }
+
+/// Text for Markdown: inert, with `<` as an entity, so no record field becomes an HTML tag in a renderer (a lone `>`
+/// or `&` cannot start one, and gpubench's own "580 -> 590" stays readable in the raw file).
+std::string md_text(const std::string& s, bool keep_newlines) {
+  std::string out;
+  for (char c : inert_text(s, keep_newlines)) {
+    if (c == '<') {
+      out += "&lt;";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// Text for HTML and XML: inert, then escaped.
+std::string xml_text(const std::string& s) { return markup_escape(inert_text(s, true)); }
 
 /// A number for programs: the shortest text that reads back to the same double.
 std::string raw_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : ""; }
@@ -182,13 +246,13 @@ class ConsolePrinter : public Printer {
     std::string out;
     for (const auto& b : d.blocks) {
       switch (b.kind) {
-        case Block::Kind::kHeading: out += b.text + "\n"; break;
-        case Block::Kind::kParagraph: out += b.text + "\n"; break;
-        case Block::Kind::kQuote: out += "  \"" + b.text + "\"\n"; break;
+        case Block::Kind::kHeading: out += inert_text(b.text, false) + "\n"; break;
+        case Block::Kind::kParagraph: out += inert_text(b.text, true) + "\n"; break;
+        case Block::Kind::kQuote: out += "  \"" + inert_text(b.text, true) + "\"\n"; break;
         case Block::Kind::kList:
-          for (const auto& i : b.items) out += "  " + i + "\n";
+          for (const auto& i : b.items) out += "  " + inert_text(i, false) + "\n";
           break;
-        case Block::Kind::kImage: out += "chart: " + b.file + " (" + b.text + ")\n"; break;
+        case Block::Kind::kImage: out += "chart: " + inert_text(b.file, false) + " (" + inert_text(b.text, false) + ")\n"; break;
         case Block::Kind::kTable: out += table(b.table); break;
       }
     }
@@ -198,10 +262,10 @@ class ConsolePrinter : public Printer {
  private:
   static std::string table(const Table& t) {
     std::string out;
-    if (!t.title.empty()) out += t.title + "\n";
+    if (!t.title.empty()) out += inert_text(t.title, false) + "\n";
     std::vector<size_t> width(t.columns.size());
     std::vector<std::vector<std::string>> cells;
-    for (size_t i = 0; i < t.columns.size(); ++i) width[i] = header_with_unit(t.columns[i]).size();
+    for (size_t i = 0; i < t.columns.size(); ++i) width[i] = inert_text(header_with_unit(t.columns[i]), false).size();
     for (const auto& r : t.rows) {
       std::vector<std::string> line;
       for (size_t i = 0; i < t.columns.size(); ++i) {
@@ -220,21 +284,33 @@ class ConsolePrinter : public Printer {
       return s + "\n";
     };
     std::vector<std::string> headers;
-    for (const auto& c : t.columns) headers.push_back(header_with_unit(c));
+    for (const auto& c : t.columns) headers.push_back(inert_text(header_with_unit(c), false));
     out += emit(headers, nullptr);
     for (size_t r = 0; r < cells.size(); ++r) out += emit(cells[r], &t.rows[r]);
-    for (const auto& n : t.notes) out += n + "\n";
+    for (const auto& n : t.notes) out += inert_text(n, true) + "\n";
     return out;
   }
 };
 
-std::string md_cell(std::string s) {
+/// A Markdown table cell: one line, inert, its `|` escaped (a cell can never add a column or a row).
+std::string md_cell(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  for (char c : md_text(s, false)) {
     if (c == '|') {
       out += "\\|";
-    } else if (c == '\n') {
-      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// An image's link target: no character that ends the link or starts another.
+std::string md_link(const std::string& s) {
+  std::string out;
+  for (char c : inert_text(s, false)) {
+    if (c == ' ' || c == '(' || c == ')' || c == '<' || c == '>' || c == '"') {
+      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
     } else {
       out += c;
     }
@@ -248,14 +324,16 @@ class MarkdownPrinter : public Printer {
     std::string out;
     for (const auto& b : d.blocks) {
       switch (b.kind) {
-        case Block::Kind::kHeading: out += std::string(static_cast<size_t>(std::clamp(b.level, 1, 6)), '#') + " " + b.text + "\n\n"; break;
-        case Block::Kind::kParagraph: out += b.text + "\n\n"; break;
-        case Block::Kind::kQuote: out += "> " + b.text + "\n\n"; break;
+        case Block::Kind::kHeading:
+          out += std::string(static_cast<size_t>(std::clamp(b.level, 1, 6)), '#') + " " + md_text(b.text, false) + "\n\n";
+          break;
+        case Block::Kind::kParagraph: out += md_text(b.text, true) + "\n\n"; break;
+        case Block::Kind::kQuote: out += "> " + md_text(b.text, false) + "\n\n"; break;
         case Block::Kind::kList:
-          for (const auto& i : b.items) out += "- " + i + "\n";
+          for (const auto& i : b.items) out += "- " + md_text(i, false) + "\n";
           out += "\n";
           break;
-        case Block::Kind::kImage: out += "![" + b.text + "](" + b.file + ")\n\n"; break;
+        case Block::Kind::kImage: out += "![" + md_cell(b.text) + "](" + md_link(b.file) + ")\n\n"; break;
         case Block::Kind::kTable: out += table(b.table) + "\n"; break;
       }
     }
@@ -266,7 +344,7 @@ class MarkdownPrinter : public Printer {
  private:
   static std::string table(const Table& t) {
     std::string out;
-    if (!t.title.empty()) out += t.title + "\n\n";
+    if (!t.title.empty()) out += md_text(t.title, false) + "\n\n";
     out += "|";
     for (const auto& c : t.columns) out += " " + md_cell(header_with_unit(c)) + " |";
     out += "\n|";
@@ -278,7 +356,7 @@ class MarkdownPrinter : public Printer {
       out += "\n";
     }
     if (!t.notes.empty()) out += "\n";
-    for (const auto& n : t.notes) out += n + "\n";
+    for (const auto& n : t.notes) out += md_text(n, false) + "\n";
     return out;
   }
 };
@@ -287,7 +365,7 @@ class HtmlPrinter : public Printer {
  public:
   explicit HtmlPrinter(std::function<std::string(const std::string&)> load) : load_(std::move(load)) {}
   std::string render(const Document& d) const override {
-    std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + markup_escape(d.title) +
+    std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + xml_text(d.title) +
                       "</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
                       "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#eee}"
                       "td.n{text-align:right}img{max-width:100%}</style></head><body>\n";
@@ -295,21 +373,21 @@ class HtmlPrinter : public Printer {
       switch (b.kind) {
         case Block::Kind::kHeading: {
           const int l = std::clamp(b.level, 1, 6);
-          out += fmt::format("<h{}>{}</h{}>\n", l, markup_escape(b.text), l);
+          out += fmt::format("<h{}>{}</h{}>\n", l, xml_text(b.text), l);
           break;
         }
-        case Block::Kind::kParagraph: out += "<p>" + markup_escape(b.text) + "</p>\n"; break;
-        case Block::Kind::kQuote: out += "<blockquote>" + markup_escape(b.text) + "</blockquote>\n"; break;
+        case Block::Kind::kParagraph: out += "<p>" + xml_text(b.text) + "</p>\n"; break;
+        case Block::Kind::kQuote: out += "<blockquote>" + xml_text(b.text) + "</blockquote>\n"; break;
         case Block::Kind::kList:
           out += "<ul>";
-          for (const auto& i : b.items) out += "<li>" + markup_escape(i) + "</li>";
+          for (const auto& i : b.items) out += "<li>" + xml_text(i) + "</li>";
           out += "</ul>\n";
           break;
         case Block::Kind::kImage: {
           const std::string data = load_ ? load_(b.file) : std::string();
           if (load_ && data.empty()) break;  // an unreadable chart is left out, not shown broken
-          out += "<h3>" + markup_escape(b.text) + "</h3>\n<img alt=\"" + markup_escape(b.text) + "\" src=\"" +
-                 (data.empty() ? markup_escape(b.file) : "data:image/png;base64," + base64_encode(data)) + "\">\n";
+          out += "<h3>" + xml_text(b.text) + "</h3>\n<img alt=\"" + xml_text(b.text) + "\" src=\"" +
+                 (data.empty() ? xml_text(b.file) : "data:image/png;base64," + base64_encode(data)) + "\">\n";
           break;
         }
         case Block::Kind::kTable: out += table(b.table); break;
@@ -321,27 +399,38 @@ class HtmlPrinter : public Printer {
  private:
   static std::string table(const Table& t) {
     std::string out;
-    if (!t.title.empty()) out += "<p>" + markup_escape(t.title) + "</p>\n";
+    if (!t.title.empty()) out += "<p>" + xml_text(t.title) + "</p>\n";
     out += "<table><tr>";
-    for (const auto& c : t.columns) out += "<th>" + markup_escape(header_with_unit(c)) + "</th>";
+    for (const auto& c : t.columns) out += "<th>" + xml_text(header_with_unit(c)) + "</th>";
     out += "</tr>\n";
     for (const auto& r : t.rows) {
       out += "<tr>";
       for (size_t i = 0; i < t.columns.size(); ++i) {
         const bool number = i < r.size() && r[i].number.has_value();
         out += std::string(number ? "<td class=\"n\">" : "<td>") +
-               markup_escape(i < r.size() ? human(r[i], t.columns[i]) : "-") + "</td>";
+               xml_text(i < r.size() ? human(r[i], t.columns[i]) : "-") + "</td>";
       }
       out += "</tr>\n";
     }
     out += "</table>\n";
-    for (const auto& n : t.notes) out += "<p>" + markup_escape(n) + "</p>\n";
+    for (const auto& n : t.notes) out += "<p>" + xml_text(n) + "</p>\n";
     return out;
   }
   std::function<std::string(const std::string&)> load_;
 };
 
-std::string csv_field(const std::string& s) {
+/// True when all of `s` reads as one number (a spreadsheet takes it as a value, never as a formula).
+bool plain_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && s.find_first_of(" \t\r\n") == std::string::npos;
+}
+
+/// An RFC 4180 field that a spreadsheet never runs: text starting with =, +, -, @, tab or CR (OWASP's CSV-injection
+/// list) gets a leading apostrophe, unless it is a plain number.
+std::string csv_field(std::string s) {
+  if (!s.empty() && std::string("=+-@\t\r").find(s.front()) != std::string::npos && !plain_number(s)) s = "'" + s;
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -411,19 +500,19 @@ class JunitPrinter : public Printer {
     }
     std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     out += fmt::format("<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n",
-                       markup_escape("gpubench " + d.kind), d.cases.size(), failures, skipped);
+                       xml_text("gpubench " + d.kind), d.cases.size(), failures, skipped);
     for (const auto& c : d.cases) {
-      out += fmt::format("  <testcase classname=\"gpubench\" name=\"{}\">", markup_escape(c.name));
+      out += fmt::format("  <testcase classname=\"gpubench\" name=\"{}\">", xml_text(c.name));
       switch (c.outcome) {
         case TestCase::Outcome::kFail:
-          out += fmt::format("\n    <failure message=\"{}\">{}</failure>\n  ", markup_escape(c.message),
-                             markup_escape(c.message));
+          out += fmt::format("\n    <failure message=\"{}\">{}</failure>\n  ", xml_text(c.message),
+                             xml_text(c.message));
           break;
         case TestCase::Outcome::kSkip:
-          out += fmt::format("\n    <skipped message=\"{}\"/>\n  ", markup_escape(c.message));
+          out += fmt::format("\n    <skipped message=\"{}\"/>\n  ", xml_text(c.message));
           break;
         case TestCase::Outcome::kPass:
-          out += fmt::format("\n    <system-out>{}</system-out>\n  ", markup_escape(c.message));
+          out += fmt::format("\n    <system-out>{}</system-out>\n  ", xml_text(c.message));
           break;
       }
       out += "</testcase>\n";

@@ -69,6 +69,17 @@ Document resolved_document(const ResolvedScenario& r, const std::string& source)
     d.paragraph("record" + std::string(r.record_paths.size() > 1 ? "s: " : ": ") +
                 fmt::format("{}", fmt::join(r.record_paths, ", ")));
   }
+  if (r.memory) {
+    const MemoryEstimate& m = *r.memory;
+    d.paragraph(fmt::format("memory estimate: {} ({} parameters: weights {}, gradients {}, optimizer state {}; "
+                            "activations {}){}",
+                            format_bytes(m.total_bytes), m.parameters, format_bytes(m.weights_bytes + m.autocast_copy_bytes),
+                            format_bytes(m.gradient_bytes), format_bytes(m.optimizer_bytes),
+                            format_bytes(m.activation_bytes),
+                            m.available_bytes > 0 ? fmt::format("; {} has {} ({})", r.device.id,
+                                                                format_bytes(m.available_bytes), m.available_source)
+                                                  : std::string()));
+  }
   for (const auto& n : r.notes) d.paragraph("note: " + n);
   d.data = r;
   if (!source.empty()) d.data["source"] = source;

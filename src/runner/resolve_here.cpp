@@ -23,8 +23,9 @@ void check_folder(const Scenario& s, int world) {
 }  // namespace
 
 ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, int world_size, int repeats,
-                              bool check_data) {
+                              bool check_data, bool this_run) {
   ResolveOptions options;
+  options.refuse_memory = this_run;
   options.world_size = std::max(1, world_size);
   options.repeats = std::max(1, repeats);
   if (check_data) options.check_data = check_folder;
@@ -32,8 +33,8 @@ ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, i
 }
 
 ResolvedScenario resolve_here(const ScenarioInputs& inputs, const RankInfo& rank, int world_size, int repeats,
-                              bool check_data) {
-  return resolve_here(load_scenario(inputs, model_options()), rank, world_size, repeats, check_data);
+                              bool check_data, bool this_run) {
+  return resolve_here(load_scenario(inputs, model_options()), rank, world_size, repeats, check_data, this_run);
 }
 
 }  // namespace gpubench

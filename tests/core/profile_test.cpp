@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/analysis/profile.hpp"
 #include "gpubench/core/record/run_record.hpp"
@@ -197,6 +199,27 @@ TEST(ProfileSummaryTest, NoEventsNoSummary) {
   const ProfileRecord p = summarize_profile({}, in);
   EXPECT_EQ(p.busy_ms_per_step, 0.0);
   EXPECT_TRUE(p.categories.empty());
+}
+
+TEST(ProfileSummaryTest, TimesThatWouldOverflowNanosecondsAreSkippedAndTheWindowStaysFinite) {
+  // The widest trace that is kept (a start at -1e15 us, another at 4e15 us ending 1e15 us later) spans 6e18 ns,
+  // within int64; anything further out is skipped rather than overflowed.
+  const nlohmann::json trace = nlohmann::json::parse(R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "early", "ts": -1e15, "dur": 10},
+    {"ph": "X", "cat": "kernel", "name": "late", "ts": 4e15, "dur": 1e15},
+    {"ph": "X", "cat": "kernel", "name": "too_late", "ts": 4.1e15, "dur": 10},
+    {"ph": "X", "cat": "kernel", "name": "too_long", "ts": 0, "dur": 2e15},
+    {"ph": "X", "cat": "kernel", "name": "too_early", "ts": -2e15, "dur": 1}]})");
+  const std::vector<ProfileEvent> events = events_from_chrome_trace(trace);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].name, "early");
+  EXPECT_EQ(events[1].end_ns, 5'000'000'000'000'000'000);
+  ProfileInputs in;
+  in.steps = 1;
+  const ProfileRecord p = summarize_profile(events, in);
+  EXPECT_TRUE(std::isfinite(p.busy_fraction));
+  EXPECT_GE(p.busy_fraction, 0.0);
+  EXPECT_LE(p.busy_fraction, 1.0);
 }
 
 // ------------------------------------------------------------------------------------------------------------

@@ -51,6 +51,8 @@ RunRecord one_gpu(double step_ms, int64_t params, int64_t batch = 256) {
   r.scenario.ddp_bucket_mb = 25;
   r.model.parameters = params;
   r.precision.resolved = "bf16";
+  r.environment.device_type = "cuda";
+  r.environment.device_name = "NVIDIA H200";
   r.summary.step_time.count = 100;
   r.summary.step_time.median_ms = step_ms;
   r.summary.samples_per_s = static_cast<double>(batch) / (step_ms / 1e3);
@@ -121,6 +123,14 @@ TEST(ProjectionTest, RefusesWhatItCannotProject) {
   RunRecord other = two;
   other.scenario.batch_size = 128;
   EXPECT_THROW(project_scaling(one_gpu(30.0, 1000), {4}, n, {other}, false), std::invalid_argument);
+  RunRecord cpu = one_gpu(30.0, 1000);
+  cpu.environment.device_type = "cpu";
+  EXPECT_THROW(project_scaling(cpu, {4}, n, {}, false), std::invalid_argument);  // not a GPU
+  RunRecord a100 = one_gpu(30.0, 1000);
+  a100.distributed = DistributedRecord{};
+  a100.distributed->world_size = 2;
+  a100.environment.device_name = "NVIDIA A100-SXM4-80GB";
+  EXPECT_THROW(project_scaling(one_gpu(30.0, 1000), {4}, n, {a100}, true), std::invalid_argument);  // another GPU
   EXPECT_EQ(find_interconnect("nvlink4-ib400")->gpus_per_node, 8);
   EXPECT_EQ(find_interconnect("no-such-net"), nullptr);
 }

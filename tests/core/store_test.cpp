@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -118,6 +119,30 @@ TEST_F(StoreTest, TwoWritersAtOnceLoseNothing) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   }
   EXPECT_EQ(ResultsStore(path_).count(), 2 * kEach);
+}
+
+TEST_F(StoreTest, ReadersNeitherWaitBehindAWriterNorNeedWriteAccess) {
+  {
+    ResultsStore db(path_);
+    db.add(run(256, 4000, "2026-11-01T00:00:00Z", "580.1"), "a");
+  }
+  // A writer in the middle of a transaction (another CI job's `db add`).
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(writer, "BEGIN IMMEDIATE; CREATE TABLE other_job(a); INSERT INTO other_job VALUES (1);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  const auto start = std::chrono::steady_clock::now();
+  const ResultsStore reader(path_, ResultsStore::Access::kRead);
+  EXPECT_EQ(reader.history(HistoryQuery{}).size(), 1u);  // WAL: the reader sees the last commit and goes on
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0)
+      << "a reader waited for the writer (the busy timeout is 30 s)";
+  sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(writer);
+  // A store the reader may not write (a shared, read-only results file) still reads.
+  ::chmod(path_.c_str(), 0444);
+  EXPECT_EQ(ResultsStore(path_, ResultsStore::Access::kRead).count(), 1);
+  ::chmod(path_.c_str(), 0644);
 }
 
 TEST_F(StoreTest, AWriterKilledMidImportLeavesAConsistentStore) {

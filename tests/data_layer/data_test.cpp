@@ -236,6 +236,54 @@ TEST(ImageFolderScan, ReadsClassesAndFilesAsTorchvisionDoes) {
   EXPECT_EQ(f.other_files, 1);
 }
 
+TEST(ImageFolderScan, LinksLeadingOutOfTheFolderAreSkippedAndCountedAndLinksInsideAreFollowed) {
+  testing::TempDir tmp("data");
+  const fs::path root = tmp.path() / "set", outside = tmp.path() / "elsewhere";
+  const std::vector<uint8_t> jpg = encode_jpeg(gradient(16, 16), 90);
+  fs::create_directories(root / "cat");
+  fs::create_directories(root / "dog" / "real");
+  fs::create_directories(outside / "n01");
+  write_bytes(root / "cat" / "a.jpg", jpg);
+  write_bytes(root / "dog" / "real" / "b.jpg", jpg);
+  write_bytes(outside / "stolen.jpg", jpg);
+  write_bytes(outside / "n01" / "c.jpg", jpg);
+  fs::create_symlink("/", root / "cat" / "root");                    // the whole machine, as the issue found
+  fs::create_symlink(outside / "stolen.jpg", root / "cat" / "s.jpg");  // one file from elsewhere
+  fs::create_symlink(outside / "n01", root / "n01");                 // a class folder from elsewhere
+  fs::create_symlink(root / "dog" / "real", root / "cat" / "inside");  // stays inside: followed
+  const ImageFolder f = scan_image_folder(root.string());
+  EXPECT_EQ(f.classes, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(f.links_outside, 3);
+  std::vector<std::string> names;
+  for (const auto& smp : f.samples) names.push_back(fs::path(smp.path).filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.jpg", "b.jpg", "b.jpg"}));
+}
+
+TEST(ImageFolderScan, IsBoundedInEntriesAndStopsWhenAsked) {
+  testing::TempDir tmp("data");
+  const std::vector<uint8_t> jpg = encode_jpeg(gradient(16, 16), 90);
+  fs::create_directories(tmp.path() / "c");
+  for (int i = 0; i < 20; ++i) write_bytes(tmp.path() / "c" / (std::to_string(i) + ".jpg"), jpg);
+  ScanLimits few;
+  few.max_entries = 10;
+  try {
+    scan_image_folder(tmp.path().string(), few);
+    ADD_FAILURE() << "expected the entry bound";
+  } catch (const DatasetError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 10 entries"), std::string::npos) << e.what();
+  }
+  std::atomic<bool> stop{true};
+  ScanLimits stopped;
+  stopped.stop = &stop;
+  try {
+    scan_image_folder(tmp.path().string(), stopped);
+    ADD_FAILURE() << "expected the stop";
+  } catch (const DatasetError& e) {
+    EXPECT_NE(std::string(e.what()).find("interrupted"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(scan_image_folder(tmp.path().string()).samples.size(), 20u);
+}
+
 TEST(ImageFolderScan, UnusableFoldersAreNamedErrors) {
   testing::TempDir tmp("data");
   auto message = [](const std::string& path) {

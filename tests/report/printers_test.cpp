@@ -32,6 +32,99 @@ Document sample() {
 
 std::string render(const std::string& f) { return make_printer(f)->render(sample()); }
 
+/// A document whose every field is what a hostile record could hold.
+Document hostile() {
+  Document d;
+  d.kind = "hostile";
+  d.title = "<script>alert(1)</script>";
+  d.heading("runs on \x1b]0;owned\x07 GPU\r\n# forged heading", 2);
+  d.paragraph("device <img src=x onerror=alert(1)> & \x1b[2J cleared \xc2\x9b" "31m C1 \xff bad");
+  d.list({"item \x1b[31mred"});
+  Table t;
+  t.id = "runs";
+  t.add_column(Column{"name", "name", "", Better::kNeither});
+  t.add_column(Column{"=cmd|' /C calc'!A0", "tag from a record", "", Better::kNeither});
+  t.add_column(Column{"samples_per_s", "throughput", "images/s", Better::kHigher});
+  t.rows.push_back({Cell::str("=HYPERLINK(\"http://x\")"), Cell::str("+1+1"), Cell::num(-5)});
+  t.rows.push_back({Cell::str("@SUM(A1)"), Cell::str("-2.5"), Cell::num(1)});
+  t.rows.push_back({Cell::str("\tindent"), Cell::str("H200\r| forged | row | 1 |\n| x | y | z |"), Cell::num(2)});
+  t.rows.push_back({Cell::str("a\x01" "b\x7f"), Cell::str("-"), Cell::num(3)});
+  d.table(std::move(t));
+  d.cases.push_back(TestCase{"case \x01 \xef\xbf\xbe", TestCase::Outcome::kFail, "slower \x1b on \x02 H200 \xc3"});
+  return d;
+}
+
+bool has_control(const std::string& s, bool allow_newline) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n' && allow_newline) continue;
+    if (c < 0x20 || c == 0x7f) return true;
+    if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      return true;  // a C1 control (U+0080-U+009F), CSI among them
+    }
+  }
+  return false;
+}
+
+TEST(PrintersTest, TheConsoleNeverGetsEscapeSequencesFromRecords) {
+  const std::string out = make_printer("console")->render(hostile());
+  EXPECT_FALSE(has_control(out, true)) << out;
+  EXPECT_NE(out.find("\xEF\xBF\xBD"), std::string::npos) << "replaced, visibly";
+  EXPECT_NE(out.find("cleared"), std::string::npos);
+}
+
+TEST(PrintersTest, CsvCellsNeverStartAFormula) {
+  const std::string out = make_printer("csv")->render(hostile());
+  std::istringstream in(out);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "name,'=cmd|' /C calc'!A0,samples_per_s");  // a record's metric tag is a header
+  EXPECT_NE(out.find("\n\"'=HYPERLINK(\"\"http://x\"\")\",'+1+1,-5\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n'@SUM(A1),-2.5,1\n"), std::string::npos) << "a number stays a number: " << out;
+  EXPECT_NE(out.find("\n'\tindent,"), std::string::npos) << out;
+  EXPECT_NE(out.find(",'-,3"), std::string::npos) << out;
+}
+
+TEST(PrintersTest, JunitIsWellFormedXmlWhateverTheRecordsHold) {
+  const std::string out = make_printer("junit")->render(hostile());
+  EXPECT_FALSE(has_control(out, true)) << out;
+  EXPECT_EQ(out.find("\xef\xbf\xbe"), std::string::npos) << "U+FFFE is not an XML character";
+  EXPECT_EQ(out.find("\xc3\""), std::string::npos) << "a cut UTF-8 sequence is replaced";
+  EXPECT_NE(out.find("case \xEF\xBF\xBD \xEF\xBF\xBD"), std::string::npos) << out;
+}
+
+TEST(PrintersTest, MarkdownCarriesNoHtmlAndACellCannotForgeARow) {
+  const std::string out = make_printer("md")->render(hostile());
+  EXPECT_EQ(out.find("<script"), std::string::npos) << out;
+  EXPECT_EQ(out.find("<img"), std::string::npos) << out;
+  EXPECT_NE(out.find("&lt;img src=x onerror=alert(1)> &"), std::string::npos) << out;
+  EXPECT_FALSE(has_control(out, true)) << out;
+  int table_lines = 0;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    table_lines += !line.empty() && line[0] == '|';
+    EXPECT_NE(line.rfind("# forged", 0), 0u) << "a heading's newline starts no new heading";
+  }
+  EXPECT_EQ(table_lines, 2 + 4) << out;  // header, rule, four rows: the CR and LF inside a cell made none
+}
+
+TEST(PrintersTest, HtmlEscapesRecordTextAndDropsControls) {
+  const std::string out = make_printer("html")->render(hostile());
+  EXPECT_EQ(out.find("<script"), std::string::npos);
+  EXPECT_EQ(out.find("<img src=x"), std::string::npos);
+  EXPECT_FALSE(has_control(out, true));
+}
+
+TEST(PrintersTest, InertTextKeepsValidUtf8AndReplacesTheRest) {
+  EXPECT_EQ(inert_text("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", true), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(inert_text("a\nb\tc\rd", false), "a b c d");
+  EXPECT_EQ(inert_text("a\nb", true), "a\nb");
+  EXPECT_EQ(inert_text("\xc0\xaf", true), "\xEF\xBF\xBD\xEF\xBF\xBD") << "overlong";
+  EXPECT_EQ(inert_text("\xed\xa0\x80", true), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD") << "a surrogate";
+  EXPECT_EQ(inert_text("\xe2\x82", true), "\xEF\xBF\xBD\xEF\xBF\xBD") << "cut short";
+}
+
 TEST(PrintersTest, CsvIsRfc4180WithRawNumbersAndEmptyMissingValues) {
   EXPECT_EQ(render("csv"),
             "name,samples_per_s,peak_reserved_bytes,mfu\n"

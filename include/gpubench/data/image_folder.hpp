@@ -3,6 +3,7 @@
 // the sorted names of the root's sub-folders (label = position), files are walked recursively (following links) and
 // sorted by (folder, name); here only JPEG files (.jpg/.jpeg, any case) count as images.
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -27,11 +28,21 @@ struct ImageFolder {
   std::vector<std::string> classes;  ///< sorted; a sample's label indexes this
   std::vector<Sample> samples;       ///< in torchvision's order
   int64_t other_files = 0;           ///< files that are not JPEGs by name (not used; counted so a reader knows)
+  int64_t links_outside = 0;         ///< links (files or folders) leading out of `root`: skipped, counted
 };
 
-/// Reads the tree at `root`. Throws DatasetError naming the problem: a missing or unreadable folder, a root without
-/// class folders, a class folder without JPEG files (torchvision refuses those too), or no images at all.
-ImageFolder scan_image_folder(const std::string& root);
+/// How far a scan may go: a data folder is outside input in bulk, and a link to `/` must not walk the machine.
+struct ScanLimits {
+  int64_t max_entries = 20'000'000;   ///< directory entries looked at (ImageNet's train set has 1.28 million)
+  double max_seconds = 300;           ///< wall time
+  const std::atomic<bool>* stop = nullptr;  ///< set by SIGINT/SIGTERM: the scan ends with an error at once
+};
+
+/// Reads the tree at `root`. Links are followed only while they stay inside `root` (resolved); those leading out are
+/// skipped and counted. Throws DatasetError naming the problem: a missing or unreadable folder, a root without class
+/// folders, a class folder without JPEG files (torchvision refuses those too), no images at all, a limit passed, or
+/// a stop request.
+ImageFolder scan_image_folder(const std::string& root, const ScanLimits& limits = {});
 
 /// The images one epoch of a run takes from `folder`: all of them, or `dataset_size` when set. Throws DatasetError
 /// when dataset_size exceeds the folder, when the folder has more classes than the model's `num_classes`, or when an

@@ -148,6 +148,11 @@ class PrinterMultiplex {
 
 /// `&`, `<`, `>` and `"` as entities: safe text for HTML and XML elements and attributes.
 std::string markup_escape(const std::string& s);
+/// `s` with nothing a reader acts on: bytes that are not UTF-8, control characters (C0 but newline, DEL, C1: a
+/// terminal's escape sequences, bytes XML 1.0 forbids) and the non-characters U+FFFE/U+FFFF become U+FFFD; tab and
+/// carriage return become spaces, and so does newline unless `keep_newlines` (a table cell or a heading is one line).
+/// Every printer passes record-supplied text through it.
+std::string inert_text(const std::string& s, bool keep_newlines);
 /// Standard base64 (RFC 4648) of `bytes`.
 std::string base64_encode(const std::string& bytes);
 

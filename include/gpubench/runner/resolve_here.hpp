@@ -9,12 +9,14 @@ namespace gpubench {
 
 /// `requested` (loaded and checked) resolved here for the process `rank` is, in a job of `world_size` ranks that
 /// writes `repeats` records; `check_data` scans a data folder (rank 0 does, for the job). Throws ScenarioError
-/// naming the key (a folder that cannot feed the run names data_path).
+/// naming the key (a folder that cannot feed the run names data_path). `this_run` false (validate, a sweep's or a
+/// scaling study's check of its points): the memory estimate against this machine is a note, never a refusal, as a
+/// file is valid whatever machine checks it.
 ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, int world_size, int repeats,
-                              bool check_data = true);
+                              bool check_data = true, bool this_run = true);
 
 /// Files and flags loaded (ScenarioLoader, the engine's model keys), then resolved here.
 ResolvedScenario resolve_here(const ScenarioInputs& inputs, const RankInfo& rank, int world_size, int repeats,
-                              bool check_data = true);
+                              bool check_data = true, bool this_run = true);
 
 }  // namespace gpubench

@@ -33,6 +33,17 @@ double parse_fraction(const std::string& text, const std::string& flag) {
   return fraction;
 }
 
+/// FILE of `db:FILE[:last-N]`.
+std::string store_path_of(const std::string& base) {
+  std::string file = base.substr(3);
+  const auto colon = file.rfind(":last-");
+  if (colon != std::string::npos && colon + 6 < file.size() &&
+      file.find_first_not_of("0123456789", colon + 6) == std::string::npos) {
+    file.resize(colon);
+  }
+  return file;
+}
+
 /// db:FILE[:last-N]: each candidate against the last N like-for-like runs of its scenario in the store.
 std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std::vector<LoadedRecord>& candidates) {
   std::string file = base.substr(3);
@@ -86,9 +97,9 @@ class CompareCommand final : public Command {
     cmd.add_option("--threshold", threshold_,
                    "Significant slowdowns larger than this are regressions (2% or 0.02; default 2%)")
         ->type_name("PERCENT");
-    cmd.add_option("--markdown", markdown_, "Same as --save md:FILE")->type_name("FILE");
-    cmd.add_option("--junit", junit_, "Same as --save junit:FILE")->type_name("FILE");
-    cmd.add_option("--json", json_, "Same as --save json:FILE")->type_name("FILE");
+    markdown_opt_ = cmd.add_option("--markdown", markdown_, "Same as --save md:FILE")->type_name("FILE");
+    junit_opt_ = cmd.add_option("--junit", junit_, "Same as --save junit:FILE")->type_name("FILE");
+    json_opt_ = cmd.add_option("--json", json_, "Same as --save json:FILE")->type_name("FILE");
     cmd.add_option("--seed", seed_, "Bootstrap seed (default 1)")->type_name("INT");
     cmd.add_option("--metric", metric_,
                    "Metric to compare, by tag (default samples_per_s: throughput); e.g. joules_per_sample, "
@@ -112,6 +123,18 @@ class CompareCommand final : public Command {
                "change inside the noise floor gets no verdict. Host-bound runs (GPU busy < 95%, launch- or "
                "input-bound) that differ without\nrepeats on both sides are inconclusive. A regression is a change for "
                "the worse beyond --threshold. Against published/<id> the default format is md.");
+  }
+
+  void files(FileRoles& roles) const override {
+    if (base_.rfind("db:", 0) == 0) {
+      roles.store(store_path_of(base_), "BASE");
+    } else if (base_.rfind("published/", 0) != 0) {
+      roles.input(base_, "BASE", is_record_file);
+    }
+    roles.input(candidate_, "NEW", is_record_file);
+    if (markdown_opt_->count() > 0) roles.output(markdown_, "--markdown");
+    if (junit_opt_->count() > 0) roles.output(junit_, "--junit");
+    if (json_opt_->count() > 0) roles.output(json_, "--json");
   }
 
   int run(Context& ctx) override {
@@ -143,6 +166,9 @@ class CompareCommand final : public Command {
   }
 
  private:
+  CLI::Option* markdown_opt_ = nullptr;
+  CLI::Option* junit_opt_ = nullptr;
+  CLI::Option* json_opt_ = nullptr;
   /// The most serious outcome: a regression, then an inconclusive difference, then pairs that could not be made.
   int exit_code(const CompareResult& r) const {
     if (r.any_regression()) return kExitRegression;

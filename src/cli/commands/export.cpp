@@ -19,13 +19,18 @@ class ExportCommand final : public Command {
     cmd.add_option("--per", per_, "One row per epoch (default) or per run")
         ->check(CLI::IsMember({"epoch", "run"}).description(""))
         ->type_name("epoch|run");
-    cmd.add_option("-o,--out", out_,
+    out_opt_ = cmd.add_option("-o,--out", out_,
                    "Write the table here instead of standard output (atomically), in the format its extension names "
                    "unless --format says")
         ->type_name("FILE");
     cmd.footer("Columns: the run's identity (record, model, device, precision, batch_size, world_size, ...), then "
                "one column per metric tag\nwith its unit in the name (samples_per_s, step_time_p95_ms, "
                "joules_per_sample, ...). Loads with pandas.read_csv or read_json(lines=True).");
+  }
+
+  void files(FileRoles& roles) const override {
+    for (const auto& p : paths_) roles.input(p, "RECORDS", is_record_file);
+    if (out_opt_->count() > 0) roles.output(out_, "--out");
   }
 
   int run(Context& ctx) override {
@@ -56,6 +61,7 @@ class ExportCommand final : public Command {
  private:
   std::vector<std::string> paths_;
   std::string per_ = "epoch", out_;
+  CLI::Option* out_opt_ = nullptr;
 };
 
 }  // namespace

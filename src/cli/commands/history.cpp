@@ -202,6 +202,8 @@ class HistoryCommand final : public Command {
                  "first run after each with what changed; exit 3 on a change for the worse");
   }
 
+  void files(FileRoles& roles) const override { roles.store(store_, "STORE"); }
+
   int run(Context& ctx) override {
   HistoryQuery q;
   q.model = model_;

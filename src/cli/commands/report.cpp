@@ -68,6 +68,16 @@ class ReportCommand final : public Command {
                "GPUBENCH_PLOT_PYTHON and GPUBENCH_PLOT_SCRIPT override the interpreter and the script.");
   }
 
+  void files(FileRoles& roles) const override {
+    for (const auto& p : paths_) roles.input(p, "RECORDS", is_record_file);
+    roles.store(db_, "--db");
+    roles.input(compare_json_, "--compare");
+    if (out_dir_.empty()) throw UsageError("--out: no folder named");
+    for (const char* f : {"report.md", "report.html", "groups.json", "trend.csv"}) {
+      roles.output((std::filesystem::path(out_dir_) / f).string(), "--out");
+    }
+  }
+
   int run(Context& ctx) override {
     namespace fs = std::filesystem;
     if (out_dir_.empty()) throw UsageError("--out: no folder named");

@@ -184,9 +184,27 @@ class RunWriter {
   bool all_ok_ = true, where_asked_ = true;
 };
 
-/// Before any training: every file the run will write can be written (records, trace), and the store opens.
-void check_outputs(const ResolvedScenario& r, const std::string& db) {
+/// Before any training: every file the run will write can be written (records, their epoch streams and profile
+/// traces, the telemetry trace), none of them is the scenario file, the store or another output, and the store opens.
+void check_outputs(const ResolvedScenario& r, const std::string& db, const ScenarioInputs& inputs,
+                   const OutputOptions& out) {
   const Scenario& s = r.scenario;
+  FileRoles roles;
+  roles.input(inputs.config.value_or(""), "--config");
+  roles.store(db, "--db");
+  for (const auto& path : r.record_paths) {
+    if (to_stdout(path)) continue;
+    roles.output(path, "output");
+    roles.output(epochs_stream_path(path), "output (its epochs stream)");
+    if (s.profile) roles.output(profile_trace_path(path), "output (its profile trace)");
+  }
+  if (!s.telemetry_trace.empty()) roles.output(s.telemetry_trace, "telemetry_trace");
+  for (const auto& t : out.targets) roles.output(t.path, "--save");
+  try {
+    roles.check();
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
   auto check = [&s](const std::string& path, const std::string& key) {
     try {
       check_output_location(path);
@@ -239,7 +257,7 @@ class RunCommand final : public Command {
       ctx.print(resolved_document(resolved, inputs.config.value_or("")));
       return kExitOk;
     }
-    if (rank.rank == 0) check_outputs(resolved, f_.db);
+    if (rank.rank == 0) check_outputs(resolved, f_.db, inputs, ctx.output);
     if (to_stdout(resolved.scenario.output)) ctx.document_stream = stderr;
     if (f_.nproc_per_node > 1) return launch(ctx, rank, resolved);
     if (rank.distributed()) {

@@ -55,18 +55,23 @@ Interconnect interconnect_for(const ProjectionFlags& f) {
     throw UsageError("--interconnect: unknown '" + f.interconnect + "' (presets: " + names + ")");
   }
   Interconnect net = *preset;
-  auto set = [&net](const std::optional<double>& v, double& field, const char* what) {
+  // Physical ranges: a denormal bandwidth or a latency of hours is a typo, not a link.
+  auto set = [&net](const std::optional<double>& v, double& field, const char* what, double lo, double hi,
+                    const char* unit) {
     if (!v) return;
-    if (!(*v > 0) || !std::isfinite(*v)) throw UsageError(std::string(what) + " must be positive");
+    if (!(*v >= lo && *v <= hi)) {
+      throw UsageError(std::string(what) + " " + fmt::format("{}", *v) + ": expected " + fmt::format("{}", lo) + " to " +
+                       fmt::format("{}", hi) + " " + unit);
+    }
     field = *v;
     net.name += "+measured";
   };
-  set(f.intra_gb_s, net.intra.bandwidth_gb_s, "--intra-bandwidth");
-  set(f.inter_gb_s, net.inter.bandwidth_gb_s, "--inter-bandwidth");
-  set(f.intra_us, net.intra.latency_us, "--intra-latency");
-  set(f.inter_us, net.inter.latency_us, "--inter-latency");
+  set(f.intra_gb_s, net.intra.bandwidth_gb_s, "--intra-bandwidth", 0.01, 100000, "GB/s");
+  set(f.inter_gb_s, net.inter.bandwidth_gb_s, "--inter-bandwidth", 0.01, 100000, "GB/s");
+  set(f.intra_us, net.intra.latency_us, "--intra-latency", 0.01, 1e6, "us");
+  set(f.inter_us, net.inter.latency_us, "--inter-latency", 0.01, 1e6, "us");
   if (f.gpus_per_node) {
-    if (*f.gpus_per_node < 1) throw UsageError("--gpus-per-node must be at least 1");
+    if (*f.gpus_per_node < 1 || *f.gpus_per_node > 1024) throw UsageError("--gpus-per-node must be from 1 to 1024");
     net.gpus_per_node = *f.gpus_per_node;
   }
   return net;
@@ -84,7 +89,7 @@ class ScalingCommand final : public Command {
                    "Folder for the records and scaling.json/scaling.md (default runs/scaling_<model>_<time>)")
         ->type_name("DIR");
     cmd.add_option("--db", db_, "Also add each run's record to this results store (SQLite)")->type_name("STORE");
-    cmd.add_option("--project", p_.counts,
+    project_opt_ = cmd.add_option("--project", p_.counts,
                    "Run nothing: project data-parallel efficiency and epoch time to these GPU counts (e.g. "
                    "4,8,16,64,1024) from a 1-GPU record, with an alpha-beta all-reduce model")
         ->type_name("INT,INT,...")
@@ -111,9 +116,22 @@ class ScalingCommand final : public Command {
                "[runs/x_gpus2.json] (the model and its assumptions: docs/performance.md).");
   }
 
-  int run(Context& ctx) override { return p_.counts.empty() ? measure(ctx) : project(ctx); }
+  int run(Context& ctx) override {
+    if (project_opt_->count() > 0 && p_.counts.empty()) {
+      throw UsageError("--project: no GPU counts; give them as 4,8,16 (an empty value never means \"measure\")");
+    }
+    return project_opt_->count() == 0 ? measure(ctx) : project(ctx);
+  }
+
+  void files(FileRoles& roles) const override {
+    if (project_opt_->count() > 0) {
+      for (const auto& t : targets_) roles.input(t, "RECORD", is_record_file);
+    }
+    roles.store(db_, "--db");
+  }
 
  private:
+  CLI::Option* project_opt_ = nullptr;
   int project(Context& ctx) const {
     std::vector<int64_t> gpus;
     for (int n : parse_counts(p_.counts, "--project", 1 << 20)) gpus.push_back(n);
@@ -151,7 +169,7 @@ class ScalingCommand final : public Command {
     if (flags_.overrides().count("output")) throw UsageError("scaling chooses each run's --output itself; leave it out");
     ScenarioInputs in = flags_.inputs();
     in.model = model;
-    resolve_here(in, RankInfo{}, 1, 1);  // the scenario is valid before anything runs
+    resolve_here(in, RankInfo{}, 1, 1, true, false);  // the scenario is valid before anything runs
     const std::string dir = out_dir_.empty() ? "runs/scaling_" + model + "_" + local_timestamp() : out_dir_;
     std::filesystem::create_directories(dir);
     ScalingResult result;

@@ -88,7 +88,7 @@ class SweepCommand final : public Command {
       if (!(k == "batch_size" && v == "max")) in.overrides[k] = v;
     }
     try {
-      resolve_here(in, RankInfo{}, 1, 1);
+      resolve_here(in, RankInfo{}, 1, 1, true, false);
     } catch (const ScenarioError& e) {
       throw UsageError("sweep point " + p.label() + ": " + e.what());
     }

@@ -48,6 +48,10 @@ class TraceCommand final : public Command {
                "same GPU:\n  gpubench trace runs/bert.trace.json pytorch.trace.json");
   }
 
+  void files(FileRoles& roles) const override {
+    for (const auto& p : paths_) roles.input(p, "TRACES");
+  }
+
   int run(Context& ctx) override {
     std::vector<std::pair<std::string, ProfileRecord>> traces;
     for (const auto& path : paths_) traces.emplace_back(path, read_trace(path));

@@ -24,6 +24,10 @@ class ValidateCommand final : public Command {
                "prints its resolved scenario (the layout of a record's `scenario`, under \"scenario\").");
   }
 
+  void files(FileRoles& roles) const override {
+    for (const auto& f : files_) roles.input(f, "FILES");
+  }
+
   int run(Context& ctx) override {
     Document out;
     out.kind = "validate";
@@ -40,7 +44,7 @@ class ValidateCommand final : public Command {
       ScenarioInputs in = flags_.inputs();
       in.config = f;
       try {
-        const ResolvedScenario r = resolve_here(in, RankInfo{}, 1, 1);
+        const ResolvedScenario r = resolve_here(in, RankInfo{}, 1, 1, true, false);
         const Scenario& s = r.scenario;
         t.rows.push_back({Cell::str(f), Cell::str("ok"), Cell::str(s.model), Cell::str(s.precision), Cell::str(s.device),
                           Cell::num(static_cast<double>(s.origins.size()))});

@@ -336,8 +336,11 @@ std::vector<ProfileEvent> events_from_chrome_trace(const nlohmann::json& trace) 
       continue;
     }
     const double start_us = ts->get<double>(), dur_us = dur->get<double>();
-    // Bounded so that start + duration in ns fits an int64 (4e15 us is 127 years: no real trace comes near it).
-    if (!std::isfinite(start_us) || !std::isfinite(dur_us) || dur_us < 0 || dur_us > 4e15 || std::fabs(start_us) > 4e15) {
+    // Bounded so that every end, and the distance between any two instants, fits an int64 in ns: starts from -1e15
+    // to 4e15 us (unix-epoch microseconds are 1.8e15 now; 4e15 is the year 2096), durations up to 1e15 us (31
+    // years), so ends stay within 5e18 ns and the widest window within 6e18 ns (int64 holds 9.2e18).
+    if (!std::isfinite(start_us) || !std::isfinite(dur_us) || dur_us < 0 || dur_us > 1e15 || start_us < -1e15 ||
+        start_us > 4e15) {
       continue;
     }
     p.start_ns = std::llround(start_us * 1000.0);

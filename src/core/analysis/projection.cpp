@@ -84,6 +84,15 @@ Projection project_scaling(const RunRecord& base, const std::vector<int64_t>& gp
     throw std::invalid_argument("the base record must be a 1-GPU run (this one used " +
                                 std::to_string(base.distributed->world_size) + ")");
   }
+  const auto gpu = [](const RunRecord& r) {
+    return r.environment.device_type == "cuda" || r.environment.device_type == "rocm";
+  };
+  if (!gpu(base)) {
+    throw std::invalid_argument("the base record ran on " +
+                                (base.environment.device_type.empty() ? std::string("an unknown device")
+                                                                      : "the " + base.environment.device_type) +
+                                ", not a GPU: a projection onto GPU interconnects needs a GPU record");
+  }
   if (!base.scenario.batch_size) throw std::invalid_argument("the base record has no batch size");
   if (base.model.parameters <= 0) throw std::invalid_argument("the base record has no parameter count");
   Projection p;
@@ -113,8 +122,12 @@ Projection project_scaling(const RunRecord& base, const std::vector<int64_t>& gp
       throw std::invalid_argument("a measured record is of another scenario than the base record (" + m.scenario.model +
                                   ", batch " + std::to_string(m.scenario.batch_size.value_or(0)) + ")");
     }
-    if (!m.distributed || m.distributed->world_size < 2 || m.status != RunStatus::kOk) {
+    if (!m.distributed || m.distributed->world_size < 2 || m.status != RunStatus::kOk || !gpu(m)) {
       throw std::invalid_argument("a measured record must be an ok run on 2 or more GPUs");
+    }
+    if (m.environment.device_name != base.environment.device_name) {
+      throw std::invalid_argument("a measured record ran on " + m.environment.device_name + ", the base record on " +
+                                  base.environment.device_name + ": one GPU model cannot calibrate another's projection");
     }
   }
 
@@ -131,6 +144,10 @@ Projection project_scaling(const RunRecord& base, const std::vector<int64_t>& gp
     double c = 0, e = 0;
     p.calibrated_at = m.distributed->world_size;
     p.residual_ms = median_step_ms(m) - model_step(p.calibrated_at, &c, &e);
+    if (!(p.residual_ms >= 0)) {  // faster than modelled: the link values are pessimistic; never add a negative step
+      p.negative_residual_ms = p.residual_ms;
+      p.residual_ms = 0;
+    }
   }
   for (int64_t n : gpus) {
     if (n < 1) throw std::invalid_argument("GPU counts must be at least 1");
@@ -169,6 +186,12 @@ Projection project_scaling(const RunRecord& base, const std::vector<int64_t>& gp
     p.assumptions.push_back("calibrated: the measured " + std::to_string(p.calibrated_at) + "-GPU step exceeds the model's by " +
                             num("%.2f ms", p.residual_ms) +
                             "; that residual (synchronisation, stragglers, hook overhead) is added from 2 GPUs on");
+  }
+  if (p.negative_residual_ms < 0) {
+    p.assumptions.push_back("not calibrated: the measured " + std::to_string(p.calibrated_at) + "-GPU step is " +
+                            num("%.2f ms", -p.negative_residual_ms) +
+                            " faster than the model's, so the link values are pessimistic for it; no residual is added "
+                            "(pass measured --intra-bandwidth/--inter-bandwidth)");
   }
   return p;
 }

@@ -150,4 +150,63 @@ void check_output_location(const std::string& path) {
   ::unlink(probe.c_str());
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
+  if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (ea != eb) return false;
+  std::error_code ec1, ec2;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec1), ec1);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec2), ec2);
+  if (ec1 || ec2) return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
+  return ca == cb;
+}
+
+void FileRoles::input(const std::string& path, const std::string& flag, std::function<bool(const std::string&)> member) {
+  if (!path.empty()) inputs_.push_back({path, flag, false, std::move(member)});
+}
+
+void FileRoles::store(const std::string& path, const std::string& flag) {
+  if (!path.empty()) inputs_.push_back({path, flag, true, nullptr});
+}
+
+void FileRoles::output(const std::string& path, const std::string& flag) {
+  if (path.empty()) throw std::runtime_error(flag + ": an empty file name; name the file to write");
+  outputs_.push_back({path, flag, false, nullptr});
+}
+
+void FileRoles::check() const {
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const Use& o = outputs_[i];
+    std::error_code ec;
+    if (fs::is_directory(o.path, ec)) continue;  // check_output_location names a folder given as a file
+    const bool exists = fs::exists(o.path, ec);
+    for (const Use& in : inputs_) {
+      std::string what;
+      if (same_file(o.path, in.path)) {
+        what = in.is_store ? "the results store " + in.path : "the input " + in.path;
+      } else if (in.is_store) {
+        for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+          if (same_file(o.path, in.path + suffix)) what = "a journal of the results store " + in.path;
+        }
+      } else if (exists && fs::path(o.path).extension() == ".json" && fs::is_directory(in.path, ec)) {
+        // A file in a folder of records is an input when the readers take it.
+        const fs::path target = fs::canonical(o.path, ec);  // through a link too
+        if (!ec && same_file(target.parent_path().string(), in.path) && (!in.member || in.member(target.string()))) {
+          what = "a record read from " + in.path;
+        }
+      }
+      if (what.empty()) continue;
+      throw std::runtime_error(o.flag + " " + o.path + " is " + what + " (" + in.flag +
+                               "): gpubench never writes over what it reads; name another output file");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (same_file(o.path, outputs_[j].path)) {
+        throw std::runtime_error(o.flag + " " + o.path + " is also " + outputs_[j].flag + " " + outputs_[j].path +
+                                 ": one file cannot hold two outputs");
+      }
+    }
+  }
+}
+
 }  // namespace gpubench

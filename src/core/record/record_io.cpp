@@ -134,16 +134,8 @@ std::string epochs_stream_path(const std::string& record_path) { return beside_r
 
 std::string profile_trace_path(const std::string& record_path) { return beside_record(record_path, ".trace.json"); }
 
-std::vector<LoadedRecord> load_records(const std::vector<std::string>& paths, std::vector<std::string>* skipped) {
-  std::vector<LoadedRecord> out;
-  auto try_load = [&](const fs::path& p, bool explicit_file) {
-    try {
-      out.push_back(LoadedRecord{p.string(), read_record(p.string())});
-    } catch (const std::exception& e) {
-      if (explicit_file) throw;
-      if (skipped != nullptr) skipped->push_back(e.what());
-    }
-  };
+std::vector<RecordFile> record_files(const std::vector<std::string>& paths) {
+  std::vector<RecordFile> out;
   for (const auto& path : paths) {
     const fs::path p(path);
     if (fs::is_directory(p)) {
@@ -152,11 +144,24 @@ std::vector<LoadedRecord> load_records(const std::vector<std::string>& paths, st
         if (entry.path().extension() == ".json") files.push_back(entry.path());
       }
       std::sort(files.begin(), files.end());
-      for (const auto& f : files) try_load(f, false);
+      for (const auto& f : files) out.push_back(RecordFile{f.string(), false});
     } else if (fs::exists(p)) {
-      try_load(p, true);
+      out.push_back(RecordFile{path, true});
     } else {
       throw std::runtime_error("'" + path + "' does not exist");
+    }
+  }
+  return out;
+}
+
+std::vector<LoadedRecord> load_records(const std::vector<std::string>& paths, std::vector<std::string>* skipped) {
+  std::vector<LoadedRecord> out;
+  for (const auto& f : record_files(paths)) {
+    try {
+      out.push_back(LoadedRecord{f.path, read_record(f.path)});
+    } catch (const std::exception& e) {
+      if (f.explicit_file) throw;
+      if (skipped != nullptr) skipped->push_back(e.what());
     }
   }
   return out;

@@ -209,9 +209,9 @@ bool RunSummary::operator==(const RunSummary& o) const {
                   o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c, o.metrics);
 }
 bool DataRecord::operator==(const DataRecord& o) const {
-  return std::tie(source, path, images, classes, other_files, decode, decoder, decode_fallback, decode_reason, workers, prefetch,
+  return std::tie(source, path, images, classes, other_files, links_outside, decode, decoder, decode_fallback, decode_reason, workers, prefetch,
                   augmentation, data_only, files_skipped, skipped_examples) ==
-         std::tie(o.source, o.path, o.images, o.classes, o.other_files, o.decode, o.decoder, o.decode_fallback, o.decode_reason,
+         std::tie(o.source, o.path, o.images, o.classes, o.other_files, o.links_outside, o.decode, o.decoder, o.decode_fallback, o.decode_reason,
                   o.workers, o.prefetch, o.augmentation, o.data_only, o.files_skipped, o.skipped_examples);
 }
 

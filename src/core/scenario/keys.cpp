@@ -100,7 +100,7 @@ const std::vector<Field>& fields() {
           if (s.telemetry_interval_s < 0.005) fail(c, "the sampling period must be at least 5ms");
         });
     add("telemetry_trace", "--telemetry-trace", "FILE", "write the raw telemetry samples to this CSV file",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.telemetry_trace = as_string(n, c); });
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.telemetry_trace = as_path(n, c); });
     add_bool("profile", "--profile", "BOOL",
         "after the timed epochs, profile separate steps: kernel categories, top kernels, GPU idle time, a Chrome "
         "trace beside the record and a bottleneck verdict (true/false; the timed epochs are not affected)",
@@ -112,7 +112,7 @@ const std::vector<Field>& fields() {
         "data_path, decoded, cropped, flipped and normalised every step; image models)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.data = as_enum(n, c, {"synthetic", "folder"}); });
     add("data_path", "--data-path", "DIR", "data: folder: the ImageFolder root, one folder per class (`gpubench dataset make` writes one)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.data_path = as_string(n, c); });
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.data_path = as_path(n, c); });
     add("data_workers", "--data-workers", "INT", "data: folder: decoding threads per rank (default 0: the cores less one, shared by the ranks)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.data_workers = as_int(n, c, 0, 1024); });
     add("decode", "--decode", "auto|cpu|gpu", "data: folder: cpu (libjpeg-turbo on the workers) | gpu (nvJPEG, hardware decoder where the GPU has one) | auto (gpu where it works, default)",
@@ -134,6 +134,11 @@ const std::vector<Field>& fields() {
         "(gpubench's fused kernels where the model has them: gpt2 and llama's LM head with its loss, llama's SwiGLU "
         "and rotary embeddings; the record lists each and how it ran)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.kernels = as_enum(n, c, {"aten", "fused"}); });
+    add("memory_check", "--memory-check", "refuse|warn",
+        "refuse (default: exit 2 before anything is built when the estimate of weights, gradients, optimizer state "
+        "and activations exceeds the device's memory: the host's available memory on the CPU, the GPU's total) | "
+        "warn (a note; the run goes on)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.memory_check = as_enum(n, c, {"refuse", "warn"}); });
     add("ddp_bucket_mb", "--bucket-mb", "NUMBER", "multi-GPU: gradient all-reduce bucket size in MiB (default 25, as DDP)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.ddp_bucket_mb = as_double(n, c, 0.001, 65536, false); });
     add("ddp_timeout_s", "--ddp-timeout", "DURATION", "multi-GPU: fail the run when a collective or rendezvous takes longer "
@@ -143,7 +148,7 @@ const std::vector<Field>& fields() {
           if (s.ddp_timeout_s < 1) fail(c, "the timeout must be at least 1s");
         });
     add("output", "--output", "FILE", "record path, or - for standard output (default runs/<model>_<device>_<precision>_bs<N>.json; _2, _3, ... when taken)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.output = as_string(n, c); });
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.output = as_path(n, c); });
     return f;
   }();
   return table;

@@ -67,7 +67,7 @@ nlohmann::json catalog_json(const ModelCatalog& catalog) {
     Scenario s;
     s.model = m.name;
     s = fill_model_options(m, s);
-    fill_device_defaults(s, m, DeviceFacts{"cuda:0", "cuda", true, ""});
+    fill_device_defaults(s, m, DeviceFacts{"cuda:0", "cuda", true, "", 0, ""});
     models.push_back({{"name", m.name},
                       {"description", m.description},
                       {"sample_unit", m.sample_unit},

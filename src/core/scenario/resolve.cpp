@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
@@ -36,7 +37,48 @@ std::string first_key_named(const std::string& message, const ModelInfo& model) 
   return best.empty() ? "model" : best;
 }
 
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
 }  // namespace
+
+std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo& model, const std::string& precision,
+                                              const DeviceFacts& device) {
+  if (!model.size) return std::nullopt;
+  const ModelSize size = model.size(s);
+  MemoryEstimate m;
+  m.parameters = size.parameters;
+  const auto p = static_cast<double>(size.parameters);
+  const bool train = s.mode == "train";
+  const bool half = precision == "fp16" || precision == "bf16";
+  if (!train && half) {
+    m.weights_bytes = static_cast<int64_t>(2 * p);  // inference holds the weights in the autocast type itself
+  } else {
+    m.weights_bytes = static_cast<int64_t>(4 * p);                   // fp32 weights (the master copy under autocast)
+    m.autocast_copy_bytes = half ? static_cast<int64_t>(2 * p) : 0;  // autocast's cached 2-byte casts
+  }
+  if (train) {
+    m.gradient_bytes = static_cast<int64_t>(4 * p);
+    const bool momentum = s.optimizer.name == "sgd" && s.optimizer.momentum.value_or(0) > 0;
+    m.optimizer_bytes = s.optimizer.name == "adamw" ? static_cast<int64_t>(8 * p)
+                        : momentum                 ? static_cast<int64_t>(4 * p)
+                                                   : 0;
+  }
+  const bool checkpointed = train && s.option<bool>("gradient_checkpointing").value_or(false);
+  double per_sample = !train        ? size.inference_activation_bytes_per_sample
+                      : checkpointed ? size.checkpointed_activation_bytes_per_sample
+                                     : size.activation_bytes_per_sample;
+  if (!half) per_sample *= 2;  // 4-byte activations
+  m.activation_bytes = static_cast<int64_t>(per_sample * static_cast<double>(s.batch_size.value_or(1)));
+  m.total_bytes = m.weights_bytes + m.autocast_copy_bytes + m.optimizer_bytes +
+                  std::max(m.activation_bytes, m.gradient_bytes);
+  m.available_bytes = device.memory_bytes;
+  m.available_source = device.memory_source;
+  return m;
+}
 
 Scenario load_scenario(const ScenarioInputs& in, const ModelOptions& models) {
   ScenarioLoader loader(models);
@@ -191,6 +233,28 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
     throw ScenarioError(origin_of(s, "data"), "data",
                         "data: folder feeds image classifiers; " + s.model + " takes no images");
   }
+  if (s.data == "folder" && s.decode == "gpu" && device.type != "cuda") {
+    throw ScenarioError(origin_of(s, "decode"), "decode",
+                        "decode: gpu is nvJPEG, which needs a CUDA device; this run is on " + device.id +
+                            " (use cpu, or auto: the GPU where it works)");
+  }
+  r.memory = estimate_memory(s, *model, r.precision, device);
+  if (r.memory && !r.memory->fits()) {
+    const MemoryEstimate& m = *r.memory;
+    const std::string what =
+        s.model + " at batch size " + std::to_string(s.batch_size.value_or(1)) + " in " + r.precision + " (" + s.mode +
+        ") needs about " + gib(m.total_bytes) + " (weights " + gib(m.weights_bytes + m.autocast_copy_bytes) +
+        ", gradients " + gib(m.gradient_bytes) + ", optimizer state " + gib(m.optimizer_bytes) + ", activations " +
+        gib(m.activation_bytes) + "; the gradients and the activations are never held at once) but " + device.id + " has " + gib(m.available_bytes) + " (" + m.available_source + ")";
+    if (s.memory_check == "refuse" && options.refuse_memory) {
+      const std::string key = s.is_set("batch_size") || !s.is_set("model") ? "batch_size" : "model";
+      throw ScenarioError(origin_of(s, key), key,
+                          what + "; lower batch_size, set gradient_checkpointing, use a larger device, or set "
+                                 "memory_check: warn to run anyway");
+    }
+    r.notes.push_back("Memory: " + what + (s.memory_check == "refuse" ? "; a run here is refused (memory_check: refuse)."
+                                                                        : "; it may run out of memory (memory_check: warn)."));
+  }
   if (s.data == "folder" && options.check_data) {
     try {
       options.check_data(s, std::max(1, options.world_size));
@@ -215,6 +279,14 @@ void to_json(nlohmann::json& j, const DeviceFacts& d) {
   j = {{"id", d.id}, {"type", d.type}, {"available", d.available}, {"reason", d.reason}};
 }
 
+void to_json(nlohmann::json& j, const MemoryEstimate& m) {
+  j = {{"parameters", m.parameters},         {"weights_bytes", m.weights_bytes},
+       {"autocast_copy_bytes", m.autocast_copy_bytes}, {"gradient_bytes", m.gradient_bytes},
+       {"optimizer_bytes", m.optimizer_bytes}, {"activation_bytes", m.activation_bytes},
+       {"total_bytes", m.total_bytes},       {"available_bytes", m.available_bytes},
+       {"available_source", m.available_source}};
+}
+
 void to_json(nlohmann::json& j, const ResolvedScenario& r) {
   nlohmann::json sources = nlohmann::json::object();
   for (const auto& [key, origin] : r.scenario.origins) sources[key] = origin.describe();
@@ -225,6 +297,7 @@ void to_json(nlohmann::json& j, const ResolvedScenario& r) {
        {"precision", r.precision},
        {"notes", r.notes},
        {"record_paths", r.record_paths}};
+  if (r.memory) j["memory_estimate"] = *r.memory;
 }
 
 }  // namespace gpubench

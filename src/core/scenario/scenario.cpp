@@ -65,6 +65,7 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["cudnn_benchmark"] = s.cudnn_benchmark;
   j["graph"] = s.graph;
   j["kernels"] = s.kernels;
+  j["memory_check"] = s.memory_check;
   j["ddp_bucket_mb"] = s.ddp_bucket_mb;
   j["ddp_timeout_s"] = s.ddp_timeout_s;
   j["output"] = s.output;
@@ -106,6 +107,7 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.cudnn_benchmark = j.value("cudnn_benchmark", d.cudnn_benchmark);
   s.graph = j.value("graph", d.graph);
   s.kernels = j.value("kernels", d.kernels);
+  s.memory_check = j.value("memory_check", d.memory_check);
   s.ddp_bucket_mb = j.value("ddp_bucket_mb", d.ddp_bucket_mb);
   s.ddp_timeout_s = j.value("ddp_timeout_s", d.ddp_timeout_s);
   s.output = j.value("output", d.output);
@@ -139,13 +141,13 @@ bool Scenario::operator==(const Scenario& o) const {
   return std::tie(name, model, batch_size, precision, memory_format, device, epochs, dataset_size, warmup_steps,
                   optimizer, seed, time_budget_s, duration_s, model_options, grad_accumulation, cudnn_benchmark, graph, ddp_bucket_mb, ddp_timeout_s, output, telemetry, telemetry_interval_s,
                   telemetry_trace, profile, profile_steps, data, data_path, data_workers, decode, prefetch, data_only, mode,
-                  kernels) ==
+                  kernels, memory_check) ==
          std::tie(o.name, o.model, o.batch_size, o.precision, o.memory_format, o.device, o.epochs, o.dataset_size,
                   o.warmup_steps, o.optimizer, o.seed, o.time_budget_s, o.duration_s, o.model_options,
                   o.grad_accumulation, o.cudnn_benchmark, o.graph, o.ddp_bucket_mb,
                   o.ddp_timeout_s, o.output, o.telemetry, o.telemetry_interval_s, o.telemetry_trace, o.profile,
                   o.profile_steps, o.data, o.data_path, o.data_workers, o.decode, o.prefetch, o.data_only, o.mode,
-                  o.kernels);
+                  o.kernels, o.memory_check);
 }
 
 }  // namespace gpubench

@@ -142,6 +142,12 @@ std::string as_enum(const YAML::Node& n, const Ctx& c, const std::vector<std::st
 
 std::string as_string(const YAML::Node& n, const Ctx& c) { return scalar(n, c, "a string"); }
 
+std::string as_path(const YAML::Node& n, const Ctx& c) {
+  std::string s = scalar(n, c, "a file name");
+  if (s.empty()) fail(c, "expected a file name, got an empty value (leave the key out for the default)");
+  return s;
+}
+
 /// Seconds from "90", "1.5", "90s", "2m", "1.5h" or "500ms": a plain decimal number (digits, one optional point,
 /// an optional exponent) and an optional unit, with optional blanks around. Parsed by hand: no regular expression
 /// (std::regex recurses per character and overflows the stack on long input).

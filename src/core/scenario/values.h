@@ -35,6 +35,8 @@ double as_double(const YAML::Node& n, const Ctx& c, double lo, double hi, bool l
 bool as_bool(const YAML::Node& n, const Ctx& c);
 std::string as_enum(const YAML::Node& n, const Ctx& c, const std::vector<std::string>& allowed);
 std::string as_string(const YAML::Node& n, const Ctx& c);
+/// A file or folder name: a string that is not empty (an empty name must never fall back to a default place).
+std::string as_path(const YAML::Node& n, const Ctx& c);
 /// Seconds from a duration such as 90, 90s, 2m, 1.5h or 500ms, within a year.
 double as_duration_s(const YAML::Node& n, const Ctx& c);
 /// auto | cpu | mps | cuda | rocm | cuda:N | rocm:N with N a device ordinal from 0 to 1023.

@@ -355,6 +355,80 @@ models::LlamaOptions llama_options(const Scenario& s) {
   return o;
 }
 
+// Each model's size from its keys, for the memory estimate before anything is built (ModelSize). Parameter counts
+// are exact (ModelSizeTest checks them against the built models); activation bytes are per sample in 2-byte
+// activations, set on the low side of the H200's committed peaks (peak allocated, bf16/fp16 autocast, fused AdamW
+// or SGD): ResNet-50 45 MB per 224-px image at bs 64 and 256; BERT-base 52 MB per 128-token sequence (210 MB at
+// 512); GPT-2 0.99 GB per 1024-token sequence with ATen's loss, 0.46 GB fused; TinyLlama 4.9 GB per 2048-token
+// sequence; the SD UNet 1.26 GB per 64x64 latent; in inference GPT-2 0.20 GB, TinyLlama 0.16 GB, the UNet 0.15 GB.
+ModelSize resnet50_size(const Scenario& s) {
+  const auto classes = required<int64_t>(s, "num_classes");
+  const double side = static_cast<double>(required<int64_t>(s, "image_size")) / 224.0;
+  const double per_image = 40e6 * side * side;
+  return {23508032 + 2049 * classes, per_image, per_image, per_image / 32};  // torchvision: 25,557,032 at 1,000 classes
+}
+
+/// A transformer stack's size: `per_token_layer` activation bytes per token and layer, `logits_per_token` for the
+/// loss's logits (training) and `inference_logits_per_token` (the fp32 logits an inference step returns).
+ModelSize stack_size(int64_t parameters, int64_t layers, int64_t seq_len, double per_token_layer,
+                     double logits_per_token, double inference_logits_per_token) {
+  const auto s = static_cast<double>(seq_len);
+  const double full = s * (per_token_layer * static_cast<double>(layers) + logits_per_token);
+  // Checkpointed: each layer's input (a 17th of the per-layer figure) plus one layer's activations, and the logits.
+  const double checkpointed = s * (per_token_layer * (1.0 + static_cast<double>(layers) / 17.0) + logits_per_token);
+  const double inference = inference_logits_per_token > 0 ? s * inference_logits_per_token : full / 32;
+  return {parameters, full, checkpointed, inference};
+}
+
+/// The loss's logits per token: ATen's cross-entropy keeps fp32 logits, their log-softmax and its gradient; the
+/// fused LM head + loss keeps one 2-byte copy.
+double lm_logits_bytes(const Scenario& s, int64_t vocab) {
+  return (s.kernels == "fused" ? 2.0 : 12.0) * static_cast<double>(vocab);
+}
+
+ModelSize bert_size(const Scenario& s) {
+  const models::BertOptions o = bert_options(s);
+  const int64_t h = o.hidden;
+  const int64_t params = (o.vocab_size + o.max_positions + o.type_vocab) * h + 2 * h +
+                         o.layers * (4 * (h * h + h) + 2 * (h * o.intermediate) + o.intermediate + h + 4 * h) +
+                         (h * h + h) + (h * o.num_labels + o.num_labels);
+  return stack_size(params, o.layers, required<int64_t>(s, "seq_len"), 34.0 * static_cast<double>(h), 0, 0);
+}
+
+ModelSize gpt2_size(const Scenario& s) {
+  const models::Gpt2Options o = gpt2_options(s);
+  const int64_t h = o.hidden, ffn = o.intermediate();
+  const int64_t params = (o.vocab_size + o.positions) * h +
+                         o.layers * (4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * ffn + ffn) + (ffn * h + h)) + 2 * h;
+  return stack_size(params, o.layers, required<int64_t>(s, "seq_len"), 34.0 * static_cast<double>(h),
+                    lm_logits_bytes(s, o.vocab_size), 4.0 * static_cast<double>(o.vocab_size));
+}
+
+ModelSize llama_size(const Scenario& s) {
+  const models::LlamaOptions o = llama_options(s);
+  const int64_t h = o.hidden, kv = o.kv_heads * o.head_dim();
+  const int64_t params = 2 * o.vocab_size * h + h + o.layers * (2 * h * h + 2 * h * kv + 3 * h * o.intermediate + 2 * h);
+  // Kept per token and layer in 2 bytes: both norms' inputs, q, k, v, the attention output, gate, up, their product
+  // and the activation.
+  const double per_token = 2.0 * static_cast<double>(5 * h + 2 * kv + 4 * o.intermediate);
+  return stack_size(params, o.layers, required<int64_t>(s, "seq_len"), per_token, lm_logits_bytes(s, o.vocab_size),
+                    4.0 * static_cast<double>(o.vocab_size));
+}
+
+ModelSize unet_size(const Scenario& s) {
+  const models::UNetOptions o = unet_options(s);
+  // diffusers' SD v1.5 UNet: 859,520,964 parameters at width 320 and 2 resnets per block; reduced models scale with
+  // width squared and roughly with the resnets per block (only the full size is exact; ModelSizeTest).
+  const double w = static_cast<double>(o.channels[0]) / 320.0;
+  const double layers = static_cast<double>(o.layers_per_block) / 2.0;
+  const double params =
+      o.channels[0] == 320 && o.layers_per_block == 2 ? 859520964.0 : 859520964.0 * w * w * (0.35 + 0.65 * layers);
+  const double latent = static_cast<double>(required<int64_t>(s, "latent_size")) / 64.0;
+  const double per_sample = 1.2e9 * latent * latent * w * layers;
+  // Inference: the measured 150 MB per latent at bs 32 (and 200 at bs 1), taken on the low side.
+  return {static_cast<int64_t>(params), per_sample, per_sample / 4, per_sample / 9};
+}
+
 using Factory = std::function<std::unique_ptr<Workload>(const Scenario&)>;
 
 /// A registry entry: the declaration (with its recipe, traits and rules) and a factory that always sees the scenario
@@ -363,12 +437,14 @@ struct Traits {
   bool channels_last = false;
   bool image_input = false;
   std::function<void(const Scenario&)> check;
+  std::function<ModelSize(const Scenario&)> size;
 };
 ModelEntry entry(ModelInfo info, OptimizerSettings recipe, Traits traits, Factory make) {
   info.recipe = std::move(recipe);
   info.channels_last = traits.channels_last;
   info.image_input = traits.image_input;
   info.check = std::move(traits.check);
+  info.size = std::move(traits.size);
   ModelInfo described = info;
   return ModelEntry{std::move(described), [info = std::move(info), make = std::move(make)](const Scenario& s) {
                       Scenario filled = fill_model_options(info, s);
@@ -394,7 +470,7 @@ const std::vector<ModelEntry>& model_registry() {
                  {int_option("image_size", "--image-size", "input side in pixels (default 224)", 32, 4096, 224),
                   int_option("num_classes", "--num-classes", "number of classes (default 1000)", 2, 1 << 24, 1000)}},
        OptimizerSettings{"sgd", 0.1, 0.9, 1e-4, false, std::nullopt, std::nullopt, std::nullopt, ""},
-       Traits{true, true, {}},
+       Traits{true, true, {}, resnet50_size},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          models::ResNetOptions o;
          o.num_classes = required<int64_t>(s, "num_classes");
@@ -417,7 +493,8 @@ const std::vector<ModelEntry>& model_registry() {
                   throw std::invalid_argument("bert-base: seq_len " + std::to_string(seq_len) + " exceeds its " +
                                               std::to_string(o.max_positions) + " positions");
                 }
-              }},
+              },
+              bert_size},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          const models::BertOptions o = bert_options(s);
          const int64_t seq_len = required<int64_t>(s, "seq_len");
@@ -444,7 +521,8 @@ const std::vector<ModelEntry>& model_registry() {
                 if (required<int64_t>(s, "latent_size") % 8 != 0) {
                   throw std::invalid_argument("sd-unet: latent_size must be a multiple of 8 (three 2x downsamplings)");
                 }
-              }},
+              },
+              unet_size},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          const models::UNetOptions o = unet_options(s);
          const int64_t latent = required<int64_t>(s, "latent_size");
@@ -464,7 +542,8 @@ const std::vector<ModelEntry>& model_registry() {
               [](const Scenario& s) {
                 const models::Gpt2Options o = gpt2_options(s);
                 require_heads_divide("gpt2", "width", o.hidden, o.heads);
-              }},
+              },
+              gpt2_size},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          const models::Gpt2Options o = gpt2_options(s);
          const int64_t seq_len = required<int64_t>(s, "seq_len");
@@ -506,7 +585,8 @@ const std::vector<ModelEntry>& model_registry() {
                   throw std::invalid_argument("llama: heads " + std::to_string(o.heads) +
                                               " is not a multiple of kv_heads " + std::to_string(o.kv_heads));
                 }
-              }},
+              },
+              llama_size},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          const models::LlamaOptions o = llama_options(s);
          const int64_t seq_len = required<int64_t>(s, "seq_len");

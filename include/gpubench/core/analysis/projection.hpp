@@ -56,7 +56,8 @@ struct Projection {
   double gradient_bytes = 0;
   int64_t buckets = 1;
   int64_t batch_per_gpu = 0, dataset_size = 0;
-  double residual_ms = 0;    ///< measured minus projected step at the calibration point (0 without one)
+  double residual_ms = 0;    ///< measured minus projected step at the calibration point (0 without one), >= 0
+  double negative_residual_ms = 0;  ///< a measured step faster than the model's (then residual_ms is 0), else 0
   int64_t calibrated_at = 0; ///< GPU count of the measured record used for the residual; 0 = none
   std::vector<ProjectionPoint> points;
   std::vector<std::string> assumptions;

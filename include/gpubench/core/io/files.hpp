@@ -4,8 +4,10 @@
 // Generic: records, scenarios, traces and every command's outputs use it.
 
 #include <cstddef>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -45,5 +47,34 @@ void append_json_line(const std::string& path, const nlohmann::json& line);
 /// Before any training: `path` can become a record (not a directory, its folder exists or can be made, and a
 /// temporary file can be created there for the atomic rename). Throws std::runtime_error saying what is wrong.
 void check_output_location(const std::string& path);
+
+/// True when `a` and `b` are one file: the same device and inode when both exist (symlinks and hard links
+/// included), else the same absolute path once the symlinks of the part that exists are resolved.
+bool same_file(const std::string& a, const std::string& b);
+
+/// What one command reads and writes, for the rule every command keeps: no output is the same file as an input, as
+/// a results store (or its -wal, -shm and -journal files), or as another output. Inputs are named before outputs
+/// are checked; a folder input stands for the `*.json` files directly in it that `member` accepts (the records the
+/// record readers take; by default every `*.json`), asked only of an existing output that lies in that folder.
+class FileRoles {
+ public:
+  /// A file (or a folder of records) the command reads; `flag` names it in messages ("RECORDS", "--config").
+  void input(const std::string& path, const std::string& flag,
+             std::function<bool(const std::string&)> member = nullptr);
+  /// A SQLite results store: no output may be it or one of its journal files.
+  void store(const std::string& path, const std::string& flag);
+  /// A file the command writes. Empty paths are refused here (an empty name must never fall back to a default).
+  void output(const std::string& path, const std::string& flag);
+  /// Throws std::runtime_error naming both flags and files at the first clash.
+  void check() const;
+
+ private:
+  struct Use {
+    std::string path, flag;
+    bool is_store = false;
+    std::function<bool(const std::string&)> member;
+  };
+  std::vector<Use> inputs_, outputs_;
+};
 
 }  // namespace gpubench

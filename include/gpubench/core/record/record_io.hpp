@@ -54,4 +54,12 @@ struct LoadedRecord {
 /// in `skipped`). Throws std::runtime_error for a path that does not exist.
 std::vector<LoadedRecord> load_records(const std::vector<std::string>& paths, std::vector<std::string>* skipped);
 
+/// The files `paths` stand for, in the order load_records reads them: a file itself (explicit: an error in it is the
+/// caller's error), a folder's `*.json` sorted (an error there skips the file). Throws for a path that does not exist.
+struct RecordFile {
+  std::string path;
+  bool explicit_file = true;
+};
+std::vector<RecordFile> record_files(const std::vector<std::string>& paths);
+
 }  // namespace gpubench

@@ -134,6 +134,7 @@ struct DataRecord {
   std::string path;                      ///< the ImageFolder root
   int64_t images = 0, classes = 0;
   int64_t other_files = 0;               ///< files in the class folders that are not JPEGs by name (not used)
+  int64_t links_outside = 0;             ///< links leading out of the folder: skipped (not used), counted
   std::string decode;                    ///< cpu | gpu
   std::string decoder;                   ///< library, backend, workers
   std::string decode_fallback;           ///< why the GPU decoder was not used (decode: auto), or failed on a batch
@@ -268,7 +269,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, b
                                                 rank_epoch_seconds, rank_comm_wait_seconds, slowest_rank,
                                                 interconnect)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SkippedFileRecord, path, reason)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DataRecord, source, path, images, classes, other_files, decode, decoder,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DataRecord, source, path, images, classes, other_files, links_outside, decode, decoder,
                                                 decode_fallback, decode_reason, workers, prefetch, augmentation,
                                                 data_only,
                                                 files_skipped, skipped_examples)

@@ -13,6 +13,19 @@
 
 namespace gpubench {
 
+/// A model's size from its keys, for the memory estimate made before anything is built.
+struct ModelSize {
+  int64_t parameters = 0;  ///< trainable parameters, as count_parameters() counts them on the built model
+  /// Bytes one sample's forward keeps for the backward in 2-byte (fp16/bf16) activations, training, no gradient
+  /// checkpointing: a lower-side figure (the H200's measured peaks are 5-30 % above it).
+  double activation_bytes_per_sample = 0;
+  /// The same with gradient checkpointing (one block's activations plus each block's input).
+  double checkpointed_activation_bytes_per_sample = 0;
+  /// What one sample holds at once in inference (no backward): the logits of a language model, a fraction of the
+  /// training figure otherwise.
+  double inference_activation_bytes_per_sample = 0;
+};
+
 /// A model the registry can build.
 struct ModelInfo {
   std::string name;               ///< registry name, e.g. "resnet50"
@@ -31,6 +44,8 @@ struct ModelInfo {
   /// Rules across this model's keys (head counts that divide widths, ...), applied to a scenario whose model keys
   /// hold their defaults; throws std::invalid_argument naming the keys. Empty: no rules.
   std::function<void(const Scenario&)> check;
+  /// Its size for a scenario whose model keys hold their defaults (see ModelSize). Empty: no memory estimate.
+  std::function<ModelSize(const Scenario&)> size;
 
   std::vector<std::string> option_keys() const;
 };

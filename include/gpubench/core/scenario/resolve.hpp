@@ -39,7 +39,30 @@ struct DeviceFacts {
   std::string type;  ///< "cpu", "cuda", "rocm", "mps": what the device-dependent defaults follow
   bool available = true;
   std::string reason;  ///< why it is unavailable
+  /// Memory a run there can use, in bytes (0: unknown): the host's MemAvailable on the CPU, the GPU's total memory.
+  int64_t memory_bytes = 0;
+  std::string memory_source;  ///< what memory_bytes is ("MemAvailable", "total device memory")
 };
+
+/// What a run needs in memory before anything is built: the model state (fp32 weights, their autocast copies,
+/// gradients, the optimizer's moments) and the activations a step keeps, from the model's declared size. The peak is
+/// at the end of the forward pass, when the gradients of the last step are gone (zero_grad sets them to none) and the
+/// activations are all kept, or at the end of the backward, when the gradients exist and the activations are freed:
+/// total = weights + autocast copies + optimizer state + max(activations, gradients). Over the 162 committed eager
+/// single-GPU H200 records (every model, training and inference) it is 79-97 % of the measured peak (ModelSizeTest).
+struct MemoryEstimate {
+  int64_t parameters = 0;
+  int64_t weights_bytes = 0, autocast_copy_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0;
+  int64_t total_bytes = 0;
+  int64_t available_bytes = 0;  ///< the device's (DeviceFacts::memory_bytes); 0: unknown
+  std::string available_source;
+  bool fits() const { return available_bytes <= 0 || total_bytes <= available_bytes; }
+};
+
+/// The estimate for a resolved scenario (model keys and device defaults filled) of `model`; nullopt when the model
+/// declares no size.
+std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo& model, const std::string& precision,
+                                              const DeviceFacts& device);
 
 struct ResolveOptions {
   int world_size = 1;  ///< ranks that share the data folder (each trains batch_size per step)
@@ -50,6 +73,9 @@ struct ResolveOptions {
   /// Choose the record paths (an empty `output` becomes the default record path). Off for library callers that
   /// write no record file.
   bool choose_output = true;
+  /// A memory estimate above the device's memory refuses the scenario (with `memory_check: refuse`). Off: a note
+  /// only (validate checks a file, whatever machine it runs on).
+  bool refuse_memory = true;
 };
 
 /// The scenario a run executes, with what resolution decided.
@@ -59,6 +85,7 @@ struct ResolvedScenario {
   std::string precision;                   ///< as it resolves on that device: fp32 | tf32 | bf16 | fp16
   std::vector<std::string> notes;          ///< what the user must know (the CPU bounds); the record keeps them
   std::vector<std::string> record_paths;   ///< one per repeat (`_r1`, `_r2`, ... when repeating)
+  std::optional<MemoryEstimate> memory;    ///< checked against the device's memory (`memory_check`)
 };
 
 /// `requested` (loaded and checked) resolved for `device`: the model's keys, the device-dependent defaults (batch,
@@ -87,6 +114,7 @@ std::string repeat_record_path(const std::string& path, int index, int count);
 std::string file_name_part(std::string text);
 
 void to_json(nlohmann::json& j, const DeviceFacts& d);
+void to_json(nlohmann::json& j, const MemoryEstimate& m);
 /// {"schema": "gpubench.resolved_scenario", "scenario": ..., "scenario_sources": ..., "device": ..., "precision", "notes",
 /// "record_paths"}: the scenario in the form a record's `scenario` holds it.
 void to_json(nlohmann::json& j, const ResolvedScenario& r);

@@ -60,6 +60,8 @@ struct Scenario {
   /// aten (the operations PyTorch eager runs: like for like with published eager figures) | fused (gpubench's fused
   /// kernels where the model has them; the record lists each and how it ran)
   std::string kernels = "aten";
+  /// refuse (exit 2 before anything is built when the memory estimate exceeds the device's memory) | warn (a note)
+  std::string memory_check = "refuse";
   double ddp_bucket_mb = 25;              ///< multi-GPU: gradient all-reduce bucket size (MiB), as DDP's bucket_cap_mb
   double ddp_timeout_s = 300;             ///< multi-GPU: a collective or rendezvous that takes longer fails the run (s)
   std::string output;                     ///< record path; empty = runs/<generated name>.json

@@ -4,6 +4,7 @@
 // so nothing is lost. Adding the same record twice stores it once. Writers may run concurrently on one file (WAL,
 // a busy timeout, one immediate transaction per record), and a crash mid-write leaves the store as it was.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -17,6 +18,10 @@
 struct sqlite3;
 
 namespace gpubench {
+
+/// The largest record `db add` stores (the store keeps the whole JSON): a 24-hour sustained run's is about 5 MiB, and
+/// what one import holds in memory stays a few hundred MiB.
+inline constexpr size_t kMaxStoredRecordBytes = size_t{32} << 20;
 
 /// Whether this build has the store (SQLite was found at build time).
 bool store_available();
