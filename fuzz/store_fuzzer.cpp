@@ -34,6 +34,11 @@ void remove_store() {
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((store_path() + suffix).c_str());
 }
 
+[[noreturn]] void fail(const char* why) {
+  std::fprintf(stderr, "store_fuzzer: %s\n", why);
+  __builtin_trap();
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out(1);
   for (char c : s) {
@@ -63,11 +68,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       gpubench::ResultsStore db(store_path());
       const bool first = db.add(r, "fuzz.json");
       const bool second = db.add(r, "fuzz.json");
-      if (!first || second || db.count() != 1) __builtin_trap();  // stored once
-      if (db.integrity() != "ok") __builtin_trap();
+      if (!first || second || db.count() != 1) fail("a record is stored once");
+      if (db.integrity() != "ok") fail("the store is intact after an add");
       const auto rows = db.history(gpubench::HistoryQuery{});
-      if (rows.size() != 1) __builtin_trap();
-      if (!(db.record(rows.front().id) == r)) __builtin_trap();  // what was stored reads back the same
+      if (rows.size() != 1) fail("history lists the stored run");
+      if (!(db.record(rows.front().id) == r)) fail("what was stored reads back the same");
       (void)db.baseline_for(r, 5);
     } catch (const std::runtime_error&) {
     } catch (const std::invalid_argument&) {
@@ -82,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     r.scenario.model = "resnet50";
     r.scenario.batch_size = 8;
     r.status = gpubench::RunStatus::kOk;
-    r.start_time_utc = "2026-11-01T00:00:00Z";
+    r.environment.start_time_utc = "2026-11-01T00:00:00Z";
     gpubench::ResultsStore(store_path()).add(r, "seed");
     seeded = true;
   }
@@ -95,7 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const gpubench::ResultsStore db(store_path(), gpubench::ResultsStore::Access::kRead);
     (void)db.history(q);
-    if (db.count() != 1 || db.integrity() != "ok") __builtin_trap();  // a filter never changes the store
+    if (db.count() != 1) fail("a filter never changes the store");
+    if (db.integrity() != "ok") fail("the store is intact after a query");
   } catch (const std::runtime_error&) {
   } catch (const std::invalid_argument&) {
   }

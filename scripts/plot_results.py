@@ -80,8 +80,10 @@ def plot_all(runs, out, compare=None, trend=None, sweeps=None):
     traces = []
     for p, j in runs:
         t = (j.get("telemetry") or {}).get("trace_path")
-        if t and not os.path.isabs(t):
-            t = os.path.join(os.path.dirname(p), os.path.basename(t)) if not os.path.exists(t) else t
+        if t and not os.path.exists(t):
+            # The path as the run wrote it (absolute or relative to where it ran) is gone once records are moved or
+            # committed: the trace travels beside its record, so look there by name.
+            t = os.path.join(os.path.dirname(p), os.path.basename(t))
         if t and os.path.exists(t):
             traces.append((label(p, j), t))
     if traces:
@@ -207,7 +209,7 @@ def main(argv):
             trend = {"metric": a.trend_metric, "rows": list(csv.DictReader(f))}
     sweeps = json.load(open(a.groups)).get("sweeps") if a.groups else None
     for name in plot_all(load_records(a.records), a.out, compare, trend, sweeps):
-        print(name)
+        print(name, file=sys.stderr)  # standard output is gpubench's: `report --format json` prints one document
     return 0
 
 

@@ -238,12 +238,31 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
     put_identity(t, row, lr);
     const auto put = [&](const Column& c, Cell v) { t.put(row, c, std::move(v)); };
     put(Column::text("path", "path"), Cell::str(lr.path));
+    // What a notebook groups by (docs/cli.md lists them): one id per scenario identity, as compare pairs runs.
+    const nlohmann::json id = scenario_identity(r);
+    put(Column::text("scenario_id", "scenario id"), Cell::str(identity_id(id)));
+    put(Column::text("scenario", "scenario"), Cell::str(identity_label(r)));
+    put(Column::text("mode", "train/inference"), Cell::str(r.scenario.mode));
+    put(Column::text("precision_requested", "precision asked"), Cell::str(r.scenario.precision));
+    put(Column::text("kernels", "kernels"), Cell::str(r.scenario.kernels));
+    put(Column::text("throughput_unit", "throughput unit"), Cell::str(throughput_unit(r)));
+    put(Column::text("data", "data"), Cell::str(r.scenario.data));
+    put(Column::text("decode", "decode"), Cell::str(r.data ? r.data->decode : std::string()));
+    put(Column::text("data_only", "data only"), Cell::str(r.scenario.data_only ? "true" : "false"));
+    put(Column::count("dataset_size", "dataset size"), Cell::num(static_cast<double>(r.scenario.dataset_size)));
     put(Column::text("device_type", "device type"), Cell::str(r.environment.device_type));
+    put(Column::text("device_model", "device model"), Cell::str(r.environment.device_name));
     put(Column::count("grad_accumulation", "gradient accumulation"), Cell::num(static_cast<double>(r.scenario.grad_accumulation)));
     put(Column::count("repeat_index", "repeat"), Cell::num(static_cast<double>(r.repeat_index)));
     put(Column::text("start_time_utc", "start (UTC)"), Cell::str(r.environment.start_time_utc));
-    put(Column::text("driver_version", "driver"), Cell::str(r.telemetry.driver_version));
+    put(Column::text("driver_version", "driver"), Cell::str(nvidia_driver_of(r)));
+    put(Column::text("cuda_runtime_version", "CUDA runtime"), Cell::str(r.environment.cuda_runtime_version));
+    put(Column::text("cudnn_version", "cuDNN"), Cell::str(r.environment.cudnn_version));
     put(Column::text("libtorch_version", "LibTorch"), Cell::str(r.environment.libtorch_version));
+    put(Column{"power_limit_w", "power limit", "W", Better::kNeither},
+        r.telemetry.power_limit_w ? Cell::num(*r.telemetry.power_limit_w) : Cell::none());
+    put(Column::text("clocks_locked", "clocks locked"),
+        Cell::str(!r.telemetry.clocks_locked ? "" : *r.telemetry.clocks_locked ? "true" : "false"));
     put(Column::text("git_revision", "gpubench revision"), Cell::str(r.environment.git_revision));
   };
   for (const auto& lr : records) {

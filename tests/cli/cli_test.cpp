@@ -57,6 +57,21 @@ TEST_F(CliTest, ProfileWritesTheTraceBesideTheRecordAndPrintsTheVerdict) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "runs"), {}), 2);  // record + trace, nothing partial
 }
 
+TEST_F(CliTest, TraceReadsTheCommittedGzippedTracesAndRefusesBrokenOnes) {
+  const std::string dir = std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-30-h200-profile-bert-parity/2-profile-and-targets/records/";
+  const Result r = gpubench("trace " + dir + "gpubench_bert_bs128_r1.trace.json.gz " + dir +
+                            "pytorch_bert_bs128_r1.trace.json.gz --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("attention"), std::string::npos);
+  // A cut gzip stream is an error naming the file, never a partial profile.
+  const std::string whole = slurp(dir + "gpubench_bert_bs128_r1.trace.json.gz");
+  std::ofstream(dir_ / "cut.trace.json.gz", std::ios::binary) << whole.substr(0, whole.size() / 2);
+  const Result cut = gpubench("trace " + (dir_ / "cut.trace.json.gz").string());
+  EXPECT_EQ(cut.exit_code, 2);
+  EXPECT_NE(cut.err.find("cut.trace.json.gz"), std::string::npos) << cut.err;
+  EXPECT_NE(cut.err.find("truncated"), std::string::npos) << cut.err;
+}
+
 TEST_F(CliTest, TraceSummarisesOneTraceAndComparesTwo) {
   // A trace written by hand in Kineto's format: two marked steps; B's GEMM takes 1 ms longer than A's.
   auto write_trace = [this](const std::string& name, double gemm_us) {
@@ -575,6 +590,34 @@ TEST_F(CliTest, ComparePublishedShowsThePercentAndTheRecipeDifferences) {
   const Result unknown = gpubench("compare published/seed999 " + run);
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("seed000-rtx4090"), std::string::npos) << unknown.err;  // lists the known ids
+}
+
+TEST_F(CliTest, ACopiedBinaryDrawsTheChartsAndFindsTelemetryBesideACommittedRecord) {
+  // Installed as bin/gpubench with share/gpubench/plot_results.py (what `cmake --install` lays out), away from the
+  // source tree; the committed record's trace_path is the H200 machine's absolute path, the CSV lies beside it.
+  fs::create_directories(dir_ / "prefix" / "bin");
+  fs::create_directories(dir_ / "prefix" / "share" / "gpubench");
+  fs::copy_file(GPUBENCH_BINARY, dir_ / "prefix" / "bin" / "gpubench");
+  fs::copy_file(fs::path(GPUBENCH_BINARY).parent_path() / "share" / "gpubench" / "plot_results.py",
+                dir_ / "prefix" / "share" / "gpubench" / "plot_results.py");
+  const std::string record =
+      std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-29-h200-telemetry-bert-unet/telemetry_on_r1.json";
+  const std::string copied = (dir_ / "prefix" / "bin" / "gpubench").string();
+  const auto run_copy = [&](const std::string& args, const std::string& env) {
+    const std::string cmd = env + " " + copied + " " + args + " > " + (dir_ / "out").string() + " 2> " +
+                            (dir_ / "err").string();
+    const int status = std::system(cmd.c_str());
+    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "out"), slurp(dir_ / "err")};
+  };
+  const Result r = run_copy("report " + record + " --out " + (dir_ / "rep").string() + " --format json", "");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["charts"].dump().find("telemetry.png"), std::string::npos) << r.out << r.err;
+  // Without the script it says where it looked.
+  const Result none = run_copy("report " + record + " --out " + (dir_ / "rep2").string(),
+                               "GPUBENCH_PLOT_SCRIPT=" + (dir_ / "nowhere.py").string());
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE((none.out + none.err).find("nowhere.py"), std::string::npos) << none.out << none.err;
 }
 
 TEST_F(CliTest, ReportWritesMarkdownAndSelfContainedHtmlWithCharts) {

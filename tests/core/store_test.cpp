@@ -145,6 +145,23 @@ TEST_F(StoreTest, ReadersNeitherWaitBehindAWriterNorNeedWriteAccess) {
   ::chmod(path_.c_str(), 0644);
 }
 
+TEST_F(StoreTest, ARunWithoutMetricsIsARecordNotDamage) {
+  // Found by fuzz/store_fuzzer: a failed run with no epochs has no metrics, and the store called itself damaged
+  // (and refused every later write) because of it.
+  RunRecord failed;
+  failed.scenario.model = "resnet50";
+  failed.status = RunStatus::kFailed;
+  failed.reason = "no CUDA device is visible";
+  {
+    ResultsStore db(path_);
+    EXPECT_TRUE(db.add(failed, "failed.json"));
+    EXPECT_EQ(db.integrity(), "ok");
+  }
+  ResultsStore again(path_);  // opening for writing checks integrity first
+  EXPECT_TRUE(again.add(run(256, 4000, "2026-11-01T00:00:00Z", "580.1"), "ok.json"));
+  EXPECT_EQ(again.count(), 2);
+}
+
 TEST_F(StoreTest, AWriterKilledMidImportLeavesAConsistentStore) {
   { ResultsStore create(path_); }
   const pid_t child = ::fork();

@@ -2,6 +2,7 @@
 import glob
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -193,6 +194,38 @@ class PlotTest(unittest.TestCase):
             json.dump(r, open(p, "w"))
             self.assertEqual(plot_results.plot_all(plot_results.load_records([p]), d), [])
 
+
+class ExportTest(unittest.TestCase):
+    """`gpubench export` of committed H200 records groups correctly in pandas by its identity columns."""
+
+    def test_a_groupby_on_the_identity_columns_gives_one_line_per_scenario(self):
+        try:
+            import pandas as pd
+        except ImportError:
+            self.fail("python3-pandas is needed (scripts/bootstrap.sh installs it)")
+        root = os.path.join(os.path.dirname(__file__), "..", "..", "results")
+        folders = [os.path.join(root, "2026-12-01-h200-aa-noise", "records"),
+                   os.path.join(root, "2026-11-30-h200x2-ddp-scaling", "records", "scaling_resnet_bs256")]
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "runs.csv")
+            subprocess.run([os.environ["GPUBENCH_BINARY"], "export", *folders, "--per", "run", "--out", out, "-q"],
+                           check=True)
+            df = pd.read_csv(out)
+        self.assertEqual(len(df), 38)  # 36 A/A records, the 1- and 2-GPU runs
+        # The identity columns, each one value per scenario: what a throughput-vs-batch plot must not join.
+        identity = ["model", "mode", "batch_size", "precision_requested", "precision", "world_size", "execution_mode",
+                    "kernels", "data", "data_only", "dataset_size", "device_model", "throughput_unit"]
+        by_id = df.groupby("scenario_id")
+        self.assertEqual(by_id.ngroups, df.groupby(identity, dropna=False).ngroups)
+        self.assertTrue((by_id[identity].nunique(dropna=False) == 1).all().all())
+        self.assertEqual(by_id.ngroups, 8)  # six A/A scenarios (their paired rounds among them), 1 and 2 GPUs
+        gpus = df[df["model"] == "resnet50"].groupby("world_size")["scenario_id"].unique()
+        self.assertFalse(set(gpus[1]) & set(gpus[2]), "1-GPU and 2-GPU runs are different scenarios")
+        gpt2 = df[df["model"] == "gpt2"].groupby("mode")["scenario_id"].nunique()
+        self.assertEqual(set(gpt2.index), {"train", "inference"})
+        self.assertEqual(set(df[df["model"] == "gpt2"]["throughput_unit"]), {"sequences/s"})
+        self.assertIn("amp", set(df["precision_requested"]))  # `amp` asked, fp16 run: both are columns
+        self.assertIn("fp16", set(df["precision"]))
 
 if __name__ == "__main__":
     unittest.main()

@@ -53,6 +53,31 @@ void write_trend(const std::string& path, const std::vector<HistoryRow>& history
   mux.print(d);
 }
 
+/// The chart script, wherever this binary is: $GPUBENCH_PLOT_SCRIPT; beside the binary as built (share/gpubench/ in the
+/// build folder, copied there at build time) or installed (../share/gpubench/); last, the source tree it was built
+/// from. `tried` lists the places looked at, for the message when none has it.
+std::string locate_plot_script(std::string& tried) {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("GPUBENCH_PLOT_SCRIPT"); env != nullptr && *env != '\0') {
+    tried = env;
+    return env;
+  }
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    candidates.push_back(self.parent_path() / "share/gpubench/plot_results.py");
+    candidates.push_back(self.parent_path().parent_path() / "share/gpubench/plot_results.py");
+  }
+  candidates.push_back(fs::path(GPUBENCH_SOURCE_DIR) / "scripts/plot_results.py");
+  tried.clear();
+  for (const auto& c : candidates) {
+    if (fs::exists(c, ec)) return c.string();
+    tried += (tried.empty() ? "" : ", ") + c.string();
+  }
+  return candidates.back().string();
+}
+
 class ReportCommand final : public Command {
  public:
   void declare(CLI::App& cmd) override {
@@ -110,7 +135,8 @@ class ReportCommand final : public Command {
     std::error_code ec;
     for (const auto& c : chart_names) fs::remove(fs::path(out_dir_) / c, ec);  // no stale charts from an earlier report
 
-    const std::string script = env_or("GPUBENCH_PLOT_SCRIPT", std::string(GPUBENCH_SOURCE_DIR) + "/scripts/plot_results.py");
+    std::string tried;
+    const std::string script = locate_plot_script(tried);
     const std::string python = env_or("GPUBENCH_PLOT_PYTHON", GPUBENCH_PLOT_PYTHON);
     std::vector<std::string> args{python, script, "--out", out_dir_};
     if (!compare_json_.empty()) args.insert(args.end(), {"--compare", compare_json_});
@@ -139,7 +165,8 @@ class ReportCommand final : public Command {
     if (rc != 0) {
       in.chart_note = fs::exists(script) ? script + " failed (exit " + std::to_string(rc) +
                                                "): is python3-matplotlib installed?"
-                                         : "the plotting script " + script + " is missing";
+                                         : "the plotting script plot_results.py was not found (looked for " + tried +
+                                               "; set GPUBENCH_PLOT_SCRIPT)";
       spdlog::warn("no charts: {}", in.chart_note);
     }
     const Document doc = report_document(in);

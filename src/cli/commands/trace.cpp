@@ -17,7 +17,7 @@ namespace {
 ProfileRecord read_trace(const std::string& path) {
   try {
     const std::vector<ProfileEvent> events =
-        events_from_chrome_trace(nlohmann::json::parse(read_text_file(path, kMaxTraceBytes, "Chrome trace")));
+        events_from_chrome_trace(nlohmann::json::parse(read_text_file_or_gzip(path, kMaxTraceBytes, "Chrome trace")));
     ProfileInputs inputs;
     inputs.steps = std::max<int64_t>(1, count_steps(events));
     inputs.top_kernels = SIZE_MAX;

@@ -1,5 +1,8 @@
 #include "gpubench/core/analysis/identity.hpp"
 
+#include <cstdint>
+#include <cstdio>
+
 #include <algorithm>
 
 namespace gpubench {
@@ -93,6 +96,17 @@ std::string identity_label(const RunRecord& r) {
   if (world > 1) label += ", " + std::to_string(world) + " GPUs";
   if (!r.environment.device_name.empty()) label += ", " + r.environment.device_name;
   return label;
+}
+
+std::string identity_id(const nlohmann::json& identity) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  for (const unsigned char c : identity.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 nlohmann::json without_keys(nlohmann::json identity, const std::vector<std::string>& keys) {

@@ -12,6 +12,10 @@
 #include <fstream>
 #include <stdexcept>
 
+#ifdef GPUBENCH_WITH_ZLIB
+#include <zlib.h>
+#endif
+
 namespace gpubench {
 
 namespace fs = std::filesystem;
@@ -95,6 +99,47 @@ std::string read_text_file(const std::string& path, size_t max_bytes, const std:
   if (in.bad()) throw FileReadError(path, std::string("cannot read file: ") + std::strerror(errno));
   if (text.size() > max_bytes) throw FileReadError(path, "grew past " + std::to_string(max_bytes) + " bytes");
   return text;
+}
+
+std::string read_text_file_or_gzip(const std::string& path, size_t max_bytes, const std::string& what) {
+  std::string raw = read_text_file(path, max_bytes, what);  // the compressed bytes are bounded too
+  if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f || static_cast<unsigned char>(raw[1]) != 0x8b) {
+    return raw;
+  }
+#ifdef GPUBENCH_WITH_ZLIB
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) throw FileReadError(path, "cannot start gzip decompression");  // 16: gzip
+  z.next_in = reinterpret_cast<Bytef*>(raw.data());
+  z.avail_in = static_cast<uInt>(raw.size());
+  std::string out;
+  char buf[1 << 16];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      inflateEnd(&z);
+      throw FileReadError(path, "is not a valid gzip file (" + std::string(z.msg != nullptr ? z.msg : "truncated") + ")");
+    }
+    out.append(buf, sizeof buf - z.avail_out);
+    if (out.size() > max_bytes) {
+      inflateEnd(&z);
+      throw FileReadError(path, "decompresses to more than " + std::to_string(max_bytes >> 20) + " MiB; a " + what +
+                                    " is at most that");
+    }
+    if (rc != Z_STREAM_END && z.avail_in == 0 && z.avail_out != 0) {
+      inflateEnd(&z);
+      throw FileReadError(path, "is a truncated gzip file");
+    }
+  }
+  inflateEnd(&z);
+  return out;
+#else
+  (void)max_bytes;
+  throw FileReadError(path, "is gzip-compressed, and this gpubench was built without zlib (install zlib1g-dev and "
+                            "rebuild, or gunzip it)");
+#endif
 }
 
 std::string utc_now_iso8601() {

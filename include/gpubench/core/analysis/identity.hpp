@@ -34,6 +34,10 @@ std::vector<std::string> describe_differences(const nlohmann::json& a, const nlo
 /// A short label for people: "resnet50 bs256 fp16 train eager synthetic, 2 GPUs, NVIDIA H200".
 std::string identity_label(const RunRecord& r);
 
+/// A stable 16-hex-digit id of an identity (FNV-1a 64 of its canonical JSON): equal identities, equal ids, on any
+/// machine. Export's `scenario_id` column, so a notebook groups runs by one column.
+std::string identity_id(const nlohmann::json& identity);
+
 /// `identity` without `keys` (compare --ignore device_model: compare chips on purpose). Unknown keys are left alone.
 nlohmann::json without_keys(nlohmann::json identity, const std::vector<std::string>& keys);
 

@@ -39,6 +39,10 @@ class FileReadError : public std::runtime_error {
 /// the kind of file in messages ("gpubench record", "scenario file"). Throws FileReadError.
 std::string read_text_file(const std::string& path, size_t max_bytes, const std::string& what);
 
+/// read_text_file, and a gzip'd file (by its magic bytes, whatever its name: `x.trace.json.gz`) is decompressed,
+/// with `max_bytes` bounding the decompressed text (a gzip bomb stops there). Throws FileReadError.
+std::string read_text_file_or_gzip(const std::string& path, size_t max_bytes, const std::string& what);
+
 /// Appends one JSON object as a line to `path` and fsyncs it (JSON Lines), creating the file if needed. A write that
 /// fails part-way (full disk, file-size limit) is cut back, so the file never ends in a partial line; the error
 /// names the file and errno.

@@ -69,7 +69,7 @@ class ResultsStore {
   /// model included), started before it, newest first; the candidate itself (same fingerprint) is never its own.
   std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n) const;
   int64_t count() const;
-  /// "ok", or what is wrong: SQLite's integrity check, and a stored run without its metrics (a half-written add).
+  /// "ok", or what SQLite's integrity check found (a run and its metrics are one transaction: never half-written).
   std::string integrity() const;
 
  private:
