@@ -7,6 +7,7 @@
 #include <map>
 
 #include "gpubench/core/analysis/bottleneck.hpp"
+#include "gpubench/core/analysis/compare.hpp"
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/analysis/profile.hpp"
 #include "gpubench/core/record/metric_catalog.hpp"
@@ -177,23 +178,37 @@ Document report_document(const ReportInput& in) {
   }
   const auto repeats = repeat_groups(in);
   if (!repeats.empty()) {
+    // One table per throughput unit (images/s and sequences/s never share a column), each scenario identity a row:
+    // repeats collapse to their mean with a Student t 95 % interval over runs, n, and the spread.
     d.heading("Repeats", 2);
-    Table t;
-    t.id = "repeats";
-    t.add_column(Column::text("scenario", "scenario"));
-    t.add_column(Column::count("runs", "runs"));
-    const std::string unit = repeats.front().unit;
-    t.add_column(Column{"mean", "mean", unit, Better::kHigher});
-    t.add_column(Column{"min", "min", unit, Better::kHigher});
-    t.add_column(Column{"max", "max", unit, Better::kHigher});
-    t.add_column(Column{"cv_pct", "coefficient of variation", "%", Better::kLower});
-    for (const auto& g : repeats) {
-      const StepTimeStats st = summarize_step_times(g.rates);  // the step-time statistics, applied to samples/s
-      t.rows.push_back({Cell::str(g.label), Cell::num(static_cast<double>(g.rates.size())), Cell::num(st.mean_ms),
-                        Cell::num(st.min_ms), Cell::num(st.max_ms),
-                        Cell::num(st.mean_ms > 0 ? st.stdev_ms / st.mean_ms * 100.0 : 0.0)});
+    std::map<std::string, std::vector<const RepeatGroup*>> by_unit;
+    for (const auto& g : repeats) by_unit[g.unit].push_back(&g);
+    for (auto& [unit, groups] : by_unit) {
+      std::sort(groups.begin(), groups.end(),
+                [](const RepeatGroup* a, const RepeatGroup* b) { return a->label < b->label; });
+      Table t;
+      t.id = "repeats";
+      if (by_unit.size() > 1) t.title = "Throughput in " + unit + ":";
+      t.add_column(Column::text("scenario", "scenario"));
+      t.add_column(Column::count("runs", "runs"));
+      t.add_column(Column{"mean", "mean", unit, Better::kHigher});
+      t.add_column(Column{"ci95_low", "95% interval, low", unit, Better::kHigher});
+      t.add_column(Column{"ci95_high", "95% interval, high", unit, Better::kHigher});
+      t.add_column(Column{"min", "min", unit, Better::kHigher});
+      t.add_column(Column{"max", "max", unit, Better::kHigher});
+      t.add_column(Column{"cv_pct", "coefficient of variation", "%", Better::kLower});
+      for (const RepeatGroup* g : groups) {
+        const StepTimeStats st = summarize_step_times(g->rates);  // the step-time statistics, applied to samples/s
+        const auto n = static_cast<double>(g->rates.size());
+        const double half = student_t_quantile(0.95, n - 1) * st.stdev_ms / std::sqrt(n);
+        t.rows.push_back({Cell::str(g->label), Cell::num(n), Cell::num(st.mean_ms), Cell::num(st.mean_ms - half),
+                          Cell::num(st.mean_ms + half), Cell::num(st.min_ms), Cell::num(st.max_ms),
+                          Cell::num(st.mean_ms > 0 ? st.stdev_ms / st.mean_ms * 100.0 : 0.0)});
+      }
+      t.notes.push_back("each row is one scenario identity (as compare pairs runs: training and inference, data "
+                        "pipelines and GPU counts apart); the interval is over the runs' throughputs");
+      d.table(std::move(t));
     }
-    d.table(std::move(t));
   }
   d.heading("Charts", 2);
   if (in.charts.empty()) d.paragraph("No charts: " + (in.chart_note.empty() ? std::string("nothing to plot") : in.chart_note));

@@ -182,11 +182,30 @@ TEST(ViewsTest, RepeatsOfOneScenarioGetTheirCoefficientOfVariation) {
   ReportInput in;
   in.runs = {run(256, 4800), run(256, 4850), run(256, 4900), run(128, 4300)};
   const std::string md = render("md", report_document(in));
-  // Sample standard deviation 50 over mean 4850: 1.03 %; the lone bs128 run forms no group.
-  // The group is named by its scenario identity.
-  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager, NVIDIA H200 | 3 | 4850.0 | 4800.0 | 4900.0 | 1.03% |"),
+  // Sample standard deviation 50 over mean 4850: 1.03 %; the 95 % interval 4850 -+ 4.303 x 50 / sqrt(3); the lone
+  // bs128 run forms no group. The group is named by its scenario identity.
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager, NVIDIA H200 | 3 | 4850.0 | 4725.8 | 4974.2 | 4800.0 | 4900.0 | 1.03% |"),
             std::string::npos) << md;
   EXPECT_EQ(md.find("| resnet50 bs128 bf16 train eager, NVIDIA H200 | 1 |"), std::string::npos);
+}
+
+TEST(ViewsTest, RepeatsOfModelsWithOtherUnitsGetTablesOfTheirOwn) {
+  ReportInput in;
+  in.runs = {run(256, 4800), run(256, 4900)};
+  for (double rate : {198.0, 202.0}) {
+    LoadedRecord g = run(8, rate);
+    g.record.scenario.model = "gpt2";
+    g.record.model.sample_unit = "sequences";
+    in.runs.push_back(g);
+  }
+  const std::string md = render("md", report_document(in));
+  EXPECT_NE(md.find("Throughput in images/s:"), std::string::npos) << md;
+  EXPECT_NE(md.find("Throughput in sequences/s:"), std::string::npos) << md;
+  const size_t images = md.find("| scenario | runs | mean (images/s) |");
+  const size_t sequences = md.find("| scenario | runs | mean (sequences/s) |");
+  ASSERT_NE(images, std::string::npos) << md;
+  ASSERT_NE(sequences, std::string::npos) << md;
+  EXPECT_LT(md.find("| gpt2 bs8", sequences), md.find("Throughput in", sequences + 1)) << "gpt2 sits under its unit";
 }
 
 TEST(ViewsTest, RepeatsNeverPoolOneAndTwoGpuRuns) {
