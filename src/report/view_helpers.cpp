@@ -54,7 +54,8 @@ void put_identity(Table& t, std::vector<Cell>& row, const LoadedRecord& lr) {
   put(Column::count("batch_size", "batch"),
       r.scenario.batch_size ? Cell::num(static_cast<double>(*r.scenario.batch_size)) : Cell::none());
   put(Column::count("world_size", "GPUs"), Cell::num(static_cast<double>(r.distributed ? r.distributed->world_size : 1)));
-  put(Column::text("execution_mode", "mode"), Cell::str(mode_label(r)));
+  put(Column::text("mode", "train/inference"), Cell::str(r.scenario.mode));
+  put(Column::text("execution_mode", "execution"), Cell::str(mode_label(r)));
   put(Column::text("status", "status"), Cell::str(to_string(r.status)));
 }
 

@@ -257,7 +257,6 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
     const nlohmann::json id = scenario_identity(r);
     put(Column::text("scenario_id", "scenario id"), Cell::str(identity_id(id)));
     put(Column::text("scenario", "scenario"), Cell::str(identity_label(r)));
-    put(Column::text("mode", "train/inference"), Cell::str(r.scenario.mode));
     put(Column::text("precision_requested", "precision asked"), Cell::str(r.scenario.precision));
     put(Column::text("kernels", "kernels"), Cell::str(r.scenario.kernels));
     put(Column::text("throughput_unit", "throughput unit"), Cell::str(throughput_unit(r)));
