@@ -33,32 +33,30 @@ double parse_fraction(const std::string& text, const std::string& flag) {
   return fraction;
 }
 
-/// FILE of `db:FILE[:last-N]`.
-std::string store_path_of(const std::string& base) {
-  std::string file = base.substr(3);
-  const auto colon = file.rfind(":last-");
-  if (colon != std::string::npos && colon + 6 < file.size() &&
-      file.find_first_not_of("0123456789", colon + 6) == std::string::npos) {
-    file.resize(colon);
-  }
-  return file;
-}
-
-/// db:FILE[:last-N]: each candidate against the last N like-for-like runs of its scenario in the store.
-std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std::vector<LoadedRecord>& candidates) {
-  std::string file = base.substr(3);
+/// `db:FILE[:last-N]` read once, for the baseline and for the output rule: the store's file and N (default 5).
+struct StoreBase {
+  std::string file;
   int last_n = 5;
-  const auto colon = file.rfind(":last-");
+};
+StoreBase parse_store_base(const std::string& base) {
+  StoreBase b{base.substr(3)};
+  const auto colon = b.file.rfind(":last-");
   if (colon != std::string::npos) {
-    const std::string n = file.substr(colon + 6);
+    const std::string n = b.file.substr(colon + 6);
     char* end = nullptr;
     const long v = std::strtol(n.c_str(), &end, 10);
     if (n.empty() || *end != '\0' || v < 1 || v > 10000) {
       throw UsageError("BASE " + base + ": expected db:FILE or db:FILE:last-N with N from 1 to 10000");
     }
-    last_n = static_cast<int>(v);
-    file = file.substr(0, colon);
+    b.last_n = static_cast<int>(v);
+    b.file.resize(colon);
   }
+  return b;
+}
+
+/// db:FILE[:last-N]: each candidate against the last N like-for-like runs of its scenario in the store.
+std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std::vector<LoadedRecord>& candidates) {
+  const auto [file, last_n] = parse_store_base(base);
   std::vector<LoadedRecord> out;
   std::unique_ptr<ResultsStore> opened;
   try {
@@ -127,7 +125,7 @@ class CompareCommand final : public Command {
 
   void files(FileRoles& roles) const override {
     if (base_.rfind("db:", 0) == 0) {
-      roles.store(store_path_of(base_), "BASE");
+      roles.store(parse_store_base(base_).file, "BASE");
     } else if (base_.rfind("published/", 0) != 0) {
       roles.input(base_, "BASE", is_record_file);
     }

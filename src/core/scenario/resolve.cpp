@@ -245,7 +245,8 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
         s.model + " at batch size " + std::to_string(s.batch_size.value_or(1)) + " in " + r.precision + " (" + s.mode +
         ") needs about " + gib(m.total_bytes) + " (weights " + gib(m.weights_bytes + m.autocast_copy_bytes) +
         ", gradients " + gib(m.gradient_bytes) + ", optimizer state " + gib(m.optimizer_bytes) + ", activations " +
-        gib(m.activation_bytes) + "; the gradients and the activations are never held at once) but " + device.id + " has " + gib(m.available_bytes) + " (" + m.available_source + ")";
+        gib(m.activation_bytes) + "; the gradients and the activations are never held at once) but " + device.id +
+        " has " + gib(m.available_bytes) + " (" + m.available_source + ")";
     if (s.memory_check == "refuse" && options.refuse_memory) {
       const std::string key = s.is_set("batch_size") || !s.is_set("model") ? "batch_size" : "model";
       throw ScenarioError(origin_of(s, key), key,
