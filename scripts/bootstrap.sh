@@ -23,7 +23,8 @@ _die() { echo "[bootstrap] error: $*" >&2; exit 1; }
 _apt_packages=(g++ cmake ninja-build git python3 python3-venv python3-pip
                libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev
                librocm-smi-dev libgloo-dev python3-matplotlib python3-pandas
-               python3-jsonschema python3-yaml libsqlite3-dev openmpi-bin slurm-wlm libjpeg62-turbo-dev zlib1g-dev)
+               python3-jsonschema python3-yaml libsqlite3-dev openmpi-bin slurm-wlm libjpeg62-turbo-dev zlib1g-dev
+               chromium fonts-dejavu-core)  # chromium: the report's browser test
 
 _install_debian_packages() {
   command -v dpkg-query >/dev/null 2>&1 || { _log "not a Debian system: skipping package checks"; return 0; }

@@ -62,8 +62,10 @@ Document& Document::quote(std::string text) {
   add(Block::Kind::kQuote, std::move(text));
   return *this;
 }
-Document& Document::image(std::string file, std::string title) {
-  add(Block::Kind::kImage, std::move(title)).file = std::move(file);
+Document& Document::image(std::string file, std::string title, std::vector<std::string> labels) {
+  Block& b = add(Block::Kind::kImage, std::move(title));
+  b.file = std::move(file);
+  b.items = std::move(labels);
   return *this;
 }
 Table& Document::table(Table t) {
@@ -344,6 +346,8 @@ class MarkdownPrinter : public Printer {
  private:
   static std::string table(const Table& t) {
     std::string out;
+    // GitHub and most Markdown renderers fold a <details> block; elsewhere it reads as the table with a line above.
+    if (!t.details.empty()) out += "<details><summary>" + md_text(t.details, false) + "</summary>\n\n";
     if (!t.title.empty()) out += md_text(t.title, false) + "\n\n";
     out += "|";
     for (const auto& c : t.columns) out += " " + md_cell(header_with_unit(c)) + " |";
@@ -357,18 +361,30 @@ class MarkdownPrinter : public Printer {
     }
     if (!t.notes.empty()) out += "\n";
     for (const auto& n : t.notes) out += md_text(n, false) + "\n";
+    if (!t.details.empty()) out += "\n</details>\n";
     return out;
   }
 };
+
+/// The page's style: one column of text up to 1,240 px (usable on a 1,280 px screen), tables that wrap their long
+/// cells rather than overflow, figures as wide as the page at most.
+constexpr const char* kHtmlStyle =
+    "body{font-family:system-ui,sans-serif;max-width:1240px;margin:1em auto;padding:0 12px;color:#222}"
+    "h1{font-size:1.6em}h2{font-size:1.3em;border-bottom:1px solid #ddd;margin-top:1.6em}h3{font-size:1.1em}"
+    "table{border-collapse:collapse;max-width:100%;margin:.4em 0}"
+    "td,th{border:1px solid #ccc;padding:3px 7px;font-size:13px;vertical-align:top}td{overflow-wrap:anywhere}"
+    "th{background:#eee;text-align:left;overflow-wrap:break-word}td.n{text-align:right;white-space:nowrap}"
+    "p.caption{font-weight:600;margin:.8em 0 .2em}p.note{font-size:12px;color:#555;margin:.2em 0}"
+    "details{margin:.4em 0 1em}summary{cursor:pointer;color:#1f5fa0}"
+    "figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}img{max-width:100%;height:auto}";
 
 class HtmlPrinter : public Printer {
  public:
   explicit HtmlPrinter(std::function<std::string(const std::string&)> load) : load_(std::move(load)) {}
   std::string render(const Document& d) const override {
     std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + xml_text(d.title) +
-                      "</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-                      "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#eee}"
-                      "td.n{text-align:right}img{max-width:100%}</style></head><body>\n";
+                      "</title>\n<meta name=\"viewport\" content=\"width=device-width\">\n<style>" + kHtmlStyle +
+                      "</style></head><body>\n";
     for (const auto& b : d.blocks) {
       switch (b.kind) {
         case Block::Kind::kHeading: {
@@ -386,8 +402,13 @@ class HtmlPrinter : public Printer {
         case Block::Kind::kImage: {
           const std::string data = load_ ? load_(b.file) : std::string();
           if (load_ && data.empty()) break;  // an unreadable chart is left out, not shown broken
-          out += "<h3>" + xml_text(b.text) + "</h3>\n<img alt=\"" + xml_text(b.text) + "\" src=\"" +
-                 (data.empty() ? xml_text(b.file) : "data:image/png;base64," + base64_encode(data)) + "\">\n";
+          // The chart's labels travel with it (data-labels, a JSON array): a test or a reader's script can check a
+          // chart without reading pixels.
+          out += "<figure><figcaption>" + xml_text(b.text) + "</figcaption>\n<img alt=\"" + xml_text(b.text) +
+                 "\" data-chart=\"" + xml_text(b.file) + "\" data-labels=\"" +
+                 xml_text(nlohmann::json(b.items).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
+                 "\" src=\"" + (data.empty() ? xml_text(b.file) : "data:image/png;base64," + base64_encode(data)) +
+                 "\"></figure>\n";
           break;
         }
         case Block::Kind::kTable: out += table(b.table); break;
@@ -399,8 +420,9 @@ class HtmlPrinter : public Printer {
  private:
   static std::string table(const Table& t) {
     std::string out;
-    if (!t.title.empty()) out += "<p>" + xml_text(t.title) + "</p>\n";
-    out += "<table><tr>";
+    if (!t.details.empty()) out += "<details><summary>" + xml_text(t.details) + "</summary>\n";
+    if (!t.title.empty()) out += "<p class=\"caption\">" + xml_text(t.title) + "</p>\n";
+    out += "<table data-table=\"" + xml_text(t.id) + "\"><tr>";
     for (const auto& c : t.columns) out += "<th>" + xml_text(header_with_unit(c)) + "</th>";
     out += "</tr>\n";
     for (const auto& r : t.rows) {
@@ -413,7 +435,8 @@ class HtmlPrinter : public Printer {
       out += "</tr>\n";
     }
     out += "</table>\n";
-    for (const auto& n : t.notes) out += "<p>" + xml_text(n) + "</p>\n";
+    for (const auto& n : t.notes) out += "<p class=\"note\">" + xml_text(n) + "</p>\n";
+    if (!t.details.empty()) out += "</details>\n";
     return out;
   }
   std::function<std::string(const std::string&)> load_;

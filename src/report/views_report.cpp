@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/analysis/compare.hpp"
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/analysis/profile.hpp"
+#include "gpubench/core/analysis/scenario_groups.hpp"
 #include "gpubench/core/record/metric_catalog.hpp"
 #include "gpubench/core/record/stats.hpp"
 #include "gpubench/report/views.hpp"
@@ -24,13 +26,14 @@ namespace {
 /// Each chart file with its title, in display order.
 const std::vector<std::pair<std::string, std::string>>& charts() {
   static const std::vector<std::pair<std::string, std::string>> all{
-      {"throughput.png", "Throughput per run"},
-      {"epoch_time.png", "Epoch time"},
-      {"telemetry.png", "Power, SM clock and temperature"},
+      {"throughput.png", "Throughput per scenario: mean over runs with its 95 % interval, one panel per model and unit"},
+      {"step_time.png", "Step-time distribution per scenario (every timed step of every run)"},
+      {"epoch_time.png", "Epoch time over epochs (runs of several epochs)"},
+      {"telemetry.png", "Power, SM clock and temperature over time"},
       {"batch_size.png", "Throughput against batch size"},
-      {"compare.png", "Comparison with 95 % intervals"},
+      {"compare.png", "Comparison: change with its 95 % interval and the verdict threshold"},
       {"profile.png", "Kernel time per step by category (runs with --profile), with each run's bottleneck verdict"},
-      {"trend.png", "A metric over time, per scenario and GPU model"}};
+      {"trend.png", "A metric over time, per scenario and GPU model, with software changes marked"}};
   return all;
 }
 
@@ -39,6 +42,13 @@ std::string chart_title(const std::string& name) {
     if (file == name) return title;
   }
   return name;
+}
+
+std::vector<const RunRecord*> records_of(const ReportInput& in) {
+  std::vector<const RunRecord*> out;
+  out.reserve(in.runs.size());
+  for (const auto& lr : in.runs) out.push_back(&lr.record);
+  return out;
 }
 
 /// Runs whose scenario identity differs only in batch size (and so dataset size), grouped, each sorted by batch.
@@ -59,74 +69,288 @@ std::vector<std::vector<const RunRecord*>> sweep_groups(const ReportInput& in) {
   return out;
 }
 
-/// Runs of one scenario identity (repeats: same work, world size, execution, data path and GPU model): their spread.
-struct RepeatGroup {
-  std::string label, unit;
-  std::vector<double> rates;
-};
-
-std::vector<RepeatGroup> repeat_groups(const ReportInput& in) {
-  std::map<std::string, RepeatGroup> groups;
-  for (const auto& lr : in.runs) {
-    const RunRecord& r = lr.record;
-    if (r.status != RunStatus::kOk || r.summary.samples_per_s <= 0) continue;
-    RepeatGroup& g = groups[scenario_identity(r).dump()];
-    g.label = identity_label(r);
-    g.unit = throughput_unit(r);
-    g.rates.push_back(r.summary.samples_per_s);
+/// "a" when every value is a; "a (12), b (3)" by count when they differ (at most four, then "and N more").
+std::string values_summary(const std::vector<std::string>& values) {
+  std::map<std::string, int> count;
+  for (const auto& v : values) ++count[v.empty() ? "not recorded" : v];
+  if (count.size() == 1) return count.begin()->first;
+  std::vector<std::pair<std::string, int>> sorted(count.begin(), count.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (size_t i = 0; i < sorted.size() && i < 4; ++i) {
+    out += fmt::format("{}{} ({})", i ? ", " : "", sorted[i].first, sorted[i].second);
   }
-  std::vector<RepeatGroup> out;
-  for (auto& [k, g] : groups) {
-    if (g.rates.size() > 1) out.push_back(g);
+  if (sorted.size() > 4) out += fmt::format(" and {} more", sorted.size() - 4);
+  return out;
+}
+
+/// A scenario's label under its device's heading: without ", NVIDIA H200" (kept before any " [key=value]" suffix).
+std::string short_label(const ScenarioGroup& g) {
+  const std::string tail = ", " + g.device_model;
+  const size_t at = g.label.find(tail);
+  if (g.device_model.empty() || at == std::string::npos) return g.label;
+  const size_t end = at + tail.size();
+  if (end != g.label.size() && g.label.compare(end, 2, " [") != 0) return g.label;
+  return g.label.substr(0, at) + g.label.substr(end);
+}
+
+/// "images" -> "image": what one sample is, for a header.
+std::string singular(std::string unit) {
+  if (unit.size() > 1 && unit.back() == 's') unit.pop_back();
+  return unit;
+}
+
+std::string mode_title(const std::string& mode) { return mode == "inference" ? "Inference" : "Training"; }
+
+/// The date part of an ISO 8601 time ("2026-11-30").
+std::string day_of(const std::string& iso) { return iso.substr(0, std::min<size_t>(10, iso.size())); }
+
+/// The environment that matters for one device model's runs: one row per attribute.
+Table environment_table(const std::string& device, const std::vector<const RunRecord*>& runs) {
+  Table t;
+  t.id = "environment";
+  const Column what = Column::text("attribute", "environment"), value = Column::text("value", device);
+  t.add_column(what);
+  t.add_column(value);
+  const auto row = [&](const std::string& name, const std::function<std::string(const RunRecord&)>& get) {
+    std::vector<std::string> vs;
+    for (const RunRecord* r : runs) vs.push_back(get(*r));
+    t.rows.push_back({Cell::str(name), Cell::str(values_summary(vs))});
+  };
+  row("GPUs per run", [](const RunRecord& r) { return std::to_string(r.distributed ? r.distributed->world_size : 1); });
+  row("NVIDIA driver", [](const RunRecord& r) { return nvidia_driver_of(r); });
+  row("CUDA runtime", [](const RunRecord& r) { return r.environment.cuda_runtime_version; });
+  row("cuDNN", [](const RunRecord& r) { return r.environment.cudnn_version; });
+  row("LibTorch", [](const RunRecord& r) { return r.environment.libtorch_version; });
+  row("power limit", [](const RunRecord& r) {
+    return r.telemetry.power_limit_w ? fmt::format("{:.0f} W", *r.telemetry.power_limit_w) : std::string();
+  });
+  row("clocks locked", [](const RunRecord& r) {
+    return !r.telemetry.clocks_locked ? std::string() : *r.telemetry.clocks_locked ? "yes" : "no";
+  });
+  row("host", [](const RunRecord& r) {
+    std::string h = r.environment.hostname;
+    if (!r.environment.cpu_model.empty()) h += (h.empty() ? "" : ", ") + r.environment.cpu_model;
+    return h;
+  });
+  row("gpubench revision", [](const RunRecord& r) { return r.environment.git_revision; });
+  std::vector<std::string> days;
+  for (const RunRecord* r : runs) {
+    if (!r->environment.start_time_utc.empty()) days.push_back(day_of(r->environment.start_time_utc));
+  }
+  std::sort(days.begin(), days.end());
+  t.rows.push_back({Cell::str("dates (UTC)"),
+                    Cell::str(days.empty() ? "not recorded"
+                                           : days.front() == days.back() ? days.front() : days.front() + " to " + days.back())});
+  t.rows.push_back({Cell::str("runs"), Cell::str(std::to_string(runs.size()))});
+  return t;
+}
+
+/// The groups of one device model, by (mode, unit): each key one table (one unit per table).
+using Section = std::pair<std::string, std::string>;  // mode, unit
+std::vector<std::pair<Section, std::vector<const ScenarioGroup*>>> sections_of(const std::vector<ScenarioGroup>& groups,
+                                                                                const std::string& device) {
+  std::vector<std::pair<Section, std::vector<const ScenarioGroup*>>> out;
+  for (const auto& g : groups) {
+    if (g.device_model != device) continue;
+    const Section key{g.mode, g.unit};
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& s) { return s.first == key; });
+    if (it == out.end()) {
+      out.push_back({key, {}});
+      it = std::prev(out.end());
+    }
+    it->second.push_back(&g);
   }
   return out;
 }
 
-/// Each run's verdict, and for profiled runs their kernel time per step by category (the chart is profile.png).
-void add_bottlenecks(Document& d, const ReportInput& in) {
-  // Records written before the verdict needed no profile carry none: theirs is decided here from what they hold.
-  std::vector<BottleneckVerdict> verdicts;
-  bool derived = false;
-  for (const auto& lr : in.runs) {
-    const RunSummary& s = lr.record.summary;
-    if (s.bounded_by.empty() && s.bottleneck_evidence.empty()) {
-      verdicts.push_back(diagnose_bottleneck(lr.record));
-      derived = derived || !verdicts.back().bounded_by.empty();
-    } else {
-      verdicts.push_back({s.bounded_by, s.bottleneck_evidence});
+/// The key figures of each scenario: repeats collapsed to their mean with a 95 % interval and n.
+Table headline_table(const Section& section, const std::vector<const ScenarioGroup*>& groups,
+                     const std::vector<const RunRecord*>& runs) {
+  const std::string& unit = section.second;
+  Table t;
+  t.id = "headline";
+  t.title = mode_title(section.first) + ", throughput in " + unit + ":";
+  const Column scenario = Column::text("scenario", "scenario"), n = Column::text("runs", "runs"),
+               mean{"samples_per_s_mean", "throughput", unit, Better::kHigher},
+               ci{"samples_per_s_ci95", "± 95 %", unit, Better::kNeither},
+               p50{"step_time_median_ms", "step p50", "ms", Better::kLower},
+               p95{"step_time_p95_ms", "step p95", "ms", Better::kLower},
+               jps{"joules_per_sample", "energy per " + singular(unit.substr(0, unit.find('/'))), "J", Better::kLower},
+               mfu{"mfu", "MFU", "fraction", Better::kHigher},
+               peak{"peak_reserved_bytes", "peak memory", "bytes", Better::kLower},
+               verdict = Column::text("bounded_by", "bounded by");
+  for (const Column& c : {scenario, n, mean, ci, p50, p95, jps, mfu, peak, verdict}) t.add_column(c);
+  const auto opt = [](const std::optional<double>& v) { return v ? Cell::num(*v) : Cell::none(); };
+  bool failed = false;
+  for (const ScenarioGroup* g : groups) {
+    std::string count = std::to_string(g->ok_runs.size());
+    if (g->ok_runs.size() != g->runs.size()) {
+      std::vector<std::string> statuses;
+      for (size_t i : g->runs) {
+        if (runs[i]->status != RunStatus::kOk) statuses.push_back(to_string(runs[i]->status));
+      }
+      count += " (+" + std::to_string(g->runs.size() - g->ok_runs.size()) + " " + values_summary(statuses) + ")";
+      failed = true;
+    }
+    const bool any = g->throughput.n > 0;
+    t.rows.push_back({Cell::str(short_label(*g)), Cell::str(count), any ? Cell::num(g->throughput.mean) : Cell::none(),
+                      opt(g->throughput.half_width_95), opt(g->step_p50_ms), opt(g->step_p95_ms),
+                      opt(g->joules_per_sample), opt(g->mfu),
+                      g->peak_reserved_bytes ? Cell::num(static_cast<double>(*g->peak_reserved_bytes)) : Cell::none(),
+                      Cell::str(g->bounded_by.empty() ? "-" : g->bounded_by)});
+  }
+  t.notes.push_back("one row per scenario identity (as compare pairs runs); throughput is the mean over its ok runs "
+                    "± the half-width of a Student t 95 % interval (none from one run); step times, energy and MFU are "
+                    "means over runs, peak memory (reserved) the largest");
+  if (failed) t.notes.push_back("runs: ok runs, then those that ended otherwise (oom, nan, interrupted, failed)");
+  return t;
+}
+
+/// Spread over repeats (min, max, coefficient of variation) of the scenarios run more than once, folded.
+std::optional<Table> spread_table(const std::string& unit, const std::vector<const ScenarioGroup*>& groups) {
+  Table t;
+  t.id = "repeats";
+  t.details = "Spread over repeats (" + unit + ")";
+  for (const Column& c : {Column::text("scenario", "scenario"), Column::count("runs", "runs"),
+                          Column{"mean", "mean", unit, Better::kHigher}, Column{"min", "min", unit, Better::kHigher},
+                          Column{"max", "max", unit, Better::kHigher},
+                          Column{"cv_pct", "coefficient of variation", "%", Better::kLower}}) {
+    t.add_column(c);
+  }
+  for (const ScenarioGroup* g : groups) {
+    if (g->throughput.n < 2) continue;
+    t.rows.push_back({Cell::str(short_label(*g)), Cell::num(static_cast<double>(g->throughput.n)), Cell::num(g->throughput.mean),
+                      Cell::num(g->throughput.min), Cell::num(g->throughput.max), Cell::num(g->throughput.cv_pct)});
+  }
+  if (t.rows.empty()) return std::nullopt;
+  return t;
+}
+
+/// Every run of one section: the headline columns, then the rest of each record's metrics folded in two tables.
+void add_run_tables(Document& d, const std::string& device, const Section& section,
+                    const std::vector<const ScenarioGroup*>& groups, const ReportInput& in) {
+  Table main;
+  main.id = "runs";
+  main.title = device + ", " + (section.first == "inference" ? "inference" : "training") + " (" + section.second + "):";
+  Table timing, power;
+  timing.id = "runs_timing";
+  timing.details = "Step times, compute and memory of these runs";
+  power.id = "runs_power";
+  power.details = "Energy, power, clocks and drift of these runs";
+  static const std::vector<std::string> timing_tags{
+      "steps_per_s", "step_time_mean_ms", "step_time_p5_ms", "step_time_max_ms", "step_time_stdev_ms",
+      "achieved_tflops", "mfu", "peak_allocated_bytes", "warmup_seconds"};
+  static const std::vector<std::string> power_tags{
+      "energy_j", "joules_per_sample", "power_avg_w", "power_peak_w", "sm_clock_avg_mhz", "temperature_peak_c",
+      "gpu_util_avg_pct", "throttle_fraction", "throughput_drift_pct", "sm_clock_drift_pct", "temperature_drift_c"};
+  const Column record = Column::text("record", "record");
+  for (const Column& c : {Column::text("scenario", "scenario"), record, Column::text("status", "status")}) main.add_column(c);
+  const std::vector<Column> headline{{kThroughputTag, "throughput", section.second, Better::kHigher},
+                                     {"epoch_seconds", "epoch time", "s", Better::kLower},
+                                     {"step_time_median_ms", "step p50", "ms", Better::kLower},
+                                     {"step_time_p95_ms", "step p95", "ms", Better::kLower},
+                                     {"peak_reserved_bytes", "peak reserved", "bytes", Better::kLower}};
+  for (const Column& c : headline) main.add_column(c);
+  for (const ScenarioGroup* g : groups) {
+    for (size_t i : g->runs) {
+      const LoadedRecord& lr = in.runs[i];
+      const RunRecord& r = lr.record;
+      const bool ok = r.status == RunStatus::kOk;
+      const Metrics ms = run_metrics(r);
+      auto& row = main.add_row();
+      main.put(row, Column::text("scenario", "scenario"), Cell::str(short_label(*g)));
+      main.put(row, record, Cell::str(file_name(lr.path)));
+      main.put(row, Column::text("status", "status"),
+               Cell::str(to_string(r.status) + (r.reason.empty() || ok ? "" : ": " + r.reason)));
+      for (size_t k = 0; k < headline.size(); ++k) {
+        const Metric* m = find_metric(ms, headline[k].key);
+        if (m && (ok || m->unit == "bytes")) main.put(row, headline[k], Cell::num(m->value));  // failed: no rates
+      }
+      const auto fill = [&](Table& t, const std::vector<std::string>& tags, bool extras) {
+        auto& x = t.add_row();
+        t.put(x, record, Cell::str(file_name(lr.path)));
+        for (const auto& tag : tags) {
+          if (const Metric* m = find_metric(ms, tag); m && (ok || m->unit == "bytes")) put_metric(t, x, *m);
+        }
+        if (!extras) return;
+        for (const auto& m : ms) {
+          if (!is_standard_metric(m.tag) && ok) put_metric(t, x, m);
+        }
+      };
+      fill(timing, timing_tags, true);
+      fill(power, power_tags, false);
+      d.cases.push_back(TestCase{file_name(lr.path), ok ? TestCase::Outcome::kPass : TestCase::Outcome::kFail,
+                                 to_string(r.status) + (r.reason.empty() ? "" : ": " + r.reason)});
     }
   }
-  const bool any = std::any_of(verdicts.begin(), verdicts.end(), [](const BottleneckVerdict& v) { return !v.bounded_by.empty(); }) ||
-                   std::any_of(in.runs.begin(), in.runs.end(), [](const LoadedRecord& lr) { return lr.record.profile.has_value(); });
-  if (!any) return;
-  d.heading("Bottlenecks", 2);
+  for (Table* t : {&main, &timing, &power}) {
+    for (auto& row : t->rows) row.resize(t->columns.size());
+  }
+  d.table(std::move(main));
+  if (timing.columns.size() > 1) d.table(std::move(timing));
+  if (power.columns.size() > 1) d.table(std::move(power));
+}
+
+/// Each run's verdict (those that have one), and the kernel time per step by category of the profiled runs.
+void add_bottlenecks(Document& d, const ReportInput& in, const std::vector<std::string>& labels, bool profile_chart) {
   Table t;
   t.id = "bottlenecks";
-  const Column verdict = Column::text("bounded_by", "bounded by"), busy{"device_busy_fraction", "busy", "fraction",
-                                                                          Better::kHigher},
-               evidence = Column::text("evidence", "evidence");
+  const Column scenario = Column::text("scenario", "scenario"), record = Column::text("record", "record"),
+               verdict = Column::text("bounded_by", "bounded by"), evidence = Column::text("evidence", "evidence");
+  for (const Column& c : {scenario, record, verdict, evidence}) t.add_column(c);
+  size_t without = 0;
+  bool derived = false;
+  Table prof;
+  prof.id = "profile_categories";
+  prof.title = "Kernel time per step by category, in the profiled steps (ms):";
   for (size_t i = 0; i < in.runs.size(); ++i) {
-    const LoadedRecord& lr = in.runs[i];
-    const RunRecord& r = lr.record;
-    auto& row = t.add_row();
-    put_identity(t, row, lr);
-    t.put(row, verdict, Cell::str(verdicts[i].bounded_by.empty() ? "-" : verdicts[i].bounded_by));
-    if (r.profile) {
-      t.put(row, busy, Cell::num(r.profile->busy_fraction_of_timed_step.value_or(r.profile->busy_fraction)));
-      for (const auto& c : r.profile->categories) {
-        t.put(row, Column{"ms_" + c.category, category_display_name(c.category), "ms", Better::kLower},
-              Cell::num(c.ms_per_step));
-      }
+    const RunRecord& r = in.runs[i].record;
+    BottleneckVerdict v{r.summary.bounded_by, r.summary.bottleneck_evidence};
+    if (v.bounded_by.empty() && v.evidence.empty()) {
+      v = diagnose_bottleneck(r);  // records written before the verdict needed no profile carry none
+      derived = derived || !v.bounded_by.empty();
+    }
+    if (v.bounded_by.empty()) {
+      ++without;
+    } else {
+      t.rows.push_back({Cell::str(labels[i]), Cell::str(file_name(in.runs[i].path)), Cell::str(v.bounded_by),
+                        Cell::str(v.evidence)});
+    }
+    if (!r.profile) continue;
+    auto& row = prof.add_row();
+    prof.put(row, scenario, Cell::str(labels[i]));
+    prof.put(row, Column{"device_busy_fraction", "busy", "fraction", Better::kHigher},
+             Cell::num(r.profile->busy_fraction_of_timed_step.value_or(r.profile->busy_fraction)));
+    for (const auto& c : r.profile->categories) {
+      prof.put(row, Column{"ms_" + c.category, category_display_name(c.category), "ms", Better::kLower},
+               Cell::num(c.ms_per_step));
     }
   }
-  // The evidence last (it is the widest column): a second pass, once every category has its column.
-  for (size_t i = 0; i < in.runs.size(); ++i) t.put(t.rows[i], evidence, Cell::str(verdicts[i].evidence));
-  if (derived) t.notes.push_back("verdicts of records that carry none are decided from the record as it is read");
-  for (auto& row : t.rows) row.resize(t.columns.size());
-  if (std::any_of(in.runs.begin(), in.runs.end(), [](const LoadedRecord& lr) { return lr.record.profile.has_value(); })) {
-    t.notes.push_back("category columns: kernel time per step (ms) in the profiled steps; the chart below draws them");
+  if (t.rows.empty() && prof.rows.empty()) return;
+  d.heading("Bottlenecks", 2);
+  if (!t.rows.empty()) {
+    if (derived) t.notes.push_back("verdicts of records that carry none are decided from the record as it is read");
+    if (without > 0) {
+      t.notes.push_back(fmt::format("{} other run(s) hold too little evidence for a verdict (no --profile, and "
+                                    "telemetry that shows no limit)", without));
+    }
+    d.table(std::move(t));
   }
-  d.table(std::move(t));
+  if (!prof.rows.empty()) {
+    for (auto& row : prof.rows) row.resize(prof.columns.size());
+    if (profile_chart) prof.notes.push_back("the chart \"Kernel time per step by category\" below draws them");
+    d.table(std::move(prof));
+  }
+}
+
+/// Each run's scenario label (distinct across the report), by index.
+std::vector<std::string> run_labels(const std::vector<ScenarioGroup>& groups, size_t runs) {
+  std::vector<std::string> out(runs);
+  for (const auto& g : groups) {
+    for (size_t i : g.runs) out[i] = g.label;
+  }
+  return out;
 }
 
 }  // namespace
@@ -136,25 +360,43 @@ Document report_document(const ReportInput& in) {
   d.kind = "report";
   d.title = in.title;
   d.heading(in.title, 1);
-  d.paragraph(fmt::format("{} run record(s).", in.runs.size()));
-  d.heading("Runs", 2);
-  Table runs;
-  runs.id = "runs";
-  const std::vector<std::string> shown{kThroughputTag,       "epoch_seconds", "step_time_median_ms", "step_time_p95_ms",
-                                       "peak_reserved_bytes", "power_avg_w",   "joules_per_sample",   "mfu"};
-  for (const auto& lr : in.runs) {
-    auto& row = runs.add_row();
-    put_identity(runs, row, lr);
-    const bool ok = lr.record.status == RunStatus::kOk;
-    for (const auto& m : pick(run_metrics(lr.record), shown)) {
-      if (ok || m.unit == "bytes") put_metric(runs, row, m);  // a failed run's rates and times mean nothing
-    }
-    d.cases.push_back(TestCase{file_name(lr.path), ok ? TestCase::Outcome::kPass : TestCase::Outcome::kFail,
-                               to_string(lr.record.status) + (lr.record.reason.empty() ? "" : ": " + lr.record.reason)});
+  const std::vector<const RunRecord*> records = records_of(in);
+  const std::vector<ScenarioGroup> groups = group_by_scenario(records);
+  std::vector<std::string> devices, days;
+  size_t ok = 0;
+  for (const RunRecord* r : records) {
+    ok += r->status == RunStatus::kOk ? 1 : 0;
+    if (!r->environment.start_time_utc.empty()) days.push_back(day_of(r->environment.start_time_utc));
   }
-  for (auto& row : runs.rows) row.resize(runs.columns.size());
-  d.table(std::move(runs));
-  add_bottlenecks(d, in);
+  for (const auto& g : groups) {
+    if (std::find(devices.begin(), devices.end(), g.device_model) == devices.end()) devices.push_back(g.device_model);
+  }
+  std::sort(days.begin(), days.end());
+  d.paragraph(fmt::format("{} run record(s) ({} ok), {} scenario(s), on {}{}.", in.runs.size(), ok, groups.size(),
+                          fmt::join(devices, ", "),
+                          days.empty() ? "" : ", " + (days.front() == days.back() ? days.front()
+                                                                                  : days.front() + " to " + days.back())));
+  d.heading("Headline", 2);
+  for (const auto& device : devices) {
+    std::vector<const RunRecord*> mine;
+    for (const auto& g : groups) {
+      if (g.device_model != device) continue;
+      for (size_t i : g.runs) mine.push_back(records[i]);
+    }
+    d.heading(device, 3);
+    d.table(environment_table(device, mine));
+    for (const auto& [section, members] : sections_of(groups, device)) {
+      d.table(headline_table(section, members, records));
+      if (auto spread = spread_table(section.second, members)) d.table(std::move(*spread));
+    }
+  }
+  d.heading("Runs", 2);
+  d.paragraph("Every run, grouped by scenario as in the headline; more of each record's figures are one click away.");
+  for (const auto& device : devices) {
+    for (const auto& [section, members] : sections_of(groups, device)) add_run_tables(d, device, section, members, in);
+  }
+  const bool profile_chart = std::find(in.charts.begin(), in.charts.end(), "profile.png") != in.charts.end();
+  add_bottlenecks(d, in, run_labels(groups, in.runs.size()), profile_chart);
   const auto sweeps = sweep_groups(in);
   if (!sweeps.empty()) {
     d.heading("Throughput against batch size", 2);
@@ -162,7 +404,7 @@ Document report_document(const ReportInput& in) {
       const RunRecord& f = *g.front();
       Table t;
       t.id = "batch_sizes";
-      t.title = fmt::format("{} {} on {}:", f.scenario.model, f.precision.resolved, f.environment.device_name);
+      t.title = fmt::format("{} {} {} on {}:", f.scenario.model, precision_label(f), f.scenario.mode, device_label(f));
       t.add_column(Column::count("batch_size", "batch"));
       t.add_column(Column::text("status", "status"));
       t.add_column(Column{kThroughputTag, "throughput", throughput_unit(f), Better::kHigher});
@@ -176,58 +418,45 @@ Document report_document(const ReportInput& in) {
       d.table(std::move(t));
     }
   }
-  const auto repeats = repeat_groups(in);
-  if (!repeats.empty()) {
-    // One table per throughput unit (images/s and sequences/s never share a column), each scenario identity a row:
-    // repeats collapse to their mean with a Student t 95 % interval over runs, n, and the spread.
-    d.heading("Repeats", 2);
-    std::map<std::string, std::vector<const RepeatGroup*>> by_unit;
-    for (const auto& g : repeats) by_unit[g.unit].push_back(&g);
-    for (auto& [unit, groups] : by_unit) {
-      std::sort(groups.begin(), groups.end(),
-                [](const RepeatGroup* a, const RepeatGroup* b) { return a->label < b->label; });
-      Table t;
-      t.id = "repeats";
-      if (by_unit.size() > 1) t.title = "Throughput in " + unit + ":";
-      t.add_column(Column::text("scenario", "scenario"));
-      t.add_column(Column::count("runs", "runs"));
-      t.add_column(Column{"mean", "mean", unit, Better::kHigher});
-      t.add_column(Column{"ci95_low", "95% interval, low", unit, Better::kHigher});
-      t.add_column(Column{"ci95_high", "95% interval, high", unit, Better::kHigher});
-      t.add_column(Column{"min", "min", unit, Better::kHigher});
-      t.add_column(Column{"max", "max", unit, Better::kHigher});
-      t.add_column(Column{"cv_pct", "coefficient of variation", "%", Better::kLower});
-      for (const RepeatGroup* g : groups) {
-        const StepTimeStats st = summarize_step_times(g->rates);  // the step-time statistics, applied to samples/s
-        const auto n = static_cast<double>(g->rates.size());
-        const double half = student_t_quantile(0.95, n - 1) * st.stdev_ms / std::sqrt(n);
-        t.rows.push_back({Cell::str(g->label), Cell::num(n), Cell::num(st.mean_ms), Cell::num(st.mean_ms - half),
-                          Cell::num(st.mean_ms + half), Cell::num(st.min_ms), Cell::num(st.max_ms),
-                          Cell::num(st.mean_ms > 0 ? st.stdev_ms / st.mean_ms * 100.0 : 0.0)});
-      }
-      t.notes.push_back("each row is one scenario identity (as compare pairs runs: training and inference, data "
-                        "pipelines and GPU counts apart); the interval is over the runs' throughputs");
-      d.table(std::move(t));
-    }
-  }
   d.heading("Charts", 2);
   if (in.charts.empty()) d.paragraph("No charts: " + (in.chart_note.empty() ? std::string("nothing to plot") : in.chart_note));
-  for (const auto& c : in.charts) d.image(c, chart_title(c));
+  for (const auto& c : in.charts) {
+    const auto it = in.chart_labels.find(c);
+    d.image(c, chart_title(c), it == in.chart_labels.end() ? std::vector<std::string>{} : it->second);
+  }
   return d;
 }
 
 nlohmann::json report_chart_groups(const ReportInput& in) {
+  const auto path_of = [&](const RunRecord* r) {
+    for (const auto& lr : in.runs) {
+      if (&lr.record == r) return lr.path;
+    }
+    return std::string();
+  };
   nlohmann::json sweeps = nlohmann::json::array();
   for (const auto& group : sweep_groups(in)) {
     nlohmann::json paths = nlohmann::json::array();
-    for (const RunRecord* r : group) {
-      for (const auto& lr : in.runs) {
-        if (&lr.record == r) paths.push_back(lr.path);
-      }
-    }
+    for (const RunRecord* r : group) paths.push_back(path_of(r));
     sweeps.push_back(std::move(paths));
   }
-  return {{"sweeps", sweeps}};
+  nlohmann::json scenarios = nlohmann::json::array();
+  const std::vector<const RunRecord*> records = records_of(in);
+  for (const auto& g : group_by_scenario(records)) {
+    nlohmann::json paths = nlohmann::json::array(), ok = nlohmann::json::array(), values = nlohmann::json::array();
+    for (size_t i : g.runs) paths.push_back(in.runs[i].path);
+    for (size_t i : g.ok_runs) {
+      ok.push_back(in.runs[i].path);
+      values.push_back(records[i]->summary.samples_per_s);
+    }
+    nlohmann::json s{{"id", g.id},       {"label", g.label},   {"model", g.model},   {"mode", g.mode},
+                     {"device_model", g.device_model},          {"unit", g.unit},     {"n", g.throughput.n},
+                     {"mean", g.throughput.mean},               {"values", values},   {"paths", paths},
+                     {"ok_paths", ok},   {"epochs_max", g.epochs_max.value_or(0)}};
+    s["half_width_95"] = g.throughput.half_width_95 ? nlohmann::json(*g.throughput.half_width_95) : nlohmann::json();
+    scenarios.push_back(std::move(s));
+  }
+  return {{"sweeps", sweeps}, {"scenarios", scenarios}};
 }
 
 const std::vector<std::string>& report_chart_files() {
@@ -238,7 +467,6 @@ const std::vector<std::string>& report_chart_files() {
   }();
   return files;
 }
-
 // ---------------------------------------------------------------------------------------------------------------
 // export
 

@@ -135,61 +135,102 @@ ReportInput report_sample() {
   ReportInput in;
   in.title = "H200 sweep";
   in.runs = {run(128, 4300), run(256, 4700), run(512, 0, RunStatus::kOom)};
+  for (auto& lr : in.runs) {
+    EnvironmentRecord& e = lr.record.environment;
+    e.nvidia_driver_version = "580.159.04";
+    e.cuda_runtime_version = "13.0";
+    e.cudnn_version = "9.19.0";
+    e.libtorch_version = "2.11.0";
+    e.hostname = "h200-a";
+    e.start_time_utc = "2026-11-30T10:00:00Z";
+    lr.record.telemetry.power_limit_w = 700;
+    lr.record.telemetry.clocks_locked = false;
+  }
+  in.runs[2].record.environment.start_time_utc = "2026-12-01T09:00:00Z";
   in.charts = {"throughput.png", "batch_size.png"};
   return in;
 }
 
 TEST(ViewsTest, ReportMarkdownGolden) {
   EXPECT_EQ(render("md", report_document(report_sample())),
-            "# H200 sweep\n\n3 run record(s).\n\n## Runs\n\n"
-            "| record | model | device | precision | batch | GPUs | train/inference | execution | status | throughput (images/s) | epoch time (s) "
-            "| step time median (ms) | step time p95 (ms) | peak reserved | power (W) | energy per sample (J/sample) | MFU |\n"
-            "| --- | --- | --- | --- | ---: | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
-            "| bs128.json | resnet50 | NVIDIA H200 | bf16 | 128 | 1 | train | eager | ok | 4300.0 | 10.00 | 29.77 | 29.87 | 1.00 GiB "
-            "| 600 | 0.128 | 12.5% |\n"
-            "| bs256.json | resnet50 | NVIDIA H200 | bf16 | 256 | 1 | train | eager | ok | 4700.0 | 10.00 | 54.47 | 54.57 | 1.00 GiB "
-            "| 600 | 0.128 | 12.5% |\n"
-            "| bs512.json | resnet50 | NVIDIA H200 | bf16 | 512 | 1 | train | eager | oom | - | - | - | - | - | - | - | - |\n"
-            "\n## Bottlenecks\n\n"
-            "| record | model | device | precision | batch | GPUs | train/inference | execution | status | bounded by | evidence |\n"
-            "| --- | --- | --- | --- | ---: | ---: | --- | --- | --- | --- | --- |\n"
-            "| bs128.json | resnet50 | NVIDIA H200 | bf16 | 128 | 1 | train | eager | ok | - | no verdict without a kernel profile: "
-            "run with --profile |\n"
-            "| bs256.json | resnet50 | NVIDIA H200 | bf16 | 256 | 1 | train | eager | ok | - | no verdict without a kernel profile: "
-            "run with --profile |\n"
-            "| bs512.json | resnet50 | NVIDIA H200 | bf16 | 512 | 1 | train | eager | oom | capacity | out of device memory at batch "
-            "512 |\n\n"
+            "# H200 sweep\n\n3 run record(s) (2 ok), 3 scenario(s), on NVIDIA H200, 2026-11-30 to 2026-12-01.\n\n"
+            "## Headline\n\n### NVIDIA H200\n\n"
+            "| environment | NVIDIA H200 |\n| --- | --- |\n| GPUs per run | 1 |\n| NVIDIA driver | 580.159.04 |\n"
+            "| CUDA runtime | 13.0 |\n| cuDNN | 9.19.0 |\n| LibTorch | 2.11.0 |\n| power limit | 700 W |\n"
+            "| clocks locked | no |\n| host | h200-a |\n| gpubench revision | not recorded |\n"
+            "| dates (UTC) | 2026-11-30 to 2026-12-01 |\n| runs | 3 |\n\n"
+            "Training, throughput in images/s:\n\n"
+            "| scenario | runs | throughput (images/s) | ± 95 % (images/s) | step p50 (ms) | step p95 (ms) "
+            "| energy per image (J) | MFU | peak memory | bounded by |\n"
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
+            "| resnet50 bs128 bf16 train eager | 1 | 4300.0 | - | 29.77 | 29.87 | 0.128 | 12.5% | 1.00 GiB | - |\n"
+            "| resnet50 bs256 bf16 train eager | 1 | 4700.0 | - | 54.47 | 54.57 | 0.128 | 12.5% | 1.00 GiB | - |\n"
+            "| resnet50 bs512 bf16 train eager | 0 (+1 oom) | - | - | - | - | - | - | - | capacity |\n\n"
+            "one row per scenario identity (as compare pairs runs); throughput is the mean over its ok runs ± the "
+            "half-width of a Student t 95 % interval (none from one run); step times, energy and MFU are means over "
+            "runs, peak memory (reserved) the largest\n"
+            "runs: ok runs, then those that ended otherwise (oom, nan, interrupted, failed)\n\n"
+            "## Runs\n\nEvery run, grouped by scenario as in the headline; more of each record's figures are one click "
+            "away.\n\nNVIDIA H200, training (images/s):\n\n"
+            "| scenario | record | status | throughput (images/s) | epoch time (s) | step p50 (ms) | step p95 (ms) "
+            "| peak reserved |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
+            "| resnet50 bs128 bf16 train eager | bs128.json | ok | 4300.0 | 10.00 | 29.77 | 29.87 | 1.00 GiB |\n"
+            "| resnet50 bs256 bf16 train eager | bs256.json | ok | 4700.0 | 10.00 | 54.47 | 54.57 | 1.00 GiB |\n"
+            "| resnet50 bs512 bf16 train eager | bs512.json | oom | - | - | - | - | - |\n\n"
+            "<details><summary>Step times, compute and memory of these runs</summary>\n\n"
+            "| record | step time mean (ms) | step time p5 (ms) | step time max (ms) | step time stdev (ms) | MFU |\n"
+            "| --- | ---: | ---: | ---: | ---: | ---: |\n"
+            "| bs128.json | 0.00 | 0.00 | 0.00 | 0.00 | 12.5% |\n| bs256.json | 0.00 | 0.00 | 0.00 | 0.00 | 12.5% |\n"
+            "| bs512.json | - | - | - | - | - |\n\n</details>\n\n"
+            "<details><summary>Energy, power, clocks and drift of these runs</summary>\n\n"
+            "| record | energy (J) | energy per sample (J/sample) | power (W) |\n| --- | ---: | ---: | ---: |\n"
+            "| bs128.json | 6000 | 0.128 | 600 |\n| bs256.json | 6000 | 0.128 | 600 |\n| bs512.json | - | - | - |\n\n"
+            "</details>\n\n"
+            "## Bottlenecks\n\n| scenario | record | bounded by | evidence |\n| --- | --- | --- | --- |\n"
+            "| resnet50 bs512 bf16 train eager, NVIDIA H200 | bs512.json | capacity | out of device memory at batch 512 |\n\n"
             "verdicts of records that carry none are decided from the record as it is read\n"
-            "\n## Throughput against batch size\n\n"
-            "resnet50 bf16 on NVIDIA H200:\n\n| batch | status | throughput (images/s) | peak reserved |\n"
+            "2 other run(s) hold too little evidence for a verdict (no --profile, and telemetry that shows no limit)\n\n"
+            "## Throughput against batch size\n\n"
+            "resnet50 bf16 train on NVIDIA H200:\n\n| batch | status | throughput (images/s) | peak reserved |\n"
             "| ---: | --- | ---: | ---: |\n"
             "| 128 | ok | 4300.0 | 1.00 GiB |\n| 256 | ok | 4700.0 | 1.00 GiB |\n| 512 | oom | - | - |\n"
-            "\n## Charts\n\n![Throughput per run](throughput.png)\n\n![Throughput against batch size](batch_size.png)\n");
+            "\n## Charts\n\n![Throughput per scenario: mean over runs with its 95 % interval, one panel per model and unit](throughput.png)"
+            "\n\n![Throughput against batch size](batch_size.png)\n");
 }
 
 TEST(ViewsTest, ReportHtmlIsSelfContainedWithTheChartsEmbedded) {
+  ReportInput in = report_sample();
+  in.chart_labels["throughput.png"] = {"resnet50 bs128 <bf16>", "resnet50 bs256"};
   const std::string html = make_printer("html", [](const std::string& name) {
                              return name == "throughput.png" ? std::string("\x89PNG fake") : std::string();
-                           })->render(report_document(report_sample()));
+                           })->render(report_document(in));
   EXPECT_NE(html.find("<title>H200 sweep</title>"), std::string::npos);
   EXPECT_NE(html.find("src=\"data:image/png;base64,iVBORyBmYWtl\""), std::string::npos) << html;
   EXPECT_EQ(html.find("batch_size.png"), std::string::npos);  // unreadable chart left out, not a broken link
   EXPECT_EQ(html.find("src=\"throughput.png\""), std::string::npos);  // nothing refers to files beside the page
   EXPECT_NE(html.find("<td class=\"n\">4700.0</td>"), std::string::npos);
+  // The chart's labels ride along, escaped; folded tables are <details>; each table says which it is.
+  EXPECT_NE(html.find("data-labels=\"[&quot;resnet50 bs128 &lt;bf16&gt;&quot;,&quot;resnet50 bs256&quot;]\""),
+            std::string::npos) << html;
+  EXPECT_NE(html.find("<details><summary>Step times, compute and memory of these runs</summary>"), std::string::npos);
+  EXPECT_NE(html.find("<table data-table=\"headline\">"), std::string::npos);
+  EXPECT_NE(html.find("max-width:1240px"), std::string::npos);  // a 1,280 px screen holds the page
 }
 
-TEST(ViewsTest, RepeatsOfOneScenarioGetTheirCoefficientOfVariation) {
+TEST(ViewsTest, RepeatsCollapseToOneRowWithTheirMeanIntervalAndSpread) {
   ReportInput in;
   in.runs = {run(256, 4800), run(256, 4850), run(256, 4900), run(128, 4300)};
   const std::string md = render("md", report_document(in));
-  // Sample standard deviation 50 over mean 4850: 1.03 %; the 95 % interval 4850 -+ 4.303 x 50 / sqrt(3); the lone
-  // bs128 run forms no group. The group is named by its scenario identity.
-  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager, NVIDIA H200 | 3 | 4850.0 | 4725.8 | 4974.2 | 4800.0 | 4900.0 | 1.03% |"),
-            std::string::npos) << md;
-  EXPECT_EQ(md.find("| resnet50 bs128 bf16 train eager, NVIDIA H200 | 1 |"), std::string::npos);
+  // Sample standard deviation 50 over mean 4850: 1.03 %; the 95 % interval 4850 -+ 4.303 x 50 / sqrt(3) = 124.2.
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager | 3 | 4850.0 | 124.2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| resnet50 bs128 bf16 train eager | 1 | 4300.0 | - |"), std::string::npos) << md;
+  // The spread, folded: only the scenario run more than once.
+  EXPECT_NE(md.find("<details><summary>Spread over repeats (images/s)</summary>"), std::string::npos) << md;
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager | 3 | 4850.0 | 4800.0 | 4900.0 | 1.03% |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| resnet50 bs128 bf16 train eager | 1 | 4300.0 | 4300.0"), std::string::npos) << md;
 }
 
-TEST(ViewsTest, RepeatsOfModelsWithOtherUnitsGetTablesOfTheirOwn) {
+TEST(ViewsTest, EachHeadlineTableHasOneUnitAndOneMode) {
   ReportInput in;
   in.runs = {run(256, 4800), run(256, 4900)};
   for (double rate : {198.0, 202.0}) {
@@ -198,17 +239,26 @@ TEST(ViewsTest, RepeatsOfModelsWithOtherUnitsGetTablesOfTheirOwn) {
     g.record.model.sample_unit = "sequences";
     in.runs.push_back(g);
   }
+  LoadedRecord inference = run(1, 494);
+  inference.record.scenario.model = "gpt2";
+  inference.record.scenario.mode = "inference";
+  inference.record.model.sample_unit = "sequences";
+  in.runs.push_back(inference);
   const std::string md = render("md", report_document(in));
-  EXPECT_NE(md.find("Throughput in images/s:"), std::string::npos) << md;
-  EXPECT_NE(md.find("Throughput in sequences/s:"), std::string::npos) << md;
-  const size_t images = md.find("| scenario | runs | mean (images/s) |");
-  const size_t sequences = md.find("| scenario | runs | mean (sequences/s) |");
+  const size_t images = md.find("Training, throughput in images/s:");
+  const size_t sequences = md.find("Training, throughput in sequences/s:");
+  const size_t infer = md.find("Inference, throughput in sequences/s:");
   ASSERT_NE(images, std::string::npos) << md;
   ASSERT_NE(sequences, std::string::npos) << md;
-  EXPECT_LT(md.find("| gpt2 bs8", sequences), md.find("Throughput in", sequences + 1)) << "gpt2 sits under its unit";
+  ASSERT_NE(infer, std::string::npos) << md;
+  EXPECT_LT(images, sequences);  // training first, then inference
+  EXPECT_LT(sequences, infer);
+  EXPECT_LT(md.find("| gpt2 bs8 bf16 train eager | 2 | 200.0 |", sequences), infer) << md;
+  EXPECT_GT(md.find("| gpt2 bs1 bf16 inference eager | 1 | 494.0 |"), infer) << md;
+  EXPECT_NE(md.find("NVIDIA H200, inference (sequences/s):"), std::string::npos) << md;
 }
 
-TEST(ViewsTest, RepeatsNeverPoolOneAndTwoGpuRuns) {
+TEST(ViewsTest, OneAndTwoGpuRunsAreDifferentScenarios) {
   ReportInput in;
   in.runs = {run(256, 6100), run(256, 6110)};
   RunRecord two = run(256, 11886).record;
@@ -217,8 +267,38 @@ TEST(ViewsTest, RepeatsNeverPoolOneAndTwoGpuRuns) {
   two.distributed = d;
   in.runs.push_back(LoadedRecord{"two.json", two});
   const std::string md = render("md", report_document(in));
-  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager, NVIDIA H200 | 2 | 6105.0 |"), std::string::npos) << md;
-  EXPECT_EQ(md.find("11886.0 | 11886.0"), std::string::npos) << md;  // the 2-GPU run joins no group
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager | 2 | 6105.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager, 2 GPUs | 1 | 11886.0 | - |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| GPUs per run | 1 (2), 2 (1) |"), std::string::npos) << md;
+}
+
+TEST(ViewsTest, ScenariosThatShareALabelAreToldApartByWhatDiffers) {
+  ReportInput in;
+  in.runs = {run(256, 6100), run(256, 6200)};
+  in.runs[1].record.scenario.dataset_size = 25600;
+  const std::string md = render("md", report_document(in));
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager [dataset_size=" + std::to_string(Scenario{}.dataset_size) +
+                    "] | 1 | 6100.0 |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 train eager [dataset_size=25600] | 1 | 6200.0 |"), std::string::npos) << md;
+}
+
+TEST(ViewsTest, TheChartScriptGetsEveryScenarioWithItsInterval) {
+  ReportInput in;
+  in.runs = {run(256, 4800), run(256, 4850), run(256, 4900), run(512, 0, RunStatus::kOom)};
+  const nlohmann::json g = report_chart_groups(in);
+  ASSERT_EQ(g["scenarios"].size(), 2u);
+  const nlohmann::json& s = g["scenarios"][0];
+  EXPECT_EQ(s["label"], "resnet50 bs256 bf16 train eager, NVIDIA H200");
+  EXPECT_EQ(s["unit"], "images/s");
+  EXPECT_EQ(s["mode"], "train");
+  EXPECT_EQ(s["n"], 3);
+  EXPECT_DOUBLE_EQ(s["mean"].get<double>(), 4850.0);
+  EXPECT_NEAR(s["half_width_95"].get<double>(), 124.2, 0.05);
+  EXPECT_EQ(s["values"].size(), 3u);
+  EXPECT_EQ(g["scenarios"][1]["n"], 0);  // the OOM run: a scenario without a throughput
+  EXPECT_TRUE(g["scenarios"][1]["half_width_95"].is_null());
+  EXPECT_EQ(g["scenarios"][1]["paths"].size(), 1u);
 }
 
 TEST(ViewsTest, ARecordWithoutAVerdictGetsOneFromItsTelemetryInTheReport) {

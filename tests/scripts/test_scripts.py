@@ -94,7 +94,8 @@ def record(batch, rate, trace=None):
                          "output": f"bs{batch}.json"},
             "precision": {"resolved": "bf16"}, "execution": {"mode": "eager"}, "model": {"sample_unit": "images"},
             "summary": {"samples_per_s": rate, "bounded_by": "compute"},
-            "epochs": [{"seconds": 10.0}, {"seconds": 9.8}],
+            "epochs": [{"seconds": 10.0, "step_times_ms": [30.0 + i % 7 for i in range(40)]},
+                       {"seconds": 9.8, "step_times_ms": [29.5 + i % 5 for i in range(40)]}],
             "telemetry": {"trace_path": trace} if trace else {},
             "profile": {"categories": [{"category": "gemm_conv", "ms_per_step": 20.0 * batch / 64},
                                        {"category": "normalization", "ms_per_step": 9.0},
@@ -171,20 +172,53 @@ class PlotTest(unittest.TestCase):
                 json.dump(record(batch, rate, trace if batch == 256 else None), open(p, "w"))
                 paths.append(p)
             cmp = os.path.join(d, "cmp.json")
-            json.dump({"comparisons": [{"label": "a", "ratio": 0.95, "ci_low": 0.94, "ci_high": 0.96,
+            json.dump({"threshold": 0.02,
+                       "comparisons": [{"label": "a", "ratio": 0.95, "ci_low": 0.94, "ci_high": 0.96,
                                         "verdict": "regression"},
-                                       {"label": "b", "ratio": 1.01, "ci_low": 0.99, "ci_high": 1.03,
+                                       {"label": "b", "ratio": 1.0025, "ci_low": 0.99, "ci_high": 1.015,
                                         "verdict": "no significant change"}]}, open(cmp, "w"))
             groups = os.path.join(d, "groups.json")  # as `gpubench report` writes it: the three are one sweep
             json.dump({"sweeps": [paths]}, open(groups, "w"))
             out = os.path.join(d, "out")
             self.assertEqual(plot_results.main(["--out", out, "--compare", cmp, "--groups", groups] + paths), 0)
-            for name in ("throughput.png", "epoch_time.png", "telemetry.png", "batch_size.png", "compare.png",
-                         "profile.png"):
+            names = ("throughput.png", "step_time.png", "epoch_time.png", "telemetry.png", "batch_size.png",
+                     "compare.png", "profile.png")
+            for name in names:
                 with open(os.path.join(out, name), "rb") as f:
                     data = f.read()
                 self.assertTrue(data.startswith(b"\x89PNG"), name)
                 self.assertGreater(len(data), 5000, name)
+            # charts.json: each chart's labels as drawn, none twice in one chart.
+            with open(os.path.join(out, "charts.json")) as f:
+                labels = json.load(f)
+            self.assertEqual(set(labels), set(names))
+            for name, ls in labels.items():
+                self.assertTrue(ls, name)
+                self.assertEqual(len(ls), len(set(ls)), f"{name}: {ls}")
+            self.assertEqual(labels["compare.png"], ["a", "b"])
+            self.assertEqual(len(labels["throughput.png"]), 3)  # one bar per scenario (here: per batch size)
+
+    def test_scenarios_from_gpubench_are_drawn_with_their_intervals_one_panel_per_unit(self):
+        with tempfile.TemporaryDirectory() as d:
+            a, b = os.path.join(d, "a.json"), os.path.join(d, "b.json")
+            json.dump(record(256, 4800), open(a, "w"))
+            g = record(8, 200)
+            g["scenario"]["model"], g["model"]["sample_unit"] = "gpt2", "sequences"
+            json.dump(g, open(b, "w"))
+            groups = os.path.join(d, "groups.json")
+            json.dump({"sweeps": [], "scenarios": [
+                {"label": "resnet50 bs256, NVIDIA H200", "model": "resnet50", "mode": "train", "unit": "images/s",
+                 "device_model": "NVIDIA H200", "n": 3, "mean": 4850.0, "half_width_95": 124.2,
+                 "values": [4800, 4850, 4900], "paths": [a], "ok_paths": [a]},
+                {"label": "gpt2 bs8, NVIDIA H200", "model": "gpt2", "mode": "train", "unit": "sequences/s",
+                 "device_model": "NVIDIA H200", "n": 1, "mean": 200.0, "half_width_95": None, "values": [200.0],
+                 "paths": [b], "ok_paths": [b]}]}, open(groups, "w"))
+            out = os.path.join(d, "out")
+            self.assertEqual(plot_results.main(["--out", out, "--groups", groups, a, b]), 0)
+            with open(os.path.join(out, "charts.json")) as f:
+                labels = json.load(f)
+            # One GPU model: it goes into the panel titles, not onto every label.
+            self.assertEqual(sorted(labels["throughput.png"]), ["gpt2 bs8", "resnet50 bs256"])
 
     def test_records_without_data_draw_nothing_rather_than_fail(self):
         with tempfile.TemporaryDirectory() as d:
@@ -193,6 +227,54 @@ class PlotTest(unittest.TestCase):
             r["status"] = "oom"
             json.dump(r, open(p, "w"))
             self.assertEqual(plot_results.plot_all(plot_results.load_records([p]), d), [])
+
+
+class ReportBinaryTest(unittest.TestCase):
+    """A gpubench copied away from its build and source trees still draws the report's charts, or says why not."""
+
+    def setUp(self):
+        self.binary = os.environ.get("GPUBENCH_BINARY")
+        if not self.binary:
+            self.skipTest("GPUBENCH_BINARY names the gpubench to test")
+        self.records = os.path.join(os.path.dirname(__file__), "..", "..", "results", "2026-11-30-h200-llm-inference",
+                                    "2-llm-inference", "records")
+
+    def report(self, d, env=None):
+        import shutil
+        copied = os.path.join(d, "bin", "gpubench")
+        os.makedirs(os.path.dirname(copied), exist_ok=True)
+        shutil.copy(self.binary, copied)
+        run_env = dict(os.environ, **(env or {}))
+        run_env.pop("GPUBENCH_PLOT_SCRIPT", None)
+        r = subprocess.run([copied, "report", os.path.abspath(self.records), "-o", os.path.join(d, "out"),
+                            "--format", "json"], capture_output=True, text=True, cwd=d, env=run_env, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return json.loads(r.stdout)
+
+    def test_a_copied_binary_draws_the_charts(self):
+        with tempfile.TemporaryDirectory() as d:
+            done = self.report(d, {"GPUBENCH_PLOT_PYTHON": sys.executable})
+            self.assertEqual(done["chart_note"], "")
+            self.assertIn("throughput.png", done["charts"])
+            with open(os.path.join(d, "out", "report.html")) as f:
+                self.assertIn('data-chart="throughput.png"', f.read())
+
+    def test_without_python_or_matplotlib_the_report_says_why(self):
+        with tempfile.TemporaryDirectory() as d:
+            done = self.report(d, {"GPUBENCH_PLOT_PYTHON": os.path.join(d, "no-such-python3")})
+            self.assertEqual(done["charts"], [])
+            self.assertIn("no Python interpreter", done["chart_note"])
+            with open(os.path.join(d, "out", "report.html")) as f:
+                self.assertIn("No charts: no Python interpreter", f.read())
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "python3")  # a python3 whose import of matplotlib fails
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\nexec %s -S -I -c 'import sys; sys.modules[\"matplotlib\"] = None; "
+                        "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())' \"$@\"\n" % sys.executable)
+            os.chmod(fake, 0o755)
+            done = self.report(d, {"GPUBENCH_PLOT_PYTHON": fake})
+            self.assertEqual(done["charts"], [])
+            self.assertIn("has no matplotlib", done["chart_note"])
 
 
 class ExportTest(unittest.TestCase):

@@ -49,6 +49,9 @@ struct Table {
   std::vector<Column> columns;
   std::vector<std::vector<Cell>> rows;
   std::vector<std::string> notes;  ///< lines shown under it
+  /// When set, the table is one click away: folded under this summary line (HTML and Markdown `<details>`), so a
+  /// page shows its headline columns and keeps the rest at hand.
+  std::string details;
   /// Adds a column; returns its index.
   size_t add_column(Column c);
   /// Index of the column with `key`, adding it (and an empty cell to existing rows) when absent.
@@ -72,7 +75,7 @@ struct Block {
   enum class Kind { kHeading, kParagraph, kList, kQuote, kTable, kImage } kind = Kind::kParagraph;
   int level = 1;                    ///< headings: 1, 2, 3
   std::string text;                 ///< heading, paragraph or quote text; an image's title
-  std::vector<std::string> items;   ///< list items
+  std::vector<std::string> items;   ///< list items; an image's labels (its bars, series, panels), for tests and alt text
   Table table;                      ///< kTable
   std::string file;                 ///< kImage: the PNG file next to the output
 };
@@ -89,7 +92,7 @@ struct Document {
   Document& paragraph(std::string text);
   Document& list(std::vector<std::string> items);
   Document& quote(std::string text);
-  Document& image(std::string file, std::string title);
+  Document& image(std::string file, std::string title, std::vector<std::string> labels = {});
   Table& table(Table t);
   /// The tables in order (CSV and JSONL print these).
   std::vector<const Table*> tables() const;

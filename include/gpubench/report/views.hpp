@@ -38,10 +38,14 @@ struct ReportInput {
   std::vector<LoadedRecord> runs;
   std::vector<std::string> charts;  ///< PNG file names next to the report (throughput.png, ...), in display order
   std::string chart_note;           ///< why there are no charts, when there are none
+  /// Each chart's labels (bars, series, panels) as the chart script reports them (charts.json).
+  std::map<std::string, std::vector<std::string>> chart_labels;
 };
 Document report_document(const ReportInput& in);
-/// The report's grouping for its chart script: {"sweeps": [[record path, ...], ...]}, each list one scenario's runs
-/// of several batch sizes, in batch order (scripts/plot_results.py --groups draws them, deciding nothing itself).
+/// The report's grouping for its chart script (scripts/plot_results.py --groups draws it, deciding nothing itself):
+///   "sweeps": [[record path, ...], ...], each one scenario's runs of several batch sizes, in batch order;
+///   "scenarios": [{id, label, model, mode, device_model, unit, n, mean, half_width_95, values, paths, ok_paths,
+///                  epochs_max}, ...], one per scenario identity (scenario_groups.hpp), labels distinct.
 nlohmann::json report_chart_groups(const ReportInput& in);
 /// The chart files scripts/plot_results.py may draw, in display order.
 const std::vector<std::string>& report_chart_files();

@@ -2,13 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "cli/commands/commands.h"
+#include "cli/commands/plot_script.h"
 #include "cli/subprocess.h"
 #include "gpubench/core/record/record_io.hpp"
 #include "gpubench/core/store/store.hpp"
@@ -53,29 +57,63 @@ void write_trend(const std::string& path, const std::vector<HistoryRow>& history
   mux.print(d);
 }
 
-/// The chart script, wherever this binary is: $GPUBENCH_PLOT_SCRIPT; beside the binary as built (share/gpubench/ in the
-/// build folder, copied there at build time) or installed (../share/gpubench/); last, the source tree it was built
-/// from. `tried` lists the places looked at, for the message when none has it.
-std::string locate_plot_script(std::string& tried) {
-  namespace fs = std::filesystem;
-  if (const char* env = std::getenv("GPUBENCH_PLOT_SCRIPT"); env != nullptr && *env != '\0') {
-    tried = env;
-    return env;
+/// The chart script: $GPUBENCH_PLOT_SCRIPT when set (to try an edited script), else the copy compiled into this
+/// binary, written to a temporary file for the run and removed after (`path` empty when it cannot be written).
+class PlotScript {
+ public:
+  PlotScript() {
+    if (const char* env = std::getenv("GPUBENCH_PLOT_SCRIPT"); env != nullptr && *env != '\0') {
+      path_ = env;
+      return;
+    }
+    std::error_code ec;
+    const auto dir = std::filesystem::temp_directory_path(ec);
+    std::string tmpl = (ec ? std::filesystem::path("/tmp") : dir) / "gpubench-plot-XXXXXX.py";
+    const int fd = mkstemps(tmpl.data(), 3);
+    if (fd < 0) {
+      problem_ = "no temporary file for the chart script (" + tmpl + ")";
+      return;
+    }
+    const std::string text = plot_script_text();
+    const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    close(fd);
+    owned_ = tmpl;
+    if (written) {
+      path_ = tmpl;
+    } else {
+      problem_ = "could not write the chart script to " + tmpl;
+    }
   }
-  std::vector<fs::path> candidates;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    candidates.push_back(self.parent_path() / "share/gpubench/plot_results.py");
-    candidates.push_back(self.parent_path().parent_path() / "share/gpubench/plot_results.py");
+  ~PlotScript() {
+    std::error_code ec;
+    if (!owned_.empty()) std::filesystem::remove(owned_, ec);
   }
-  candidates.push_back(fs::path(GPUBENCH_SOURCE_DIR) / "scripts/plot_results.py");
-  tried.clear();
-  for (const auto& c : candidates) {
-    if (fs::exists(c, ec)) return c.string();
-    tried += (tried.empty() ? "" : ", ") + c.string();
+  PlotScript(const PlotScript&) = delete;
+  PlotScript& operator=(const PlotScript&) = delete;
+  const std::string& path() const { return path_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string path_, owned_, problem_;
+};
+
+/// Each chart's labels as the script reports them in charts.json ({"throughput.png": ["label", ...], ...}); none
+/// when the file is missing or unreadable (the charts still show).
+std::map<std::string, std::vector<std::string>> read_chart_labels(const std::filesystem::path& file) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::ifstream in(file);
+  if (!in) return out;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    for (const auto& [chart, labels] : j.items()) {
+      for (const auto& l : labels) {
+        if (l.is_string()) out[chart].push_back(l.get<std::string>());
+      }
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: {}", file.string(), e.what());
   }
-  return candidates.back().string();
+  return out;
 }
 
 class ReportCommand final : public Command {
@@ -89,7 +127,8 @@ class ReportCommand final : public Command {
     cmd.add_option("--title", title_, "Report title")->type_name("TEXT");
     cmd.add_option("--compare", compare_json_, "JSON from `gpubench compare --json`, drawn as ratio bars with their intervals")
         ->type_name("FILE");
-    cmd.footer("Charts come from scripts/plot_results.py (python3 with matplotlib; Debian: python3-matplotlib).\n"
+    cmd.footer("Charts are drawn by the chart script built into this binary (scripts/plot_results.py) with python3 and\n"
+               "matplotlib (Debian: python3-matplotlib); without them the report says why and has no charts.\n"
                "GPUBENCH_PLOT_PYTHON and GPUBENCH_PLOT_SCRIPT override the interpreter and the script.");
   }
 
@@ -98,7 +137,7 @@ class ReportCommand final : public Command {
     roles.store(db_, "--db");
     roles.input(compare_json_, "--compare");
     if (out_dir_.empty()) throw UsageError("--out: no folder named");
-    for (const char* f : {"report.md", "report.html", "groups.json", "trend.csv"}) {
+    for (const char* f : {"report.md", "report.html", "groups.json", "trend.csv", "charts.json"}) {
       roles.output((std::filesystem::path(out_dir_) / f).string(), "--out");
     }
   }
@@ -134,11 +173,11 @@ class ReportCommand final : public Command {
     const std::vector<std::string>& chart_names = report_chart_files();
     std::error_code ec;
     for (const auto& c : chart_names) fs::remove(fs::path(out_dir_) / c, ec);  // no stale charts from an earlier report
+    fs::remove(fs::path(out_dir_) / "charts.json", ec);
 
-    std::string tried;
-    const std::string script = locate_plot_script(tried);
+    const PlotScript script;
     const std::string python = env_or("GPUBENCH_PLOT_PYTHON", GPUBENCH_PLOT_PYTHON);
-    std::vector<std::string> args{python, script, "--out", out_dir_};
+    std::vector<std::string> args{python, script.path(), "--out", out_dir_};
     if (!compare_json_.empty()) args.insert(args.end(), {"--compare", compare_json_});
     if (!history.empty()) {
       const std::string trend = (fs::path(out_dir_) / "trend.csv").string();
@@ -158,15 +197,25 @@ class ReportCommand final : public Command {
     }
     args.insert(args.end(), {"--groups", groups});
     for (size_t i = 0; i < record_files; ++i) args.push_back(in.runs[i].path);
-    const int rc = fs::exists(script) ? run_child(args) : -1;
+    const bool have_script = !script.path().empty() && fs::exists(script.path(), ec);
+    const int rc = have_script ? run_child(args) : -1;
     for (const auto& c : chart_names) {
       if (fs::exists(fs::path(out_dir_) / c, ec)) in.charts.push_back(c);
     }
+    in.chart_labels = read_chart_labels(fs::path(out_dir_) / "charts.json");
     if (rc != 0) {
-      in.chart_note = fs::exists(script) ? script + " failed (exit " + std::to_string(rc) +
-                                               "): is python3-matplotlib installed?"
-                                         : "the plotting script plot_results.py was not found (looked for " + tried +
-                                               "; set GPUBENCH_PLOT_SCRIPT)";
+      if (!have_script) {
+        in.chart_note = script.problem().empty() ? "the chart script " + script.path() + " does not exist (GPUBENCH_PLOT_SCRIPT)"
+                                                 : script.problem();
+      } else if (rc == -1 || rc == 127) {
+        in.chart_note = "no Python interpreter '" + python + "' to run the chart script (install python3 and "
+                        "python3-matplotlib, or set GPUBENCH_PLOT_PYTHON)";
+      } else if (rc == kPlotScriptNoMatplotlib) {
+        in.chart_note = python + " has no matplotlib (Debian: apt-get install python3-matplotlib; or set "
+                        "GPUBENCH_PLOT_PYTHON to a python3 that has it)";
+      } else {
+        in.chart_note = "the chart script failed (exit " + std::to_string(rc) + "; its message is above)";
+      }
       spdlog::warn("no charts: {}", in.chart_note);
     }
     const Document doc = report_document(in);
