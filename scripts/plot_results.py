@@ -339,8 +339,7 @@ def draw_compare(ch, compare):
         ax.text(hi, i, f"  {mid:+.2f} % [{lo:+.2f}, {hi:+.2f}]  {verdict}", va="center", fontsize=7)
         names.append(c.get("label", "?"))
     if threshold > 0:
-        ax.axvspan(-threshold, threshold, color=GREY, alpha=0.15, label=f"±{threshold:g} % threshold")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.axvspan(-threshold, threshold, color=GREY, alpha=0.2)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(rows)), names, fontsize=8)
     ax.invert_yaxis()
@@ -349,7 +348,8 @@ def draw_compare(ch, compare):
     span = max(abs(lo_all), abs(hi_all), threshold, 0.5) * 1.3
     ax.set_xlim(-span, span * 1.9)  # room on the right for the values
     metric = compare.get("metric") or "throughput"
-    ax.set_xlabel(f"{metric}: change new vs base (%), with its 95 % interval")
+    ax.set_xlabel(f"{metric}: change new vs base (%), with its 95 % interval"
+                  + (f"; shaded: the ±{threshold:g} % verdict threshold" if threshold > 0 else ""))
     ax.grid(axis="x", alpha=0.3)
     ch.save(fig, "compare.png", names)
 
@@ -366,6 +366,10 @@ def draw_trend(ch, trend):
     def when(text):
         return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
+    def short(v):  # a git revision's first 8 hex digits; versions as they are
+        v = v or "?"
+        return v[:8] if len(v) == 40 else v
+
     fig, ax = ch.plt.subplots(figsize=(11, 4.5))
     labels, changes = [], {}
     for name, points in sorted(series.items()):
@@ -376,13 +380,15 @@ def draw_trend(ch, trend):
         labels.append(name)
         # Where the software changed between two runs of a series: a line at the first run after it, named above.
         for (_, _, a), (t, _, b) in zip(points, points[1:]):
-            what = [k.split("_")[0] for k in ("driver_version", "libtorch_version", "git_revision")
+            what = [f"{name} {short(a.get(k))} → {short(b.get(k))}"
+                    for k, name in (("driver_version", "driver"), ("libtorch_version", "LibTorch"),
+                                    ("git_revision", "gpubench"))
                     if a.get(k) != b.get(k)]
             if what:
                 changes.setdefault(t, set()).update(what)
     for n, (t, what) in enumerate(sorted(changes.items())):
         ax.axvline(t, color=RED, linestyle="--", linewidth=1)
-        ax.annotate(" + ".join(sorted(what)) + " changed", (t, 1.0), xycoords=("data", "axes fraction"),
+        ax.annotate(", ".join(sorted(what)), (t, 1.0), xycoords=("data", "axes fraction"),
                     xytext=(0, 4 + 11 * (n % 3)), textcoords="offset points", ha="center", fontsize=8, color=RED,
                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": RED, "lw": 0.6})
     ax.set_ylabel(trend["metric"])

@@ -14,6 +14,7 @@
 #include "cli/commands/commands.h"
 #include "cli/commands/plot_script.h"
 #include "cli/subprocess.h"
+#include "gpubench/core/analysis/scenario_groups.hpp"
 #include "gpubench/core/record/record_io.hpp"
 #include "gpubench/core/store/store.hpp"
 #include "gpubench/report/views.hpp"
@@ -34,8 +35,9 @@ std::string slurp(const std::filesystem::path& p) {
   return os.str();
 }
 
-/// The store's history as CSV for the trend chart: one series per scenario and GPU model.
-void write_trend(const std::string& path, const std::vector<HistoryRow>& history) {
+/// The store's history as CSV for the trend chart: one series per scenario identity (with its GPU model), named by
+/// `series[i]` for history row i (the report's distinct scenario labels).
+void write_trend(const std::string& path, const std::vector<HistoryRow>& history, const std::vector<std::string>& series) {
   Document d;
   Table t;
   t.id = "trend";
@@ -43,11 +45,10 @@ void write_trend(const std::string& path, const std::vector<HistoryRow>& history
                           "git_revision"}) {
     t.add_column(Column::text(key, key));
   }
-  for (const auto& h : history) {
+  for (size_t i = 0; i < history.size(); ++i) {
+    const HistoryRow& h = history[i];
     if (h.status != "ok") continue;
-    const std::string series = h.model + " bs" + (h.batch_size ? std::to_string(*h.batch_size) : "?") + " " +
-                               h.precision + " " + h.device_name;
-    t.rows.push_back({Cell::str(series), Cell::str(h.start_time_utc), Cell::num(h.value),
+    t.rows.push_back({Cell::str(series.at(i)), Cell::str(h.start_time_utc), Cell::num(h.value),
                       Cell::num(static_cast<double>(h.id)), Cell::str(h.driver_version), Cell::str(h.libtorch_version),
                       Cell::str(h.git_revision)});
   }
@@ -182,7 +183,15 @@ class ReportCommand final : public Command {
     if (!history.empty()) {
       const std::string trend = (fs::path(out_dir_) / "trend.csv").string();
       try {
-        write_trend(trend, history);
+        // Series are scenario identities, named as the report names them (a data-only run is not a training run).
+        std::vector<const RunRecord*> records;
+        for (const auto& lr : in.runs) records.push_back(&lr.record);
+        std::vector<std::string> labels(in.runs.size());
+        for (const auto& g : group_by_scenario(records)) {
+          for (size_t i : g.runs) labels[i] = g.label;
+        }
+        write_trend(trend, history, std::vector<std::string>(labels.begin() + static_cast<std::ptrdiff_t>(record_files),
+                                                              labels.end()));
       } catch (const std::exception& e) {
         throw OutputNotWritten(e.what());
       }
