@@ -299,27 +299,42 @@ def draw_profile(ch, runs, name_of):
 
 
 def draw_sweeps(ch, sweeps, name_of):
+    """Throughput against batch size, one panel per unit: the mean per batch size, the runs' range as error bars."""
+    from matplotlib.ticker import FuncFormatter
+
     panels = {}
     for g in sweeps:
         panels.setdefault(unit_of(g[0][1]), []).append(g)
     if not panels:
         return
-    fig, axes = ch.plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+    fig, axes = ch.plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.6), squeeze=False, layout="constrained")
     labels = []
     for ax, (unit, gs) in zip(axes[0], sorted(panels.items())):
         for g in gs:
-            p, s = g[0]
-            name = f"{s['scenario']['model']} {s['precision'].get('resolved', '')} {s['scenario'].get('mode', 'train')}"
-            if name in labels:
-                name = name_of(p, s)
-            ax.plot([j["scenario"]["batch_size"] for _, j in g], [j["summary"]["samples_per_s"] for _, j in g],
-                    marker="o", label=name)
+            _, s = g[0]
+            gpus = (s.get("distributed") or {}).get("world_size", 1)
+            name = (f"{s['scenario']['model']} {s['precision'].get('resolved', '')} {s['scenario'].get('mode', 'train')}"
+                    + (f", {gpus} GPUs" if gpus > 1 else ""))
+            k = 2
+            while name in labels:  # two sweeps of one model and precision (another recipe): numbered
+                name = f"{name.split(' #')[0]} #{k}"
+                k += 1
+            by_batch = {}
+            for _, j in g:
+                by_batch.setdefault(j["scenario"]["batch_size"], []).append(j["summary"]["samples_per_s"])
+            xs = sorted(by_batch)
+            mean = [sum(by_batch[x]) / len(by_batch[x]) for x in xs]
+            err = [[m - min(by_batch[x]) for m, x in zip(mean, xs)], [max(by_batch[x]) - m for m, x in zip(mean, xs)]]
+            ax.errorbar(xs, mean, yerr=err, marker="o", markersize=4, capsize=3, label=name)
             labels.append(name)
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel("batch size")
         ax.set_ylabel(unit)
+        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.set_title(ch.title(unit), fontsize=10, loc="left")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), frameon=False, ncol=2)
     ch.save(fig, "batch_size.png", labels)
 
 

@@ -222,6 +222,11 @@ class ReportBrowserTest(unittest.TestCase):
                 self.assertEqual(dupes, [], c["chart"])
             with open(r.screenshot, "rb") as f:
                 self.assertTrue(f.read(8).startswith(b"\x89PNG"))
+        # The one committed telemetry trace: its record names an absolute path on the GPU machine that is gone here,
+        # and the trace is found beside the record.
+        charts = {c["chart"]: c for c in self.reports["large"].page["charts"]}
+        self.assertIn("telemetry.png", charts)
+        self.assertEqual(len(charts["telemetry.png"]["labels"]), 1)
 
 
 if __name__ == "__main__":
