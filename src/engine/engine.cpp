@@ -17,6 +17,7 @@
 #include "gpubench/engine/engine.hpp"
 #include "models/registry.h"
 #include "precision.h"
+#include "generate.h"
 #include "trainer.h"
 
 namespace gpubench {
@@ -174,7 +175,7 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
     plan.scenario = s;
     plan.device = device;
     plan.precision = engine::resolve_precision(s.precision, device);
-    if (s.mode == "inference" && plan.precision.loss_scaling) {
+    if (s.mode != "train" && plan.precision.loss_scaling) {
       plan.precision.loss_scaling = false;  // no gradients: fp16 inference has nothing to scale
       if (s.precision == "amp") {
         plan.precision.note = "--amp resolved to fp16 autocast on " + device.type + " (inference: no loss scaling)";
@@ -193,21 +194,31 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
     record.precision = engine::to_record(plan.precision, s.memory_format);
     record.model.name = entry.info.name;
     record.model.parameters = engine::count_parameters(*workload->module());
-    const bool inference = s.mode == "inference";
+    const bool inference = s.mode == "inference", generation = s.mode == "generate";
     record.model.train_flops_per_sample =
-        inference ? workload->inference_flops_per_sample() : workload->train_flops_per_sample();
+        generation ? 0.0 : inference ? workload->inference_flops_per_sample() : workload->train_flops_per_sample();
     record.model.attention_flops_per_sample =
-        inference ? workload->attention_inference_flops_per_sample() : workload->attention_train_flops_per_sample();
+        generation  ? 0.0
+        : inference ? workload->attention_inference_flops_per_sample()
+                    : workload->attention_train_flops_per_sample();
     record_kernels(s, *workload, device, observer, record);
-    record.model.step = inference ? workload->inference_step()
-                                  : "one training step: forward, loss, backward and optimizer update";
-    record.model.sample_unit = entry.info.sample_unit;
-    record.model.tokens_per_sample = workload->tokens_per_sample();
+    record.model.step = generation ? "one new token per sequence: a decode step over the static KV cache and its argmax "
+                                     "(a step's time is an inter-token latency; the prompt's prefill is the time to "
+                                     "first token)"
+                        : inference ? workload->inference_step()
+                                    : "one training step: forward, loss, backward and optimizer update";
+    // Generation counts generated tokens: its throughput is tokens/s, each generated token a sample.
+    record.model.sample_unit = generation ? "tokens" : entry.info.sample_unit;
+    record.model.tokens_per_sample = generation ? 1 : workload->tokens_per_sample();
     record.model.scenario_keys = entry.info.option_keys();
 
     observer.on_start(record);
     maybe_inject_oom(*s.batch_size * s.grad_accumulation);
-    engine::train(plan, *workload, observer, record);
+    if (generation) {
+      engine::generate(plan, *workload, observer, record);
+    } else {
+      engine::train(plan, *workload, observer, record);
+    }
   } catch (const c10::OutOfMemoryError& e) {
     workload.reset();
     engine::release_cached_memory(device);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 #include "cli/cli_fixture.h"
 
 namespace gpubench {
@@ -84,6 +86,60 @@ TEST_F(InferenceCliTest, TrainingOnlyKeysAndOtherModelsRangesAreRefusedNamingThe
   r = gpubench("run resnet50 --mode serve");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("key 'mode'"), std::string::npos) << r.err;
+}
+
+TEST_F(InferenceCliTest, GenerateRecordsPrefillDecodeTokenTimesAndTheRoofline) {
+  const std::string out = (dir_ / "gen.json").string();
+  const Result r = gpubench("run gpt2 --layers 1 --width 32 --heads 2 --vocab 64 --seq-len 64 --mode generate "
+                            "--prompt-tokens 16 --new-tokens 8 --epochs 2 --time-budget 300 --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("No GPU in use: generation on the CPU"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("loss first"), std::string::npos) << "generation has no loss column\n" << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["scenario"]["mode"], "generate");
+  EXPECT_EQ(j["scenario"]["prompt_tokens"], 16);
+  EXPECT_EQ(j["scenario"]["new_tokens"], 8);
+  EXPECT_EQ(j["scenario"]["batch_size"], 1);  // generation's default: one sequence
+  EXPECT_EQ(j["model"]["sample_unit"], "tokens");
+  ASSERT_EQ(j["epochs"].size(), 2u);  // one epoch per timed generation
+  for (const auto& e : j["epochs"]) {
+    EXPECT_EQ(e["steps"], 8);
+    EXPECT_EQ(e["samples"], 8);
+    EXPECT_EQ(e["step_times_ms"].size(), 7u);  // the tokens after the first: inter-token latencies
+  }
+  std::map<std::string, double> m;
+  for (const auto& x : j["summary"]["metrics"]) m[x["tag"]] = x["value"];
+  for (const char* tag : {"ttft_ms", "prefill_tokens_per_s", "decode_tokens_per_s", "pp16_tokens_per_s",
+                          "tg8_tokens_per_s", "pg16_8_tokens_per_s", "itl_p99_ms", "tpot_ms", "e2e_latency_ms",
+                          "decode_tokens_per_s_stdev", "copy_bandwidth_gb_per_s", "decode_bound_fraction"}) {
+    EXPECT_EQ(m.count(tag), 1u) << tag;
+  }
+  // K and V of 1 layer, width 32, for 1 sequence of 16 + 8 positions, in fp32.
+  EXPECT_EQ(m["kv_cache_bytes"], 2.0 * 32 * 24 * 4);
+  EXPECT_GT(m["decode_tokens_per_s"], 0);
+  EXPECT_FALSE(j["summary"]["bounded_by"].get<std::string>().empty());
+  EXPECT_NE(j["summary"]["bottleneck_evidence"].get<std::string>().find("decode step"), std::string::npos);
+}
+
+TEST_F(InferenceCliTest, GenerateIsRefusedWhereItCannotRunNamingTheKey) {
+  const std::string gen = "run gpt2 --layers 1 --width 32 --heads 2 --vocab 64 --seq-len 64 --mode generate ";
+  Result r = gpubench(gen + "--prompt-tokens 60 --new-tokens 8 --dry-run");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  for (const char* word : {"prompt_tokens (60)", "new_tokens (8)", "seq_len (64)"}) {
+    EXPECT_NE(r.err.find(word), std::string::npos) << word << ": " << r.err;
+  }
+  r = gpubench("run resnet50 --mode generate --dry-run");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("mode: generate runs decoders"), std::string::npos) << r.err;
+  r = gpubench("run gpt2 --prompt-tokens 16 --dry-run");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("prompt_tokens applies to mode: generate"), std::string::npos) << r.err;
+  r = gpubench(gen + "--prompt-tokens 8 --new-tokens 4 --kernels fused --dry-run");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("kernels"), std::string::npos) << r.err;
+  r = gpubench(gen + "--prompt-tokens 8 --new-tokens 4 --nproc-per-node 2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("mode: generate runs on one device"), std::string::npos) << r.err;
 }
 
 }  // namespace

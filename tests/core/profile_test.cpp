@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "gpubench/core/analysis/bottleneck.hpp"
@@ -403,4 +404,37 @@ TEST(BottleneckTest, OldRecordsStopReasonMovesToStoppedBy) {
 }
 
 }  // namespace
+/// mode: generate with its roofline metrics: a decode step of `step_ms` against bandwidth and compute bounds.
+RunRecord decode_run(double step_ms, double memory_ms, double compute_ms, const std::string& execution) {
+  RunRecord r = gpu_run();
+  r.scenario.mode = "generate";
+  r.execution.mode = execution;
+  auto& m = r.summary.metrics;
+  const double bound = std::max(memory_ms, compute_ms);
+  for (const auto& [tag, v] : std::vector<std::pair<std::string, double>>{
+           {"decode_step_ms", step_ms}, {"decode_memory_bound_ms", memory_ms}, {"decode_compute_bound_ms", compute_ms},
+           {"decode_step_bytes", 2.2e9}, {"copy_bandwidth_gb_per_s", 4300}, {kDecodeBoundFractionTag, bound / step_ms}}) {
+    set_metric(m, Metric{tag, tag, "", Better::kNeither, v});
+  }
+  return r;
+}
+
+TEST(BottleneckTest, DecodingNearItsBandwidthBoundIsMemoryAndFarFromItLaunch) {
+  // TinyLlama at batch 1: 2.2 GB a step at 4.3 TB/s is 0.51 ms; at 0.7 ms the step is memory-bound.
+  BottleneckVerdict v = diagnose_bottleneck(decode_run(0.7, 0.51, 0.01, "cuda_graph"));
+  EXPECT_EQ(v.bounded_by, "memory");
+  EXPECT_NE(v.evidence.find("bandwidth bound of 0.510 ms (73 %)"), std::string::npos) << v.evidence;
+  // Eager at 5 ms a token: the host's launches.
+  v = diagnose_bottleneck(decode_run(5.0, 0.51, 0.01, "eager"));
+  EXPECT_EQ(v.bounded_by, "launch");
+  EXPECT_NE(v.evidence.find("the host's kernel launches"), std::string::npos) << v.evidence;
+  // A large batch: the FLOPs bound is the larger one, and the step is near it.
+  v = diagnose_bottleneck(decode_run(1.2, 0.6, 1.0, "cuda_graph"));
+  EXPECT_EQ(v.bounded_by, "compute");
+  // The NVML utilisation rule never speaks for a decode run that has its roofline.
+  RunRecord idle = decode_run(0.7, 0.51, 0.01, "cuda_graph");
+  idle.epochs[0].telemetry->gpu_util_avg_pct = 40;
+  EXPECT_EQ(diagnose_bottleneck(idle).bounded_by, "memory");
+}
+
 }  // namespace gpubench

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+
 #include "models/decoder.h"
 #include "models/registry.h"
 #include "reference_file.h"
@@ -25,16 +29,17 @@ void expect_same_parameters(const torch::nn::Module& m, const Ref& ref) {
   EXPECT_EQ(count_parameters(m), ref.at("parameters").toInt());
 }
 
-/// The reduced model built through the registry (as a run builds it), with transformers' weights copied in.
+/// The reduced model built through the registry (as a run builds it), with transformers' weights copied in (`state`:
+/// the fixture's key of them).
 std::unique_ptr<Workload> reduced(const std::string& model, const std::map<std::string, nlohmann::json>& keys,
-                                  const Ref& ref, const std::string& kernels = "aten") {
+                                  const Ref& ref, const std::string& kernels = "aten", const std::string& state_key = "state") {
   Scenario s;
   s.model = model;
   s.kernels = kernels;
   s.model_options = keys;
-  s.model_options["seq_len"] = 24;
+  s.model_options["seq_len"] = state_key == "state" ? 24 : 128;  // generation: a prompt of 8 and 64 new tokens
   auto w = find_model(model).make(s);
-  const auto state = ref.at("state").toGenericDict();
+  const auto state = ref.at(state_key).toGenericDict();
   torch::NoGradGuard no_grad;
   std::vector<std::string> names;
   for (auto& p : w->module()->named_parameters()) {
@@ -63,6 +68,48 @@ void expect_reference_outputs(Workload& w, const Ref& ref) {
   EXPECT_NEAR(w.loss(mine).item<double>(), ref.at("loss").toTensor().item<double>(), 1e-5);
 }
 
+/// Greedy decoding over the KV cache as mode: generate does it (prefill, then one token per step at a device
+/// position, each step's attention window the first multiple of `window_step` above its position): the new tokens,
+/// and each step's logits.
+std::pair<at::Tensor, std::vector<at::Tensor>> greedy(Workload& w, const at::Tensor& prompt, int64_t fresh,
+                                                      int64_t window_step) {
+  TextGenerator* g = w.generator();
+  EXPECT_NE(g, nullptr);
+  c10::InferenceMode no_autograd;
+  const int64_t b = prompt.size(0), p = prompt.size(1);
+  g->allocate(b, p + fresh, at::TensorOptions().dtype(at::kFloat));
+  std::vector<at::Tensor> logits{g->prefill(prompt)};
+  at::Tensor token = logits.back().argmax(-1, true);
+  std::vector<at::Tensor> out{token};
+  at::Tensor pos = at::full({1}, p, at::kLong);
+  for (int64_t i = 1; i < fresh; ++i) {
+    const int64_t at_pos = p + i - 1;
+    const int64_t window = std::min(p + fresh, (at_pos / window_step + 1) * window_step);
+    logits.push_back(g->decode(token, pos, window));
+    token = logits.back().argmax(-1, true);
+    out.push_back(token);
+    pos.add_(1);
+  }
+  return {at::cat(out, 1), logits};
+}
+
+void expect_transformers_generation(Workload& w, const Ref& ref) {
+  const at::Tensor prompt = ref.at("generate_prompt").toTensor();
+  const at::Tensor expected = ref.at("generate_tokens").toTensor();
+  const at::Tensor full = ref.at("generate_logits").toTensor();  // [b, p + 64, vocab], one forward without a cache
+  for (const int64_t window_step : {int64_t{16}, int64_t{64}, int64_t{1024}}) {  // windows crossed, one, the whole
+    const auto [tokens, logits] = greedy(w, prompt, expected.size(1), window_step);
+    EXPECT_TRUE(tokens.equal(expected)) << "window step " << window_step << "\n" << tokens << "\n" << expected;
+    // Each step's logits are the full forward's at that position: the cache holds the right keys and values.
+    double worst = 0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      const int64_t at_pos = prompt.size(1) - 1 + static_cast<int64_t>(i);
+      worst = std::max(worst, (logits[i] - full.select(1, at_pos)).abs().max().item<double>());
+    }
+    EXPECT_LT(worst, 1e-3) << "window step " << window_step;
+  }
+}
+
 TEST(DecoderParityTest, Gpt2SmallHasTransformersParametersInNameShapeAndOrder) {
   const Ref ref = load_reference("gpt2_transformers.pt");
   models::Gpt2LMHeadModel gpt2;
@@ -74,6 +121,9 @@ TEST(DecoderParityTest, Gpt2TransformersWeightsGiveTransformersLogitsAndLoss) {
   const Ref ref = load_reference("gpt2_transformers.pt");
   auto w = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref);
   expect_reference_outputs(*w, ref);
+  // mode: generate: greedy tokens over the KV cache equal transformers' generate(do_sample=False), token for token.
+  auto g = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref, "aten", "generate_state");
+  expect_transformers_generation(*g, ref);
   // kernels: fused at fp32: the LM head and its loss in one give transformers' loss too
   auto fused = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref, "fused");
   EXPECT_EQ(fused->fusions(), std::vector<std::string>{"linear_cross_entropy"});
@@ -94,6 +144,9 @@ TEST(DecoderParityTest, LlamaTransformersWeightsGiveTransformersLogitsAndLoss) {
                                                    {"kv_heads", 2},     {"intermediate", 128}, {"vocab", 500}};
   auto w = reduced("llama", keys, ref);
   expect_reference_outputs(*w, ref);
+  // mode: generate with grouped-query attention (2 key-value heads for 4 query heads) and rotary positions.
+  auto g = reduced("llama", keys, ref, "aten", "generate_state");
+  expect_transformers_generation(*g, ref);
   // kernels: fused at fp32 (rotary, SwiGLU, the head with its loss): transformers' logits and loss still
   auto fused = reduced("llama", keys, ref, "fused");
   EXPECT_EQ(fused->fusions(), (std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}));

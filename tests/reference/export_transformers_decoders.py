@@ -6,7 +6,11 @@ For each model, OUTDIR/<name>_transformers.pt (torch.save, read in C++ with torc
 - the full-size model's parameter names and shapes in transformers' order and its parameter count (GPT-2 small from
   GPT2Config(); TinyLlama-1.1B's configuration), built on the meta device, so nothing is allocated or downloaded;
 - a reduced model (same code, small sizes) with every parameter, an input batch, its eval-mode logits and the
-  causal-LM loss transformers computes with labels = input_ids.
+  causal-LM loss transformers computes with labels = input_ids;
+- for mode: generate, the reduced model with its matrices scaled up tenfold (so greedy decoding does not repeat one
+  token, and the top two logits differ by 1e-3 or more at every step), a prompt of 8 tokens per sequence, the 64
+  tokens `generate(do_sample=False)` gives after it (KV cache, no end-of-sequence stop), and the logits of the whole
+  generated sequences (one forward, no cache) at every position.
 """
 import pathlib
 import sys
@@ -23,6 +27,29 @@ def tinyllama_config(**overrides):
     return transformers.LlamaConfig(**base)
 
 
+def generation_reference(model, vocab):
+    """Greedy decoding by transformers, with a copy of `model` whose matrices are scaled up tenfold."""
+    import copy
+    model = copy.deepcopy(model).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2:
+                p.mul_(10)
+    model.generation_config.eos_token_id = None  # 64 tokens whatever they are
+    torch.manual_seed(3)
+    prompt = torch.randint(0, vocab, (2, 8))
+    with torch.no_grad():
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=64, do_sample=False,
+                             pad_token_id=0)
+        logits = model(out).logits
+    return {
+        "generate_state": {n: p.detach().clone() for n, p in model.named_parameters()},
+        "generate_prompt": prompt,
+        "generate_tokens": out[:, prompt.size(1):].contiguous(),
+        "generate_logits": logits,
+    }
+
+
 def export(name, full_model, small_model, vocab, out):
     names_shapes = [(n, list(p.shape)) for n, p in full_model.named_parameters()]
     small_model.eval()
@@ -31,8 +58,10 @@ def export(name, full_model, small_model, vocab, out):
     with torch.no_grad():
         result = small_model(input_ids=ids, labels=ids)
     params = list(small_model.named_parameters())
+    generation = generation_reference(small_model, vocab)
     torch.save(
         {
+            **generation,
             "param_names": [n for n, _ in names_shapes],
             "param_shapes": [s for _, s in names_shapes],
             "parameters": sum(p.numel() for p in full_model.parameters()),

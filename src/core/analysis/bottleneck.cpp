@@ -21,6 +21,7 @@ constexpr double kCommunication = 0.10;  // exposed communication beyond 10 % of
 constexpr double kLaunchBusy = 0.75;     // the device idle for more than a quarter of the step
 constexpr double kUtilisation = 80.0;    // NVML: a kernel running less than 80 % of the time (no profile)
 constexpr double kComputeMfu = 0.35;     // model FLOPs at 35 % of the dense peak or more (no profile)
+constexpr double kRoofline = 0.50;       // generate: a decode step within 2x of its roofline bound
 
 std::string num(const char* f, double v) {
   char buf[64];
@@ -126,6 +127,26 @@ BottleneckVerdict from_profile(const RunRecord& r, const ProfileRecord& p) {
   return {"", "the profile has no kernel of a known category"};
 }
 
+/// mode: generate: the decode step against its roofline. Within 2x of the bound, the bound's side (memory: the
+/// bytes every step reads at the measured copy rate; compute: its FLOPs at the dense peak); further from it, the
+/// fixed cost of the step's many small kernels (eager: their host launches) is what limits it.
+BottleneckVerdict from_roofline(const RunRecord& r, double fraction) {
+  const auto value = [&r](const char* tag) {
+    const Metric* m = find_metric(r.summary.metrics, tag);
+    return m != nullptr ? m->value : 0.0;
+  };
+  const double memory = value("decode_memory_bound_ms"), compute = value("decode_compute_bound_ms");
+  const bool compute_side = compute > memory;
+  std::string ev = num("decode step %.3f ms", value("decode_step_ms")) + " against a " +
+                   (compute_side ? "compute" : "bandwidth") + num(" bound of %.3f ms", std::max(memory, compute)) +
+                   " (" + pct(fraction) + num("): %.2f GB read per step", value("decode_step_bytes") / 1e9) +
+                   num(" at a measured %.0f GB/s", value("copy_bandwidth_gb_per_s"));
+  if (fraction >= kRoofline) return {compute_side ? "compute" : "memory", ev};
+  ev += r.execution.mode == "cuda_graph" ? "; far from the bound with the step in a CUDA graph: its many small kernels"
+                                         : "; far from the bound and eager: the host's kernel launches";
+  return {"launch", ev};
+}
+
 }  // namespace
 
 BottleneckVerdict diagnose_bottleneck(const RunRecord& r) {
@@ -172,6 +193,7 @@ BottleneckVerdict diagnose_bottleneck(const RunRecord& r) {
     return {"communication", "ranks waited for gradient all-reduces " + pct(*comm) + " of the epoch (" +
                                  std::to_string(r.distributed->world_size) + " ranks, " + r.distributed->backend + ")"};
   }
+  if (const Metric* f = find_metric(r.summary.metrics, kDecodeBoundFractionTag); f != nullptr) return from_roofline(r, f->value);
   if (r.profile) return from_profile(r, *r.profile);
 
   const auto util = telemetry_mean(r, [](const EpochTelemetry& t) { return t.gpu_util_avg_pct; });

@@ -11,7 +11,7 @@ namespace gpubench {
 namespace {
 
 /// Training epochs with steps have a loss; inference has none (its loss fields stay 0 in the record).
-bool has_loss(const RunRecord& r, const EpochRecord& e) { return e.steps > 0 && r.scenario.mode != "inference"; }
+bool has_loss(const RunRecord& r, const EpochRecord& e) { return e.steps > 0 && r.scenario.mode == "train"; }
 
 using Value = std::optional<double>;
 using EpochGet = Value (*)(const RunRecord&, const EpochRecord&);

@@ -34,10 +34,19 @@ const std::vector<Field>& fields() {
           }
           s.model = m;
         });
-    add("mode", "--mode", "train|inference",
+    add("mode", "--mode", "train|inference|generate",
         "train (forward, backward, optimizer step; default) | inference (eval mode, no gradients, no optimizer: "
-        "throughput and per-batch latency percentiles; sd-unet: one denoising step with classifier-free guidance)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.mode = as_enum(n, c, {"train", "inference"}); });
+        "throughput and per-batch latency percentiles; sd-unet: one denoising step with classifier-free guidance) | "
+        "generate (gpt2, llama: a prompt of prompt_tokens, then new_tokens greedy tokens one at a time over a static "
+        "KV cache: prefill and decode tokens/s, time to first token, per-token latency)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.mode = as_enum(n, c, {"train", "inference", "generate"}); });
+    add("prompt_tokens", "--prompt-tokens", "INT", "mode: generate: prompt tokens per sequence, prefilled in one forward (default 512)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.prompt_tokens = as_int(n, c, 1, 1 << 20); });
+    add("new_tokens", "--new-tokens", "INT", "mode: generate: tokens generated greedily after the prompt, one per step (default 128)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.new_tokens = as_int(n, c, 1, 1 << 20); });
+    add("kv_cache_dtype", "--kv-cache-dtype", "auto|bf16|fp16|fp32",
+        "mode: generate: the KV cache's element type (auto: the weights', bf16 or fp16 under those precisions, else fp32)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.kv_cache_dtype = as_enum(n, c, {"auto", "bf16", "fp16", "fp32"}); });
     add("batch_size", "--batch-size", "INT", "samples per step (default: the model's; bounded on CPU)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.batch_size = as_int(n, c, 1, 1 << 24); });
     add("precision", "--precision", "fp32|tf32|bf16|fp16|amp", "fp32 | tf32 | bf16 | fp16 | amp (amp: PyTorch AMP, fp16 + loss scaling on GPUs, bf16 on the CPU)",

@@ -54,6 +54,20 @@ std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo
   const auto p = static_cast<double>(size.parameters);
   const bool train = s.mode == "train";
   const bool half = precision == "fp16" || precision == "bf16";
+  if (s.mode == "generate") {
+    // The weights in the autocast type (or fp32), the KV cache for every position of every sequence, and one
+    // step's logits in fp32; a decode step's activations are a few vectors per sequence.
+    m.weights_bytes = static_cast<int64_t>((half ? 2 : 4) * p);
+    const std::string kv = s.kv_cache_dtype == "auto" ? (half ? precision : "fp32") : s.kv_cache_dtype;
+    const double positions = static_cast<double>(s.prompt_tokens.value_or(0) + s.new_tokens.value_or(0));
+    const double batch = static_cast<double>(s.batch_size.value_or(1));
+    m.activation_bytes = static_cast<int64_t>(size.kv_elements_per_token * (kv == "fp32" ? 4 : 2) * positions * batch +
+                                              size.inference_activation_bytes_per_sample * batch);
+    m.total_bytes = m.weights_bytes + m.activation_bytes;
+    m.available_bytes = device.memory_bytes;
+    m.available_source = device.memory_source;
+    return m;
+  }
   if (!train && half) {
     m.weights_bytes = static_cast<int64_t>(2 * p);  // inference holds the weights in the autocast type itself
   } else {
@@ -116,6 +130,15 @@ std::vector<std::string> fill_device_defaults(Scenario& s, const ModelInfo& mode
   const bool cpu = d.type == "cpu";
   if (d.available) s.device = d.id;
   std::vector<std::string> bounded;
+  if (s.mode == "generate") {
+    // Generation: one sequence by default (llama-bench's and vLLM's latency figures), a 512-token prompt and 128 new
+    // tokens (llama-bench's pp512 and tg128), five timed generations after one untimed one.
+    if (!s.batch_size) s.batch_size = 1;
+    if (!s.prompt_tokens) s.prompt_tokens = 512;
+    if (!s.new_tokens) s.new_tokens = 128;
+    if (!s.is_set("epochs")) s.epochs = 5;
+    if (!s.warmup_steps) s.warmup_steps = 1;
+  }
   if (!s.batch_size) {
     s.batch_size = cpu ? std::min<int64_t>(16, model.default_batch_size) : model.default_batch_size;
     if (cpu && *s.batch_size < model.default_batch_size) {
@@ -131,7 +154,8 @@ std::vector<std::string> fill_device_defaults(Scenario& s, const ModelInfo& mode
     bounded.push_back("a 60 s time budget for the timed epochs");
   }
   if (cpu) {
-    std::string msg = std::string("No GPU in use: ") + (s.mode == "inference" ? "inference" : "training") +
+    std::string msg = std::string("No GPU in use: ") +
+                      (s.mode == "inference" ? "inference" : s.mode == "generate" ? "generation" : "training") +
                       " on the CPU (" + d.id + ").";
     if (!bounded.empty()) {
       msg += " Bounded so the run ends in minutes: ";
@@ -202,6 +226,37 @@ std::string default_record_path(const Scenario& s, const std::string& precision,
   throw std::runtime_error("no free record name of the form " + base + "_N.json under runs/; pass --output");
 }
 
+namespace {
+
+/// mode: generate: a decoder, prompt and new tokens within its positions, ATen's kernels.
+void check_generation(const Scenario& s, const ModelInfo& model, int world_size) {
+  if (!model.generates) {
+    throw ScenarioError(origin_of(s, "mode"), "mode",
+                        "mode: generate runs decoders with a KV cache (gpt2, llama); " + s.model + " is not one");
+  }
+  const int64_t prompt = s.prompt_tokens.value_or(0), fresh = s.new_tokens.value_or(0);
+  const std::optional<int64_t> positions = s.option<int64_t>("seq_len");
+  if (positions && prompt + fresh > *positions) {
+    const std::string key = s.is_set("new_tokens") && !s.is_set("prompt_tokens") ? "new_tokens" : "prompt_tokens";
+    throw ScenarioError(origin_of(s, key), key,
+                        "prompt_tokens (" + std::to_string(prompt) + ") + new_tokens (" + std::to_string(fresh) +
+                            ") = " + std::to_string(prompt + fresh) + " positions, more than " + s.model +
+                            "'s seq_len (" + std::to_string(*positions) + "); lower prompt_tokens or new_tokens, or "
+                            "raise seq_len");
+  }
+  if (s.kernels != "aten") {
+    throw ScenarioError(origin_of(s, "kernels"), "kernels",
+                        "kernels: fused has no generation path yet; mode: generate runs ATen's kernels (kernels: aten)");
+  }
+  if (world_size > 1) {
+    throw ScenarioError(origin_of(s, "mode"), "mode",
+                        "mode: generate runs on one device (" + std::to_string(world_size) +
+                            " ranks asked); run one process per device and compare their records");
+  }
+}
+
+}  // namespace
+
 ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog& models, const DeviceFacts& device,
                                   const ResolveOptions& options) {
   const ModelInfo* model = find_model_info(models, requested.model);
@@ -229,6 +284,7 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
       throw ScenarioError(origin_of(s, key), key, e.what());
     }
   }
+  if (s.mode == "generate") check_generation(s, *model, options.world_size);
   if (s.data == "folder" && !model->image_input) {
     throw ScenarioError(origin_of(s, "data"), "data",
                         "data: folder feeds image classifiers; " + s.model + " takes no images");

@@ -54,6 +54,11 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["memory_format"] = s.memory_format;
   j["device"] = s.device;
   j["mode"] = s.mode;
+  if (s.mode == "generate") {  // only here: a training record's identity has no generation keys
+    j["prompt_tokens"] = s.prompt_tokens;
+    j["new_tokens"] = s.new_tokens;
+    j["kv_cache_dtype"] = s.kv_cache_dtype;
+  }
   j["epochs"] = s.epochs;
   j["dataset_size"] = s.dataset_size;
   j["warmup_steps"] = s.warmup_steps;
@@ -93,6 +98,9 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.memory_format = j.value("memory_format", d.memory_format);
   s.device = j.value("device", d.device);
   s.mode = j.value("mode", d.mode);
+  s.prompt_tokens = j.value("prompt_tokens", d.prompt_tokens);
+  s.new_tokens = j.value("new_tokens", d.new_tokens);
+  s.kv_cache_dtype = j.value("kv_cache_dtype", d.kv_cache_dtype);
   s.epochs = j.value("epochs", d.epochs);
   s.dataset_size = j.value("dataset_size", d.dataset_size);
   s.warmup_steps = j.value("warmup_steps", d.warmup_steps);
@@ -126,7 +134,7 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   static const nlohmann::json common = Scenario{};
   s.model_options.clear();
   for (const auto& [key, value] : j.items()) {
-    if (common.contains(key)) continue;
+    if (common.contains(key) || key == "prompt_tokens" || key == "new_tokens" || key == "kv_cache_dtype") continue;
     if (value.is_structured()) throw std::runtime_error("scenario \"" + key + "\" must be a single value");
     s.model_options[key] = value;
   }
@@ -141,13 +149,13 @@ bool Scenario::operator==(const Scenario& o) const {
   return std::tie(name, model, batch_size, precision, memory_format, device, epochs, dataset_size, warmup_steps,
                   optimizer, seed, time_budget_s, duration_s, model_options, grad_accumulation, cudnn_benchmark, graph, ddp_bucket_mb, ddp_timeout_s, output, telemetry, telemetry_interval_s,
                   telemetry_trace, profile, profile_steps, data, data_path, data_workers, decode, prefetch, data_only, mode,
-                  kernels, memory_check) ==
+                  kernels, memory_check, prompt_tokens, new_tokens, kv_cache_dtype) ==
          std::tie(o.name, o.model, o.batch_size, o.precision, o.memory_format, o.device, o.epochs, o.dataset_size,
                   o.warmup_steps, o.optimizer, o.seed, o.time_budget_s, o.duration_s, o.model_options,
                   o.grad_accumulation, o.cudnn_benchmark, o.graph, o.ddp_bucket_mb,
                   o.ddp_timeout_s, o.output, o.telemetry, o.telemetry_interval_s, o.telemetry_trace, o.profile,
                   o.profile_steps, o.data, o.data_path, o.data_workers, o.decode, o.prefetch, o.data_only, o.mode,
-                  o.kernels, o.memory_check);
+                  o.kernels, o.memory_check, o.prompt_tokens, o.new_tokens, o.kv_cache_dtype);
 }
 
 }  // namespace gpubench

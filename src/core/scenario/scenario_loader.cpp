@@ -381,7 +381,23 @@ void ScenarioLoader::check(const Scenario& s) const {
       }
     }
   }
-  if (s.mode == "inference") {
+  if (s.mode != "generate") {
+    for (const char* key : {"prompt_tokens", "new_tokens", "kv_cache_dtype"}) {
+      if (s.is_set(key)) {
+        throw ScenarioError(origin_of(key), key, std::string(key) + " applies to mode: generate (this scenario's mode is " + s.mode + ")");
+      }
+    }
+  } else {
+    if (s.data != "synthetic") {
+      throw ScenarioError(origin_of("data"), "data", "mode: generate reads no data set: its prompts are random token ids");
+    }
+    for (const char* key : {"duration_s", "profile", "grad_accumulation"}) {
+      if (s.is_set(key)) {
+        throw ScenarioError(origin_of(key), key, std::string(key) + " applies to mode: train and inference, not generate");
+      }
+    }
+  }
+  if (s.mode == "inference" || s.mode == "generate") {
     if (s.grad_accumulation > 1) {
       throw ScenarioError(origin_of("grad_accumulation"), "grad_accumulation",
                           "grad_accumulation applies to mode: train (inference has no gradients to accumulate)");

@@ -39,6 +39,35 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, con
 
 }  // namespace
 
+int64_t KvCache::bytes() const {
+  int64_t n = 0;
+  for (const auto& t : k) n += t.numel() * static_cast<int64_t>(t.element_size());
+  for (const auto& t : v) n += t.numel() * static_cast<int64_t>(t.element_size());
+  return n;
+}
+
+at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k_new, const at::Tensor& v_new, at::Tensor& k_cache,
+                            at::Tensor& v_cache, const at::Tensor& pos, int64_t window, bool math) {
+  const int64_t t = q.size(2);
+  if (!pos.defined()) {  // prefill: positions 0..t-1, causal over themselves
+    k_cache.narrow(2, 0, t).copy_(k_new);
+    v_cache.narrow(2, 0, t).copy_(v_new);
+    return attention(q, k_new.to(q.scalar_type()), v_new.to(q.scalar_type()), {}, 0.0, math, /*causal=*/true);
+  }
+  k_cache.index_copy_(2, pos, k_new.to(k_cache.scalar_type()));
+  v_cache.index_copy_(2, pos, v_new.to(v_cache.scalar_type()));
+  const at::Tensor keep = at::arange(window, pos.options()).le(pos).view({1, 1, 1, window});
+  return attention(q, k_cache.narrow(2, 0, window).to(q.scalar_type()), v_cache.narrow(2, 0, window).to(q.scalar_type()),
+                   keep, 0.0, math);
+}
+
+namespace {
+/// Positions pos.. of a prefill (0..t-1) or of one decoded token, for position tables: rows of `table`.
+at::Tensor rows_at(const at::Tensor& table, const at::Tensor& pos, int64_t t) {
+  return pos.defined() ? table.index_select(0, pos) : table.narrow(0, 0, t);
+}
+}  // namespace
+
 Conv1DImpl::Conv1DImpl(int64_t in, int64_t out) {
   weight = register_parameter("weight", torch::empty({in, out}));
   bias = register_parameter("bias", torch::zeros({out}));
@@ -69,6 +98,15 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
                                       heads_view(qkv[2], heads_), {}, p, math_, /*causal=*/true);
   const torch::Tensor h = x + at::dropout(attn_proj(merge_heads(ctx)), p, is_training());
   return h + at::dropout(mlp_proj(gelu_tanh(c_fc(ln_2(h)))), p, is_training());
+}
+
+torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window,
+                                            at::Tensor& k_cache, at::Tensor& v_cache) {
+  const auto qkv = c_attn(ln_1(x)).split(x.size(-1), -1);
+  const torch::Tensor ctx = cached_attention(heads_view(qkv[0], heads_), heads_view(qkv[1], heads_),
+                                             heads_view(qkv[2], heads_), k_cache, v_cache, pos, window, math_);
+  const torch::Tensor h = x + attn_proj(merge_heads(ctx));
+  return h + mlp_proj(gelu_tanh(c_fc(ln_2(h))));
 }
 
 Gpt2LMHeadModelImpl::Gpt2LMHeadModelImpl(const Gpt2Options& o) {
@@ -118,6 +156,24 @@ torch::Tensor Gpt2LMHeadModelImpl::forward(const torch::Tensor& input_ids) {
   return at::linear(hidden(input_ids), wte->weight);  // the tied head, no bias
 }
 
+KvCache Gpt2LMHeadModelImpl::make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const {
+  KvCache c;
+  const int64_t heads = blocks.front()->heads(), d = wte->weight.size(1) / heads;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    c.k.push_back(at::zeros({batch, heads, positions, d}, options));
+    c.v.push_back(at::zeros({batch, heads, positions, d}, options));
+  }
+  return c;
+}
+
+torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
+                                                 KvCache& cache) {
+  const int64_t t = ids.size(1);
+  torch::Tensor h = wte(ids) + rows_at(wpe->weight, pos, t);
+  for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_cached(h, pos, window, cache.k[i], cache.v[i]);
+  return at::linear(ln_f_(h.narrow(1, t - 1, 1)).squeeze(1), wte->weight);  // the last token's logits only
+}
+
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
   weight = register_parameter("weight", torch::ones({dim}));
 }
@@ -159,6 +215,20 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const torch
   const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
   const torch::Tensor ctx =
       attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, {}, 0.0, math_, /*causal=*/true);
+  const torch::Tensor h = x + linear(o_proj, merge_heads(ctx));
+  const torch::Tensor m = post_attention_layernorm(h);
+  return h + linear(down_proj, at::silu(linear(gate_proj, m)) * linear(up_proj, m));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::forward_cached(const torch::Tensor& x, const torch::Tensor& cos,
+                                                    const torch::Tensor& sin, const at::Tensor& pos, int64_t window,
+                                                    at::Tensor& k_cache, at::Tensor& v_cache) {
+  const torch::Tensor n = input_layernorm(x);
+  const torch::Tensor q = heads_view(linear(q_proj, n), heads_);
+  const torch::Tensor k = heads_view(linear(k_proj, n), kv_heads_);
+  const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
+  const torch::Tensor ctx = cached_attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, k_cache, v_cache,
+                                             pos, window, math_);
   const torch::Tensor h = x + linear(o_proj, merge_heads(ctx));
   const torch::Tensor m = post_attention_layernorm(h);
   return h + linear(down_proj, at::silu(linear(gate_proj, m)) * linear(up_proj, m));
@@ -218,6 +288,31 @@ torch::Tensor LlamaForCausalLMImpl::hidden(const torch::Tensor& input_ids) {
   torch::Tensor h = embed_tokens_(input_ids);
   for (size_t i = 0; i < layers.size(); ++i) h = run_layer(i, h, cos, sin);
   return norm_(h);
+}
+
+KvCache LlamaForCausalLMImpl::make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const {
+  KvCache c;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    c.k.push_back(at::zeros({batch, options_.kv_heads, positions, options_.head_dim()}, options));
+    c.v.push_back(at::zeros({batch, options_.kv_heads, positions, options_.head_dim()}, options));
+  }
+  return c;
+}
+
+torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
+                                                  KvCache& cache) {
+  const at::DeviceType type = ids.device().type();
+  const at::ScalarType dtype = at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type)
+                                                                        : lm_head_->weight.scalar_type();
+  const int64_t t = ids.size(1);
+  // The tables for every position the cache holds (cached once), the tokens' rows picked on the device.
+  const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), dtype);
+  const at::Tensor cos = rows_at(cos_all, pos, t), sin = rows_at(sin_all, pos, t);
+  torch::Tensor h = embed_tokens_(ids);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    h = layers[i]->forward_cached(h, cos, sin, pos, window, cache.k[i], cache.v[i]);
+  }
+  return linear(lm_head_, norm_(h.narrow(1, t - 1, 1)).squeeze(1));  // the last token's logits only
 }
 
 double decoder_attention_train_flops_per_sequence(int64_t layers, int64_t hidden, int64_t seq_len) {

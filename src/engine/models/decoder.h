@@ -13,6 +13,22 @@
 
 namespace gpubench::models {
 
+/// mode: generate's static KV cache, allocated once: each layer's keys and values [batch, kv_heads, positions,
+/// head_dim]. A step writes its tokens' keys and values at their positions and attends over a window of the first
+/// positions (the rest are masked or outside the window).
+struct KvCache {
+  std::vector<at::Tensor> k, v;
+  int64_t bytes() const;
+  int64_t positions() const { return k.empty() ? 0 : k.front().size(2); }
+};
+
+/// Attention of `q` [batch, heads, t, d] over a layer's cache after writing `k_new`, `v_new` [batch, kv_heads, t, d]
+/// into it. `pos` undefined: a prefill of positions 0..t-1 (causal, no mask). `pos` a one-element int64 device
+/// tensor: one token (t = 1) at that position, attending to cache positions [0, window) that are <= pos (a mask
+/// built on the device, so a CUDA graph can replay the step with the next position).
+at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k_new, const at::Tensor& v_new, at::Tensor& k_cache,
+                            at::Tensor& v_cache, const at::Tensor& pos, int64_t window, bool math);
+
 /// GPT-2 small by default (transformers' GPT2Config()): 124,439,808 parameters.
 struct Gpt2Options {
   int64_t vocab_size = 50257, positions = 1024, hidden = 768, layers = 12, heads = 12;
@@ -35,6 +51,10 @@ class Gpt2BlockImpl : public torch::nn::Module {
  public:
   explicit Gpt2BlockImpl(const Gpt2Options& o);
   torch::Tensor forward(const torch::Tensor& x);
+  /// The block in eval mode over a KV cache (cached_attention's `pos` and `window`).
+  torch::Tensor forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window, at::Tensor& k_cache,
+                               at::Tensor& v_cache);
+  int64_t heads() const { return heads_; }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   Conv1D c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};  ///< attn.c_attn, attn.c_proj, mlp.*
 
@@ -54,6 +74,10 @@ class Gpt2LMHeadModelImpl : public torch::nn::Module {
   torch::Tensor hidden(const torch::Tensor& input_ids);
   /// The LM head's weight [vocab, hidden] (tied: wte's).
   const torch::Tensor& head_weight() const { return wte->weight; }
+  /// mode: generate: a cache for `batch` sequences of `positions` tokens, and the last token's logits [batch, vocab]
+  /// of `ids` [batch, t] over it (a prefill when `pos` is undefined; one token at `pos` otherwise: cached_attention).
+  KvCache make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const;
+  torch::Tensor logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
   std::vector<Gpt2Block> blocks;
   /// Runs block i (gradient checkpointing wraps it).
   std::function<torch::Tensor(size_t, const torch::Tensor&)> run_layer;
@@ -94,6 +118,9 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
   explicit LlamaDecoderLayerImpl(const LlamaOptions& o);
   /// `cos`, `sin`: [tokens, head_dim] rotary tables in the attention's dtype.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  /// The layer over a KV cache (cached_attention's `pos` and `window`); `cos`, `sin` for the tokens' positions.
+  torch::Tensor forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                               const at::Tensor& pos, int64_t window, at::Tensor& k_cache, at::Tensor& v_cache);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};  ///< self_attn.*
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};            ///< mlp.*
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -112,6 +139,9 @@ class LlamaForCausalLMImpl : public torch::nn::Module {
   /// What the LM head reads: the final RMSNorm's output [batch, tokens, hidden].
   torch::Tensor hidden(const torch::Tensor& input_ids);
   const torch::Tensor& head_weight() const { return lm_head_->weight; }
+  /// mode: generate, as Gpt2LMHeadModelImpl's.
+  KvCache make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const;
+  torch::Tensor logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
   std::vector<LlamaDecoderLayer> layers;
   std::function<torch::Tensor(size_t, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)> run_layer;
 

@@ -188,6 +188,40 @@ class LatentDiffusion final : public Workload {
   double alpha_t_ = alpha_bar(kTimestep), alpha_prev_ = alpha_bar(kTimestep - kStride);
 };
 
+/// A decoder's generation over its own KV cache (models::KvCache): the model's make_cache and logits_cached.
+class CachedGenerator final : public TextGenerator {
+ public:
+  using MakeCache = std::function<models::KvCache(int64_t, int64_t, const at::TensorOptions&)>;
+  using Logits = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, models::KvCache&)>;
+  CachedGenerator(MakeCache make, Logits logits, int64_t vocab, double weight_flops_per_token,
+                  double attention_flops_per_context)
+      : make_(std::move(make)),
+        logits_(std::move(logits)),
+        vocab_(vocab),
+        weight_flops_(weight_flops_per_token),
+        attention_flops_(attention_flops_per_context) {}
+  void allocate(int64_t batch, int64_t positions, const at::TensorOptions& options) override {
+    cache_ = models::KvCache{};
+    cache_ = make_(batch, positions, options);
+  }
+  at::Tensor prefill(const at::Tensor& ids) override { return logits_(ids, {}, ids.size(1), cache_); }
+  at::Tensor decode(const at::Tensor& token, const at::Tensor& pos, int64_t window) override {
+    return logits_(token, pos, window, cache_);
+  }
+  int64_t cache_bytes() const override { return cache_.bytes(); }
+  int64_t vocab() const override { return vocab_; }
+  double flops_per_token(int64_t context) const override {
+    return weight_flops_ + attention_flops_ * static_cast<double>(context);
+  }
+
+ private:
+  MakeCache make_;
+  Logits logits_;
+  models::KvCache cache_;
+  int64_t vocab_;
+  double weight_flops_, attention_flops_;
+};
+
 /// Causal language modelling (pre-training or fine-tuning a decoder): random token ids, the next token as the label
 /// of each position, cross-entropy over the vocabulary in fp32, as transformers' ForCausalLMLoss computes it.
 class CausalLanguageModel final : public Workload {
@@ -227,6 +261,8 @@ class CausalLanguageModel final : public Workload {
                                   /*ignore_index=*/-100);
   }
   std::vector<std::string> fusions() const override { return fusions_; }
+  TextGenerator* generator() override { return generator_.get(); }
+  void set_generator(std::unique_ptr<TextGenerator> g) { generator_ = std::move(g); }
   torch::Tensor infer(const Batch& batch) override { return forward_(batch.inputs[0]); }
   std::string inference_step() const override {
     return "one forward pass over whole sequences (a prefill: logits at every position, no KV-cache decoding), "
@@ -247,7 +283,23 @@ class CausalLanguageModel final : public Workload {
   int64_t vocab_, seq_len_;
   double train_flops_, attention_flops_;
   std::vector<std::string> fusions_;
+  std::unique_ptr<TextGenerator> generator_;
 };
+
+/// The generator of a decoder `m` (Gpt2LMHeadModel, LlamaForCausalLM). Its forward FLOPs per token come from the
+/// training count of a one-token sequence (3 x the forward: 6 x the weights plus attention's 12 x layers x hidden),
+/// attention's part then growing with the context.
+template <typename Model>
+std::unique_ptr<TextGenerator> generator_of(Model m, int64_t vocab, double train_flops_per_token, int64_t layers,
+                                            int64_t hidden) {
+  const double attention_per_context = 4.0 * static_cast<double>(layers) * static_cast<double>(hidden);
+  return std::make_unique<CachedGenerator>(
+      [m](int64_t b, int64_t n, const at::TensorOptions& o) { return m->make_cache(b, n, o); },
+      [m](const at::Tensor& ids, const at::Tensor& pos, int64_t window, models::KvCache& c) mutable {
+        return m->logits_cached(ids, pos, window, c);
+      },
+      vocab, train_flops_per_token / 3.0 - attention_per_context, attention_per_context);
+}
 
 OptimizerSettings adamw(double lr, double weight_decay) {
   OptimizerSettings o;
@@ -400,8 +452,10 @@ ModelSize gpt2_size(const Scenario& s) {
   const int64_t h = o.hidden, ffn = o.intermediate();
   const int64_t params = (o.vocab_size + o.positions) * h +
                          o.layers * (4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * ffn + ffn) + (ffn * h + h)) + 2 * h;
-  return stack_size(params, o.layers, required<int64_t>(s, "seq_len"), 34.0 * static_cast<double>(h),
-                    lm_logits_bytes(s, o.vocab_size), 4.0 * static_cast<double>(o.vocab_size));
+  ModelSize size = stack_size(params, o.layers, required<int64_t>(s, "seq_len"), 34.0 * static_cast<double>(h),
+                              lm_logits_bytes(s, o.vocab_size), 4.0 * static_cast<double>(o.vocab_size));
+  size.kv_elements_per_token = 2.0 * static_cast<double>(o.layers * h);
+  return size;
 }
 
 ModelSize llama_size(const Scenario& s) {
@@ -411,8 +465,10 @@ ModelSize llama_size(const Scenario& s) {
   // Kept per token and layer in 2 bytes: both norms' inputs, q, k, v, the attention output, gate, up, their product
   // and the activation.
   const double per_token = 2.0 * static_cast<double>(5 * h + 2 * kv + 4 * o.intermediate);
-  return stack_size(params, o.layers, required<int64_t>(s, "seq_len"), per_token, lm_logits_bytes(s, o.vocab_size),
-                    4.0 * static_cast<double>(o.vocab_size));
+  ModelSize size = stack_size(params, o.layers, required<int64_t>(s, "seq_len"), per_token,
+                              lm_logits_bytes(s, o.vocab_size), 4.0 * static_cast<double>(o.vocab_size));
+  size.kv_elements_per_token = 2.0 * static_cast<double>(o.layers * kv);
+  return size;
 }
 
 ModelSize unet_size(const Scenario& s) {
@@ -438,6 +494,7 @@ struct Traits {
   bool image_input = false;
   std::function<void(const Scenario&)> check;
   std::function<ModelSize(const Scenario&)> size;
+  bool generates = false;  ///< mode: generate (a decoder with a KV cache)
 };
 ModelEntry entry(ModelInfo info, OptimizerSettings recipe, Traits traits, Factory make) {
   info.recipe = std::move(recipe);
@@ -445,6 +502,7 @@ ModelEntry entry(ModelInfo info, OptimizerSettings recipe, Traits traits, Factor
   info.image_input = traits.image_input;
   info.check = std::move(traits.check);
   info.size = std::move(traits.size);
+  info.generates = traits.generates;
   ModelInfo described = info;
   return ModelEntry{std::move(described), [info = std::move(info), make = std::move(make)](const Scenario& s) {
                       Scenario filled = fill_model_options(info, s);
@@ -543,7 +601,7 @@ const std::vector<ModelEntry>& model_registry() {
                 const models::Gpt2Options o = gpt2_options(s);
                 require_heads_divide("gpt2", "width", o.hidden, o.heads);
               },
-              gpt2_size},
+              gpt2_size, /*generates=*/true},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          const models::Gpt2Options o = gpt2_options(s);
          const int64_t seq_len = required<int64_t>(s, "seq_len");
@@ -554,12 +612,14 @@ const std::vector<ModelEntry>& model_registry() {
              return checkpoint([p, i](const std::vector<at::Tensor>& in) { return p->blocks[i]->forward(in[0]); }, {x});
            };
          }
-         return std::make_unique<CausalLanguageModel>(
+         auto w = std::make_unique<CausalLanguageModel>(
              m.ptr(), [m](const torch::Tensor& ids) mutable { return m->forward(ids); },
              [m](const torch::Tensor& ids) mutable { return m->hidden(ids); }, [m] { return m->head_weight(); },
              o.vocab_size, seq_len, models::gpt2_train_flops_per_sequence(o, seq_len),
              models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len),
              fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy"} : std::vector<std::string>{});
+         w->set_generator(generator_of(m, o.vocab_size, models::gpt2_train_flops_per_sequence(o, 1), o.layers, o.hidden));
+         return w;
        }),
       entry(ModelInfo{"llama", "Llama decoder as transformers' LlamaForCausalLM (RMSNorm, rotary embeddings, SwiGLU, "
                                "grouped-query attention); default TinyLlama-1.1B (1,100.0M parameters)",
@@ -586,7 +646,7 @@ const std::vector<ModelEntry>& model_registry() {
                                               " is not a multiple of kv_heads " + std::to_string(o.kv_heads));
                 }
               },
-              llama_size},
+              llama_size, /*generates=*/true},
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          const models::LlamaOptions o = llama_options(s);
          const int64_t seq_len = required<int64_t>(s, "seq_len");
@@ -598,7 +658,7 @@ const std::vector<ModelEntry>& model_registry() {
                                {x});
            };
          }
-         return std::make_unique<CausalLanguageModel>(
+         auto w = std::make_unique<CausalLanguageModel>(
              m.ptr(), [m](const torch::Tensor& ids) mutable { return m->forward(ids); },
              [m](const torch::Tensor& ids) mutable { return m->hidden(ids); }, [m] { return m->head_weight(); },
              o.vocab_size, seq_len, models::llama_train_flops_per_sequence(o, seq_len),
@@ -606,6 +666,8 @@ const std::vector<ModelEntry>& model_registry() {
              !o.fused ? std::vector<std::string>{}
              : fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}
                              : std::vector<std::string>{"swiglu", "rotary"});
+         w->set_generator(generator_of(m, o.vocab_size, models::llama_train_flops_per_sequence(o, 1), o.layers, o.hidden));
+         return w;
        }),
   };
   return entries;

@@ -19,6 +19,24 @@ struct Batch {
   torch::Tensor target;
 };
 
+/// mode: generate: token-by-token decoding over a static KV cache (decoders only). The caller holds the module in
+/// eval mode under inference mode and autocast.
+class TextGenerator {
+ public:
+  virtual ~TextGenerator() = default;
+  /// A cache for `batch` sequences of `positions` tokens in `options`' dtype and device (replacing any earlier one).
+  virtual void allocate(int64_t batch, int64_t positions, const at::TensorOptions& options) = 0;
+  /// The last prompt token's logits [batch, vocab] for prompt ids [batch, t], filling cache positions 0..t-1.
+  virtual at::Tensor prefill(const at::Tensor& ids) = 0;
+  /// The logits [batch, vocab] after `token` [batch, 1] at position `pos` (a one-element int64 tensor on the device,
+  /// so a captured step replays for the next position), attending to the cache's first `window` positions.
+  virtual at::Tensor decode(const at::Tensor& token, const at::Tensor& pos, int64_t window) = 0;
+  virtual int64_t cache_bytes() const = 0;
+  virtual int64_t vocab() const = 0;
+  /// Forward FLOPs per generated token at context length `context`: 2 x the matmul weights + attention's QK^T and AV.
+  virtual double flops_per_token(int64_t context) const = 0;
+};
+
 /// A trainable model with its data and objective. Implementations own their module.
 class Workload {
  public:
@@ -57,6 +75,8 @@ class Workload {
   /// With `kernels: fused`, the fused operations this workload's training step uses (fused/fused_ops.h names);
   /// empty: it has none yet, and runs ATen's operations.
   virtual std::vector<std::string> fusions() const { return {}; }
+  /// mode: generate: the model's generator, or null when it does not generate.
+  virtual TextGenerator* generator() { return nullptr; }
 };
 
 /// Samples [start, start + length) of every tensor in `b` (micro-batches for gradient accumulation).

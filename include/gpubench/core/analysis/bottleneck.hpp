@@ -18,6 +18,9 @@ struct BottleneckVerdict {
 
 /// The tag an input pipeline sets (summary metric, a fraction of the timed epochs spent waiting for batches).
 inline constexpr const char* kInputWaitTag = "input_wait_fraction";
+/// mode: generate's roofline (summary metrics): the measured decode step against the larger of its bandwidth bound
+/// (`decode_memory_bound_ms`) and compute bound (`decode_compute_bound_ms`), as a fraction.
+inline constexpr const char* kDecodeBoundFractionTag = "decode_bound_fraction";
 
 BottleneckVerdict diagnose_bottleneck(const RunRecord& r);
 

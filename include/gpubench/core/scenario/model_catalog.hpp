@@ -24,6 +24,9 @@ struct ModelSize {
   /// What one sample holds at once in inference (no backward): the logits of a language model, a fraction of the
   /// training figure otherwise.
   double inference_activation_bytes_per_sample = 0;
+  /// mode: generate: KV-cache elements one sequence holds per position (2 x layers x key-value heads x head
+  /// dimension); 0 for models that do not generate.
+  double kv_elements_per_token = 0;
 };
 
 /// A model the registry can build.
@@ -41,6 +44,8 @@ struct ModelInfo {
   OptimizerSettings recipe;
   bool channels_last = false;  ///< `memory_format: auto` picks channels_last on GPUs (4-D activations)
   bool image_input = false;    ///< an image classifier (what `data: folder` feeds)
+  /// A decoder that runs mode: generate (a KV cache, one token per step); its positions are its `seq_len` key.
+  bool generates = false;
   /// Rules across this model's keys (head counts that divide widths, ...), applied to a scenario whose model keys
   /// hold their defaults; throws std::invalid_argument naming the keys. Empty: no rules.
   std::function<void(const Scenario&)> check;

@@ -41,8 +41,15 @@ struct Scenario {
   std::string name;                       ///< free-form label
   std::string model = "resnet50";         ///< a name from `gpubench list`
   /// train (forward, backward, optimizer step) | inference (eval mode under inference mode: forward only, no
-  /// optimizer; per-batch latency percentiles in the record; the UNet runs one guided denoising step)
+  /// optimizer; per-batch latency percentiles in the record; the UNet runs one guided denoising step) | generate
+  /// (decoders: a prompt of prompt_tokens, then new_tokens greedy tokens one at a time over a static KV cache)
   std::string mode = "train";
+  /// mode: generate: tokens of the prompt (prefilled in one forward) and tokens generated after it, per sequence
+  /// (resolved to 512 and 128). Written to records only for generate, so other modes' identities stay as they were.
+  std::optional<int64_t> prompt_tokens, new_tokens;
+  /// mode: generate: the KV cache's element type: auto (the weights': bf16 or fp16 under those precisions, else
+  /// fp32) | bf16 | fp16 | fp32
+  std::string kv_cache_dtype = "auto";
   std::optional<int64_t> batch_size;      ///< samples per step; default from the model (CPU: bounded)
   std::string precision = "fp32";         ///< fp32 | tf32 | bf16 | fp16 | amp (the device's preferred mixed precision)
   std::string memory_format = "auto";     ///< auto | contiguous | channels_last

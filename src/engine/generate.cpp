@@ -1,0 +1,410 @@
+// mode: generate: a prompt, then new tokens one at a time, greedy, over a static KV cache; every timed generation is
+// one epoch of the record (docs/generate.md).
+
+#include "generate.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "cuda_graph.h"
+#include "gpubench/core/analysis/bottleneck.hpp"
+#include "gpubench/core/check.hpp"
+#include "gpubench/core/record/stats.hpp"
+#include "precision.h"
+#include "step_timer.h"
+
+namespace gpubench::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Positions per attention window: a decode step at position p attends to the first multiple of this above p (one
+/// CUDA graph per window), so its attention reads at most this many unused positions.
+constexpr int64_t kWindowStep = 64;
+
+at::ScalarType cache_type(const std::string& requested, const std::optional<at::ScalarType>& weights) {
+  if (requested == "bf16") return at::kBFloat16;
+  if (requested == "fp16") return at::kHalf;
+  if (requested == "fp32") return at::kFloat;
+  return weights.value_or(at::kFloat);
+}
+
+std::string type_name(at::ScalarType t) {
+  return t == at::kBFloat16 ? "bf16" : t == at::kHalf ? "fp16" : t == at::kFloat ? "fp32" : c10::toString(t);
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return percentile_sorted(v, 50);
+}
+
+class GenerateRun {
+ public:
+  GenerateRun(const TrainingPlan& plan, Workload& workload, RunObserver& observer, RunRecord& record)
+      : plan_(plan),
+        s_(plan.scenario),
+        workload_(workload),
+        observer_(observer),
+        record_(record),
+        dev_(plan.device.device),
+        batch_(*plan.scenario.batch_size),
+        prompt_(plan.scenario.prompt_tokens.value_or(512)),
+        fresh_(plan.scenario.new_tokens.value_or(128)) {}
+
+  void run() {
+    prepare();
+    warm_up();
+    capture_graphs();
+    measure_bandwidth();
+    timed_generations();
+    finish();
+  }
+
+ private:
+  void prepare() {
+    observer_.on_phase("preparing model, prompts and the KV cache on " + plan_.device.id);
+    gen_ = workload_.generator();
+    GPUBENCH_CHECK(gen_ != nullptr, "the resolver lets only decoders generate");
+    module_ = workload_.module();
+    module_->to(dev_);
+    module_->eval();
+    if (plan_.precision.autocast) module_->to(*plan_.precision.autocast);  // weights as a half-precision deployment loads them
+    c10::InferenceMode no_autograd;
+    const at::ScalarType kv = cache_type(s_.kv_cache_dtype, plan_.precision.autocast);
+    gen_->allocate(batch_, prompt_ + fresh_, at::TensorOptions().device(dev_).dtype(kv));
+    at::Generator g = at::globalContext().defaultGenerator(dev_);
+    {
+      std::lock_guard<std::mutex> lock(g.mutex());
+      g.set_current_seed(s_.seed);
+    }
+    const auto ids = at::TensorOptions().device(dev_).dtype(at::kLong);
+    prompts_ = at::randint(0, gen_->vocab(), {batch_, prompt_}, g, ids);
+    token_ = at::zeros({batch_, 1}, ids);
+    pos_ = at::zeros({1}, ids);
+    out_ = at::zeros({batch_, fresh_}, ids);
+    for (const auto& p : module_->parameters()) weight_bytes_ += p.numel() * static_cast<int64_t>(p.element_size());
+    kv_bytes_ = gen_->cache_bytes();
+    kv_per_position_ = kv_bytes_ / std::max<int64_t>(1, batch_ * (prompt_ + fresh_));
+    graphs_wanted_ = dev_.is_cuda() && (s_.graph || !s_.is_set("graph"));
+    record_.execution.graph_requested = graphs_wanted_;
+    record_.execution.optimizer_implementation = "none";
+    describe("generate: a " + std::to_string(prompt_) + "-token prompt prefilled in one forward, then " +
+         std::to_string(fresh_) + " tokens, greedy (argmax), one per step; KV cache " + type_name(kv) + ", " +
+         std::to_string(kv_bytes_ >> 20) + " MiB for " + std::to_string(batch_) + " x " + std::to_string(prompt_ + fresh_) +
+         " positions; weights " + std::to_string(weight_bytes_ >> 20) + " MiB");
+    timer_ = make_step_timer(plan_.device);
+    record_.notes.push_back(std::string("token times: ") + timer_->method());
+  }
+
+  /// The prompt's forward: cache positions 0..P-1 and the first new token (its argmax) in the token buffer.
+  void prefill() {
+    c10::InferenceMode no_autograd;
+    AutocastScope autocast(dev_.type(), plan_.precision.autocast);
+    const at::Tensor next = gen_->prefill(prompts_).argmax(-1, /*keepdim=*/true);
+    token_.copy_(next);
+    out_.narrow(1, 0, 1).copy_(next);
+    pos_.fill_(prompt_);
+  }
+
+  /// One new token: the token at device position pos_ goes in, the next one comes out (argmax), the position moves
+  /// on. Everything stays on the device, so a captured step replays as is.
+  at::Tensor decode_step(int64_t window) {
+    c10::InferenceMode no_autograd;
+    AutocastScope autocast(dev_.type(), plan_.precision.autocast);
+    const at::Tensor next = gen_->decode(token_, pos_, window).argmax(-1, /*keepdim=*/true);
+    out_.index_copy_(1, pos_ - (prompt_ - 1), next);
+    token_.copy_(next);
+    pos_.add_(1);
+    return next;
+  }
+
+  /// The attention window of the step that feeds position `p`.
+  int64_t window_for(int64_t p) const { return std::min(prompt_ + fresh_, (p / kWindowStep + 1) * kWindowStep); }
+
+  /// One whole generation, eager or with the captured steps; a mark after the first token and after each next one.
+  void generate_once(bool timed) {
+    if (timed) timer_->begin_epoch(fresh_);
+    prefill();
+    if (timed) timer_->mark();
+    for (int64_t i = 1; i < fresh_; ++i) {
+      const int64_t window = window_for(prompt_ + i - 1);
+      const auto g = graphs_.find(window);
+      if (g != graphs_.end()) {
+        g->second->replay();
+      } else {
+        decode_step(window);
+      }
+      if (timed) timer_->mark();
+    }
+  }
+
+  void warm_up() {
+    const int64_t n = std::max<int64_t>(1, s_.warmup_steps.value_or(1));
+    observer_.on_phase("warm-up (" + std::to_string(n) + " untimed generation" + (n > 1 ? "s" : "") + ")");
+    warm_t0_ = Clock::now();
+    for (int64_t i = 0; i < n; ++i) generate_once(false);
+    synchronize(plan_.device);
+  }
+
+  /// One CUDA graph of the decode step per attention window, captured after the eager warm-up.
+  void capture_graphs() {
+    if (!graphs_wanted_ || fresh_ < 2) return;
+    std::string why = cuda_graphs_compiled() ? "" : "this build has no CUDA graphs";
+    if (why.empty()) {
+      observer_.on_phase("capturing the decode step in CUDA graphs (one per " + std::to_string(kWindowStep) +
+                         "-position attention window)");
+      try {
+        for (int64_t p = prompt_; p < prompt_ + fresh_ - 1; ++p) {
+          const int64_t window = window_for(p);
+          if (graphs_.count(window)) continue;
+          // The side-stream warm-up runs the step for real: positions from the first decode one, within the cache.
+          {
+            c10::InferenceMode no_autograd;
+            pos_.fill_(prompt_);
+          }
+          const int warmup = static_cast<int>(std::min<int64_t>(3, fresh_ - 1));
+          graphs_[window] = capture_step([this, window] { return decode_step(window); }, warmup);
+        }
+      } catch (const std::exception& e) {
+        graphs_.clear();
+        why = "capture failed: " + first_line(e.what());
+      }
+    }
+    if (!graphs_.empty()) {
+      record_.execution.mode = "cuda_graph";
+      return;
+    }
+    record_.execution.graph_fallback = why;
+    note("CUDA graph requested but not used (" + why + "); decoding eager");
+  }
+
+  /// The device's copy rate (bytes read + written per second), best of a few copies of a large buffer: what a
+  /// memory-bound decode step can read at most.
+  void measure_bandwidth() {
+    c10::InferenceMode no_autograd;
+    const int64_t bytes = dev_.is_cpu() ? (int64_t{256} << 20) : (int64_t{1} << 30);
+    const at::Tensor a = at::empty({bytes}, at::TensorOptions().device(dev_).dtype(at::kByte)).fill_(1);
+    at::Tensor b = at::empty_like(a);
+    b.copy_(a);
+    double best = 0;
+    for (int i = 0; i < 5; ++i) {
+      synchronize(plan_.device);
+      const auto t0 = Clock::now();
+      b.copy_(a);
+      synchronize(plan_.device);
+      const double s = seconds_since(t0);
+      if (s > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / s);
+    }
+    bandwidth_ = best;
+  }
+
+  void timed_generations() {
+    record_.summary.warmup_steps = s_.warmup_steps.value_or(1);
+    record_.summary.warmup_seconds = seconds_since(warm_t0_);
+    for (int64_t e = 0; e < s_.epochs; ++e) {
+      if (plan_.stop_requested != nullptr && plan_.stop_requested->load()) {
+        record_.summary.stopped_by = "interrupt";
+        break;
+      }
+      if (s_.time_budget_s && measured_s_ >= *s_.time_budget_s) {
+        record_.summary.stopped_by = "time_budget";
+        break;
+      }
+      observer_.on_phase("generation " + std::to_string(e + 1) + "/" + std::to_string(s_.epochs));
+      EpochRecord ep = timed_generation(e);
+      record_.epochs.push_back(ep);
+      observer_.on_epoch(ep);
+      if (record_.status != RunStatus::kOk) break;
+    }
+  }
+
+  EpochRecord timed_generation(int64_t e) {
+    reset_memory_peaks(plan_.device);
+    synchronize(plan_.device);
+    observer_.on_epoch_begin(e);
+    const auto t0 = Clock::now();
+    generate_once(true);
+    synchronize(plan_.device);
+    const double seconds = seconds_since(t0);
+    measured_s_ += seconds;
+    const std::optional<EpochTelemetry> telemetry = observer_.on_epoch_end(e, batch_ * fresh_);
+    const std::vector<double> ms = timer_->end_epoch_ms();  // [time to first token, then each next token's]
+    EpochRecord ep;
+    ep.index = e;
+    ep.steps = fresh_;
+    ep.samples = batch_ * fresh_;
+    ep.seconds = seconds;
+    ep.samples_per_s = seconds > 0 ? static_cast<double>(ep.samples) / seconds : 0;
+    const double ttft = ms.empty() ? seconds * 1e3 : ms.front();
+    const std::vector<double> itl(ms.begin() + (ms.empty() ? 0 : 1), ms.end());
+    ep.step_time = summarize_step_times(itl);
+    for (double v : itl) ep.step_times_ms.push_back(std::round(v * 1e4) / 1e4);
+    all_itl_.insert(all_itl_.end(), itl.begin(), itl.end());
+    const DeviceMemoryPeaks peaks = read_memory_peaks(plan_.device);
+    ep.peak_allocated_bytes = peaks.allocated_bytes;
+    ep.peak_reserved_bytes = peaks.reserved_bytes;
+    if (dev_.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
+    ep.complete = true;
+    ep.telemetry = telemetry;
+    const double decode_s = std::accumulate(itl.begin(), itl.end(), 0.0) / 1e3;
+    const double prefill_rate = ttft > 0 ? static_cast<double>(batch_ * prompt_) / (ttft / 1e3) : 0;
+    const double decode_rate = decode_s > 0 ? static_cast<double>(batch_ * (fresh_ - 1)) / decode_s : 0;
+    ttft_.push_back(ttft);
+    prefill_rate_.push_back(prefill_rate);
+    if (decode_rate > 0) decode_rate_.push_back(decode_rate);
+    e2e_ms_.push_back(seconds * 1e3);
+    auto& m = ep.metrics;
+    set_metric(m, Metric{"ttft_ms", "time to first token", "ms", Better::kLower, ttft});
+    set_metric(m, Metric{"prefill_tokens_per_s", "prefill", "tokens/s", Better::kHigher, prefill_rate});
+    if (decode_rate > 0) {
+      set_metric(m, Metric{"decode_tokens_per_s", "decode", "tokens/s", Better::kHigher,
+                           decode_rate});
+      set_metric(m, Metric{"tpot_ms", "time per output token (decode)", "ms", Better::kLower, decode_s * 1e3 / static_cast<double>(fresh_ - 1)});
+    }
+    set_metric(m, Metric{"e2e_latency_ms", "end-to-end latency", "ms", Better::kLower, seconds * 1e3});
+    // Non-finite logits give garbage argmaxes, not NaNs: a token outside the vocabulary says the model broke.
+    const at::Tensor bad = (out_ < 0).logical_or(out_ >= gen_->vocab()).any();
+    if (bad.item<bool>()) {
+      record_.status = RunStatus::kNan;
+      record_.reason = "generation " + std::to_string(e + 1) + " produced tokens outside the vocabulary";
+    }
+    return ep;
+  }
+
+  void finish() {
+    summarize_run(record_, all_itl_);
+    if (record_.summary.stopped_by == "interrupt" && record_.status == RunStatus::kOk) {
+      record_.status = RunStatus::kInterrupted;
+      record_.reason = "interrupted (SIGINT/SIGTERM) after " + std::to_string(record_.epochs.size()) + " generations";
+    }
+    auto& m = record_.summary.metrics;
+    const auto spread = [&m](const std::string& tag, const std::string& name, const std::string& unit, Better better,
+                             std::vector<double> v) {
+      if (v.empty()) return;
+      std::sort(v.begin(), v.end());
+      const StepTimeStats st = summarize_step_times(v);
+      set_metric(m, Metric{tag, name + " (median of generations)", unit, better, percentile_sorted(v, 50)});
+      set_metric(m, Metric{tag + "_p90", name + " p90", unit, better, percentile_sorted(v, 90)});
+      set_metric(m, Metric{tag + "_p99", name + " p99", unit, better, percentile_sorted(v, 99)});
+      set_metric(m, Metric{tag + "_stdev", name + " stdev over generations", unit, Better::kLower, st.stdev_ms});
+    };
+    spread("prefill_tokens_per_s", "prefill", "tokens/s", Better::kHigher, prefill_rate_);
+    spread("decode_tokens_per_s", "decode", "tokens/s", Better::kHigher, decode_rate_);
+    spread("ttft_ms", "time to first token", "ms", Better::kLower, ttft_);
+    spread("e2e_latency_ms", "end-to-end latency", "ms", Better::kLower, e2e_ms_);
+    // llama-bench's names: pp<P> and tg<N> tokens/s, and pg<P>,<N> the whole generation's (prompt + new tokens).
+    const std::string pp = "pp" + std::to_string(prompt_), tg = "tg" + std::to_string(fresh_);
+    if (!prefill_rate_.empty()) {
+      set_metric(m, Metric{pp + "_tokens_per_s", pp + " (llama-bench: prompt processing)", "tokens/s", Better::kHigher,
+                           median_of(prefill_rate_)});
+    }
+    if (!decode_rate_.empty()) {
+      set_metric(m, Metric{tg + "_tokens_per_s", tg + " (llama-bench: text generation)", "tokens/s", Better::kHigher,
+                           median_of(decode_rate_)});
+    }
+    if (!e2e_ms_.empty()) {
+      set_metric(m, Metric{"pg" + std::to_string(prompt_) + "_" + std::to_string(fresh_) + "_tokens_per_s",
+                           "pg (llama-bench: prompt and generation together)", "tokens/s", Better::kHigher,
+                           static_cast<double>(batch_ * (prompt_ + fresh_)) / (median_of(e2e_ms_) / 1e3)});
+    }
+    if (!all_itl_.empty()) {
+      std::vector<double> v = all_itl_;
+      std::sort(v.begin(), v.end());
+      for (const int q : {50, 90, 99}) {
+        set_metric(m, Metric{"itl_p" + std::to_string(q) + "_ms", "inter-token latency p" + std::to_string(q), "ms",
+                             Better::kLower, percentile_sorted(v, q)});
+      }
+      set_metric(m, Metric{"tpot_ms", "time per output token (decode, mean)", "ms", Better::kLower,
+                           std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size())});
+    }
+    set_metric(m, Metric{"kv_cache_bytes", "KV cache", "bytes", Better::kNeither, static_cast<double>(kv_bytes_)});
+    if (record_.summary.peak_allocated_bytes && *record_.summary.peak_allocated_bytes > 0) {
+      set_metric(m, Metric{"kv_cache_share", "KV cache share of peak memory", "fraction", Better::kNeither,
+                           static_cast<double>(kv_bytes_) / static_cast<double>(*record_.summary.peak_allocated_bytes)});
+    }
+    if (record_.summary.joules_per_sample) {
+      set_metric(m, Metric{"joules_per_output_token", "energy per output token", "J", Better::kLower,
+                           *record_.summary.joules_per_sample});
+    }
+    roofline();
+  }
+
+  /// What a decode step must read (every weight once, and the KV cache up to its position: at the mean position of
+  /// the decode steps) against the measured copy rate, and its FLOPs against the device's dense peak where the device
+  /// table has it. The verdict (bottleneck.hpp) follows the larger bound and how close the run came to it.
+  void roofline() {
+    if (decode_rate_.empty() || bandwidth_ <= 0) return;
+    auto& m = record_.summary.metrics;
+    const double mean_context = static_cast<double>(prompt_) + static_cast<double>(fresh_) / 2.0;
+    const double step_bytes = static_cast<double>(weight_bytes_) +
+                              static_cast<double>(kv_per_position_ * batch_) * mean_context;
+    const double memory_ms = step_bytes / bandwidth_ * 1e3;
+    const double step_flops = static_cast<double>(batch_) * gen_->flops_per_token(static_cast<int64_t>(mean_context));
+    const std::optional<double> peak = record_.summary.peak_tflops;
+    const double compute_ms = peak && *peak > 0 ? step_flops / (*peak * 1e12) * 1e3 : 0;
+    const double measured_ms = static_cast<double>(batch_) / median_of(decode_rate_) * 1e3;
+    const double bound_ms = std::max(memory_ms, compute_ms);
+    set_metric(m, Metric{"copy_bandwidth_gb_per_s", "measured copy rate (read + write)", "GB/s", Better::kHigher,
+                         bandwidth_ / 1e9});
+    set_metric(m, Metric{"decode_step_bytes", "bytes a decode step reads (weights + KV cache)", "bytes",
+                         Better::kNeither, step_bytes});
+    set_metric(m, Metric{"decode_step_ms", "decode step (median generation)", "ms", Better::kLower, measured_ms});
+    set_metric(m, Metric{"decode_memory_bound_ms", "decode step at the copy rate", "ms", Better::kNeither, memory_ms});
+    if (compute_ms > 0) {
+      set_metric(m, Metric{"decode_compute_bound_ms", "decode step at the dense peak", "ms", Better::kNeither,
+                           compute_ms});
+    }
+    set_metric(m, Metric{"decode_bound_tokens_per_s", "decode bound (roofline)", "tokens/s", Better::kHigher,
+                         static_cast<double>(batch_) / (bound_ms / 1e3)});
+    set_metric(m, Metric{kDecodeBoundFractionTag, "decode: fraction of the roofline bound reached", "fraction",
+                         Better::kHigher, bound_ms / measured_ms});
+  }
+
+  void note(const std::string& msg) {
+    record_.notes.push_back(msg);
+    observer_.on_note(msg);
+  }
+  /// A fact about the run (not a warning): into the notes, and said as a phase.
+  void describe(const std::string& msg) {
+    record_.notes.push_back(msg);
+    observer_.on_phase(msg);
+  }
+
+  const TrainingPlan& plan_;
+  const Scenario& s_;
+  Workload& workload_;
+  RunObserver& observer_;
+  RunRecord& record_;
+  const at::Device dev_;
+  const int64_t batch_, prompt_, fresh_;
+
+  TextGenerator* gen_ = nullptr;
+  std::shared_ptr<torch::nn::Module> module_;
+  at::Tensor prompts_, token_, pos_, out_;
+  int64_t weight_bytes_ = 0, kv_bytes_ = 0, kv_per_position_ = 0;
+  bool graphs_wanted_ = false;
+  std::map<int64_t, std::unique_ptr<StepGraph>> graphs_;  ///< by attention window
+  std::unique_ptr<StepTimer> timer_;
+  double bandwidth_ = 0;
+  Clock::time_point warm_t0_;
+  double measured_s_ = 0;
+  std::vector<double> all_itl_, ttft_, prefill_rate_, decode_rate_, e2e_ms_;
+};
+
+}  // namespace
+
+void generate(const TrainingPlan& plan, Workload& workload, RunObserver& observer, RunRecord& record) {
+  GenerateRun(plan, workload, observer, record).run();
+}
+
+}  // namespace gpubench::engine
