@@ -16,6 +16,10 @@ the fused kernel instead. --graph captures the whole step (forward, backward, fu
 after a side-stream warm-up, PyTorch's documented whole-network recipe, and replays it; --compile wraps the model in
 torch.compile (the compilation happens in the warm-up and is reported as warmup_seconds).
 
+--mode generate (gpt2, llama) runs transformers' generate as gpubench's mode generate is measured: a prompt of
+--prompt-tokens, then --new-tokens greedy tokens, batch 1 by default; time to first token, prefill and decode
+tokens/s and inter-token latencies per repetition (--compile: the static cache with torch.compile).
+
 --mode inference runs the model as gpubench's mode inference does: eval mode under torch.inference_mode(), no optimizer,
 weights cast to the autocast type (bf16/fp16, as torch_dtype= pipelines load them) with autocast on; per-batch latency
 percentiles from the same CUDA events. For sd-unet it is one denoising step as diffusers' StableDiffusionPipeline takes
@@ -69,7 +73,10 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", help="gpubench scenario file (YAML or JSON)")
     p.add_argument("--model", choices=["resnet50", "bert-base", "sd-unet", "gpt2", "llama"])
-    p.add_argument("--mode", choices=["train", "inference"])
+    p.add_argument("--mode", choices=["train", "inference", "generate"])
+    p.add_argument("--prompt-tokens", type=int, help="--mode generate: prompt tokens per sequence (default 512)")
+    p.add_argument("--new-tokens", type=int, help="--mode generate: tokens generated after the prompt (default 128)")
+    p.add_argument("--repetitions", type=int, default=5, help="--mode generate: timed generations (default 5)")
     p.add_argument("--latent-size", type=int, help="sd-unet: latent height and width (default 64: 512 px images)")
     p.add_argument("--seq-len", type=int)
     p.add_argument("--lr", type=float)
@@ -133,13 +140,22 @@ def parse_args(argv):
                       "momentum": opt_value("momentum") if opt_value("momentum") is not None else 0.9,
                       "weight_decay": opt_value("weight_decay"),
                       "nesterov": opt.get("nesterov", bool(d_opt.get("nesterov")))},
+        "prompt_tokens": a.prompt_tokens or s.get("prompt_tokens", 512),
+        "new_tokens": a.new_tokens or s.get("new_tokens", 128),
+        "repetitions": a.repetitions,
         "json": a.json,
         "trace": a.trace,
         "trace_steps": a.trace_steps,
     }
     if cfg["dataset_size"] < cfg["batch_size"]:
         p.error("dataset_size is smaller than batch_size")
-    if cfg["mode"] == "inference" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if cfg["mode"] == "generate":
+        if model not in ("gpt2", "llama"):
+            p.error("--mode generate runs gpt2 and llama")
+        if a.batch_size is None and "batch_size" not in s:
+            cfg["batch_size"] = 1  # as gpubench's generate
+        cfg["dataset_size"] = max(cfg["dataset_size"], cfg["batch_size"])
+    if cfg["mode"] != "train" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         p.error("--mode inference under torchrun is not supported here")
     if model == "sd-unet" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         p.error("sd-unet under torchrun is not supported here")
@@ -148,6 +164,107 @@ def parse_args(argv):
     if a.graph and cfg["precision"] == "fp16" and cfg["mode"] == "train":
         p.error("--graph with fp16: GradScaler's skip decision is not captured here; use bf16 or fp32")
     return cfg
+
+
+def generate_reference(cfg, model, dev, precision, library_version):
+    """transformers' generate with gpubench's shapes: greedy, a KV cache, weights in the autocast type, new_tokens
+    tokens whatever they are (no end-of-sequence stop). Time to first token is the prefill's forward (with its cache) to its
+    argmax; a CUDA event per generated token (recorded by a logits processor as each token is chosen) gives the
+    inter-token latencies. --compile: the static cache and torch.compile of the forward (transformers' documented
+    recipe for fast generation), reported as its own mode; its compilation happens in the warm-up."""
+    import torch
+    import transformers
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    model.eval()
+    if dtype is not None:
+        model.to(dtype)
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+    bs, prompt_len, fresh = cfg["batch_size"], cfg["prompt_tokens"], cfg["new_tokens"]
+    torch.manual_seed(0)
+    prompt = torch.randint(0, model.config.vocab_size, (bs, prompt_len), device=dev)
+    mask = torch.ones_like(prompt)
+    extra = {}
+    mode = "eager"
+    compile_error = None
+    if cfg["compile"]:
+        try:
+            model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+            extra = {"cache_implementation": "static"}
+            mode = "compile_static_cache"
+        except Exception as e:  # noqa: BLE001: the record says why it did not run
+            compile_error = repr(e)
+
+    class Marks(transformers.LogitsProcessor):
+        def __init__(self):
+            self.events = []
+
+        def __call__(self, input_ids, scores):
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            self.events.append(e)
+            return scores
+
+    def once(marks=None):
+        with torch.inference_mode():
+            return model.generate(prompt, attention_mask=mask, max_new_tokens=fresh, min_new_tokens=fresh,
+                                  do_sample=False, logits_processor=[marks] if marks else None, **extra)
+
+    t0 = time.perf_counter()
+    for _ in range(2 if cfg["compile"] else 1):
+        once()
+    torch.cuda.synchronize(dev)
+    warmup_s = time.perf_counter() - t0
+    reps = []
+    for _ in range(cfg["repetitions"]):
+        marks = Marks()
+        start = torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(dev)
+        t0 = time.perf_counter()
+        start.record()
+        out = once(marks)
+        torch.cuda.synchronize(dev)
+        e2e = time.perf_counter() - t0
+        assert out.shape[1] == prompt_len + fresh, out.shape
+        ttft = start.elapsed_time(marks.events[0])
+        itl = [marks.events[i].elapsed_time(marks.events[i + 1]) for i in range(len(marks.events) - 1)]
+        reps.append({"ttft_ms": ttft, "e2e_ms": e2e * 1e3, "itl_ms": itl,
+                     "prefill_tokens_per_s": bs * prompt_len / (ttft / 1e3),
+                     "decode_tokens_per_s": bs * (fresh - 1) / (sum(itl) / 1e3) if itl else None})
+
+    def median(v):
+        v = sorted(x for x in v if x is not None)
+        return v[len(v) // 2] if v else None
+
+    itl_all = sorted(x for r in reps for x in r["itl_ms"])
+
+    def pct(q):
+        pos = (len(itl_all) - 1) * q / 100.0
+        lo = int(pos)
+        hi = min(lo + 1, len(itl_all) - 1)
+        return itl_all[lo] + (itl_all[hi] - itl_all[lo]) * (pos - lo)
+    result = {
+        "tool": "pytorch", "torch_version": torch.__version__, "model_library_version": library_version,
+        "device_name": torch.cuda.get_device_name(dev), "mode": mode, "generate": True,
+        "scenario": {k: v for k, v in cfg.items() if k not in ("json", "trace", "trace_steps")},
+        "precision_resolved": precision, "batch_size": bs, "prompt_tokens": prompt_len, "new_tokens": fresh,
+        "warmup_seconds": warmup_s, "compile_error": compile_error,
+        "ttft_ms": median(r["ttft_ms"] for r in reps),
+        "prefill_tokens_per_s": median(r["prefill_tokens_per_s"] for r in reps),
+        "decode_tokens_per_s": median(r["decode_tokens_per_s"] for r in reps),
+        "e2e_latency_ms": median(r["e2e_ms"] for r in reps),
+        "itl_p50_ms": pct(50) if itl_all else None, "itl_p90_ms": pct(90) if itl_all else None,
+        "itl_p99_ms": pct(99) if itl_all else None,
+        "peak_allocated_bytes": torch.cuda.max_memory_allocated(dev),
+        "repetitions": [{k: v for k, v in r.items() if k != "itl_ms"} for r in reps],
+    }
+    text = json.dumps(result, indent=2)
+    if cfg["json"]:
+        with open(cfg["json"], "w") as f:
+            f.write(text + "\n")
+    print(text)
+    return 0
 
 
 def main(argv):
@@ -208,6 +325,8 @@ def main(argv):
                 tie_word_embeddings=False, attn_implementation="sdpa")
         model = transformers.AutoModelForCausalLM.from_config(config).to(dev)
         channels_last = False
+        if cfg["mode"] == "generate":
+            return generate_reference(cfg, model, dev, precision, transformers.__version__)
         x = torch.randint(0, config.vocab_size, (bs, cfg["seq_len"]), device=dev)
         if inference:
             forward = lambda: model(input_ids=x).logits

@@ -67,6 +67,15 @@ class ReferenceArgumentsTest(unittest.TestCase):
         with self.assertRaises(SystemExit):
             pytorch_reference.parse_args(["--model", "gpt2", "--mode", "serve"])
 
+    def test_generate_takes_gpubench_shapes_and_only_decoders(self):
+        g = pytorch_reference.parse_args(["--model", "llama", "--mode", "generate", "--precision", "bf16"])
+        self.assertEqual((g["batch_size"], g["prompt_tokens"], g["new_tokens"]), (1, 512, 128))
+        g = pytorch_reference.parse_args(["--model", "gpt2", "--mode", "generate", "--batch-size", "32",
+                                          "--prompt-tokens", "128", "--new-tokens", "64"])
+        self.assertEqual((g["batch_size"], g["prompt_tokens"], g["new_tokens"]), (32, 128, 64))
+        with self.assertRaises(SystemExit):
+            pytorch_reference.parse_args(["--model", "resnet50", "--mode", "generate"])
+
     def test_graph_implies_fused_and_refuses_fp16(self):
         self.assertTrue(pytorch_reference.parse_args(["--graph"])["fused"])
         with self.assertRaises(SystemExit):
