@@ -190,7 +190,9 @@ def generate_reference(cfg, model, dev, precision, library_version):
     compile_error = None
     if cfg["compile"]:
         try:
-            model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+            # mode="reduce-overhead" (CUDA graphs) stops in transformers 5's static cache ("accessing tensor output
+            # of CUDAGraphs that has been overwritten", H200, 2026-12-01): the default mode runs.
+            model.forward = torch.compile(model.forward, fullgraph=True)
             extra = {"cache_implementation": "static"}
             mode = "compile_static_cache"
         except Exception as e:  # noqa: BLE001: the record says why it did not run

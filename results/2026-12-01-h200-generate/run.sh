@@ -30,15 +30,24 @@ for phase in "$@"; do
       gpubench gpt2_bs1 gpt2 --precision bf16 --batch-size 1
       reference gpt2_bs1 --model gpt2 --precision bf16 --batch-size 1
       gpubench llama_bs1_eager llama --precision bf16 --batch-size 1 --cuda-graph false --epochs 2
+      gpubench llama_bs1_fused llama --precision bf16 --batch-size 1 --kernels fused
       ;;
     large)
       gpubench llama_bs32 llama --precision bf16 --batch-size 32
       reference llama_bs32 --model llama --precision bf16 --batch-size 32
       gpubench llama_bs128 llama --precision bf16 --batch-size 128
+      reference llama_bs128 --model llama --precision bf16 --batch-size 128 --repetitions 3
       gpubench gpt2_bs32 gpt2 --precision bf16 --batch-size 32
+      reference gpt2_bs32 --model gpt2 --precision bf16 --batch-size 32
       ;;
     compiled)
+      gpubench llama_bs1_again llama --precision bf16 --batch-size 1
       reference llama_bs1_compile --model llama --precision bf16 --batch-size 1 --compile --repetitions 3
+      ;;
+    cudatest)
+      log "decoder parity tests (the CUDA flash-decode test among them)"
+      (cd build-device && ctest -R decoder_parity --output-on-failure > "$OUT/ctest_decoder.log" 2>&1)
+      log "exit $?"; grep -E "Flash|tests passed|FAILED|SKIPPED" "$OUT/ctest_decoder.log" | head
       ;;
   esac
 done

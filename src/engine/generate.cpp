@@ -78,7 +78,9 @@ class GenerateRun {
     module_ = workload_.module();
     module_->to(dev_);
     module_->eval();
-    if (plan_.precision.autocast) module_->to(*plan_.precision.autocast);  // weights as a half-precision deployment loads them
+    // The weights in the precision's type, as a half-precision deployment loads them, and no autocast: every operation
+    // runs in that type (transformers' generate on a bf16 model does the same), with no cast kernels per token.
+    if (plan_.precision.autocast) module_->to(*plan_.precision.autocast);
     c10::InferenceMode no_autograd;
     const at::ScalarType kv = cache_type(s_.kv_cache_dtype, plan_.precision.autocast);
     gen_->allocate(batch_, prompt_ + fresh_, at::TensorOptions().device(dev_).dtype(kv));
@@ -104,12 +106,15 @@ class GenerateRun {
          " positions; weights " + std::to_string(weight_bytes_ >> 20) + " MiB");
     timer_ = make_step_timer(plan_.device);
     record_.notes.push_back(std::string("token times: ") + timer_->method());
+    record_.notes.push_back(std::string("decode attention: ") +
+                            (gen_->flash_decode() ? "FlashAttention's variable-length kernel over the keys in use"
+                                                  : "SDPA over the attention window with a mask of the keys in use"));
   }
 
   /// The prompt's forward: cache positions 0..P-1 and the first new token (its argmax) in the token buffer.
   void prefill() {
     c10::InferenceMode no_autograd;
-    AutocastScope autocast(dev_.type(), plan_.precision.autocast);
+    AutocastScope autocast(dev_.type(), std::nullopt);  // the weights are already in the autocast type
     const at::Tensor next = gen_->prefill(prompts_).argmax(-1, /*keepdim=*/true);
     token_.copy_(next);
     out_.narrow(1, 0, 1).copy_(next);
@@ -120,7 +125,7 @@ class GenerateRun {
   /// on. Everything stays on the device, so a captured step replays as is.
   at::Tensor decode_step(int64_t window) {
     c10::InferenceMode no_autograd;
-    AutocastScope autocast(dev_.type(), plan_.precision.autocast);
+    AutocastScope autocast(dev_.type(), std::nullopt);
     const at::Tensor next = gen_->decode(token_, pos_, window).argmax(-1, /*keepdim=*/true);
     out_.index_copy_(1, pos_ - (prompt_ - 1), next);
     token_.copy_(next);

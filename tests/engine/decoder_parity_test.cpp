@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <c10/core/InferenceMode.h>
+#include <torch/cuda.h>
 
 #include <algorithm>
 
@@ -147,10 +148,44 @@ TEST(DecoderParityTest, LlamaTransformersWeightsGiveTransformersLogitsAndLoss) {
   // mode: generate with grouped-query attention (2 key-value heads for 4 query heads) and rotary positions.
   auto g = reduced("llama", keys, ref, "aten", "generate_state");
   expect_transformers_generation(*g, ref);
+  // ... and with kernels: fused (rotary and SwiGLU in one operation each; on the CPU, ATen's in one node).
+  auto gf = reduced("llama", keys, ref, "fused", "generate_state");
+  expect_transformers_generation(*gf, ref);
   // kernels: fused at fp32 (rotary, SwiGLU, the head with its loss): transformers' logits and loss still
   auto fused = reduced("llama", keys, ref, "fused");
   EXPECT_EQ(fused->fusions(), (std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}));
   expect_reference_outputs(*fused, ref);
+}
+
+/// On a CUDA device in bf16, where decode attention runs FlashAttention's variable-length kernel: fed the reference's
+/// tokens (teacher forcing), every step's logits stay within bf16 rounding of transformers' full forward in fp32.
+TEST(DecoderParityTest, FlashDecodeOnTheGpuGivesTransformersLogits_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const Ref ref = load_reference("llama_transformers.pt");
+  const std::map<std::string, nlohmann::json> keys{{"layers", 2},       {"hidden", 64}, {"heads", 4},
+                                                   {"kv_heads", 2},     {"intermediate", 128}, {"vocab", 500}};
+  auto w = reduced("llama", keys, ref, "aten", "generate_state");
+  w->module()->to(torch::Device(torch::kCUDA, 0), at::kBFloat16);
+  TextGenerator* g = w->generator();
+  c10::InferenceMode no_autograd;
+  const auto cuda = at::TensorOptions().device(torch::kCUDA, 0);
+  const at::Tensor prompt = ref.at("generate_prompt").toTensor().to(cuda.device());
+  const at::Tensor tokens = ref.at("generate_tokens").toTensor().to(cuda.device());
+  const at::Tensor full = ref.at("generate_logits").toTensor();
+  const int64_t p = prompt.size(1), fresh = tokens.size(1);
+  g->allocate(prompt.size(0), p + fresh, cuda.dtype(at::kBFloat16));
+  EXPECT_TRUE(g->flash_decode());
+  std::vector<at::Tensor> logits{g->prefill(prompt)};
+  at::Tensor pos = at::full({1}, p, cuda.dtype(at::kLong));
+  for (int64_t i = 1; i < fresh; ++i) {
+    logits.push_back(g->decode(tokens.narrow(1, i - 1, 1), pos, std::min(p + fresh, ((p + i - 1) / 16 + 1) * 16)));
+    pos.add_(1);
+  }
+  const double scale = full.abs().max().item<double>();
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const at::Tensor expected = full.select(1, p - 1 + static_cast<int64_t>(i));
+    EXPECT_LT((logits[i].to(at::kCPU, at::kFloat) - expected).abs().max().item<double>(), 0.05 * scale) << "step " << i;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
+#include <map>
 
 #include "fused/fused_ops.h"
 #include "models/layers.h"
@@ -46,19 +47,86 @@ int64_t KvCache::bytes() const {
   return n;
 }
 
-at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k_new, const at::Tensor& v_new, at::Tensor& k_cache,
-                            at::Tensor& v_cache, const at::Tensor& pos, int64_t window, bool math) {
+void KvCache::begin_step(const at::Tensor& pos) {
+  if (flash) used_k.copy_(pos.add(1).expand_as(used_k));
+}
+
+namespace {
+
+/// FlashAttention's variable-length forward for one query per sequence over the first `window` cached keys, of which
+/// `cache.used_k` are in use: q [batch, heads, d] -> [batch, heads, d].
+at::Tensor flash_decode(const at::Tensor& q, const KvCache& cache, size_t layer, int64_t window) {
+  const at::Tensor& k = cache.k[layer];
+  const int64_t b = k.size(0), n = k.size(1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  return std::get<0>(at::_flash_attention_forward(q, k.view({b * n, k.size(2), k.size(3)}),
+                                                  cache.v[layer].view({b * n, k.size(2), k.size(3)}), cache.cu_q,
+                                                  cache.cu_k, 1, window, 0.0, /*is_causal=*/false,
+                                                  /*return_debug_mask=*/false, scale, std::nullopt, std::nullopt,
+                                                  cache.used_k));
+}
+
+/// Whether the flash decode path runs here: one tiny call, once per device and dtype.
+bool flash_decode_works(const at::TensorOptions& options) {
+  static std::map<std::pair<int, int>, bool> known;
+  const auto key = std::make_pair(static_cast<int>(options.device().index()), static_cast<int>(options.dtype().toScalarType()));
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  bool ok = false;
+  try {
+    KvCache probe;
+    probe.k = {at::zeros({1, 8, 1, 64}, options)};
+    probe.v = {at::zeros({1, 8, 1, 64}, options)};
+    const auto i32 = options.dtype(at::kInt);
+    probe.cu_q = at::arange(2, i32);
+    probe.cu_k = at::arange(2, i32) * 8;
+    probe.used_k = at::full({1}, 3, i32);
+    const at::Tensor out = flash_decode(at::ones({1, 2, 64}, options), probe, 0, 8);
+    ok = out.sizes() == at::IntArrayRef({1, 2, 64});
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  known[key] = ok;
+  return ok;
+}
+
+}  // namespace
+
+KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t kv_heads, int64_t head_dim,
+                      const at::TensorOptions& options) {
+  KvCache c;
+  for (size_t i = 0; i < layers; ++i) {
+    c.k.push_back(at::zeros({batch, positions, kv_heads, head_dim}, options));
+    c.v.push_back(at::zeros({batch, positions, kv_heads, head_dim}, options));
+  }
+  const at::ScalarType t = options.dtype().toScalarType();
+  c.flash = options.device().is_cuda() && (t == at::kHalf || t == at::kBFloat16) && flash_decode_works(options);
+  if (c.flash) {
+    const auto i32 = options.dtype(at::kInt);
+    c.cu_q = at::arange(batch + 1, i32);
+    c.cu_k = at::arange(batch + 1, i32) * positions;
+    c.used_k = at::ones({batch}, i32);
+  }
+  return c;
+}
+
+at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k_new, const at::Tensor& v_new, KvCache& cache,
+                            size_t layer, const at::Tensor& pos, int64_t window, bool math) {
+  at::Tensor& k_cache = cache.k[layer];
+  at::Tensor& v_cache = cache.v[layer];
   const int64_t t = q.size(2);
   if (!pos.defined()) {  // prefill: positions 0..t-1, causal over themselves
-    k_cache.narrow(2, 0, t).copy_(k_new);
-    v_cache.narrow(2, 0, t).copy_(v_new);
+    k_cache.narrow(1, 0, t).copy_(k_new.transpose(1, 2));
+    v_cache.narrow(1, 0, t).copy_(v_new.transpose(1, 2));
     return attention(q, k_new.to(q.scalar_type()), v_new.to(q.scalar_type()), {}, 0.0, math, /*causal=*/true);
   }
-  k_cache.index_copy_(2, pos, k_new.to(k_cache.scalar_type()));
-  v_cache.index_copy_(2, pos, v_new.to(v_cache.scalar_type()));
+  k_cache.index_copy_(1, pos, k_new.transpose(1, 2).to(k_cache.scalar_type()));
+  v_cache.index_copy_(1, pos, v_new.transpose(1, 2).to(v_cache.scalar_type()));
+  if (cache.flash && q.scalar_type() == k_cache.scalar_type()) {
+    return flash_decode(q.squeeze(2), cache, layer, window).unsqueeze(2);
+  }
   const at::Tensor keep = at::arange(window, pos.options()).le(pos).view({1, 1, 1, window});
-  return attention(q, k_cache.narrow(2, 0, window).to(q.scalar_type()), v_cache.narrow(2, 0, window).to(q.scalar_type()),
-                   keep, 0.0, math);
+  return attention(q, k_cache.narrow(1, 0, window).transpose(1, 2).to(q.scalar_type()),
+                   v_cache.narrow(1, 0, window).transpose(1, 2).to(q.scalar_type()), keep, 0.0, math);
 }
 
 namespace {
@@ -101,10 +169,10 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
 }
 
 torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window,
-                                            at::Tensor& k_cache, at::Tensor& v_cache) {
+                                            KvCache& cache, size_t layer) {
   const auto qkv = c_attn(ln_1(x)).split(x.size(-1), -1);
   const torch::Tensor ctx = cached_attention(heads_view(qkv[0], heads_), heads_view(qkv[1], heads_),
-                                             heads_view(qkv[2], heads_), k_cache, v_cache, pos, window, math_);
+                                             heads_view(qkv[2], heads_), cache, layer, pos, window, math_);
   const torch::Tensor h = x + attn_proj(merge_heads(ctx));
   return h + mlp_proj(gelu_tanh(c_fc(ln_2(h))));
 }
@@ -157,20 +225,16 @@ torch::Tensor Gpt2LMHeadModelImpl::forward(const torch::Tensor& input_ids) {
 }
 
 KvCache Gpt2LMHeadModelImpl::make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const {
-  KvCache c;
-  const int64_t heads = blocks.front()->heads(), d = wte->weight.size(1) / heads;
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    c.k.push_back(at::zeros({batch, heads, positions, d}, options));
-    c.v.push_back(at::zeros({batch, heads, positions, d}, options));
-  }
-  return c;
+  const int64_t heads = blocks.front()->heads();
+  return make_kv_cache(blocks.size(), batch, positions, heads, wte->weight.size(1) / heads, options);
 }
 
 torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
                                                  KvCache& cache) {
   const int64_t t = ids.size(1);
+  if (pos.defined()) cache.begin_step(pos);
   torch::Tensor h = wte(ids) + rows_at(wpe->weight, pos, t);
-  for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_cached(h, pos, window, cache.k[i], cache.v[i]);
+  for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_cached(h, pos, window, cache, i);
   return at::linear(ln_f_(h.narrow(1, t - 1, 1)).squeeze(1), wte->weight);  // the last token's logits only
 }
 
@@ -222,16 +286,25 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const torch
 
 torch::Tensor LlamaDecoderLayerImpl::forward_cached(const torch::Tensor& x, const torch::Tensor& cos,
                                                     const torch::Tensor& sin, const at::Tensor& pos, int64_t window,
-                                                    at::Tensor& k_cache, at::Tensor& v_cache) {
+                                                    KvCache& cache, size_t layer) {
   const torch::Tensor n = input_layernorm(x);
-  const torch::Tensor q = heads_view(linear(q_proj, n), heads_);
-  const torch::Tensor k = heads_view(linear(k_proj, n), kv_heads_);
   const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
-  const torch::Tensor ctx = cached_attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, k_cache, v_cache,
-                                             pos, window, math_);
+  torch::Tensor ctx;
+  if (fused_) {  // rotary on q and k in one kernel, SwiGLU in one (kernels: fused)
+    const int64_t b = x.size(0), t = x.size(1);
+    const auto [q, k] = engine::fused::rotary(linear(q_proj, n).view({b, t, heads_, head_dim_}),
+                                              linear(k_proj, n).view({b, t, kv_heads_, head_dim_}), cos, sin);
+    ctx = cached_attention(q.transpose(1, 2), k.transpose(1, 2), v, cache, layer, pos, window, math_);
+  } else {
+    const torch::Tensor q = heads_view(linear(q_proj, n), heads_);
+    const torch::Tensor k = heads_view(linear(k_proj, n), kv_heads_);
+    ctx = cached_attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, cache, layer, pos, window, math_);
+  }
   const torch::Tensor h = x + linear(o_proj, merge_heads(ctx));
   const torch::Tensor m = post_attention_layernorm(h);
-  return h + linear(down_proj, at::silu(linear(gate_proj, m)) * linear(up_proj, m));
+  const torch::Tensor act = fused_ ? engine::fused::swiglu(linear(gate_proj, m), linear(up_proj, m))
+                                   : at::silu(linear(gate_proj, m)) * linear(up_proj, m);
+  return h + linear(down_proj, act);
 }
 
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaOptions& o) : options_(o) {
@@ -291,12 +364,7 @@ torch::Tensor LlamaForCausalLMImpl::hidden(const torch::Tensor& input_ids) {
 }
 
 KvCache LlamaForCausalLMImpl::make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const {
-  KvCache c;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    c.k.push_back(at::zeros({batch, options_.kv_heads, positions, options_.head_dim()}, options));
-    c.v.push_back(at::zeros({batch, options_.kv_heads, positions, options_.head_dim()}, options));
-  }
-  return c;
+  return make_kv_cache(layers.size(), batch, positions, options_.kv_heads, options_.head_dim(), options);
 }
 
 torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
@@ -308,10 +376,9 @@ torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, cons
   // The tables for every position the cache holds (cached once), the tokens' rows picked on the device.
   const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), dtype);
   const at::Tensor cos = rows_at(cos_all, pos, t), sin = rows_at(sin_all, pos, t);
+  if (pos.defined()) cache.begin_step(pos);
   torch::Tensor h = embed_tokens_(ids);
-  for (size_t i = 0; i < layers.size(); ++i) {
-    h = layers[i]->forward_cached(h, cos, sin, pos, window, cache.k[i], cache.v[i]);
-  }
+  for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward_cached(h, cos, sin, pos, window, cache, i);
   return linear(lm_head_, norm_(h.narrow(1, t - 1, 1)).squeeze(1));  // the last token's logits only
 }
 

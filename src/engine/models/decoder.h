@@ -13,21 +13,31 @@
 
 namespace gpubench::models {
 
-/// mode: generate's static KV cache, allocated once: each layer's keys and values [batch, kv_heads, positions,
-/// head_dim]. A step writes its tokens' keys and values at their positions and attends over a window of the first
-/// positions (the rest are masked or outside the window).
+/// mode: generate's static KV cache, allocated once: each layer's keys and values [batch, positions, kv_heads,
+/// head_dim] (FlashAttention's layout). A step writes its tokens' keys and values at their positions and attends over
+/// a window of the first positions (the rest are masked, or not read at all by the flash kernel).
 struct KvCache {
   std::vector<at::Tensor> k, v;
+  /// Decode attention by FlashAttention's variable-length kernel with `used_k` keys per sequence (CUDA, fp16/bf16,
+  /// where LibTorch has it; checked once when the cache is made), else SDPA with a mask built on the device.
+  bool flash = false;
+  at::Tensor cu_q, cu_k, used_k;  ///< int32: query and key offsets per sequence [batch + 1], keys in use [batch]
   int64_t bytes() const;
-  int64_t positions() const { return k.empty() ? 0 : k.front().size(2); }
+  int64_t positions() const { return k.empty() ? 0 : k.front().size(1); }
+  /// Before a decode step at device position `pos`: the keys in use become pos + 1 (one small kernel per step).
+  void begin_step(const at::Tensor& pos);
 };
 
-/// Attention of `q` [batch, heads, t, d] over a layer's cache after writing `k_new`, `v_new` [batch, kv_heads, t, d]
-/// into it. `pos` undefined: a prefill of positions 0..t-1 (causal, no mask). `pos` a one-element int64 device
-/// tensor: one token (t = 1) at that position, attending to cache positions [0, window) that are <= pos (a mask
-/// built on the device, so a CUDA graph can replay the step with the next position).
-at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k_new, const at::Tensor& v_new, at::Tensor& k_cache,
-                            at::Tensor& v_cache, const at::Tensor& pos, int64_t window, bool math);
+/// A cache of `layers` layers for `batch` sequences of `positions` tokens with `kv_heads` heads of `head_dim`.
+KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t kv_heads, int64_t head_dim,
+                      const at::TensorOptions& options);
+
+/// Attention of `q` [batch, heads, t, d] over layer `layer` of `cache` after writing `k_new`, `v_new` [batch, kv_heads,
+/// t, d] into it. `pos` undefined: a prefill of positions 0..t-1 (causal, no mask). `pos` a one-element int64 device
+/// tensor: one token (t = 1) at that position, attending to cache positions [0, window) that are <= pos (on the
+/// device, so a CUDA graph can replay the step with the next position).
+at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k_new, const at::Tensor& v_new, KvCache& cache,
+                            size_t layer, const at::Tensor& pos, int64_t window, bool math);
 
 /// GPT-2 small by default (transformers' GPT2Config()): 124,439,808 parameters.
 struct Gpt2Options {
@@ -51,9 +61,9 @@ class Gpt2BlockImpl : public torch::nn::Module {
  public:
   explicit Gpt2BlockImpl(const Gpt2Options& o);
   torch::Tensor forward(const torch::Tensor& x);
-  /// The block in eval mode over a KV cache (cached_attention's `pos` and `window`).
-  torch::Tensor forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window, at::Tensor& k_cache,
-                               at::Tensor& v_cache);
+  /// The block in eval mode over layer `layer` of a KV cache (cached_attention's `pos` and `window`).
+  torch::Tensor forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window, KvCache& cache,
+                               size_t layer);
   int64_t heads() const { return heads_; }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   Conv1D c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};  ///< attn.c_attn, attn.c_proj, mlp.*
@@ -118,9 +128,10 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
   explicit LlamaDecoderLayerImpl(const LlamaOptions& o);
   /// `cos`, `sin`: [tokens, head_dim] rotary tables in the attention's dtype.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
-  /// The layer over a KV cache (cached_attention's `pos` and `window`); `cos`, `sin` for the tokens' positions.
+  /// The layer over layer `layer` of a KV cache (cached_attention's `pos` and `window`); `cos`, `sin` for the
+  /// tokens' positions.
   torch::Tensor forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                               const at::Tensor& pos, int64_t window, at::Tensor& k_cache, at::Tensor& v_cache);
+                               const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};  ///< self_attn.*
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};            ///< mlp.*
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};

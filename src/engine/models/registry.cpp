@@ -209,6 +209,7 @@ class CachedGenerator final : public TextGenerator {
     return logits_(token, pos, window, cache_);
   }
   int64_t cache_bytes() const override { return cache_.bytes(); }
+  bool flash_decode() const override { return cache_.flash; }
   int64_t vocab() const override { return vocab_; }
   double flops_per_token(int64_t context) const override {
     return weight_flops_ + attention_flops_ * static_cast<double>(context);

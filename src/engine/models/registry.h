@@ -32,6 +32,8 @@ class TextGenerator {
   /// so a captured step replays for the next position), attending to the cache's first `window` positions.
   virtual at::Tensor decode(const at::Tensor& token, const at::Tensor& pos, int64_t window) = 0;
   virtual int64_t cache_bytes() const = 0;
+  /// Whether decode attention runs FlashAttention's kernel (models::KvCache::flash) rather than masked SDPA.
+  virtual bool flash_decode() const = 0;
   virtual int64_t vocab() const = 0;
   /// Forward FLOPs per generated token at context length `context`: 2 x the matmul weights + attention's QK^T and AV.
   virtual double flops_per_token(int64_t context) const = 0;
