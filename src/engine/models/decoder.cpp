@@ -6,6 +6,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include "fused/fused_ops.h"
@@ -99,7 +100,10 @@ KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t k
     c.v.push_back(at::zeros({batch, positions, kv_heads, head_dim}, options));
   }
   const at::ScalarType t = options.dtype().toScalarType();
-  c.flash = options.device().is_cuda() && (t == at::kHalf || t == at::kBFloat16) && flash_decode_works(options);
+  // GPUBENCH_FLASH_DECODE=0 keeps the masked SDPA path (to compare the two on one device).
+  const char* knob = std::getenv("GPUBENCH_FLASH_DECODE");
+  const bool allowed = knob == nullptr || std::string(knob) != "0";
+  c.flash = allowed && options.device().is_cuda() && (t == at::kHalf || t == at::kBFloat16) && flash_decode_works(options);
   if (c.flash) {
     const auto i32 = options.dtype(at::kInt);
     c.cu_q = at::arange(batch + 1, i32);
