@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -100,7 +101,9 @@ std::string singular(std::string unit) {
   return unit;
 }
 
-std::string mode_title(const std::string& mode) { return mode == "inference" ? "Inference" : "Training"; }
+std::string mode_title(const std::string& mode) {
+  return mode == "inference" ? "Inference" : mode == "generate" ? "Generation" : "Training";
+}
 
 /// The date part of an ISO 8601 time ("2026-11-30").
 std::string day_of(const std::string& iso) { return iso.substr(0, std::min<size_t>(10, iso.size())); }
@@ -232,8 +235,16 @@ void add_run_tables(Document& d, const std::string& device, const Section& secti
                     const std::vector<const ScenarioGroup*>& groups, const ReportInput& in) {
   Table main;
   main.id = "runs";
-  main.title = device + ", " + (section.first == "inference" ? "inference" : "training") + " (" + section.second + "):";
-  Table timing, power;
+  std::string mode = mode_title(section.first);
+  mode[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(mode[0])));
+  main.title = device + ", " + mode + " (" + section.second + "):";
+  const Column record = Column::text("record", "record");
+  Table timing, power, other;
+  other.id = "runs_other";
+  other.details = "Every other figure of these runs";
+  for (const Column& c : {record, Column::text("figure", "figure"), Column::text("value", "value"), Column::text("tag", "tag")}) {
+    other.add_column(c);
+  }
   timing.id = "runs_timing";
   timing.details = "Step times, compute and memory of these runs";
   power.id = "runs_power";
@@ -244,7 +255,6 @@ void add_run_tables(Document& d, const std::string& device, const Section& secti
   static const std::vector<std::string> power_tags{
       "energy_j", "joules_per_sample", "power_avg_w", "power_peak_w", "sm_clock_avg_mhz", "temperature_peak_c",
       "gpu_util_avg_pct", "throttle_fraction", "throughput_drift_pct", "sm_clock_drift_pct", "temperature_drift_c"};
-  const Column record = Column::text("record", "record");
   for (const Column& c : {Column::text("scenario", "scenario"), record, Column::text("status", "status")}) main.add_column(c);
   const std::vector<Column> headline{{kThroughputTag, "throughput", section.second, Better::kHigher},
                                      {"epoch_seconds", "epoch time", "s", Better::kLower},
@@ -267,19 +277,21 @@ void add_run_tables(Document& d, const std::string& device, const Section& secti
         const Metric* m = find_metric(ms, headline[k].key);
         if (m && (ok || m->unit == "bytes")) main.put(row, headline[k], Cell::num(m->value));  // failed: no rates
       }
-      const auto fill = [&](Table& t, const std::vector<std::string>& tags, bool extras) {
+      const auto fill = [&](Table& t, const std::vector<std::string>& tags) {
         auto& x = t.add_row();
         t.put(x, record, Cell::str(file_name(lr.path)));
         for (const auto& tag : tags) {
           if (const Metric* m = find_metric(ms, tag); m && (ok || m->unit == "bytes")) put_metric(t, x, *m);
         }
-        if (!extras) return;
-        for (const auto& m : ms) {
-          if (!is_standard_metric(m.tag) && ok) put_metric(t, x, m);
-        }
       };
-      fill(timing, timing_tags, true);
-      fill(power, power_tags, false);
+      fill(timing, timing_tags);
+      fill(power, power_tags);
+      // Every other figure (a pipeline's, generation's, a profile's): one row each, so any number of them fits.
+      for (const auto& m : ms) {
+        if (is_standard_metric(m.tag) || !ok) continue;
+        other.rows.push_back({Cell::str(file_name(lr.path)), Cell::str(m.name), Cell::str(format_value(m.value, m.unit)),
+                              Cell::str(m.tag)});
+      }
       d.cases.push_back(TestCase{file_name(lr.path), ok ? TestCase::Outcome::kPass : TestCase::Outcome::kFail,
                                  to_string(r.status) + (r.reason.empty() ? "" : ": " + r.reason)});
     }
@@ -290,6 +302,7 @@ void add_run_tables(Document& d, const std::string& device, const Section& secti
   d.table(std::move(main));
   if (timing.columns.size() > 1) d.table(std::move(timing));
   if (power.columns.size() > 1) d.table(std::move(power));
+  if (!other.rows.empty()) d.table(std::move(other));
 }
 
 /// Each run's verdict (those that have one), and the kernel time per step by category of the profiled runs.
@@ -492,6 +505,11 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
     put(Column::text("decode", "decode"), Cell::str(r.data ? r.data->decode : std::string()));
     put(Column::text("data_only", "data only"), Cell::str(r.scenario.data_only ? "true" : "false"));
     put(Column::count("dataset_size", "dataset size"), Cell::num(static_cast<double>(r.scenario.dataset_size)));
+    const auto opt_count = [](const std::optional<int64_t>& v) {
+      return v ? Cell::num(static_cast<double>(*v)) : Cell::none();
+    };
+    put(Column::count("prompt_tokens", "prompt tokens"), opt_count(r.scenario.prompt_tokens));  // mode: generate
+    put(Column::count("new_tokens", "new tokens"), opt_count(r.scenario.new_tokens));
     put(Column::text("device_type", "device type"), Cell::str(r.environment.device_type));
     put(Column::text("device_model", "device model"), Cell::str(r.environment.device_name));
     put(Column::count("grad_accumulation", "gradient accumulation"), Cell::num(static_cast<double>(r.scenario.grad_accumulation)));

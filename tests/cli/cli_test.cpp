@@ -593,13 +593,10 @@ TEST_F(CliTest, ComparePublishedShowsThePercentAndTheRecipeDifferences) {
 }
 
 TEST_F(CliTest, ACopiedBinaryDrawsTheChartsAndFindsTelemetryBesideACommittedRecord) {
-  // Installed as bin/gpubench with share/gpubench/plot_results.py (what `cmake --install` lays out), away from the
-  // source tree; the committed record's trace_path is the H200 machine's absolute path, the CSV lies beside it.
+  // The binary alone, away from the build and source trees (its chart script is compiled in); the committed record's
+  // trace_path is the H200 machine's absolute path, the CSV lies beside it.
   fs::create_directories(dir_ / "prefix" / "bin");
-  fs::create_directories(dir_ / "prefix" / "share" / "gpubench");
   fs::copy_file(GPUBENCH_BINARY, dir_ / "prefix" / "bin" / "gpubench");
-  fs::copy_file(fs::path(GPUBENCH_BINARY).parent_path() / "share" / "gpubench" / "plot_results.py",
-                dir_ / "prefix" / "share" / "gpubench" / "plot_results.py");
   const std::string record =
       std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-29-h200-telemetry-bert-unet/telemetry_on_r1.json";
   const std::string copied = (dir_ / "prefix" / "bin" / "gpubench").string();
@@ -613,7 +610,7 @@ TEST_F(CliTest, ACopiedBinaryDrawsTheChartsAndFindsTelemetryBesideACommittedReco
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_NE(j["charts"].dump().find("telemetry.png"), std::string::npos) << r.out << r.err;
-  // Without the script it says where it looked.
+  // A script named by GPUBENCH_PLOT_SCRIPT that is not there: the report says which.
   const Result none = run_copy("report " + record + " --out " + (dir_ / "rep2").string(),
                                "GPUBENCH_PLOT_SCRIPT=" + (dir_ / "nowhere.py").string());
   EXPECT_EQ(none.exit_code, 0) << none.err;
@@ -628,8 +625,10 @@ TEST_F(CliTest, ReportWritesMarkdownAndSelfContainedHtmlWithCharts) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string md = slurp(out / "report.md");
   EXPECT_NE(md.find("# Tiny report"), std::string::npos);
-  EXPECT_NE(md.find("| a.json | resnet50 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("![Throughput per run](throughput.png)"), std::string::npos) << md << r.err;
+  EXPECT_NE(md.find("| resnet50 bs4 fp32 train eager | a.json | ok |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Headline"), std::string::npos) << md;
+  EXPECT_NE(md.find("](throughput.png)"), std::string::npos) << md << r.err;
+  EXPECT_TRUE(fs::exists(out / "charts.json"));
   EXPECT_TRUE(fs::exists(out / "throughput.png"));
   const std::string html = slurp(out / "report.html");
   EXPECT_NE(html.find("data:image/png;base64,iVBOR"), std::string::npos);  // the PNG itself, embedded

@@ -204,7 +204,8 @@ class ReportBrowserTest(unittest.TestCase):
             self.assertTrue(any(c.startswith("Training") for c in captions))
             self.assertTrue(any(c.startswith("Inference") for c in captions))
             for t in r.tables("headline"):
-                mode = " train " if t["caption"].startswith("Training") else " inference "
+                mode = {"Training": " train ", "Inference": " inference ", "Generation": " generate "}[
+                    t["caption"].split(",")[0]]
                 unit = re.search(r"throughput in (\S+):", t["caption"]).group(1)
                 self.assertIn(f"({unit})", t["headers"][column(t, "throughput")])
                 for row in t["rows"]:

@@ -61,8 +61,11 @@ std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo
     const std::string kv = s.kv_cache_dtype == "auto" ? (half ? precision : "fp32") : s.kv_cache_dtype;
     const double positions = static_cast<double>(s.prompt_tokens.value_or(0) + s.new_tokens.value_or(0));
     const double batch = static_cast<double>(s.batch_size.value_or(1));
+    // One position's logits per sequence (the inference figure is for every position of seq_len); the prefill's
+    // passing activations are not counted, so this stays below a measured peak.
+    const double seq_len = static_cast<double>(std::max<int64_t>(1, s.option<int64_t>("seq_len").value_or(1)));
     m.activation_bytes = static_cast<int64_t>(size.kv_elements_per_token * (kv == "fp32" ? 4 : 2) * positions * batch +
-                                              size.inference_activation_bytes_per_sample * batch);
+                                              size.inference_activation_bytes_per_sample / seq_len * batch);
     m.total_bytes = m.weights_bytes + m.activation_bytes;
     m.available_bytes = device.memory_bytes;
     m.available_source = device.memory_source;
