@@ -80,8 +80,20 @@ def fallback_groups(runs):
     return list(groups.values())
 
 
+MODE_ORDER = {"train": 0, "inference": 1, "generate": 2}
+
+
 def mode_name(mode):
-    return "inference" if mode == "inference" else "training"
+    return {"inference": "inference", "generate": "generation"}.get(mode, "training")
+
+
+def panel_figure(ch, panels):
+    """One row of axes per panel key (sorted: training first), each as tall as its bars: (figure, [(axes, key)])."""
+    keys = sorted(panels, key=lambda k: (MODE_ORDER.get(k[0], 9),) + tuple(k[1:]))
+    heights = [bar_height(len(panels[k])) for k in keys]
+    fig, axes = ch.plt.subplots(len(keys), 1, figsize=(12, sum(heights) + 0.3 * len(keys)), squeeze=False,
+                                gridspec_kw={"height_ratios": heights}, layout="constrained")
+    return fig, list(zip(axes[:, 0], keys))
 
 
 def fmt_rate(v):
@@ -114,15 +126,12 @@ def draw_throughput(ch, groups):
     panels = {}
     for g in groups:
         if g["n"] > 0:
-            panels.setdefault((g["mode"] != "train", g["unit"], g.get("model", "")), []).append(g)
+            panels.setdefault((g["mode"], g["unit"], g.get("model", "")), []).append(g)
     if not panels:
         return
-    keys = sorted(panels)
-    heights = [bar_height(len(panels[k])) for k in keys]
-    fig, axes = ch.plt.subplots(len(keys), 1, figsize=(12, sum(heights) + 0.3 * len(keys)), squeeze=False,
-                                gridspec_kw={"height_ratios": heights}, layout="constrained")
+    fig, cells = panel_figure(ch, panels)
     labels = []
-    for ax, key in zip(axes[:, 0], keys):
+    for ax, key in cells:
         gs = sorted(panels[key], key=lambda g: g["mean"])
         y = range(len(gs))
         err = [g["half_width_95"] or 0.0 for g in gs]
@@ -136,8 +145,8 @@ def draw_throughput(ch, groups):
             ax.text(g["mean"] + err[i] + top * 0.01, i, f"{text}  (n={g['n']})", va="center", fontsize=7)
         ax.set_xlim(0, top * 1.3)
         ax.set_xlabel(key[1])
-        mode = mode_name("inference" if key[0] else "train").capitalize()
-        ax.set_title(ch.title(f"{key[2]}: {mode.lower()}, {key[1]}" if key[2] else f"{mode}, {key[1]}"),
+        mode = mode_name(key[0])
+        ax.set_title(ch.title(f"{key[2]}: {mode}, {key[1]}" if key[2] else f"{mode.capitalize()}, {key[1]}"),
                      fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3)
         labels += names
@@ -162,15 +171,12 @@ def draw_step_times(ch, groups, by_path):
             if p in by_path:
                 steps += step_times(by_path[p])
         if len(steps) >= 2:
-            panels.setdefault(g["mode"] != "train", []).append((g, steps))
+            panels.setdefault((g["mode"],), []).append((g, steps))
     if not panels:
         return
-    keys = sorted(panels)
-    heights = [bar_height(len(panels[k])) for k in keys]
-    fig, axes = ch.plt.subplots(len(keys), 1, figsize=(12, sum(heights) + 0.3 * len(keys)), squeeze=False,
-                                gridspec_kw={"height_ratios": heights}, layout="constrained")
+    fig, cells = panel_figure(ch, panels)
     labels = []
-    for ax, key in zip(axes[:, 0], keys):
+    for ax, key in cells:
         rows = sorted(panels[key], key=lambda r: sorted(r[1])[len(r[1]) // 2])
         ax.boxplot([r[1] for r in rows], vert=False, widths=0.6, showfliers=True, whis=(1, 99),
                    flierprops={"markersize": 2, "alpha": 0.4}, medianprops={"color": RED})
@@ -184,8 +190,7 @@ def draw_step_times(ch, groups, by_path):
             p50, p99 = s[len(s) // 2], s[min(len(s) - 1, int(0.99 * len(s)))]
             ax.text(right * 1.15, i, f"p50 {p50:.3g} ms, p99 {p99:.3g} ms", va="center", fontsize=7)
         ax.set_xlabel("step time (ms, log scale); box: quartiles, whiskers: 1st-99th percentile")
-        ax.set_title(ch.title(f"{mode_name('inference' if key else 'train').capitalize()}: every timed step"),
-                     fontsize=10, loc="left")
+        ax.set_title(ch.title(f"{mode_name(key[0]).capitalize()}: every timed step"), fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3, which="both")
         labels += names
     ch.save(fig, "step_time.png", labels)

@@ -261,9 +261,14 @@ def generate_reference(cfg, model, dev, precision, library_version):
         "peak_allocated_bytes": torch.cuda.max_memory_allocated(dev),
         "repetitions": [{k: v for k, v in r.items() if k != "itl_ms"} for r in reps],
     }
+    return emit(result, cfg["json"])
+
+
+def emit(result, path):
+    """The result as JSON on standard output, and in `path` when one is given."""
     text = json.dumps(result, indent=2)
-    if cfg["json"]:
-        with open(cfg["json"], "w") as f:
+    if path:
+        with open(path, "w") as f:
             f.write(text + "\n")
     print(text)
     return 0
@@ -517,12 +522,7 @@ def main(argv):
         dist.destroy_process_group()
         if rank != 0:
             return 0
-    text = json.dumps(result, indent=2)
-    if cfg["json"]:
-        with open(cfg["json"], "w") as f:
-            f.write(text + "\n")
-    print(text)
-    return 0
+    return emit(result, cfg["json"])
 
 
 if __name__ == "__main__":
