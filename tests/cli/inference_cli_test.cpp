@@ -111,7 +111,8 @@ TEST_F(InferenceCliTest, GenerateRecordsPrefillDecodeTokenTimesAndTheRoofline) {
   for (const auto& x : j["summary"]["metrics"]) m[x["tag"]] = x["value"];
   for (const char* tag : {"ttft_ms", "prefill_tokens_per_s", "decode_tokens_per_s", "pp16_tokens_per_s",
                           "tg8_tokens_per_s", "pg16_8_tokens_per_s", "itl_p99_ms", "tpot_ms", "e2e_latency_ms",
-                          "decode_tokens_per_s_stdev", "copy_bandwidth_gb_per_s", "decode_bound_fraction"}) {
+                          "decode_tokens_per_s_stdev", "copy_bandwidth_gb_per_s", "decode_bound_fraction",
+                          "prefill_forward_ms", "ttft_over_prefill_forward"}) {
     EXPECT_EQ(m.count(tag), 1u) << tag;
   }
   // K and V of 1 layer, width 32, for 1 sequence of 16 + 8 positions, in fp32.
