@@ -12,6 +12,7 @@
 #include <map>
 #include <numeric>
 
+#include "copy_rate.h"
 #include "cuda_graph.h"
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
@@ -194,24 +195,10 @@ class GenerateRun {
     note("CUDA graph requested but not used (" + why + "); decoding eager");
   }
 
-  /// The device's copy rate (bytes read + written per second), best of a few copies of a large buffer: what a
-  /// memory-bound decode step can read at most.
+  /// The device's copy rate (copy_rate.h): what a memory-bound decode step can read at most.
   void measure_bandwidth() {
     c10::InferenceMode no_autograd;
-    const int64_t bytes = dev_.is_cpu() ? (int64_t{256} << 20) : (int64_t{1} << 30);
-    const at::Tensor a = at::empty({bytes}, at::TensorOptions().device(dev_).dtype(at::kByte)).fill_(1);
-    at::Tensor b = at::empty_like(a);
-    b.copy_(a);
-    double best = 0;
-    for (int i = 0; i < 5; ++i) {
-      synchronize(plan_.device);
-      const auto t0 = Clock::now();
-      b.copy_(a);
-      synchronize(plan_.device);
-      const double s = seconds_since(t0);
-      if (s > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / s);
-    }
-    bandwidth_ = best;
+    bandwidth_ = measure_copy_rate_gbs(plan_.device, dev_.is_cpu() ? (int64_t{256} << 20) : (int64_t{1} << 30)) * 1e9;
   }
 
   /// The prompt's forward alone, as mode: inference runs it (every position's logits, no cache, no argmax): what the

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "copy_rate.h"
 #include "device.h"
 #include "gpubench/engine/engine.hpp"
 
@@ -28,6 +29,13 @@ double best_seconds(const engine::ResolvedDevice& d, int reps, Fn&& fn) {
 }
 
 }  // namespace
+
+double engine::measure_copy_rate_gbs(const ResolvedDevice& d, int64_t bytes) {
+  const at::Tensor src = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(d.device)).fill_(1);
+  at::Tensor dst = at::empty_like(src);
+  const double s = best_seconds(d, 5, [&] { dst.copy_(src); });
+  return 2.0 * static_cast<double>(bytes) / s / 1e9;  // read + write
+}
 
 PeakMeasurement measure_peaks(const std::string& device_id) {
   const engine::ResolvedDevice d = engine::resolve_device(device_id);
@@ -58,10 +66,7 @@ PeakMeasurement measure_peaks(const std::string& device_id) {
   }
   ctx.setAllowTF32CuBLAS(tf32_was);
   const int64_t bytes = cpu ? (int64_t{256} << 20) : (int64_t{2} << 30);
-  const at::Tensor src = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(d.device)).fill_(1);
-  at::Tensor dst = at::empty_like(src);
-  const double s = best_seconds(d, 5, [&] { dst.copy_(src); });
-  out.copy_gbs = 2.0 * static_cast<double>(bytes) / s / 1e9;  // read + write
+  out.copy_gbs = engine::measure_copy_rate_gbs(d, bytes);
   out.method = "best of 3 timings of " + std::to_string(inner) + " " + std::to_string(n) + "x" + std::to_string(n) +
                " matrix products per mode; best of 5 copies of " + std::to_string(bytes >> 20) +
                " MiB (bytes read + written)";

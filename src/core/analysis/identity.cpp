@@ -72,6 +72,10 @@ std::vector<std::string> identity_differences(const nlohmann::json& a, const nlo
   return keys;
 }
 
+std::string identity_value(const nlohmann::json& identity, const std::string& key) {
+  return value_text(at_path(identity, key));
+}
+
 std::vector<std::string> describe_differences(const nlohmann::json& a, const nlohmann::json& b) {
   std::vector<std::string> out;
   for (const auto& k : identity_differences(a, b)) {

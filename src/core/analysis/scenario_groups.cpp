@@ -22,20 +22,10 @@ std::optional<double> mean_of(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
-/// `key=value` for a dotted key of an identity, compact ("optimizer.lr=0.1", "dataset_size=4096").
+/// `key=value` for a dotted key of an identity ("optimizer.lr=0.1", "dataset_size=4096"; an empty text "(unset)").
 std::string key_value(const nlohmann::json& identity, const std::string& key) {
-  const nlohmann::json* cur = &identity;
-  size_t start = 0;
-  while (cur != nullptr) {
-    const size_t dot = key.find('.', start);
-    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    cur = cur->is_object() && cur->contains(part) ? &(*cur)[part] : nullptr;
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  if (cur == nullptr || cur->is_null()) return key + "=none";
-  if (cur->is_string() && cur->get<std::string>().empty()) return key + "=(unset)";
-  return key + "=" + (cur->is_string() ? cur->get<std::string>() : cur->dump());
+  const std::string v = identity_value(identity, key);
+  return key + "=" + (v.empty() ? "(unset)" : v);
 }
 
 }  // namespace

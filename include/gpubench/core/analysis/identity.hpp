@@ -28,6 +28,9 @@ nlohmann::json scenario_identity(const RunRecord& r);
 /// The identity keys whose values differ between `a` and `b`, dotted ("optimizer.lr"), in the order they appear.
 std::vector<std::string> identity_differences(const nlohmann::json& a, const nlohmann::json& b);
 
+/// The value at a dotted key of `identity` as text ("0.1", "fused", "none" when absent or null).
+std::string identity_value(const nlohmann::json& identity, const std::string& key);
+
 /// `key: a -> b` for each differing key, for messages ("world_size: 1 -> 2").
 std::vector<std::string> describe_differences(const nlohmann::json& a, const nlohmann::json& b);
 
