@@ -126,6 +126,10 @@ TEST(DecoderParityTest, Gpt2TransformersWeightsGiveTransformersLogitsAndLoss) {
   // mode: generate: greedy tokens over the KV cache equal transformers' generate(do_sample=False), token for token.
   auto g = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref, "aten", "generate_state");
   expect_transformers_generation(*g, ref);
+  // ... and with kernels: fused (the decode step by the decode operations; on the CPU their ATen forms)
+  auto gf = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref, "fused",
+                    "generate_state");
+  expect_transformers_generation(*gf, ref);
   // kernels: fused at fp32: the LM head and its loss in one give transformers' loss too
   auto fused = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref, "fused");
   EXPECT_EQ(fused->fusions(), std::vector<std::string>{"linear_cross_entropy"});
@@ -160,11 +164,11 @@ TEST(DecoderParityTest, LlamaTransformersWeightsGiveTransformersLogitsAndLoss) {
 
 /// Each step's largest logit error against transformers' full forward in fp32 (teacher forcing: fed the reference's
 /// tokens), with the reduced llama on the GPU in bf16.
-std::vector<double> gpu_decode_errors(const Ref& ref, bool flash) {
+std::vector<double> gpu_decode_errors(const Ref& ref, bool flash, const std::string& kernels = "aten") {
   const std::map<std::string, nlohmann::json> keys{{"layers", 2},       {"hidden", 64}, {"heads", 4},
                                                    {"kv_heads", 2},     {"intermediate", 128}, {"vocab", 500}};
   setenv("GPUBENCH_FLASH_DECODE", flash ? "1" : "0", 1);
-  auto w = reduced("llama", keys, ref, "aten", "generate_state");
+  auto w = reduced("llama", keys, ref, kernels, "generate_state");
   w->module()->to(torch::Device(torch::kCUDA, 0), at::kBFloat16);
   TextGenerator* g = w->generator();
   c10::InferenceMode no_autograd;
@@ -201,6 +205,20 @@ TEST(DecoderParityTest, FlashDecodeOnTheGpuIsAsCloseToTransformersAsMaskedSdpa_C
   for (size_t i = 0; i < flash.size(); ++i) {
     EXPECT_LT(flash[i], std::max(2.0 * masked[i], 0.02 * scale)) << "step " << i << ": flash " << flash[i]
                                                                   << ", masked " << masked[i] << ", scale " << scale;
+  }
+}
+
+/// kernels: fused on a CUDA device in bf16: the decode step by gpubench's decode kernels (GEMVs, norms, rotary and
+/// the cache writes) is as close to transformers' fp32 logits as the ATen path, step for step.
+TEST(DecoderParityTest, FusedDecodeKernelsAreAsCloseToTransformersAsTheAtenPath_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const Ref ref = load_reference("llama_transformers.pt");
+  const std::vector<double> fused = gpu_decode_errors(ref, true, "fused"), aten = gpu_decode_errors(ref, true, "aten");
+  const double scale = ref.at("generate_logits").toTensor().abs().max().item<double>();
+  ASSERT_EQ(fused.size(), aten.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    EXPECT_LT(fused[i], std::max(2.0 * aten[i], 0.02 * scale)) << "step " << i << ": fused " << fused[i]
+                                                                << ", aten " << aten[i] << ", scale " << scale;
   }
 }
 

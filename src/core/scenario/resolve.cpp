@@ -247,11 +247,6 @@ void check_generation(const Scenario& s, const ModelInfo& model, int world_size)
                             "'s seq_len (" + std::to_string(*positions) + "); lower prompt_tokens or new_tokens, or "
                             "raise seq_len");
   }
-  if (s.kernels != "aten" && s.model != "llama") {
-    throw ScenarioError(origin_of(s, "kernels"), "kernels",
-                        "kernels: fused in mode: generate has llama's rotary and SwiGLU kernels; " + s.model +
-                            " has no fused operation in generation (use kernels: aten)");
-  }
   if (world_size > 1) {
     throw ScenarioError(origin_of(s, "mode"), "mode",
                         "mode: generate runs on one device (" + std::to_string(world_size) +

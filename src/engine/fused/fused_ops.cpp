@@ -5,11 +5,7 @@
 
 #include <stdexcept>
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
-#include <c10/cuda/CUDAStream.h>
-
-#include "fused/fused_kernels.h"
-#endif
+#include "fused/kernel_launch.h"
 
 namespace gpubench::engine::fused {
 
@@ -18,30 +14,11 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-bool on_kernels(const at::Tensor& t) {
+using launch::on_kernels;
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-  return t.is_cuda() && (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf ||
-                         t.scalar_type() == at::kFloat);
-#else
-  (void)t;
-  return false;
-#endif
-}
-
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
-DType dtype_of(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kBFloat16: return DType::kBFloat16;
-    case at::kHalf: return DType::kFloat16;
-    default: return DType::kFloat32;
-  }
-}
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-cudaStream_t stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+using launch::check;
+using launch::dtype_of;
+using launch::stream;
 #endif
 
 /// The dtype the model's matmuls run in: autocast's when it is on for the device, else the weight's.
@@ -258,6 +235,17 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                          "gradient in one pass, in place; no fp32 logits"
                        : why + ": the same loss in chunks of tokens with ATen operations (no fp32 logits of the "
                                "whole batch)";
+    } else if (n.rfind("decode_", 0) == 0) {
+      f.implementation = kernels ? "cuda kernel" : "aten";
+      const std::string what =
+          n == "decode_gemv"
+              ? "the decode step's matrix products for up to 8 sequences, one pass over the weights with bias, GELU, "
+                "SwiGLU (gate and up together) and the residual add in its epilogue; q, k and v as one product; "
+                "cuBLAS and ATen for more sequences"
+          : n == "decode_norm" ? "the decode step's RMSNorm / LayerNorm, one kernel each"
+                               : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to the cache in one kernel";
+      f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
+                       : why + ": the same operations by ATen";
     } else {
       f.implementation = kernels ? "cuda kernel" : "aten";
       f.note = kernels ? (n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "fused/decode_ops.h"
 #include "fused/fused_ops.h"
 #include "models/layers.h"
 
@@ -125,12 +126,17 @@ at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k_new, const 
   }
   k_cache.index_copy_(1, pos, k_new.transpose(1, 2).to(k_cache.scalar_type()));
   v_cache.index_copy_(1, pos, v_new.transpose(1, 2).to(v_cache.scalar_type()));
-  if (cache.flash && q.scalar_type() == k_cache.scalar_type()) {
-    return flash_decode(q.squeeze(2), cache, layer, window).unsqueeze(2);
-  }
+  return attend_cached(q.squeeze(2), cache, layer, pos, window, math).unsqueeze(2);
+}
+
+at::Tensor attend_cached(const at::Tensor& q, const KvCache& cache, size_t layer, const at::Tensor& pos, int64_t window,
+                         bool math) {
+  const at::Tensor& k_cache = cache.k[layer];
+  if (cache.flash && q.scalar_type() == k_cache.scalar_type()) return flash_decode(q, cache, layer, window);
   const at::Tensor keep = at::arange(window, pos.options()).le(pos).view({1, 1, 1, window});
-  return attention(q, k_cache.narrow(1, 0, window).transpose(1, 2).to(q.scalar_type()),
-                   v_cache.narrow(1, 0, window).transpose(1, 2).to(q.scalar_type()), keep, 0.0, math);
+  return attention(q.unsqueeze(2), k_cache.narrow(1, 0, window).transpose(1, 2).to(q.scalar_type()),
+                   cache.v[layer].narrow(1, 0, window).transpose(1, 2).to(q.scalar_type()), keep, 0.0, math)
+      .squeeze(2);
 }
 
 namespace {
@@ -181,7 +187,22 @@ torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& x, const at::Te
   return h + mlp_proj(gelu_tanh(c_fc(ln_2(h))));
 }
 
-Gpt2LMHeadModelImpl::Gpt2LMHeadModelImpl(const Gpt2Options& o) {
+torch::Tensor Gpt2BlockImpl::forward_decode(const torch::Tensor& x, const at::Tensor& pos, int64_t window,
+                                            KvCache& cache, size_t layer) {
+  using engine::fused::DecodeAct;
+  namespace f = engine::fused;
+  const at::Tensor n = f::decode_norm(x, ln_1->weight, ln_1->bias, ln_1->options.eps(), /*rms=*/false);
+  const at::Tensor qkv = f::decode_linear(n, {c_attn->weight.t()}, c_attn->bias, DecodeAct::kNone, {});
+  const at::Tensor q = f::decode_qkv_to_cache(qkv, heads_, heads_, {}, {}, pos, cache.k[layer], cache.v[layer],
+                                              layer == 0 && cache.flash ? cache.used_k : at::Tensor());
+  const at::Tensor ctx = attend_cached(q, cache, layer, pos, window, math_).reshape({x.size(0), -1});
+  const at::Tensor h = f::decode_linear(ctx, {attn_proj->weight.t()}, attn_proj->bias, DecodeAct::kNone, x);
+  const at::Tensor m = f::decode_norm(h, ln_2->weight, ln_2->bias, ln_2->options.eps(), /*rms=*/false);
+  const at::Tensor a = f::decode_linear(m, {c_fc->weight.t()}, c_fc->bias, DecodeAct::kGeluTanh, {});
+  return f::decode_linear(a, {mlp_proj->weight.t()}, mlp_proj->bias, DecodeAct::kNone, h);
+}
+
+Gpt2LMHeadModelImpl::Gpt2LMHeadModelImpl(const Gpt2Options& o) : fused_(o.fused) {
   transformer_ = group(*this, "transformer");
   wte = transformer_->register_module("wte", torch::nn::Embedding(o.vocab_size, o.hidden));
   wpe = transformer_->register_module("wpe", torch::nn::Embedding(o.positions, o.hidden));
@@ -228,7 +249,16 @@ torch::Tensor Gpt2LMHeadModelImpl::forward(const torch::Tensor& input_ids) {
   return at::linear(hidden(input_ids), wte->weight);  // the tied head, no bias
 }
 
-KvCache Gpt2LMHeadModelImpl::make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const {
+KvCache Gpt2LMHeadModelImpl::make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) {
+  if (fused_) {  // the decode GEMVs read W^T [out, in] rows: the same tensors, stored column-major
+    torch::NoGradGuard no_grad;
+    for (auto& b : blocks) {
+      for (Conv1D* c : {&b->c_attn, &b->attn_proj, &b->c_fc, &b->mlp_proj}) {
+        torch::Tensor& w = (*c)->weight;
+        if (!w.t().is_contiguous()) w.set_data(w.t().contiguous().t());
+      }
+    }
+  }
   const int64_t heads = blocks.front()->heads();
   return make_kv_cache(blocks.size(), batch, positions, heads, wte->weight.size(1) / heads, options);
 }
@@ -236,6 +266,14 @@ KvCache Gpt2LMHeadModelImpl::make_cache(int64_t batch, int64_t positions, const 
 torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
                                                  KvCache& cache) {
   const int64_t t = ids.size(1);
+  if (fused_ && pos.defined() && t == 1) {  // one decode step by the decode operations
+    namespace f = engine::fused;
+    // (the keys in use, flash's used_k, are written by layer 0's decode_qkv_to_cache)
+    at::Tensor h = (wte(ids) + rows_at(wpe->weight, pos, t)).squeeze(1);
+    for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_decode(h, pos, window, cache, i);
+    const at::Tensor n = f::decode_norm(h, ln_f_->weight, ln_f_->bias, ln_f_->options.eps(), /*rms=*/false);
+    return f::decode_linear(n, {wte->weight}, {}, f::DecodeAct::kNone, {});
+  }
   if (pos.defined()) cache.begin_step(pos);
   torch::Tensor h = wte(ids) + rows_at(wpe->weight, pos, t);
   for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_cached(h, pos, window, cache, i);
@@ -311,6 +349,23 @@ torch::Tensor LlamaDecoderLayerImpl::forward_cached(const torch::Tensor& x, cons
   return h + linear(down_proj, act);
 }
 
+torch::Tensor LlamaDecoderLayerImpl::forward_decode(const torch::Tensor& x, const torch::Tensor& cos_all,
+                                                    const torch::Tensor& sin_all, const at::Tensor& pos,
+                                                    int64_t window, KvCache& cache, size_t layer) {
+  using engine::fused::DecodeAct;
+  namespace f = engine::fused;
+  const at::Tensor n = f::decode_norm(x, input_layernorm->weight, {}, input_layernorm->eps(), /*rms=*/true);
+  const at::Tensor qkv = f::decode_linear(n, {q_proj->weight, k_proj->weight, v_proj->weight}, {}, DecodeAct::kNone, {});
+  const at::Tensor q = f::decode_qkv_to_cache(qkv, heads_, kv_heads_, cos_all, sin_all, pos, cache.k[layer],
+                                              cache.v[layer], layer == 0 && cache.flash ? cache.used_k : at::Tensor());
+  const at::Tensor ctx = attend_cached(q, cache, layer, pos, window, math_).reshape({x.size(0), -1});
+  const at::Tensor h = f::decode_linear(ctx, {o_proj->weight}, {}, DecodeAct::kNone, x);
+  const at::Tensor m =
+      f::decode_norm(h, post_attention_layernorm->weight, {}, post_attention_layernorm->eps(), /*rms=*/true);
+  const at::Tensor act = f::decode_linear(m, {gate_proj->weight, up_proj->weight}, {}, DecodeAct::kSwiglu, {});
+  return f::decode_linear(act, {down_proj->weight}, {}, DecodeAct::kNone, h);
+}
+
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaOptions& o) : options_(o) {
   model_ = group(*this, "model");
   embed_tokens_ = model_->register_module("embed_tokens", torch::nn::Embedding(o.vocab_size, o.hidden));
@@ -379,6 +434,14 @@ torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, cons
   const int64_t t = ids.size(1);
   // The tables for every position the cache holds (cached once), the tokens' rows picked on the device.
   const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), dtype);
+  if (options_.fused && pos.defined() && t == 1) {  // one decode step by the decode operations
+    namespace f = engine::fused;
+    // (the keys in use, flash's used_k, are written by layer 0's decode_qkv_to_cache)
+    at::Tensor h = embed_tokens_(ids).squeeze(1);
+    for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward_decode(h, cos_all, sin_all, pos, window, cache, i);
+    const at::Tensor n = f::decode_norm(h, norm_->weight, {}, norm_->eps(), /*rms=*/true);
+    return f::decode_linear(n, {lm_head_->weight}, {}, f::DecodeAct::kNone, {});
+  }
   const at::Tensor cos = rows_at(cos_all, pos, t), sin = rows_at(sin_all, pos, t);
   if (pos.defined()) cache.begin_step(pos);
   torch::Tensor h = embed_tokens_(ids);

@@ -39,12 +39,18 @@ KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t k
 at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k_new, const at::Tensor& v_new, KvCache& cache,
                             size_t layer, const at::Tensor& pos, int64_t window, bool math);
 
+/// The decode half of cached_attention, the cache already written: one query per sequence, q [batch, heads, d] ->
+/// [batch, heads, d], over the cache's first `window` positions that are <= pos.
+at::Tensor attend_cached(const at::Tensor& q, const KvCache& cache, size_t layer, const at::Tensor& pos, int64_t window,
+                         bool math);
+
 /// GPT-2 small by default (transformers' GPT2Config()): 124,439,808 parameters.
 struct Gpt2Options {
   int64_t vocab_size = 50257, positions = 1024, hidden = 768, layers = 12, heads = 12;
   double dropout = 0.1;          ///< embedding, attention-probability and residual dropout (all 0.1 in GPT-2)
   double layer_norm_eps = 1e-5;
   bool math_attention = false;
+  bool fused = false;  ///< kernels: fused: generation's decode step by gpubench's kernels (fused/decode_ops.h)
   int64_t intermediate() const { return 4 * hidden; }
 };
 
@@ -63,6 +69,10 @@ class Gpt2BlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   /// The block in eval mode over layer `layer` of a KV cache (cached_attention's `pos` and `window`).
   torch::Tensor forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window, KvCache& cache,
+                               size_t layer);
+  /// One decode step of the block by the decode operations (kernels: fused): x [batch, hidden] at `pos`; the
+  /// Conv1D weights stored transposed (Gpt2LMHeadModelImpl::make_cache lays them out so).
+  torch::Tensor forward_decode(const torch::Tensor& x, const at::Tensor& pos, int64_t window, KvCache& cache,
                                size_t layer);
   int64_t heads() const { return heads_; }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
@@ -86,7 +96,9 @@ class Gpt2LMHeadModelImpl : public torch::nn::Module {
   const torch::Tensor& head_weight() const { return wte->weight; }
   /// mode: generate: a cache for `batch` sequences of `positions` tokens, and the last token's logits [batch, vocab]
   /// of `ids` [batch, t] over it (a prefill when `pos` is undefined; one token at `pos` otherwise: cached_attention).
-  KvCache make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const;
+  /// With `fused`, also stores the Conv1D weights transposed in memory (the same values and shapes, strides [1, in]),
+  /// so the decode GEMVs read each output's weights contiguously.
+  KvCache make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options);
   torch::Tensor logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
   std::vector<Gpt2Block> blocks;
   /// Runs block i (gradient checkpointing wraps it).
@@ -97,6 +109,7 @@ class Gpt2LMHeadModelImpl : public torch::nn::Module {
   std::shared_ptr<torch::nn::Module> transformer_;
   torch::nn::LayerNorm ln_f_{nullptr};
   torch::nn::Dropout drop_{nullptr};
+  bool fused_ = false;
 };
 TORCH_MODULE(Gpt2LMHeadModel);
 
@@ -115,6 +128,7 @@ class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(int64_t dim, double eps);
   torch::Tensor forward(const torch::Tensor& x);
+  double eps() const { return eps_; }
   torch::Tensor weight;
 
  private:
@@ -131,6 +145,10 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
   /// The layer over layer `layer` of a KV cache (cached_attention's `pos` and `window`); `cos`, `sin` for the
   /// tokens' positions.
   torch::Tensor forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                               const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer);
+  /// One decode step of the layer by the decode operations (kernels: fused): x [batch, hidden] at `pos`, with the
+  /// rotary tables of every cache position.
+  torch::Tensor forward_decode(const torch::Tensor& x, const torch::Tensor& cos_all, const torch::Tensor& sin_all,
                                const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};  ///< self_attn.*
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};            ///< mlp.*

@@ -295,7 +295,7 @@ std::unique_ptr<TextGenerator> generator_of(Model m, int64_t vocab, double train
                                             int64_t hidden) {
   const double attention_per_context = 4.0 * static_cast<double>(layers) * static_cast<double>(hidden);
   return std::make_unique<CachedGenerator>(
-      [m](int64_t b, int64_t n, const at::TensorOptions& o) { return m->make_cache(b, n, o); },
+      [m](int64_t b, int64_t n, const at::TensorOptions& o) mutable { return m->make_cache(b, n, o); },
       [m](const at::Tensor& ids, const at::Tensor& pos, int64_t window, models::KvCache& c) mutable {
         return m->logits_cached(ids, pos, window, c);
       },
@@ -360,6 +360,13 @@ bool checkpointing(const Scenario& s) { return s.mode == "train" && required<boo
 bool fused_kernels(const Scenario& s) { return s.kernels == "fused"; }
 /// The LM head fused with its loss: training only (an inference step returns the logits).
 bool fused_loss(const Scenario& s) { return fused_kernels(s) && s.mode == "train"; }
+/// `base` and, in mode: generate with kernels: fused, the decode step's operations (fused/decode_ops.h).
+std::vector<std::string> with_decode_fusions(const Scenario& s, std::vector<std::string> base) {
+  if (fused_kernels(s) && s.mode == "generate") {
+    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache"}) base.emplace_back(n);
+  }
+  return base;
+}
 
 // Each model's options from its keys (defaults filled): what its rules check and its factory builds.
 models::BertOptions bert_options(const Scenario& s) {
@@ -392,6 +399,7 @@ models::Gpt2Options gpt2_options(const Scenario& s) {
   o.vocab_size = s.option<int64_t>("vocab").value_or(o.vocab_size);
   o.dropout = s.option<double>("dropout").value_or(o.dropout);
   o.math_attention = s.option<std::string>("attention") == "math";
+  o.fused = fused_kernels(s);
   return o;
 }
 
@@ -618,7 +626,8 @@ const std::vector<ModelEntry>& model_registry() {
              [m](const torch::Tensor& ids) mutable { return m->hidden(ids); }, [m] { return m->head_weight(); },
              o.vocab_size, seq_len, models::gpt2_train_flops_per_sequence(o, seq_len),
              models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len),
-             fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy"} : std::vector<std::string>{});
+             with_decode_fusions(s, fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy"}
+                                                  : std::vector<std::string>{}));
          w->set_generator(generator_of(m, o.vocab_size, models::gpt2_train_flops_per_sequence(o, 1), o.layers, o.hidden));
          return w;
        }),
@@ -664,9 +673,9 @@ const std::vector<ModelEntry>& model_registry() {
              [m](const torch::Tensor& ids) mutable { return m->hidden(ids); }, [m] { return m->head_weight(); },
              o.vocab_size, seq_len, models::llama_train_flops_per_sequence(o, seq_len),
              models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len),
-             !o.fused ? std::vector<std::string>{}
-             : fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}
-                             : std::vector<std::string>{"swiglu", "rotary"});
+             with_decode_fusions(s, !o.fused ? std::vector<std::string>{}
+                                    : fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}
+                                                    : std::vector<std::string>{"swiglu", "rotary"}));
          w->set_generator(generator_of(m, o.vocab_size, models::llama_train_flops_per_sequence(o, 1), o.layers, o.hidden));
          return w;
        }),

@@ -1,0 +1,53 @@
+#pragma once
+// gpubench's CUDA kernels for one decode step of mode: generate with `kernels: fused` (docs/generate.md), torch-free
+// like fused_kernels.h. A decode step reads every weight once for a handful of tokens, so what it costs is memory
+// traffic and the number of kernels: these do a layer in eight launches (norm, q/k/v GEMV, rotary + cache write,
+// attention, output GEMV + residual, norm, gate/up GEMV + SwiGLU, down GEMV + residual) instead of ATen's ~45.
+// All compute in fp32 over bf16 or fp16 storage (DType from fused_kernels.h; fp32 storage is not served here).
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "fused/fused_kernels.h"
+
+namespace gpubench::engine::fused {
+
+/// The most rows (tokens) one GEMV launch serves; more go to cuBLAS.
+constexpr int64_t kDecodeGemvMaxRows = 8;
+
+/// What a GEMV applies to x W^T (+ bias) before the residual.
+enum class DecodeActivation : int { kNone = 0, kGeluTanh = 1, kSwiglu = 2 };
+
+/// Up to three weight blocks, each [rows_i, k] row-major, whose outputs are concatenated (q, k, v); with kSwiglu
+/// exactly two of equal rows (gate, up), and output j is silu(x . gate_j) * (x . up_j).
+struct DecodeWeights {
+  const void* w[3] = {nullptr, nullptr, nullptr};
+  int64_t rows[3] = {0, 0, 0};
+  int count = 0;
+};
+
+/// out[r, j] = act(x[r] . W_j + bias[j]) + residual[r, j] for r < m (m <= kDecodeGemvMaxRows). x [m, k] with row
+/// stride ldx, out and residual [m, n] contiguous (n the outputs: the blocks' rows summed, or one block's with
+/// kSwiglu). bias and residual may be null. Needs k, ldx multiples of 8 and 16-byte aligned x and weights
+/// (decode_gemv_fits says whether they are).
+cudaError_t launch_decode_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
+                               const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
+                               DecodeActivation act, cudaStream_t stream);
+bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, int64_t k);
+
+/// Row norm over `rows` rows of `dim`: RMSNorm (bias null, `rms`) y = x / sqrt(mean(x^2) + eps) * w, or LayerNorm
+/// y = (x - mean) / sqrt(var + eps) * w + b. x and y [rows, dim] contiguous.
+cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bias, void* y, DType dtype, int64_t rows,
+                               int64_t dim, float eps, bool rms, cudaStream_t stream);
+
+/// One token's q, k and v into the cache: qkv [batch, (q_heads + 2 kv_heads) * head_dim] (q, then k, then v);
+/// rotary embeddings on q and k at position *pos (a device int64) when cos and sin ([positions, head_dim] tables)
+/// are given; q to q_out [batch, q_heads, head_dim], k and v to the caches [batch, positions, kv_heads, head_dim] at
+/// *pos. When used_k is given (int32 [batch]), it becomes *pos + 1 (FlashAttention's keys in use).
+cudaError_t launch_decode_qkv_to_cache(const void* qkv, const void* cos, const void* sin, const int64_t* pos,
+                                       void* q_out, void* k_cache, void* v_cache, int* used_k, DType dtype,
+                                       int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,
+                                       int64_t head_dim, cudaStream_t stream);
+
+}  // namespace gpubench::engine::fused

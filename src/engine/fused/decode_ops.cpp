@@ -1,0 +1,137 @@
+#include "fused/decode_ops.h"
+
+#include <stdexcept>
+
+#include "fused/kernel_launch.h"
+
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#include "fused/decode_kernels.h"
+#endif
+
+namespace gpubench::engine::fused {
+
+namespace {
+
+/// Served by the decode kernels: CUDA bf16/fp16 (the kernels have no fp32 form).
+bool on_decode_kernels(const at::Tensor& t) { return launch::on_kernels(t, /*allow_fp32=*/false); }
+
+at::Tensor rotate_half(const at::Tensor& x) {
+  const int64_t h = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
+}
+
+/// decode_linear with ATen operations.
+at::Tensor linear_aten(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
+                       DecodeAct act, const at::Tensor& residual) {
+  at::Tensor y;
+  if (act == DecodeAct::kSwiglu) {
+    y = at::silu(at::linear(x, weights[0])) * at::linear(x, weights[1]);
+  } else {
+    std::vector<at::Tensor> parts;
+    for (const auto& w : weights) parts.push_back(at::linear(x, w));
+    y = parts.size() == 1 ? parts[0] : at::cat(parts, -1);
+    if (bias.defined()) y = y + bias;
+    if (act == DecodeAct::kGeluTanh) y = at::gelu(y, "tanh");
+  }
+  return residual.defined() ? y + residual : y;
+}
+
+}  // namespace
+
+at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
+                         DecodeAct act, const at::Tensor& residual) {
+  if (weights.empty() || weights.size() > 3 || (act == DecodeAct::kSwiglu && weights.size() != 2)) {
+    throw std::invalid_argument("decode_linear: one to three weight blocks, or two (gate, up) for SwiGLU");
+  }
+  if (act == DecodeAct::kSwiglu && bias.defined()) throw std::invalid_argument("decode_linear: SwiGLU takes no bias");
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  const int64_t m = x.size(0), k = x.size(1);
+  bool kernel = x.dim() == 2 && on_decode_kernels(x) && m >= 1 && m <= kDecodeGemvMaxRows && x.stride(1) == 1;
+  DecodeWeights dw;
+  int64_t n = 0;
+  for (const auto& w : weights) {
+    kernel = kernel && w.scalar_type() == x.scalar_type() && w.device() == x.device() && w.is_contiguous() &&
+             w.dim() == 2 && w.size(1) == k;
+    if (!kernel) break;
+    dw.w[dw.count] = w.data_ptr();
+    dw.rows[dw.count++] = w.size(0);
+    n += w.size(0);
+  }
+  if (act == DecodeAct::kSwiglu) {
+    n = weights[0].size(0);
+    kernel = kernel && weights[1].size(0) == n;
+  }
+  kernel = kernel && (!bias.defined() || (bias.is_contiguous() && bias.scalar_type() == x.scalar_type() && bias.numel() == n));
+  kernel = kernel && (!residual.defined() || (residual.is_contiguous() && residual.scalar_type() == x.scalar_type() &&
+                                              residual.numel() == m * n));
+  if (kernel && decode_gemv_fits(x.data_ptr(), x.stride(0), dw, k)) {
+    at::Tensor out = at::empty({m, n}, x.options());
+    const DecodeActivation a = act == DecodeAct::kSwiglu    ? DecodeActivation::kSwiglu
+                               : act == DecodeAct::kGeluTanh ? DecodeActivation::kGeluTanh
+                                                             : DecodeActivation::kNone;
+    launch::check(launch_decode_gemv(x.data_ptr(), x.stride(0), dw, bias.defined() ? bias.data_ptr() : nullptr,
+                                     residual.defined() ? residual.data_ptr() : nullptr, out.data_ptr(),
+                                     launch::dtype_of(x), m, n, k, a, launch::stream()),
+                  "decode_gemv");
+    return out;
+  }
+#endif
+  return linear_aten(x, weights, bias, act, residual);
+}
+
+at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps, bool rms) {
+  const int64_t dim = x.size(-1);
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  if (on_decode_kernels(x) && x.is_contiguous() && weight.scalar_type() == x.scalar_type() && weight.is_contiguous() &&
+      (!bias.defined() || (bias.scalar_type() == x.scalar_type() && bias.is_contiguous()))) {
+    at::Tensor y = at::empty_like(x);
+    launch::check(launch_decode_norm(x.data_ptr(), weight.data_ptr(), bias.defined() ? bias.data_ptr() : nullptr,
+                                     y.data_ptr(), launch::dtype_of(x), x.numel() / dim, dim, static_cast<float>(eps),
+                                     rms, launch::stream()),
+                  "decode_norm");
+    return y;
+  }
+#endif
+  if (rms) return at::rms_norm(x, {dim}, weight, eps);
+  return at::layer_norm(x, {dim}, weight, bias, eps);
+}
+
+at::Tensor decode_qkv_to_cache(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
+                               const at::Tensor& sin, const at::Tensor& pos, at::Tensor& k_cache, at::Tensor& v_cache,
+                               const at::Tensor& used_k) {
+  const int64_t b = qkv.size(0), d = k_cache.size(3), positions = k_cache.size(1);
+  if (qkv.dim() != 2 || qkv.size(1) != (q_heads + 2 * kv_heads) * d || k_cache.size(2) != kv_heads || d % 2 != 0) {
+    throw std::invalid_argument("decode_qkv_to_cache: qkv must be [batch, (q_heads + 2 kv_heads) x head_dim] over a "
+                                "cache [batch, positions, kv_heads, even head_dim]");
+  }
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  const bool same = k_cache.scalar_type() == qkv.scalar_type() && v_cache.scalar_type() == qkv.scalar_type() &&
+                    (!cos.defined() || (cos.scalar_type() == qkv.scalar_type() && sin.scalar_type() == qkv.scalar_type()));
+  if (on_decode_kernels(qkv) && same && qkv.is_contiguous() && k_cache.is_contiguous() && v_cache.is_contiguous() &&
+      (!cos.defined() || (cos.is_contiguous() && sin.is_contiguous())) && pos.scalar_type() == at::kLong &&
+      (!used_k.defined() || used_k.scalar_type() == at::kInt)) {
+    at::Tensor q = at::empty({b, q_heads, d}, qkv.options());
+    launch::check(launch_decode_qkv_to_cache(qkv.data_ptr(), cos.defined() ? cos.data_ptr() : nullptr,
+                                             sin.defined() ? sin.data_ptr() : nullptr, pos.data_ptr<int64_t>(),
+                                             q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
+                                             used_k.defined() ? used_k.data_ptr<int>() : nullptr, launch::dtype_of(qkv),
+                                             b, positions, q_heads, kv_heads, d, launch::stream()),
+                  "decode_qkv_to_cache");
+    return q;
+  }
+#endif
+  at::Tensor q = qkv.narrow(1, 0, q_heads * d).view({b, q_heads, d});
+  at::Tensor k = qkv.narrow(1, q_heads * d, kv_heads * d).view({b, kv_heads, d});
+  const at::Tensor v = qkv.narrow(1, (q_heads + kv_heads) * d, kv_heads * d).view({b, kv_heads, d});
+  if (cos.defined()) {
+    const at::Tensor c = cos.index_select(0, pos).view({1, 1, d}), s = sin.index_select(0, pos).view({1, 1, d});
+    q = q * c + rotate_half(q) * s;
+    k = k * c + rotate_half(k) * s;
+  }
+  k_cache.index_copy_(1, pos, k.unsqueeze(1).to(k_cache.scalar_type()));
+  v_cache.index_copy_(1, pos, v.unsqueeze(1).to(v_cache.scalar_type()));
+  if (used_k.defined()) used_k.copy_(pos.add(1).expand_as(used_k));
+  return q.contiguous();
+}
+
+}  // namespace gpubench::engine::fused

@@ -1,0 +1,32 @@
+#pragma once
+// `kernels: fused` in mode: generate: one decode step's operations, each a kernel of decode_kernels.cu on CUDA in
+// bf16/fp16, and the same mathematics with ATen operations elsewhere (the CPU, fp32, shapes the kernels do not
+// take). Inference only (no autograd). Tests hold the kernels to the ATen forms (fused_ops_test).
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+namespace gpubench::engine::fused {
+
+enum class DecodeAct { kNone, kGeluTanh, kSwiglu };
+
+/// act(x @ W^T + bias) + residual for x [m, k]. `weights`: one or more [n_i, k] blocks whose outputs are
+/// concatenated (q, k and v as one product), or for kSwiglu two equal blocks (gate, up) giving silu(x @ gate^T) *
+/// (x @ up^T). `bias` [n] and `residual` [m, n] may be undefined. On CUDA, up to kDecodeGemvMaxRows rows go to
+/// gpubench's GEMV (one pass over the weights, the epilogue in registers); more rows to cuBLAS and ATen.
+at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
+                         DecodeAct act, const at::Tensor& residual);
+
+/// RMSNorm (`bias` undefined, `rms`) or LayerNorm of x [m, dim] with `weight` (and `bias`), eps.
+at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps, bool rms);
+
+/// One token per sequence: qkv [batch, (q_heads + 2 kv_heads) head_dim] split into q, k, v; rotary embeddings on q
+/// and k at position `pos` (a one-element int64 device tensor) when `cos`, `sin` ([positions, head_dim]) are
+/// defined; k and v written into `k_cache`, `v_cache` [batch, positions, kv_heads, head_dim] at pos, and, when
+/// `used_k` (int32 [batch]) is defined, used_k = pos + 1. Returns q [batch, q_heads, head_dim].
+at::Tensor decode_qkv_to_cache(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
+                               const at::Tensor& sin, const at::Tensor& pos, at::Tensor& k_cache, at::Tensor& v_cache,
+                               const at::Tensor& used_k);
+
+}  // namespace gpubench::engine::fused

@@ -1,0 +1,172 @@
+// mode: generate with `kernels: fused`: the decode step's operations (fused/decode_ops.h). On the CPU their ATen
+// forms against the definitions; in the *_CUDA tests gpubench's decode kernels against those ATen forms, on shapes
+// the kernels take and on shapes they hand back to ATen (rows beyond 8, a width not a multiple of 8).
+
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "fused/decode_ops.h"
+#include "fused/fused_ops.h"
+#include "gpubench/engine/engine.hpp"
+
+namespace gpubench::engine {
+namespace {
+
+using fused::DecodeAct;
+
+double max_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kCPU, at::kFloat) - b.to(at::kCPU, at::kFloat)).abs().max().item<double>();
+}
+double scale(const at::Tensor& a) { return a.to(at::kFloat).abs().max().item<double>() + 1e-12; }
+
+TEST(DecodeOpsTest, DecodeLinearIsTheConcatenatedProductWithItsEpilogue) {
+  torch::manual_seed(3);
+  const at::Tensor x = torch::randn({3, 24}), r = torch::randn({3, 32});
+  const at::Tensor wq = torch::randn({16, 24}), wk = torch::randn({8, 24}), wv = torch::randn({8, 24});
+  const at::Tensor bias = torch::randn({32});
+  const at::Tensor qkv = fused::decode_linear(x, {wq, wk, wv}, {}, DecodeAct::kNone, {});
+  EXPECT_LT(max_diff(qkv, at::cat({x.matmul(wq.t()), x.matmul(wk.t()), x.matmul(wv.t())}, 1)), 1e-5);
+  const at::Tensor wide = at::cat({wq, wk, wv}, 0);
+  const at::Tensor g = fused::decode_linear(x, {wide}, bias, DecodeAct::kGeluTanh, r);
+  EXPECT_LT(max_diff(g, at::gelu(x.matmul(wide.t()) + bias, "tanh") + r), 1e-5);
+  const at::Tensor s = fused::decode_linear(x, {wq, wq * 0.5}, {}, DecodeAct::kSwiglu, {});
+  EXPECT_LT(max_diff(s, at::silu(x.matmul(wq.t())) * x.matmul(wq.t()) * 0.5), 1e-5);
+  EXPECT_THROW(fused::decode_linear(x, {wq}, {}, DecodeAct::kSwiglu, {}), std::invalid_argument);
+}
+
+TEST(DecodeOpsTest, QkvToCacheRotatesAsTheFusedRotaryAndWritesOnlyThePosition) {
+  torch::manual_seed(5);
+  const int64_t b = 2, hq = 4, hk = 2, d = 8, positions = 10;
+  const at::Tensor qkv = torch::randn({b, (hq + 2 * hk) * d});
+  const at::Tensor cos = torch::randn({positions, d}), sin = torch::randn({positions, d});
+  at::Tensor kc = torch::zeros({b, positions, hk, d}), vc = torch::zeros({b, positions, hk, d});
+  at::Tensor used = torch::zeros({b}, torch::kInt);
+  const at::Tensor pos = torch::full({1}, 6, torch::kLong);
+  const at::Tensor q = fused::decode_qkv_to_cache(qkv, hq, hk, cos, sin, pos, kc, vc, used);
+  const auto [q_ref, k_ref] = fused::rotary(qkv.narrow(1, 0, hq * d).reshape({b, 1, hq, d}),
+                                            qkv.narrow(1, hq * d, hk * d).reshape({b, 1, hk, d}),
+                                            cos.narrow(0, 6, 1), sin.narrow(0, 6, 1));
+  EXPECT_LT(max_diff(q, q_ref.squeeze(1)), 1e-6);
+  EXPECT_LT(max_diff(kc.select(1, 6), k_ref.squeeze(1)), 1e-6);
+  EXPECT_LT(max_diff(vc.select(1, 6), qkv.narrow(1, (hq + hk) * d, hk * d).reshape({b, hk, d})), 1e-6);
+  EXPECT_EQ(kc.abs().sum(1).ne(0).sum().item<int64_t>(), kc.select(1, 6).ne(0).sum().item<int64_t>())
+      << "no position but 6 written";
+  EXPECT_TRUE(used.equal(torch::full({b}, 7, torch::kInt)));
+  // Without tables (GPT-2): q, k and v as they are.
+  at::Tensor kc2 = torch::zeros_like(kc), vc2 = torch::zeros_like(vc);
+  const at::Tensor q2 = fused::decode_qkv_to_cache(qkv, hq, hk, {}, {}, pos, kc2, vc2, {});
+  EXPECT_TRUE(q2.equal(qkv.narrow(1, 0, hq * d).reshape({b, hq, d})));
+  EXPECT_THROW(fused::decode_qkv_to_cache(qkv.narrow(1, 0, 40), hq, hk, {}, {}, pos, kc2, vc2, {}),
+               std::invalid_argument);
+}
+
+/// A reduced decoder generating with kernels: fused on the CPU: the record lists the decode operations, run by ATen
+/// here (and says so); gpt2 generates with them too.
+TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
+  for (const std::string model : {"llama", "gpt2"}) {
+    Scenario s;
+    s.model = model;
+    s.device = "cpu";
+    s.kernels = "fused";
+    s.mode = "generate";
+    s.model_options = model == "llama" ? nlohmann::json{{"layers", 1}, {"hidden", 32}, {"heads", 4}, {"kv_heads", 2},
+                                                        {"intermediate", 48}, {"vocab", 101}, {"seq_len", 24}}
+                                       : nlohmann::json{{"layers", 1}, {"width", 32}, {"heads", 4}, {"vocab", 101},
+                                                        {"seq_len", 24}};
+    s.batch_size = 2;
+    s.prompt_tokens = 8;
+    s.new_tokens = 6;
+    s.epochs = 1;
+    RunObserver quiet;
+    const RunRecord r = run_benchmark(s, quiet, RunOptions{});
+    ASSERT_EQ(r.status, RunStatus::kOk) << model << ": " << r.reason;
+    std::vector<std::string> names;
+    for (const auto& f : r.execution.fusions) {
+      names.push_back(f.name);
+      if (f.name.rfind("decode_", 0) == 0) EXPECT_EQ(f.implementation, "aten") << f.name;
+    }
+    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache"}) {
+      EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << model << " lists " << n;
+    }
+  }
+}
+
+// ---- the CUDA kernels --------------------------------------------------------------------------------------------
+
+bool kernels_here() { return torch::cuda::is_available() && fused::cuda_kernels_compiled(); }
+
+/// The kernel's result (inputs on the GPU in `dtype`) against the ATen form in fp32 on the CPU of the same inputs.
+TEST(DecodeOpsTest, DecodeGemvMatchesItsAtenFormForEveryEpilogueAndRowCount_CUDA) {
+  if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    const double tol = dtype == at::kBFloat16 ? 1.6e-2 : 4e-3;  // of the output's largest value: one rounding
+    for (const int64_t m : {1, 2, 5, 8, 9}) {          // 9: more than the kernel's rows, cuBLAS
+      for (const int64_t k : {64, 72, 2056, 100}) {     // 100: not a multiple of 8, ATen
+        torch::manual_seed(m * 1000 + k);
+        const at::Tensor x = torch::randn({m, k}).to(dtype), r = torch::randn({m, 45}).to(dtype);
+        const at::Tensor w1 = (torch::randn({21, k}) / std::sqrt(k)).to(dtype), w2 = (torch::randn({13, k}) / std::sqrt(k)).to(dtype);
+        const at::Tensor w3 = (torch::randn({11, k}) / std::sqrt(k)).to(dtype), bias = torch::randn({45}).to(dtype);
+        auto f32 = [](const at::Tensor& t) { return t.to(at::kFloat); };
+        auto gpu = [&](const at::Tensor& t) { return t.to(cuda.device()); };
+        const std::string where = std::string(c10::toString(dtype)) + " m=" + std::to_string(m) + " k=" + std::to_string(k);
+        const at::Tensor concat = fused::decode_linear(gpu(x), {gpu(w1), gpu(w2), gpu(w3)}, gpu(bias), DecodeAct::kNone, gpu(r));
+        const at::Tensor concat_ref = fused::decode_linear(f32(x), {f32(w1), f32(w2), f32(w3)}, f32(bias), DecodeAct::kNone, f32(r));
+        EXPECT_LT(max_diff(concat, concat_ref), tol * scale(concat_ref)) << "q/k/v + bias + residual, " << where;
+        const at::Tensor gelu = fused::decode_linear(gpu(x), {gpu(w1)}, gpu(bias.narrow(0, 0, 21)), DecodeAct::kGeluTanh, {});
+        const at::Tensor gelu_ref = fused::decode_linear(f32(x), {f32(w1)}, f32(bias.narrow(0, 0, 21)), DecodeAct::kGeluTanh, {});
+        EXPECT_LT(max_diff(gelu, gelu_ref), tol * scale(gelu_ref)) << "GELU, " << where;
+        const at::Tensor w1b = (torch::randn({21, k}) / std::sqrt(k)).to(dtype);
+        const at::Tensor glu = fused::decode_linear(gpu(x), {gpu(w1), gpu(w1b)}, {}, DecodeAct::kSwiglu, {});
+        const at::Tensor glu_ref = fused::decode_linear(f32(x), {f32(w1), f32(w1b)}, {}, DecodeAct::kSwiglu, {});
+        EXPECT_LT(max_diff(glu, glu_ref), tol * scale(glu_ref)) << "SwiGLU, " << where;
+        EXPECT_EQ(glu.scalar_type(), dtype);
+      }
+    }
+  }
+}
+
+TEST(DecodeOpsTest, DecodeNormAndQkvToCacheMatchTheirAtenForms_CUDA) {
+  if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    const double tol = dtype == at::kBFloat16 ? 1.6e-2 : 4e-3;
+    for (const int64_t dim : {2048, 77, 1}) {
+      torch::manual_seed(dim);
+      const at::Tensor x = (torch::randn({3, dim}) * 3 + 1).to(dtype), w = torch::randn({dim}).to(dtype),
+                       b = torch::randn({dim}).to(dtype);
+      for (const bool rms : {true, false}) {
+        const at::Tensor y = fused::decode_norm(x.to(cuda.device()), w.to(cuda.device()),
+                                                rms ? at::Tensor() : b.to(cuda.device()), 1e-5, rms);
+        const at::Tensor ref = fused::decode_norm(x.to(at::kFloat), w.to(at::kFloat),
+                                                  rms ? at::Tensor() : b.to(at::kFloat), 1e-5, rms);
+        EXPECT_LT(max_diff(y, ref), tol * scale(ref) + 1e-3) << (rms ? "RMSNorm" : "LayerNorm") << " dim " << dim;
+      }
+    }
+    const int64_t batch = 3, hq = 6, hk = 2, d = 64, positions = 20;
+    const at::Tensor qkv = torch::randn({batch, (hq + 2 * hk) * d}).to(dtype);
+    const at::Tensor cos = torch::randn({positions, d}).to(dtype), sin = torch::randn({positions, d}).to(dtype);
+    for (const bool tables : {true, false}) {
+      at::Tensor kc = torch::zeros({batch, positions, hk, d}, cuda.dtype(dtype)), vc = torch::zeros_like(kc);
+      at::Tensor used = torch::zeros({batch}, cuda.dtype(torch::kInt));
+      at::Tensor kc_ref = torch::zeros({batch, positions, hk, d}), vc_ref = torch::zeros_like(kc_ref);
+      const at::Tensor pos = torch::full({1}, 13, torch::kLong);
+      const at::Tensor q = fused::decode_qkv_to_cache(qkv.to(cuda.device()), hq, hk,
+                                                      tables ? cos.to(cuda.device()) : at::Tensor(),
+                                                      tables ? sin.to(cuda.device()) : at::Tensor(),
+                                                      pos.to(cuda.device()), kc, vc, used);
+      const at::Tensor q_ref = fused::decode_qkv_to_cache(qkv.to(at::kFloat), hq, hk,
+                                                          tables ? cos.to(at::kFloat) : at::Tensor(),
+                                                          tables ? sin.to(at::kFloat) : at::Tensor(), pos, kc_ref,
+                                                          vc_ref, {});
+      EXPECT_LT(max_diff(q, q_ref), tol * scale(q_ref)) << "q, tables " << tables;
+      EXPECT_LT(max_diff(kc, kc_ref), tol * scale(kc_ref)) << "k cache, tables " << tables;
+      EXPECT_LT(max_diff(vc, vc_ref), 1e-6) << "v cache: a copy";
+      EXPECT_TRUE(used.cpu().equal(torch::full({batch}, 14, torch::kInt)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpubench::engine
