@@ -49,19 +49,20 @@ for phase in "$@"; do
       gpubench llama_bs128_aten llama --precision bf16 --batch-size 128
       gpubench llama_bs128_fused llama --precision bf16 --batch-size 128 --kernels fused
       ;;
-    profile)
-      if command -v nsys > /dev/null; then
-        log "nsys: llama bs 1 fused, kernels inside the graphs"
-        timeout 200 nsys profile --cuda-graph-trace=node -o "$OUT/llama_bs1_fused" --force-overwrite true \
-          "$GB" run llama --precision bf16 --batch-size 1 --kernels fused --mode generate --epochs 2 \
-          --output "$OUT/records/nsys_llama_bs1_fused.json" > "$OUT/nsys.log" 2>&1
+    profile)  # kernel durations of eager decode steps by Nsight Compute (the same kernels the graphs replay)
+      for m in llama gpt2; do
+        log "ncu: $m bs 1 fused, 120 kernels of the eager warm-up's decode steps"
+        timeout 200 ncu --metrics gpu__time_duration.sum --launch-skip 4000 --launch-count 120 --csv --print-units base \
+          "$GB" run $m --precision bf16 --batch-size 1 --kernels fused --mode generate --epochs 1 --cuda-graph false \
+          --output /tmp/ncu_$m.json > "$OUT/ncu_$m.csv" 2> "$OUT/ncu_$m.err"
         log "exit $?"
-        nsys stats --report cuda_gpu_kern_sum --format csv -o "$OUT/kern" "$OUT/llama_bs1_fused.nsys-rep" > /dev/null 2>&1
-        head -25 "$OUT"/kern*.csv | cut -c1-220
-        rm -f "$OUT"/*.nsys-rep "$OUT"/*.sqlite
-      else
-        log "no nsys on this machine"
-      fi
+        python3 results/2026-12-01-h200-fused-decode/ncu_table.py "$OUT/ncu_$m.csv" | tee "$OUT/ncu_$m.txt"
+      done
+      ;;
+    gemv)
+      log "the decode GEMV against cuBLAS"
+      nvcc -std=c++17 -O3 -arch=sm_90 -Isrc/engine results/2026-12-01-h200-fused-decode/gemv_bench.cu \
+        src/engine/fused/decode_kernels.cu -lcublas -o /tmp/gemv_bench && /tmp/gemv_bench | tee "$OUT/gemv_bench.txt"
       ;;
   esac
 done

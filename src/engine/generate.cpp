@@ -14,6 +14,7 @@
 
 #include "copy_rate.h"
 #include "cuda_graph.h"
+#include "fused/decode_ops.h"
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
 #include "gpubench/core/record/stats.hpp"
@@ -60,7 +61,8 @@ class GenerateRun {
         dev_(plan.device.device),
         batch_(*plan.scenario.batch_size),
         prompt_(plan.scenario.prompt_tokens.value_or(512)),
-        fresh_(plan.scenario.new_tokens.value_or(128)) {}
+        fresh_(plan.scenario.new_tokens.value_or(128)),
+        fused_(plan.scenario.kernels == "fused") {}
 
   void run() {
     prepare();
@@ -128,7 +130,8 @@ class GenerateRun {
   at::Tensor decode_step(int64_t window) {
     c10::InferenceMode no_autograd;
     AutocastScope autocast(dev_.type(), std::nullopt);
-    const at::Tensor next = gen_->decode(token_, pos_, window).argmax(-1, /*keepdim=*/true);
+    const at::Tensor logits = gen_->decode(token_, pos_, window);
+    const at::Tensor next = fused_ ? fused::decode_argmax(logits) : logits.argmax(-1, /*keepdim=*/true);
     out_.index_copy_(1, pos_ - (prompt_ - 1), next);
     token_.copy_(next);
     pos_.add_(1);
@@ -411,6 +414,7 @@ class GenerateRun {
   RunRecord& record_;
   const at::Device dev_;
   const int64_t batch_, prompt_, fresh_;
+  const bool fused_;  ///< kernels: fused: the greedy choice by fused::decode_argmax too
 
   TextGenerator* gen_ = nullptr;
   std::shared_ptr<torch::nn::Module> module_;

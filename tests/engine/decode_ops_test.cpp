@@ -86,7 +86,7 @@ TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
       names.push_back(f.name);
       if (f.name.rfind("decode_", 0) == 0) EXPECT_EQ(f.implementation, "aten") << f.name;
     }
-    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache"}) {
+    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache", "decode_argmax"}) {
       EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << model << " lists " << n;
     }
   }
@@ -103,7 +103,7 @@ TEST(DecodeOpsTest, DecodeGemvMatchesItsAtenFormForEveryEpilogueAndRowCount_CUDA
   for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
     const double tol = dtype == at::kBFloat16 ? 1.6e-2 : 4e-3;  // of the output's largest value: one rounding
     for (const int64_t m : {1, 2, 5, 8, 9}) {          // 9: more than the kernel's rows, cuBLAS
-      for (const int64_t k : {64, 72, 2056, 100}) {     // 100: not a multiple of 8, ATen
+      for (const int64_t k : {64, 72, 1024, 2056, 100}) {  // 1, 2 and 4 warps per output; 100: ATen
         torch::manual_seed(m * 1000 + k);
         const at::Tensor x = torch::randn({m, k}).to(dtype), r = torch::randn({m, 45}).to(dtype);
         const at::Tensor w1 = (torch::randn({21, k}) / std::sqrt(k)).to(dtype), w2 = (torch::randn({13, k}) / std::sqrt(k)).to(dtype);
@@ -165,6 +165,13 @@ TEST(DecodeOpsTest, DecodeNormAndQkvToCacheMatchTheirAtenForms_CUDA) {
       EXPECT_LT(max_diff(vc, vc_ref), 1e-6) << "v cache: a copy";
       EXPECT_TRUE(used.cpu().equal(torch::full({batch}, 14, torch::kInt)));
     }
+    // The greedy choice over GPT-2's odd vocabulary, with a tie (the first wins, as torch.argmax) in row 1.
+    at::Tensor logits = torch::randn({3, 50257}).to(dtype);
+    logits.index_put_({1, 777}, 100.0);
+    logits.index_put_({1, 40000}, 100.0);
+    const at::Tensor chosen = fused::decode_argmax(logits.to(cuda.device()));
+    EXPECT_TRUE(chosen.cpu().equal(logits.argmax(-1, true))) << chosen << logits.argmax(-1, true);
+    EXPECT_EQ(chosen.cpu()[1].item<int64_t>(), 777);
   }
 }
 

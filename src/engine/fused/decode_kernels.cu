@@ -47,94 +47,154 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 constexpr int kGemvWarps = 8;
 
+/// The output of row r for column j: act(dot + bias) (+ up for SwiGLU) + residual.
+template <typename T, int ACT>
+__device__ __forceinline__ void gemv_epilogue(float dot, float up, const T* bias, const T* residual, T* out, int64_t n,
+                                              int64_t j, int r) {
+  float v = dot + (bias != nullptr ? load(bias, j) : 0.0f);
+  if (ACT == static_cast<int>(DecodeActivation::kGeluTanh)) {
+    v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  } else if (ACT == static_cast<int>(DecodeActivation::kSwiglu)) {
+    v = v / (1.0f + __expf(-v)) * up;
+  }
+  if (residual != nullptr) v += load(residual, r * n + j);
+  store(out, r * n + j, v);
+}
+
+/// Each output column j is `split` warps' work (1, 2, 4 or 8; they share k and add up through shared memory), so
+/// that a narrow matrix still has enough warps, and enough loads in flight, to keep the memory system busy. Every
+/// lane keeps four 16-byte weight loads in flight at a time.
 template <typename T, int M, int ACT>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     decode_gemv(const T* __restrict__ x, int64_t ldx, DecodeWeights w, const T* __restrict__ bias,
-                const T* __restrict__ residual, T* __restrict__ out, int64_t n, int64_t k) {
+                const T* __restrict__ residual, T* __restrict__ out, int64_t n, int64_t k, int split) {
   constexpr bool kGlu = ACT == static_cast<int>(DecodeActivation::kSwiglu);
+  constexpr int kOut = kGlu ? 2 : 1;
+  __shared__ float partial[kGemvWarps][kOut][M];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
-  if (j >= n) return;  // the whole warp: no shuffle below misses a lane
-  const T* row0;
-  const T* row1 = nullptr;
-  if (kGlu) {
-    row0 = static_cast<const T*>(w.w[0]) + j * k;
-    row1 = static_cast<const T*>(w.w[1]) + j * k;
-  } else {
-    int64_t r = j;
-    int s = 0;
-    while (s < w.count - 1 && r >= w.rows[s]) r -= w.rows[s++];
-    row0 = static_cast<const T*>(w.w[s]) + r * k;
-  }
-  float acc[M], acc_up[kGlu ? M : 1];
+  const int part = warp % split;
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * (kGemvWarps / split) + warp / split;
+  const bool valid = j < n;
+  float acc[kOut][M];
 #pragma unroll
-  for (int r = 0; r < M; ++r) {
-    acc[r] = 0.0f;
-    if (kGlu) acc_up[r] = 0.0f;
+  for (int o = 0; o < kOut; ++o) {
+#pragma unroll
+    for (int r = 0; r < M; ++r) acc[o][r] = 0.0f;
   }
-  const int64_t chunks = k / 8;
-  const uint4* w0 = reinterpret_cast<const uint4*>(row0);
-  const uint4* w1 = reinterpret_cast<const uint4*>(row1);
-#pragma unroll 4
-  for (int64_t c = lane; c < chunks; c += 32) {
-    float wf[8], uf[8];
-    unpack8<T>(__ldcs(w0 + c), wf);  // weights stream through once: evict first, x stays in L1
-    if (kGlu) unpack8<T>(__ldcs(w1 + c), uf);
+  if (valid) {
+    const T* rows[kOut];
+    if (kGlu) {
+      rows[0] = static_cast<const T*>(w.w[0]) + j * k;
+      rows[kOut - 1] = static_cast<const T*>(w.w[1]) + j * k;
+    } else {
+      int64_t r = j;
+      int s = 0;
+      while (s < w.count - 1 && r >= w.rows[s]) r -= w.rows[s++];
+      rows[0] = static_cast<const T*>(w.w[s]) + r * k;
+    }
+    const int64_t chunks = k / 8, step = 32 * static_cast<int64_t>(split);
+    auto consume = [&](const uint4 (&wv)[kOut], int64_t c) {
+#pragma unroll
+      for (int r = 0; r < M; ++r) {
+        float xf[8];
+        unpack8<T>(__ldg(reinterpret_cast<const uint4*>(x + r * ldx) + c), xf);
+#pragma unroll
+        for (int o = 0; o < kOut; ++o) {
+          float wf[8];
+          unpack8<T>(wv[o], wf);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[o][r] = fmaf(wf[e], xf[e], acc[o][r]);
+        }
+      }
+    };
+    int64_t c = part * 32 + lane;
+    for (; c + 3 * step < chunks; c += 4 * step) {  // four loads issued before any is used
+      uint4 wv[4][kOut];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+#pragma unroll
+        for (int o = 0; o < kOut; ++o) wv[u][o] = __ldcs(reinterpret_cast<const uint4*>(rows[o]) + c + u * step);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) consume(wv[u], c + u * step);
+    }
+    for (; c < chunks; c += step) {
+      uint4 wv[kOut];
+#pragma unroll
+      for (int o = 0; o < kOut; ++o) wv[o] = __ldcs(reinterpret_cast<const uint4*>(rows[o]) + c);
+      consume(wv, c);
+    }
+  }
+#pragma unroll
+  for (int o = 0; o < kOut; ++o) {
+#pragma unroll
+    for (int r = 0; r < M; ++r) acc[o][r] = warp_sum(acc[o][r]);
+  }
+  if (split == 1) {
 #pragma unroll
     for (int r = 0; r < M; ++r) {
-      float xf[8];
-      unpack8<T>(__ldg(reinterpret_cast<const uint4*>(x + r * ldx) + c), xf);
+      if (valid && lane == r) gemv_epilogue<T, ACT>(acc[0][r], acc[kOut - 1][r], bias, residual, out, n, j, r);
+    }
+    return;
+  }
+  if (lane == 0) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        acc[r] = fmaf(wf[e], xf[e], acc[r]);
-        if (kGlu) acc_up[r] = fmaf(uf[e], xf[e], acc_up[r]);
-      }
+    for (int o = 0; o < kOut; ++o) {
+#pragma unroll
+      for (int r = 0; r < M; ++r) partial[warp][o][r] = acc[o][r];
     }
   }
-#pragma unroll
-  for (int r = 0; r < M; ++r) {
-    const float dot = warp_sum(acc[r]);
-    const float up = kGlu ? warp_sum(acc_up[r]) : 0.0f;
-    if (lane != r) continue;
-    float v = dot + (bias != nullptr ? load(bias, j) : 0.0f);
-    if (ACT == static_cast<int>(DecodeActivation::kGeluTanh)) {
-      v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-    } else if (kGlu) {
-      v = v / (1.0f + __expf(-v)) * up;
+  __syncthreads();
+  if (valid && part == 0 && lane < M) {
+    float dot = 0.0f, up = 0.0f;
+    for (int s = 0; s < split; ++s) {
+      dot += partial[warp + s][0][lane];
+      if (kGlu) up += partial[warp + s][kOut - 1][lane];
     }
-    if (residual != nullptr) v += load(residual, r * n + j);
-    store(out, r * n + j, v);
+    gemv_epilogue<T, ACT>(dot, up, bias, residual, out, n, j, lane);
   }
+}
+
+/// Warps per output column: enough warps in all to fill the device (about 8,192), while each lane keeps at least
+/// two 16-byte loads per row of work.
+int auto_split(int64_t n, int64_t k) {
+  const int64_t per_lane = k / 8 / 32;
+  int split = 1;
+  while (split < kGemvWarps && n * split < 8192 && per_lane / (2 * split) >= 2) split *= 2;
+  return split;
 }
 
 template <typename T, int M>
 cudaError_t gemv_rows(const void* x, int64_t ldx, const DecodeWeights& w, const void* bias, const void* residual,
-                      void* out, int64_t n, int64_t k, DecodeActivation act, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((n + kGemvWarps - 1) / kGemvWarps));
+                      void* out, int64_t n, int64_t k, DecodeActivation act, int split, cudaStream_t stream) {
+  if (split <= 0) split = auto_split(n, k);
+  const int64_t per_block = kGemvWarps / split;
+  const dim3 grid(static_cast<unsigned>((n + per_block - 1) / per_block));
   const auto* xs = static_cast<const T*>(x);
   const auto* b = static_cast<const T*>(bias);
   const auto* res = static_cast<const T*>(residual);
   auto* o = static_cast<T*>(out);
   switch (act) {
-    case DecodeActivation::kNone: decode_gemv<T, M, 0><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k); break;
-    case DecodeActivation::kGeluTanh: decode_gemv<T, M, 1><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k); break;
-    case DecodeActivation::kSwiglu: decode_gemv<T, M, 2><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k); break;
+    case DecodeActivation::kNone: decode_gemv<T, M, 0><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split); break;
+    case DecodeActivation::kGeluTanh: decode_gemv<T, M, 1><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split); break;
+    case DecodeActivation::kSwiglu: decode_gemv<T, M, 2><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split); break;
   }
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t gemv_typed(const void* x, int64_t ldx, const DecodeWeights& w, const void* bias, const void* residual,
-                       void* out, int64_t m, int64_t n, int64_t k, DecodeActivation act, cudaStream_t stream) {
+                       void* out, int64_t m, int64_t n, int64_t k, DecodeActivation act, int split,
+                       cudaStream_t stream) {
   switch (m) {
-    case 1: return gemv_rows<T, 1>(x, ldx, w, bias, residual, out, n, k, act, stream);
-    case 2: return gemv_rows<T, 2>(x, ldx, w, bias, residual, out, n, k, act, stream);
-    case 3: return gemv_rows<T, 3>(x, ldx, w, bias, residual, out, n, k, act, stream);
-    case 4: return gemv_rows<T, 4>(x, ldx, w, bias, residual, out, n, k, act, stream);
-    case 5: return gemv_rows<T, 5>(x, ldx, w, bias, residual, out, n, k, act, stream);
-    case 6: return gemv_rows<T, 6>(x, ldx, w, bias, residual, out, n, k, act, stream);
-    case 7: return gemv_rows<T, 7>(x, ldx, w, bias, residual, out, n, k, act, stream);
-    case 8: return gemv_rows<T, 8>(x, ldx, w, bias, residual, out, n, k, act, stream);
+    case 1: return gemv_rows<T, 1>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
+    case 2: return gemv_rows<T, 2>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
+    case 3: return gemv_rows<T, 3>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
+    case 4: return gemv_rows<T, 4>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
+    case 5: return gemv_rows<T, 5>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
+    case 6: return gemv_rows<T, 6>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
+    case 7: return gemv_rows<T, 7>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
+    case 8: return gemv_rows<T, 8>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -214,6 +274,51 @@ __global__ void decode_qkv_to_cache(const T* __restrict__ qkv, const T* __restri
   }
 }
 
+// ---- greedy choice: the first largest logit of each row ------------------------------------------------------
+
+constexpr int kArgmaxThreads = 1024;
+
+__device__ __forceinline__ void better(float& v, int64_t& i, float v2, int64_t i2) {
+  // NaN is the largest, as torch.argmax has it; ties go to the first index
+  const bool nan2 = v2 != v2, nan1 = v != v;
+  if ((nan2 && !nan1) || (nan2 == nan1 && (v2 > v || (v2 == v && i2 < i)))) {
+    v = v2;
+    i = i2;
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kArgmaxThreads) decode_argmax(const T* __restrict__ logits, int64_t n,
+                                                               int64_t* __restrict__ out) {
+  __shared__ float sv[kArgmaxThreads / 32];
+  __shared__ int64_t si[kArgmaxThreads / 32];
+  const T* row = logits + blockIdx.x * n;
+  float v = -INFINITY;
+  int64_t idx = n;
+  for (int64_t j = threadIdx.x; j < n; j += kArgmaxThreads) better(v, idx, load(row, j), j);
+  for (int off = 16; off > 0; off >>= 1) {
+    const float v2 = __shfl_xor_sync(0xffffffffu, v, off);
+    const int64_t i2 = __shfl_xor_sync(0xffffffffu, idx, off);
+    better(v, idx, v2, i2);
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    sv[warp] = v;
+    si[warp] = idx;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kArgmaxThreads / 32 ? sv[lane] : -INFINITY;
+    idx = lane < kArgmaxThreads / 32 ? si[lane] : n;
+    for (int off = 16; off > 0; off >>= 1) {
+      const float v2 = __shfl_xor_sync(0xffffffffu, v, off);
+      const int64_t i2 = __shfl_xor_sync(0xffffffffu, idx, off);
+      better(v, idx, v2, i2);
+    }
+    if (lane == 0) out[blockIdx.x] = idx < n ? idx : 0;
+  }
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 }  // namespace
@@ -228,13 +333,14 @@ bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, 
 
 cudaError_t launch_decode_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
-                               DecodeActivation act, cudaStream_t stream) {
+                               DecodeActivation act, cudaStream_t stream, int split) {
+  if (split != 0 && split != 1 && split != 2 && split != 4 && split != 8) return cudaErrorInvalidValue;
   if (m < 1 || m > kDecodeGemvMaxRows || !decode_gemv_fits(x, ldx, weights, k)) return cudaErrorInvalidValue;
   if (act == DecodeActivation::kSwiglu && (weights.count != 2 || bias != nullptr)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   switch (dtype) {
-    case DType::kBFloat16: return gemv_typed<__nv_bfloat16>(x, ldx, weights, bias, residual, out, m, n, k, act, stream);
-    case DType::kFloat16: return gemv_typed<__half>(x, ldx, weights, bias, residual, out, m, n, k, act, stream);
+    case DType::kBFloat16: return gemv_typed<__nv_bfloat16>(x, ldx, weights, bias, residual, out, m, n, k, act, split, stream);
+    case DType::kFloat16: return gemv_typed<__half>(x, ldx, weights, bias, residual, out, m, n, k, act, split, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -254,6 +360,22 @@ cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bi
                                                              static_cast<const __half*>(weight),
                                                              static_cast<const __half*>(bias),
                                                              static_cast<__half*>(y), dim, eps, rms);
+      break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, int64_t n, int64_t* out,
+                                 cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(rows));
+  switch (dtype) {
+    case DType::kBFloat16:
+      decode_argmax<__nv_bfloat16><<<grid, kArgmaxThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(logits), n, out);
+      break;
+    case DType::kFloat16:
+      decode_argmax<__half><<<grid, kArgmaxThreads, 0, stream>>>(static_cast<const __half*>(logits), n, out);
       break;
     default: return cudaErrorInvalidValue;
   }

@@ -30,16 +30,21 @@ struct DecodeWeights {
 /// out[r, j] = act(x[r] . W_j + bias[j]) + residual[r, j] for r < m (m <= kDecodeGemvMaxRows). x [m, k] with row
 /// stride ldx, out and residual [m, n] contiguous (n the outputs: the blocks' rows summed, or one block's with
 /// kSwiglu). bias and residual may be null. Needs k, ldx multiples of 8 and 16-byte aligned x and weights
-/// (decode_gemv_fits says whether they are).
+/// (decode_gemv_fits says whether they are). `split`: warps per output (1, 2, 4 or 8; 0 chooses from n and k).
 cudaError_t launch_decode_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
-                               DecodeActivation act, cudaStream_t stream);
+                               DecodeActivation act, cudaStream_t stream, int split = 0);
 bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, int64_t k);
 
 /// Row norm over `rows` rows of `dim`: RMSNorm (bias null, `rms`) y = x / sqrt(mean(x^2) + eps) * w, or LayerNorm
 /// y = (x - mean) / sqrt(var + eps) * w + b. x and y [rows, dim] contiguous.
 cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bias, void* y, DType dtype, int64_t rows,
                                int64_t dim, float eps, bool rms, cudaStream_t stream);
+
+/// Greedy decoding's choice: out[r] = the first index of the largest of logits[r, 0..n) (NaN largest, as
+/// torch.argmax), for `rows` contiguous rows.
+cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, int64_t n, int64_t* out,
+                                 cudaStream_t stream);
 
 /// One token's q, k and v into the cache: qkv [batch, (q_heads + 2 kv_heads) * head_dim] (q, then k, then v);
 /// rotary embeddings on q and k at position *pos (a device int64) when cos and sin ([positions, head_dim] tables)

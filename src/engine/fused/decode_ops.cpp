@@ -96,6 +96,19 @@ at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::
   return at::layer_norm(x, {dim}, weight, bias, eps);
 }
 
+at::Tensor decode_argmax(const at::Tensor& logits) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  if (on_decode_kernels(logits) && logits.dim() == 2 && logits.is_contiguous()) {
+    at::Tensor out = at::empty({logits.size(0), 1}, logits.options().dtype(at::kLong));
+    launch::check(launch_decode_argmax(logits.data_ptr(), launch::dtype_of(logits), logits.size(0), logits.size(1),
+                                       out.data_ptr<int64_t>(), launch::stream()),
+                  "decode_argmax");
+    return out;
+  }
+#endif
+  return logits.argmax(-1, /*keepdim=*/true);
+}
+
 at::Tensor decode_qkv_to_cache(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
                                const at::Tensor& sin, const at::Tensor& pos, at::Tensor& k_cache, at::Tensor& v_cache,
                                const at::Tensor& used_k) {

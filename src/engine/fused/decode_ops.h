@@ -21,6 +21,10 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
 /// RMSNorm (`bias` undefined, `rms`) or LayerNorm of x [m, dim] with `weight` (and `bias`), eps.
 at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps, bool rms);
 
+/// Greedy decoding: the index of each row's largest logit (the first of equal ones), logits [m, vocab] -> int64
+/// [m, 1], as logits.argmax(-1, keepdim=true).
+at::Tensor decode_argmax(const at::Tensor& logits);
+
 /// One token per sequence: qkv [batch, (q_heads + 2 kv_heads) head_dim] split into q, k, v; rotary embeddings on q
 /// and k at position `pos` (a one-element int64 device tensor) when `cos`, `sin` ([positions, head_dim]) are
 /// defined; k and v written into `k_cache`, `v_cache` [batch, positions, kv_heads, head_dim] at pos, and, when

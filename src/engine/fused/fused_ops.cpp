@@ -242,7 +242,8 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
               ? "the decode step's matrix products for up to 8 sequences, one pass over the weights with bias, GELU, "
                 "SwiGLU (gate and up together) and the residual add in its epilogue; q, k and v as one product; "
                 "cuBLAS and ATen for more sequences"
-          : n == "decode_norm" ? "the decode step's RMSNorm / LayerNorm, one kernel each"
+          : n == "decode_norm"   ? "the decode step's RMSNorm / LayerNorm, one kernel each"
+          : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, one block per row"
                                : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to the cache in one kernel";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
                        : why + ": the same operations by ATen";
