@@ -155,12 +155,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   }
 }
 
-/// Warps per output column: enough warps in all to fill the device (about 8,192), while each lane keeps at least
-/// two 16-byte loads per row of work.
+/// Warps per output column: at least 4,096 warps in all, while each lane keeps at least two 16-byte loads per row of
+/// work (the best of 1, 2, 4, 8 on every TinyLlama and GPT-2 decode shape on the H200 but one, within 4 % there:
+/// results/2026-12-01-h200-fused-decode/gemv_bench.txt).
 int auto_split(int64_t n, int64_t k) {
   const int64_t per_lane = k / 8 / 32;
   int split = 1;
-  while (split < kGemvWarps && n * split < 8192 && per_lane / (2 * split) >= 2) split *= 2;
+  while (split < kGemvWarps && n * split < 4096 && per_lane / (2 * split) >= 2) split *= 2;
   return split;
 }
 

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "fused/fused_ops.h"
 #include "fused/kernel_launch.h"
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
@@ -20,19 +21,31 @@ at::Tensor rotate_half(const at::Tensor& x) {
   return at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
 }
 
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+/// Whether gpubench's GEMV beats cuBLAS on this product (H200, results/2026-12-01-h200-fused-decode/gemv_bench.txt):
+/// for one token everywhere but on a large plain product (the LM head: 131 MB, cuBLAS 3.7 TB/s against 2.6); for 2 to
+/// 8 tokens only over short rows (GPT-2's k = 768), where cuBLAS's kernels for narrow products are slow.
+bool gemv_pays(int64_t m, int64_t n, int64_t k, bool plain) {
+  if (m == 1) return !(plain && n * k * 2 >= (int64_t{64} << 20));
+  return k <= 1024;
+}
+#endif
+
 /// decode_linear with ATen operations.
 at::Tensor linear_aten(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
                        DecodeAct act, const at::Tensor& residual) {
-  at::Tensor y;
   if (act == DecodeAct::kSwiglu) {
-    y = at::silu(at::linear(x, weights[0])) * at::linear(x, weights[1]);
-  } else {
-    std::vector<at::Tensor> parts;
-    for (const auto& w : weights) parts.push_back(at::linear(x, w));
-    y = parts.size() == 1 ? parts[0] : at::cat(parts, -1);
-    if (bias.defined()) y = y + bias;
-    if (act == DecodeAct::kGeluTanh) y = at::gelu(y, "tanh");
+    const at::Tensor y = swiglu(at::linear(x, weights[0]), at::linear(x, weights[1]));  // one kernel on CUDA
+    return residual.defined() ? y + residual : y;
   }
+  if (weights.size() == 1 && act == DecodeAct::kNone && residual.defined() && !bias.defined() && x.dim() == 2) {
+    return at::addmm(residual.view({x.size(0), -1}), x, weights[0].t());  // the residual as the GEMM's C
+  }
+  std::vector<at::Tensor> parts;
+  for (const auto& w : weights) parts.push_back(at::linear(x, w));
+  at::Tensor y = parts.size() == 1 ? parts[0] : at::cat(parts, -1);
+  if (bias.defined()) y = y + bias;
+  if (act == DecodeAct::kGeluTanh) y = at::gelu(y, "tanh");
   return residual.defined() ? y + residual : y;
 }
 
@@ -64,7 +77,8 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
   kernel = kernel && (!bias.defined() || (bias.is_contiguous() && bias.scalar_type() == x.scalar_type() && bias.numel() == n));
   kernel = kernel && (!residual.defined() || (residual.is_contiguous() && residual.scalar_type() == x.scalar_type() &&
                                               residual.numel() == m * n));
-  if (kernel && decode_gemv_fits(x.data_ptr(), x.stride(0), dw, k)) {
+  const bool plain = dw.count == 1 && act == DecodeAct::kNone && !bias.defined() && !residual.defined();
+  if (kernel && gemv_pays(m, n, k, plain) && decode_gemv_fits(x.data_ptr(), x.stride(0), dw, k)) {
     at::Tensor out = at::empty({m, n}, x.options());
     const DecodeActivation a = act == DecodeAct::kSwiglu    ? DecodeActivation::kSwiglu
                                : act == DecodeAct::kGeluTanh ? DecodeActivation::kGeluTanh

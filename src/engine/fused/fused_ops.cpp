@@ -239,9 +239,10 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
       f.implementation = kernels ? "cuda kernel" : "aten";
       const std::string what =
           n == "decode_gemv"
-              ? "the decode step's matrix products for up to 8 sequences, one pass over the weights with bias, GELU, "
-                "SwiGLU (gate and up together) and the residual add in its epilogue; q, k and v as one product; "
-                "cuBLAS and ATen for more sequences"
+              ? "the decode step's matrix products by gpubench's GEMV, one pass over the weights with bias, GELU, "
+                "SwiGLU (gate and up together) and the residual add in its epilogue, q, k and v as one product, where "
+                "it beats cuBLAS on the H200 (one sequence: every product but the LM head; 2 to 8: rows of at most "
+                "1,024); cuBLAS with the residual as its C and one SwiGLU kernel otherwise"
           : n == "decode_norm"   ? "the decode step's RMSNorm / LayerNorm, one kernel each"
           : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, one block per row"
                                : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to the cache in one kernel";
