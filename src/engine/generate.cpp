@@ -111,6 +111,9 @@ class GenerateRun {
     timer_ = make_step_timer(plan_.device);
     record_.notes.push_back(std::string("token times: ") + timer_->method());
     record_.notes.push_back(std::string("decode attention: ") +
+                            (fused_ && dev_.is_cuda() ? "gpubench's split kernel where it serves (execution.fusions: "
+                                                        "decode_attention), else "
+                                                      : "") +
                             (gen_->flash_decode() ? "FlashAttention's variable-length kernel over the keys in use"
                                                   : "SDPA over the attention window with a mask of the keys in use"));
   }

@@ -9,6 +9,7 @@
 #include "fused/decode_ops.h"
 #include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
+#include "models/decoder.h"
 
 namespace gpubench::engine {
 namespace {
@@ -86,7 +87,7 @@ TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
       names.push_back(f.name);
       if (f.name.rfind("decode_", 0) == 0) EXPECT_EQ(f.implementation, "aten") << f.name;
     }
-    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache", "decode_argmax"}) {
+    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention", "decode_argmax"}) {
       EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << model << " lists " << n;
     }
   }
@@ -122,6 +123,18 @@ TEST(DecodeOpsTest, DecodeGemvMatchesItsAtenFormForEveryEpilogueAndRowCount_CUDA
         const at::Tensor glu_ref = fused::decode_linear(f32(x), {f32(w1), f32(w1b)}, {}, DecodeAct::kSwiglu, {});
         EXPECT_LT(max_diff(glu, glu_ref), tol * scale(glu_ref)) << "SwiGLU, " << where;
         EXPECT_EQ(glu.scalar_type(), dtype);
+        // the input's norm inside the GEMV: RMSNorm (llama) and LayerNorm with its bias (GPT-2)
+        const at::Tensor nw = torch::randn({k}).to(dtype), nb = torch::randn({k}).to(dtype);
+        const at::Tensor rms = fused::decode_linear(gpu(x), {gpu(w1), gpu(w1b)}, {}, DecodeAct::kSwiglu, {},
+                                                    {gpu(nw), {}, 1e-5, true});
+        const at::Tensor rms_ref = fused::decode_linear(f32(x), {f32(w1), f32(w1b)}, {}, DecodeAct::kSwiglu, {},
+                                                        {f32(nw), {}, 1e-5, true});
+        EXPECT_LT(max_diff(rms, rms_ref), tol * scale(rms_ref)) << "RMSNorm + SwiGLU, " << where;
+        const at::Tensor ln = fused::decode_linear(gpu(x), {gpu(w1), gpu(w2), gpu(w3)}, gpu(bias), DecodeAct::kNone,
+                                                   gpu(r), {gpu(nw), gpu(nb), 1e-5, false});
+        const at::Tensor ln_ref = fused::decode_linear(f32(x), {f32(w1), f32(w2), f32(w3)}, f32(bias),
+                                                       DecodeAct::kNone, f32(r), {f32(nw), f32(nb), 1e-5, false});
+        EXPECT_LT(max_diff(ln, ln_ref), tol * scale(ln_ref)) << "LayerNorm + q/k/v, " << where;
       }
     }
   }
@@ -173,6 +186,39 @@ TEST(DecodeOpsTest, DecodeNormAndQkvToCacheMatchTheirAtenForms_CUDA) {
     EXPECT_TRUE(chosen.cpu().equal(logits.argmax(-1, true))) << chosen << logits.argmax(-1, true);
     EXPECT_EQ(chosen.cpu()[1].item<int64_t>(), 777);
   }
+}
+
+/// gpubench's decode attention against the masked SDPA path over the same cache: GQA groups of 4 and 1 (GPT-2),
+/// head sizes 64 and 128, the first position, one inside a window and the window's last.
+TEST(DecodeOpsTest, DecodeAttentionMatchesMaskedSdpaOverTheCache_CUDA) {
+  if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    for (const auto& [hq, hk, d] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{8, 2, 64}, {4, 4, 128}, {12, 12, 64}}) {
+      for (const int64_t b : {1, 3}) {
+        torch::manual_seed(hq * 100 + d + b);
+        models::KvCache cache = models::make_kv_cache(1, b, 200, hk, d, cuda.dtype(dtype));
+        cache.flash = false;  // the reference: masked SDPA
+        cache.k[0].normal_();
+        cache.v[0].normal_();
+        const at::Tensor q = torch::randn({b, hq, d}, cuda.dtype(dtype));
+        for (const auto& [p, window] : std::vector<std::pair<int64_t, int64_t>>{{0, 64}, {37, 64}, {127, 128}, {150, 192}}) {
+          const at::Tensor pos = torch::full({1}, p, cuda.dtype(torch::kLong));
+          const at::Tensor got = fused::decode_attention(q, cache.k[0], cache.v[0], pos, window, cache.attn_counters);
+          ASSERT_TRUE(got.defined());
+          const at::Tensor want = models::attend_cached(q, cache, 0, pos, window, /*math=*/true);
+          EXPECT_LT(max_diff(got, want), 2e-2 * scale(want))
+              << c10::toString(dtype) << " hq " << hq << " hk " << hk << " d " << d << " b " << b << " pos " << p;
+        }
+        EXPECT_EQ(cache.attn_counters.sum().item<int64_t>(), 0) << "the counters are left at zero";
+      }
+    }
+  }
+  // Not served: a head size of 32 (the caller's flash or SDPA path runs)
+  models::KvCache small = models::make_kv_cache(1, 1, 16, 2, 32, cuda.dtype(at::kBFloat16));
+  EXPECT_FALSE(fused::decode_attention(torch::randn({1, 4, 32}, cuda.dtype(at::kBFloat16)), small.k[0], small.v[0],
+                                       torch::zeros({1}, cuda.dtype(torch::kLong)), 16, small.attn_counters)
+                   .defined());
 }
 
 }  // namespace

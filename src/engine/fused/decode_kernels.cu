@@ -67,11 +67,58 @@ __device__ __forceinline__ void gemv_epilogue(float dot, float up, const T* bias
 template <typename T, int M, int ACT>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     decode_gemv(const T* __restrict__ x, int64_t ldx, DecodeWeights w, const T* __restrict__ bias,
-                const T* __restrict__ residual, T* __restrict__ out, int64_t n, int64_t k, int split) {
+                const T* __restrict__ residual, T* __restrict__ out, int64_t n, int64_t k, int split,
+                DecodeInputNorm norm) {
   constexpr bool kGlu = ACT == static_cast<int>(DecodeActivation::kSwiglu);
   constexpr int kOut = kGlu ? 2 : 1;
   __shared__ float partial[kGemvWarps][kOut][M];
+  __shared__ float stats[2][M];  // each row's mean (0 for RMSNorm) and 1 / its deviation
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const T* nw = static_cast<const T*>(norm.weight);
+  const T* nb = static_cast<const T*>(norm.bias);
+  if (nw != nullptr) {  // the input's norm, computed by every block (x is a few KB, in L2) instead of a kernel of its own
+    float sum[M], sq[M];
+#pragma unroll
+    for (int r = 0; r < M; ++r) sum[r] = sq[r] = 0.0f;
+    for (int64_t c = threadIdx.x; c < k / 8; c += blockDim.x) {
+#pragma unroll
+      for (int r = 0; r < M; ++r) {
+        float xf[8];
+        unpack8<T>(__ldg(reinterpret_cast<const uint4*>(x + r * ldx) + c), xf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          sum[r] += xf[e];
+          sq[r] = fmaf(xf[e], xf[e], sq[r]);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      sum[r] = warp_sum(sum[r]);
+      sq[r] = warp_sum(sq[r]);
+      if (lane == 0) partial[warp][0][r] = sum[r];
+    }
+    __shared__ float sq_partial[kGemvWarps][M];
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < M; ++r) sq_partial[warp][r] = sq[r];
+    }
+    __syncthreads();
+    if (threadIdx.x < M) {
+      const int r = threadIdx.x;
+      float s1 = 0.0f, s2 = 0.0f;
+      for (int i = 0; i < kGemvWarps; ++i) {
+        s1 += partial[i][0][r];
+        s2 += sq_partial[i][r];
+      }
+      const float inv_k = 1.0f / static_cast<float>(k);
+      const float mean = norm.rms ? 0.0f : s1 * inv_k;
+      const float var = norm.rms ? s2 * inv_k : fmaxf(s2 * inv_k - mean * mean, 0.0f);
+      stats[0][r] = mean;
+      stats[1][r] = rsqrtf(var + norm.eps);
+    }
+    __syncthreads();
+  }
   const int part = warp % split;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * (kGemvWarps / split) + warp / split;
   const bool valid = j < n;
@@ -94,10 +141,25 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     }
     const int64_t chunks = k / 8, step = 32 * static_cast<int64_t>(split);
     auto consume = [&](const uint4 (&wv)[kOut], int64_t c) {
+      float gf[8], bf[8];
+      if (nw != nullptr) {
+        unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nw) + c), gf);
+        if (nb != nullptr) {
+          unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nb) + c), bf);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) bf[e] = 0.0f;
+        }
+      }
 #pragma unroll
       for (int r = 0; r < M; ++r) {
         float xf[8];
         unpack8<T>(__ldg(reinterpret_cast<const uint4*>(x + r * ldx) + c), xf);
+        if (nw != nullptr) {
+          const float mean = stats[0][r], inv = stats[1][r];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) xf[e] = fmaf((xf[e] - mean) * inv, gf[e], bf[e]);
+        }
 #pragma unroll
         for (int o = 0; o < kOut; ++o) {
           float wf[8];
@@ -144,7 +206,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       for (int r = 0; r < M; ++r) partial[warp][o][r] = acc[o][r];
     }
   }
-  __syncthreads();
+  __syncthreads();  // (the prologue's reads of `partial` ended at its second barrier)
   if (valid && part == 0 && lane < M) {
     float dot = 0.0f, up = 0.0f;
     for (int s = 0; s < split; ++s) {
@@ -167,7 +229,8 @@ int auto_split(int64_t n, int64_t k) {
 
 template <typename T, int M>
 cudaError_t gemv_rows(const void* x, int64_t ldx, const DecodeWeights& w, const void* bias, const void* residual,
-                      void* out, int64_t n, int64_t k, DecodeActivation act, int split, cudaStream_t stream) {
+                      void* out, int64_t n, int64_t k, DecodeActivation act, int split, const DecodeInputNorm& norm,
+                      cudaStream_t stream) {
   if (split <= 0) split = auto_split(n, k);
   const int64_t per_block = kGemvWarps / split;
   const dim3 grid(static_cast<unsigned>((n + per_block - 1) / per_block));
@@ -176,9 +239,9 @@ cudaError_t gemv_rows(const void* x, int64_t ldx, const DecodeWeights& w, const 
   const auto* res = static_cast<const T*>(residual);
   auto* o = static_cast<T*>(out);
   switch (act) {
-    case DecodeActivation::kNone: decode_gemv<T, M, 0><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split); break;
-    case DecodeActivation::kGeluTanh: decode_gemv<T, M, 1><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split); break;
-    case DecodeActivation::kSwiglu: decode_gemv<T, M, 2><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split); break;
+    case DecodeActivation::kNone: decode_gemv<T, M, 0><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split, norm); break;
+    case DecodeActivation::kGeluTanh: decode_gemv<T, M, 1><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split, norm); break;
+    case DecodeActivation::kSwiglu: decode_gemv<T, M, 2><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split, norm); break;
   }
   return cudaGetLastError();
 }
@@ -186,16 +249,16 @@ cudaError_t gemv_rows(const void* x, int64_t ldx, const DecodeWeights& w, const 
 template <typename T>
 cudaError_t gemv_typed(const void* x, int64_t ldx, const DecodeWeights& w, const void* bias, const void* residual,
                        void* out, int64_t m, int64_t n, int64_t k, DecodeActivation act, int split,
-                       cudaStream_t stream) {
+                       const DecodeInputNorm& norm, cudaStream_t stream) {
   switch (m) {
-    case 1: return gemv_rows<T, 1>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
-    case 2: return gemv_rows<T, 2>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
-    case 3: return gemv_rows<T, 3>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
-    case 4: return gemv_rows<T, 4>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
-    case 5: return gemv_rows<T, 5>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
-    case 6: return gemv_rows<T, 6>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
-    case 7: return gemv_rows<T, 7>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
-    case 8: return gemv_rows<T, 8>(x, ldx, w, bias, residual, out, n, k, act, split, stream);
+    case 1: return gemv_rows<T, 1>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 2: return gemv_rows<T, 2>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 3: return gemv_rows<T, 3>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 4: return gemv_rows<T, 4>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 5: return gemv_rows<T, 5>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 6: return gemv_rows<T, 6>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 7: return gemv_rows<T, 7>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 8: return gemv_rows<T, 8>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -277,7 +340,8 @@ __global__ void decode_qkv_to_cache(const T* __restrict__ qkv, const T* __restri
 
 // ---- greedy choice: the first largest logit of each row ------------------------------------------------------
 
-constexpr int kArgmaxThreads = 1024;
+constexpr int kArgmaxThreads = 256;
+constexpr int kArgmaxBlocksPerRow = 32;
 
 __device__ __forceinline__ void better(float& v, int64_t& i, float v2, int64_t i2) {
   // NaN is the largest, as torch.argmax has it; ties go to the first index
@@ -288,20 +352,28 @@ __device__ __forceinline__ void better(float& v, int64_t& i, float v2, int64_t i
   }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kArgmaxThreads) decode_argmax(const T* __restrict__ logits, int64_t n,
-                                                               int64_t* __restrict__ out) {
-  __shared__ float sv[kArgmaxThreads / 32];
-  __shared__ int64_t si[kArgmaxThreads / 32];
-  const T* row = logits + blockIdx.x * n;
-  float v = -INFINITY;
-  int64_t idx = n;
-  for (int64_t j = threadIdx.x; j < n; j += kArgmaxThreads) better(v, idx, load(row, j), j);
+__device__ __forceinline__ void warp_best(float& v, int64_t& idx) {
   for (int off = 16; off > 0; off >>= 1) {
     const float v2 = __shfl_xor_sync(0xffffffffu, v, off);
     const int64_t i2 = __shfl_xor_sync(0xffffffffu, idx, off);
     better(v, idx, v2, i2);
   }
+}
+
+/// Stage 1: block (g, row) finds the best of its slice of the row.
+template <typename T>
+__global__ void __launch_bounds__(kArgmaxThreads) argmax_slices(const T* __restrict__ logits, int64_t n,
+                                                               float* __restrict__ best_v, int64_t* __restrict__ best_i) {
+  __shared__ float sv[kArgmaxThreads / 32];
+  __shared__ int64_t si[kArgmaxThreads / 32];
+  const T* row = logits + blockIdx.y * n;
+  float v = -INFINITY;
+  int64_t idx = n;
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(kArgmaxThreads) + threadIdx.x; j < n;
+       j += static_cast<int64_t>(gridDim.x) * kArgmaxThreads) {
+    better(v, idx, load(row, j), j);
+  }
+  warp_best(v, idx);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (lane == 0) {
     sv[warp] = v;
@@ -311,13 +383,118 @@ __global__ void __launch_bounds__(kArgmaxThreads) decode_argmax(const T* __restr
   if (warp == 0) {
     v = lane < kArgmaxThreads / 32 ? sv[lane] : -INFINITY;
     idx = lane < kArgmaxThreads / 32 ? si[lane] : n;
-    for (int off = 16; off > 0; off >>= 1) {
-      const float v2 = __shfl_xor_sync(0xffffffffu, v, off);
-      const int64_t i2 = __shfl_xor_sync(0xffffffffu, idx, off);
-      better(v, idx, v2, i2);
+    warp_best(v, idx);
+    if (lane == 0) {
+      best_v[blockIdx.y * gridDim.x + blockIdx.x] = v;
+      best_i[blockIdx.y * gridDim.x + blockIdx.x] = idx;
     }
-    if (lane == 0) out[blockIdx.x] = idx < n ? idx : 0;
   }
+}
+
+/// Stage 2: one warp per row over its slices' best.
+__global__ void argmax_rows(const float* __restrict__ best_v, const int64_t* __restrict__ best_i, int slices, int64_t n,
+                            int64_t* __restrict__ out) {
+  const int lane = threadIdx.x;
+  float v = -INFINITY;
+  int64_t idx = n;
+  for (int s = lane; s < slices; s += 32) better(v, idx, best_v[blockIdx.x * slices + s], best_i[blockIdx.x * slices + s]);
+  warp_best(v, idx);
+  if (lane == 0) out[blockIdx.x] = idx < n ? idx : 0;
+}
+
+// ---- decode attention: one query per sequence over the cache, split over positions ---------------------------
+
+/// Block (split, kv head, sequence): the group of q heads that share the kv head (a warp each) over positions
+/// [split x per_split, +per_split) of the keys in use (pos + 1), an online softmax; partial (max, sum, acc) to
+/// scratch. The last block of a (sequence, kv head) to finish (a counter, reset by it) combines the splits.
+template <typename T, int D>
+__global__ void decode_attention(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
+                                 const int64_t* __restrict__ pos_ptr, T* __restrict__ out, float* __restrict__ part_acc,
+                                 float* __restrict__ part_ml, int* __restrict__ counters, int64_t positions, int hq,
+                                 int hk, int splits, int per_split, float scale) {
+  constexpr int E = D / 32;  // elements per lane
+  const int split = blockIdx.x, kh = blockIdx.y, b = blockIdx.z;
+  const int group = hq / hk, g = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int h = kh * group + g;
+  const int64_t used = *pos_ptr + 1;
+  const int64_t p0 = static_cast<int64_t>(split) * per_split;
+  const int64_t p1 = p0 + per_split < used ? p0 + per_split : used;
+  float qr[E], acc[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    qr[e] = load(q + (static_cast<int64_t>(b) * hq + h) * D, lane * E + e) * scale;
+    acc[e] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;
+#pragma unroll 4
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t row = ((static_cast<int64_t>(b) * positions + p) * hk + kh) * D + lane * E;
+    float s = 0.0f;
+#pragma unroll
+    for (int e = 0; e < E; ++e) s = fmaf(qr[e], load(kc, row + e), s);
+    s = warp_sum(s);
+    const float m2 = fmaxf(m, s);
+    const float corr = __expf(m - m2), w = __expf(s - m2);
+    l = l * corr + w;
+#pragma unroll
+    for (int e = 0; e < E; ++e) acc[e] = fmaf(w, load(vc, row + e), acc[e] * corr);
+    m = m2;
+  }
+  const int64_t slot = (static_cast<int64_t>(b) * hq + h) * splits + split;
+#pragma unroll
+  for (int e = 0; e < E; ++e) part_acc[slot * D + lane * E + e] = acc[e];
+  if (lane == 0) {
+    part_ml[slot * 2] = m;
+    part_ml[slot * 2 + 1] = l;
+  }
+  __threadfence();
+  __syncthreads();
+  __shared__ bool last;
+  if (threadIdx.x == 0) last = atomicAdd(&counters[b * hk + kh], 1) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const int64_t first = (static_cast<int64_t>(b) * hq + h) * splits;
+  float mx = -INFINITY;
+  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, part_ml[(first + s) * 2]);
+  float total = 0.0f, o[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) o[e] = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float ms = part_ml[(first + s) * 2], ls = part_ml[(first + s) * 2 + 1];
+    if (ls == 0.0f) continue;
+    const float f = __expf(ms - mx);
+    total += ls * f;
+#pragma unroll
+    for (int e = 0; e < E; ++e) o[e] = fmaf(part_acc[(first + s) * D + lane * E + e], f, o[e]);
+  }
+  const float inv = 1.0f / total;
+#pragma unroll
+  for (int e = 0; e < E; ++e) store(out + (static_cast<int64_t>(b) * hq + h) * D, lane * E + e, o[e] * inv);
+  if (threadIdx.x == 0) counters[b * hk + kh] = 0;  // ready for the next step (the same graph replays it)
+}
+
+template <typename T>
+cudaError_t attention_typed(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos, void* out,
+                            float* part_acc, float* part_ml, int* counters, int64_t batch, int64_t positions,
+                            int64_t hq, int64_t hk, int64_t d, int splits, int per_split, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(hk), static_cast<unsigned>(batch));
+  const unsigned threads = static_cast<unsigned>(32 * (hq / hk));
+  const float scale = 1.0f / sqrtf(static_cast<float>(d));
+  const auto* qs = static_cast<const T*>(q);
+  const auto* ks = static_cast<const T*>(k_cache);
+  const auto* vs = static_cast<const T*>(v_cache);
+  auto* o = static_cast<T*>(out);
+  if (d == 64) {
+    decode_attention<T, 64><<<grid, threads, 0, stream>>>(qs, ks, vs, pos, o, part_acc, part_ml, counters, positions,
+                                                         static_cast<int>(hq), static_cast<int>(hk), splits, per_split,
+                                                         scale);
+  } else {
+    decode_attention<T, 128><<<grid, threads, 0, stream>>>(qs, ks, vs, pos, o, part_acc, part_ml, counters, positions,
+                                                          static_cast<int>(hq), static_cast<int>(hk), splits,
+                                                          per_split, scale);
+  }
+  return cudaGetLastError();
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -334,14 +511,14 @@ bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, 
 
 cudaError_t launch_decode_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
-                               DecodeActivation act, cudaStream_t stream, int split) {
+                               DecodeActivation act, cudaStream_t stream, int split, const DecodeInputNorm& norm) {
   if (split != 0 && split != 1 && split != 2 && split != 4 && split != 8) return cudaErrorInvalidValue;
   if (m < 1 || m > kDecodeGemvMaxRows || !decode_gemv_fits(x, ldx, weights, k)) return cudaErrorInvalidValue;
   if (act == DecodeActivation::kSwiglu && (weights.count != 2 || bias != nullptr)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   switch (dtype) {
-    case DType::kBFloat16: return gemv_typed<__nv_bfloat16>(x, ldx, weights, bias, residual, out, m, n, k, act, split, stream);
-    case DType::kFloat16: return gemv_typed<__half>(x, ldx, weights, bias, residual, out, m, n, k, act, split, stream);
+    case DType::kBFloat16: return gemv_typed<__nv_bfloat16>(x, ldx, weights, bias, residual, out, m, n, k, act, split, norm, stream);
+    case DType::kFloat16: return gemv_typed<__half>(x, ldx, weights, bias, residual, out, m, n, k, act, split, norm, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -367,20 +544,57 @@ cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bi
   return cudaGetLastError();
 }
 
-cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, int64_t n, int64_t* out,
-                                 cudaStream_t stream) {
+int64_t decode_argmax_scratch(int64_t rows) { return rows * kArgmaxBlocksPerRow; }
+
+cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, int64_t n, float* scratch_v,
+                                 int64_t* scratch_i, int64_t* out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  const dim3 grid(static_cast<unsigned>(rows));
+  const int64_t wanted = (n + 4 * kArgmaxThreads - 1) / (4 * kArgmaxThreads);  // about 4 values per thread
+  const int slices = static_cast<int>(wanted < 1 ? 1 : wanted > kArgmaxBlocksPerRow ? kArgmaxBlocksPerRow : wanted);
+  const dim3 grid(static_cast<unsigned>(slices), static_cast<unsigned>(rows));
   switch (dtype) {
     case DType::kBFloat16:
-      decode_argmax<__nv_bfloat16><<<grid, kArgmaxThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(logits), n, out);
+      argmax_slices<__nv_bfloat16><<<grid, kArgmaxThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(logits), n,
+                                                                        scratch_v, scratch_i);
       break;
     case DType::kFloat16:
-      decode_argmax<__half><<<grid, kArgmaxThreads, 0, stream>>>(static_cast<const __half*>(logits), n, out);
+      argmax_slices<__half><<<grid, kArgmaxThreads, 0, stream>>>(static_cast<const __half*>(logits), n, scratch_v,
+                                                                 scratch_i);
       break;
     default: return cudaErrorInvalidValue;
   }
+  argmax_rows<<<static_cast<unsigned>(rows), 32, 0, stream>>>(scratch_v, scratch_i, slices, n, out);
   return cudaGetLastError();
+}
+
+bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim) {
+  return (head_dim == 64 || head_dim == 128) && kv_heads > 0 && q_heads % kv_heads == 0 && q_heads / kv_heads <= 32;
+}
+
+void decode_attention_splits(int64_t batch, int64_t kv_heads, int64_t window, int* splits, int* per_split) {
+  // about 256 blocks in all, at least 8 positions each
+  int64_t s = (256 + batch * kv_heads - 1) / (batch * kv_heads);
+  const int64_t most = (window + 7) / 8;
+  s = s < 1 ? 1 : s > most ? most : s;
+  *per_split = static_cast<int>((window + s - 1) / s);
+  *splits = static_cast<int>((window + *per_split - 1) / *per_split);
+}
+
+cudaError_t launch_decode_attention(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
+                                    void* out, float* part_acc, float* part_ml, int* counters, DType dtype,
+                                    int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,
+                                    int64_t head_dim, int splits, int per_split, cudaStream_t stream) {
+  if (!decode_attention_serves(q_heads, kv_heads, head_dim) || splits < 1) return cudaErrorInvalidValue;
+  if (batch == 0) return cudaSuccess;
+  switch (dtype) {
+    case DType::kBFloat16:
+      return attention_typed<__nv_bfloat16>(q, k_cache, v_cache, pos, out, part_acc, part_ml, counters, batch,
+                                            positions, q_heads, kv_heads, head_dim, splits, per_split, stream);
+    case DType::kFloat16:
+      return attention_typed<__half>(q, k_cache, v_cache, pos, out, part_acc, part_ml, counters, batch, positions,
+                                     q_heads, kv_heads, head_dim, splits, per_split, stream);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 cudaError_t launch_decode_qkv_to_cache(const void* qkv, const void* cos, const void* sin, const int64_t* pos,

@@ -27,13 +27,23 @@ struct DecodeWeights {
   int count = 0;
 };
 
-/// out[r, j] = act(x[r] . W_j + bias[j]) + residual[r, j] for r < m (m <= kDecodeGemvMaxRows). x [m, k] with row
+/// A norm the GEMV applies to its input rows first (RMSNorm: bias null and `rms`; LayerNorm: mean and variance),
+/// with `weight` (and `bias`) of k elements; none when weight is null.
+struct DecodeInputNorm {
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  float eps = 1e-5f;
+  bool rms = true;
+};
+
+/// out[r, j] = act(norm(x[r]) . W_j + bias[j]) + residual[r, j] for r < m (m <= kDecodeGemvMaxRows). x [m, k] with row
 /// stride ldx, out and residual [m, n] contiguous (n the outputs: the blocks' rows summed, or one block's with
 /// kSwiglu). bias and residual may be null. Needs k, ldx multiples of 8 and 16-byte aligned x and weights
 /// (decode_gemv_fits says whether they are). `split`: warps per output (1, 2, 4 or 8; 0 chooses from n and k).
 cudaError_t launch_decode_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
-                               DecodeActivation act, cudaStream_t stream, int split = 0);
+                               DecodeActivation act, cudaStream_t stream, int split = 0,
+                               const DecodeInputNorm& norm = DecodeInputNorm{});
 bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, int64_t k);
 
 /// Row norm over `rows` rows of `dim`: RMSNorm (bias null, `rms`) y = x / sqrt(mean(x^2) + eps) * w, or LayerNorm
@@ -42,9 +52,23 @@ cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bi
                                int64_t dim, float eps, bool rms, cudaStream_t stream);
 
 /// Greedy decoding's choice: out[r] = the first index of the largest of logits[r, 0..n) (NaN largest, as
-/// torch.argmax), for `rows` contiguous rows.
-cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, int64_t n, int64_t* out,
-                                 cudaStream_t stream);
+/// torch.argmax), for `rows` contiguous rows, in two small launches (slices of each row, then the rows); scratch of
+/// decode_argmax_scratch(rows) floats and int64s.
+int64_t decode_argmax_scratch(int64_t rows);
+cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, int64_t n, float* scratch_v,
+                                 int64_t* scratch_i, int64_t* out, cudaStream_t stream);
+
+/// Decode attention: q [batch, q_heads, head_dim] (one token per sequence) over the first *pos + 1 positions of the
+/// caches [batch, positions, kv_heads, head_dim], softmax(q k^T / sqrt(head_dim)) v to out [batch, q_heads,
+/// head_dim], in one launch split over positions (`splits` of `per_split`, from decode_attention_splits for the
+/// attention window). part_acc [batch, q_heads, splits, head_dim] and part_ml [batch, q_heads, splits, 2] are fp32
+/// scratch; counters [batch x kv_heads] int32 must be zero (each launch leaves them zero).
+bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim);
+void decode_attention_splits(int64_t batch, int64_t kv_heads, int64_t window, int* splits, int* per_split);
+cudaError_t launch_decode_attention(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
+                                    void* out, float* part_acc, float* part_ml, int* counters, DType dtype,
+                                    int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,
+                                    int64_t head_dim, int splits, int per_split, cudaStream_t stream);
 
 /// One token's q, k and v into the cache: qkv [batch, (q_heads + 2 kv_heads) * head_dim] (q, then k, then v);
 /// rotary embeddings on q and k at position *pos (a device int64) when cos and sin ([positions, head_dim] tables)

@@ -52,7 +52,7 @@ at::Tensor linear_aten(const at::Tensor& x, const std::vector<at::Tensor>& weigh
 }  // namespace
 
 at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
-                         DecodeAct act, const at::Tensor& residual) {
+                         DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm) {
   if (weights.empty() || weights.size() > 3 || (act == DecodeAct::kSwiglu && weights.size() != 2)) {
     throw std::invalid_argument("decode_linear: one to three weight blocks, or two (gate, up) for SwiGLU");
   }
@@ -77,19 +77,35 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
   kernel = kernel && (!bias.defined() || (bias.is_contiguous() && bias.scalar_type() == x.scalar_type() && bias.numel() == n));
   kernel = kernel && (!residual.defined() || (residual.is_contiguous() && residual.scalar_type() == x.scalar_type() &&
                                               residual.numel() == m * n));
+  auto fits_norm = [&](const at::Tensor& t) {
+    return !t.defined() || (t.is_contiguous() && t.scalar_type() == x.scalar_type() && t.numel() == k &&
+                            (reinterpret_cast<uintptr_t>(t.data_ptr()) & 15u) == 0);
+  };
+  kernel = kernel && fits_norm(norm.weight) && fits_norm(norm.bias);
   const bool plain = dw.count == 1 && act == DecodeAct::kNone && !bias.defined() && !residual.defined();
   if (kernel && gemv_pays(m, n, k, plain) && decode_gemv_fits(x.data_ptr(), x.stride(0), dw, k)) {
     at::Tensor out = at::empty({m, n}, x.options());
     const DecodeActivation a = act == DecodeAct::kSwiglu    ? DecodeActivation::kSwiglu
                                : act == DecodeAct::kGeluTanh ? DecodeActivation::kGeluTanh
                                                              : DecodeActivation::kNone;
+    DecodeInputNorm in;
+    if (norm.weight.defined()) {
+      in.weight = norm.weight.data_ptr();
+      in.bias = norm.bias.defined() ? norm.bias.data_ptr() : nullptr;
+      in.eps = static_cast<float>(norm.eps);
+      in.rms = norm.rms && !norm.bias.defined();
+    }
     launch::check(launch_decode_gemv(x.data_ptr(), x.stride(0), dw, bias.defined() ? bias.data_ptr() : nullptr,
                                      residual.defined() ? residual.data_ptr() : nullptr, out.data_ptr(),
-                                     launch::dtype_of(x), m, n, k, a, launch::stream()),
+                                     launch::dtype_of(x), m, n, k, a, launch::stream(), 0, in),
                   "decode_gemv");
     return out;
   }
 #endif
+  if (norm.weight.defined()) {
+    return linear_aten(decode_norm(x, norm.weight, norm.bias, norm.eps, norm.rms && !norm.bias.defined()), weights,
+                       bias, act, residual);
+  }
   return linear_aten(x, weights, bias, act, residual);
 }
 
@@ -113,14 +129,44 @@ at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::
 at::Tensor decode_argmax(const at::Tensor& logits) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   if (on_decode_kernels(logits) && logits.dim() == 2 && logits.is_contiguous()) {
-    at::Tensor out = at::empty({logits.size(0), 1}, logits.options().dtype(at::kLong));
-    launch::check(launch_decode_argmax(logits.data_ptr(), launch::dtype_of(logits), logits.size(0), logits.size(1),
-                                       out.data_ptr<int64_t>(), launch::stream()),
+    const int64_t rows = logits.size(0);
+    at::Tensor out = at::empty({rows, 1}, logits.options().dtype(at::kLong));
+    at::Tensor best_v = at::empty({decode_argmax_scratch(rows)}, logits.options().dtype(at::kFloat));
+    at::Tensor best_i = at::empty({decode_argmax_scratch(rows)}, logits.options().dtype(at::kLong));
+    launch::check(launch_decode_argmax(logits.data_ptr(), launch::dtype_of(logits), rows, logits.size(1),
+                                       best_v.data_ptr<float>(), best_i.data_ptr<int64_t>(), out.data_ptr<int64_t>(),
+                                       launch::stream()),
                   "decode_argmax");
     return out;
   }
 #endif
   return logits.argmax(-1, /*keepdim=*/true);
+}
+
+at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                            const at::Tensor& pos, int64_t window, const at::Tensor& counters) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  const int64_t b = q.size(0), hq = q.size(1), d = q.size(2), hk = k_cache.size(2);
+  if (on_decode_kernels(q) && q.dim() == 3 && q.is_contiguous() && k_cache.scalar_type() == q.scalar_type() &&
+      v_cache.scalar_type() == q.scalar_type() && k_cache.is_contiguous() && v_cache.is_contiguous() &&
+      k_cache.size(3) == d && decode_attention_serves(hq, hk, d) && counters.defined() && counters.is_cuda() &&
+      counters.scalar_type() == at::kInt && counters.numel() >= b * hk && pos.scalar_type() == at::kLong) {
+    int splits = 1, per_split = 1;
+    decode_attention_splits(b, hk, window, &splits, &per_split);
+    at::Tensor out = at::empty_like(q);
+    at::Tensor acc = at::empty({b, hq, splits, d}, q.options().dtype(at::kFloat));
+    at::Tensor ml = at::empty({b, hq, splits, 2}, q.options().dtype(at::kFloat));
+    launch::check(launch_decode_attention(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), pos.data_ptr<int64_t>(),
+                                          out.data_ptr(), acc.data_ptr<float>(), ml.data_ptr<float>(),
+                                          counters.data_ptr<int>(), launch::dtype_of(q), b, k_cache.size(1), hq, hk, d,
+                                          splits, per_split, launch::stream()),
+                  "decode_attention");
+    return out;
+  }
+#else
+  (void)q, (void)k_cache, (void)v_cache, (void)pos, (void)window, (void)counters;
+#endif
+  return {};
 }
 
 at::Tensor decode_qkv_to_cache(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,

@@ -11,13 +11,21 @@ namespace gpubench::engine::fused {
 
 enum class DecodeAct { kNone, kGeluTanh, kSwiglu };
 
+/// A norm of decode_linear's input (RMSNorm when `bias` is undefined and `rms`, else LayerNorm); none when `weight`
+/// is undefined. On the kernel path every block of the GEMV computes it (no kernel of its own).
+struct DecodeNorm {
+  at::Tensor weight, bias;
+  double eps = 1e-5;
+  bool rms = true;
+};
+
 /// act(x @ W^T + bias) + residual for x [m, k]. `weights`: one or more [n_i, k] blocks whose outputs are
 /// concatenated (q, k and v as one product), or for kSwiglu two equal blocks (gate, up) giving silu(x @ gate^T) *
 /// (x @ up^T). `bias` [n] and `residual` [m, n] may be undefined. On CUDA, gpubench's GEMV (one pass over the
 /// weights, the epilogue in registers) where it is the faster on the H200: one token on every product but the LM
 /// head's, 2 to 8 tokens over rows of at most 1,024; cuBLAS with ATen's epilogues otherwise.
 at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
-                         DecodeAct act, const at::Tensor& residual);
+                         DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm = {});
 
 /// RMSNorm (`bias` undefined, `rms`) or LayerNorm of x [m, dim] with `weight` (and `bias`), eps.
 at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps, bool rms);
@@ -25,6 +33,13 @@ at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::
 /// Greedy decoding: the index of each row's largest logit (the first of equal ones), logits [m, vocab] -> int64
 /// [m, 1], as logits.argmax(-1, keepdim=true).
 at::Tensor decode_argmax(const at::Tensor& logits);
+
+/// Decode attention of q [batch, q_heads, head_dim] over the first pos + 1 positions (at most `window`) of the
+/// caches [batch, positions, kv_heads, head_dim] by gpubench's split kernel, with `counters` (int32 [batch x
+/// kv_heads], zero; KvCache holds them). Undefined where the kernel does not serve (not CUDA bf16/fp16, head_dim not
+/// 64 or 128, a cache of another dtype): the caller attends by its own path then.
+at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                            const at::Tensor& pos, int64_t window, const at::Tensor& counters);
 
 /// One token per sequence: qkv [batch, (q_heads + 2 kv_heads) head_dim] split into q, k, v; rotary embeddings on q
 /// and k at position `pos` (a one-element int64 device tensor) when `cos`, `sin` ([positions, head_dim]) are

@@ -243,7 +243,11 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                 "SwiGLU (gate and up together) and the residual add in its epilogue, q, k and v as one product, where "
                 "it beats cuBLAS on the H200 (one sequence: every product but the LM head; 2 to 8: rows of at most "
                 "1,024); cuBLAS with the residual as its C and one SwiGLU kernel otherwise"
-          : n == "decode_norm"   ? "the decode step's RMSNorm / LayerNorm, one kernel each"
+          : n == "decode_norm"   ? "the decode step's RMSNorm / LayerNorm, computed inside the GEMV that reads its "
+                                   "output (the final norm before cuBLAS's LM head: one kernel)"
+          : n == "decode_attention"
+              ? "one query per sequence over the keys in use, split over positions with the splits combined by the "
+                "last block, in one launch (head_dim 64 or 128; FlashAttention or SDPA otherwise)"
           : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, one block per row"
                                : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to the cache in one kernel";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"

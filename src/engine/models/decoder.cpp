@@ -105,6 +105,7 @@ KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t k
   const char* knob = std::getenv("GPUBENCH_FLASH_DECODE");
   const bool allowed = knob == nullptr || std::string(knob) != "0";
   c.flash = allowed && options.device().is_cuda() && (t == at::kHalf || t == at::kBFloat16) && flash_decode_works(options);
+  if (options.device().is_cuda()) c.attn_counters = at::zeros({batch * kv_heads}, options.dtype(at::kInt));
   if (c.flash) {
     const auto i32 = options.dtype(at::kInt);
     c.cu_q = at::arange(batch + 1, i32);
@@ -191,14 +192,16 @@ torch::Tensor Gpt2BlockImpl::forward_decode(const torch::Tensor& x, const at::Te
                                             KvCache& cache, size_t layer) {
   using engine::fused::DecodeAct;
   namespace f = engine::fused;
-  const at::Tensor n = f::decode_norm(x, ln_1->weight, ln_1->bias, ln_1->options.eps(), /*rms=*/false);
-  const at::Tensor qkv = f::decode_linear(n, {c_attn->weight.t()}, c_attn->bias, DecodeAct::kNone, {});
+  const at::Tensor qkv = f::decode_linear(x, {c_attn->weight.t()}, c_attn->bias, DecodeAct::kNone, {},
+                                          {ln_1->weight, ln_1->bias, ln_1->options.eps(), false});
   const at::Tensor q = f::decode_qkv_to_cache(qkv, heads_, heads_, {}, {}, pos, cache.k[layer], cache.v[layer],
                                               layer == 0 && cache.flash ? cache.used_k : at::Tensor());
-  const at::Tensor ctx = attend_cached(q, cache, layer, pos, window, math_).reshape({x.size(0), -1});
-  const at::Tensor h = f::decode_linear(ctx, {attn_proj->weight.t()}, attn_proj->bias, DecodeAct::kNone, x);
-  const at::Tensor m = f::decode_norm(h, ln_2->weight, ln_2->bias, ln_2->options.eps(), /*rms=*/false);
-  const at::Tensor a = f::decode_linear(m, {c_fc->weight.t()}, c_fc->bias, DecodeAct::kGeluTanh, {});
+  at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
+  if (!ctx.defined()) ctx = attend_cached(q, cache, layer, pos, window, math_);
+  const at::Tensor h =
+      f::decode_linear(ctx.reshape({x.size(0), -1}), {attn_proj->weight.t()}, attn_proj->bias, DecodeAct::kNone, x);
+  const at::Tensor a = f::decode_linear(h, {c_fc->weight.t()}, c_fc->bias, DecodeAct::kGeluTanh, {},
+                                        {ln_2->weight, ln_2->bias, ln_2->options.eps(), false});
   return f::decode_linear(a, {mlp_proj->weight.t()}, mlp_proj->bias, DecodeAct::kNone, h);
 }
 
@@ -271,8 +274,8 @@ torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const
     // (the keys in use, flash's used_k, are written by layer 0's decode_qkv_to_cache)
     at::Tensor h = (wte(ids) + rows_at(wpe->weight, pos, t)).squeeze(1);
     for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_decode(h, pos, window, cache, i);
-    const at::Tensor n = f::decode_norm(h, ln_f_->weight, ln_f_->bias, ln_f_->options.eps(), /*rms=*/false);
-    return f::decode_linear(n, {wte->weight}, {}, f::DecodeAct::kNone, {});
+    return f::decode_linear(h, {wte->weight}, {}, f::DecodeAct::kNone, {},
+                            {ln_f_->weight, ln_f_->bias, ln_f_->options.eps(), false});
   }
   if (pos.defined()) cache.begin_step(pos);
   torch::Tensor h = wte(ids) + rows_at(wpe->weight, pos, t);
@@ -354,15 +357,17 @@ torch::Tensor LlamaDecoderLayerImpl::forward_decode(const torch::Tensor& x, cons
                                                     int64_t window, KvCache& cache, size_t layer) {
   using engine::fused::DecodeAct;
   namespace f = engine::fused;
-  const at::Tensor n = f::decode_norm(x, input_layernorm->weight, {}, input_layernorm->eps(), /*rms=*/true);
-  const at::Tensor qkv = f::decode_linear(n, {q_proj->weight, k_proj->weight, v_proj->weight}, {}, DecodeAct::kNone, {});
+  // Six launches a layer on CUDA: q/k/v (with the input norm), rotary + cache writes, attention, the output
+  // projection + residual, gate/up + SwiGLU (with the post-attention norm), down + residual.
+  const at::Tensor qkv = f::decode_linear(x, {q_proj->weight, k_proj->weight, v_proj->weight}, {}, DecodeAct::kNone, {},
+                                          {input_layernorm->weight, {}, input_layernorm->eps(), true});
   const at::Tensor q = f::decode_qkv_to_cache(qkv, heads_, kv_heads_, cos_all, sin_all, pos, cache.k[layer],
                                               cache.v[layer], layer == 0 && cache.flash ? cache.used_k : at::Tensor());
-  const at::Tensor ctx = attend_cached(q, cache, layer, pos, window, math_).reshape({x.size(0), -1});
-  const at::Tensor h = f::decode_linear(ctx, {o_proj->weight}, {}, DecodeAct::kNone, x);
-  const at::Tensor m =
-      f::decode_norm(h, post_attention_layernorm->weight, {}, post_attention_layernorm->eps(), /*rms=*/true);
-  const at::Tensor act = f::decode_linear(m, {gate_proj->weight, up_proj->weight}, {}, DecodeAct::kSwiglu, {});
+  at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
+  if (!ctx.defined()) ctx = attend_cached(q, cache, layer, pos, window, math_);
+  const at::Tensor h = f::decode_linear(ctx.reshape({x.size(0), -1}), {o_proj->weight}, {}, DecodeAct::kNone, x);
+  const at::Tensor act = f::decode_linear(h, {gate_proj->weight, up_proj->weight}, {}, DecodeAct::kSwiglu, {},
+                                          {post_attention_layernorm->weight, {}, post_attention_layernorm->eps(), true});
   return f::decode_linear(act, {down_proj->weight}, {}, DecodeAct::kNone, h);
 }
 
@@ -439,8 +444,7 @@ torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, cons
     // (the keys in use, flash's used_k, are written by layer 0's decode_qkv_to_cache)
     at::Tensor h = embed_tokens_(ids).squeeze(1);
     for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward_decode(h, cos_all, sin_all, pos, window, cache, i);
-    const at::Tensor n = f::decode_norm(h, norm_->weight, {}, norm_->eps(), /*rms=*/true);
-    return f::decode_linear(n, {lm_head_->weight}, {}, f::DecodeAct::kNone, {});
+    return f::decode_linear(h, {lm_head_->weight}, {}, f::DecodeAct::kNone, {}, {norm_->weight, {}, norm_->eps(), true});
   }
   const at::Tensor cos = rows_at(cos_all, pos, t), sin = rows_at(sin_all, pos, t);
   if (pos.defined()) cache.begin_step(pos);

@@ -22,6 +22,7 @@ struct KvCache {
   /// where LibTorch has it; checked once when the cache is made), else SDPA with a mask built on the device.
   bool flash = false;
   at::Tensor cu_q, cu_k, used_k;  ///< int32: query and key offsets per sequence [batch + 1], keys in use [batch]
+  at::Tensor attn_counters;       ///< int32 [batch x kv_heads], zero: fused::decode_attention's (CUDA only)
   int64_t bytes() const;
   int64_t positions() const { return k.empty() ? 0 : k.front().size(1); }
   /// Before a decode step at device position `pos`: the keys in use become pos + 1 (one small kernel per step).
