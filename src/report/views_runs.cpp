@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "gpubench/core/analysis/profile.hpp"
 #include "gpubench/core/record/metric_catalog.hpp"
@@ -15,6 +17,63 @@
 namespace gpubench {
 
 using namespace views;  // NOLINT(google-build-using-namespace): the views' shared helpers
+
+namespace {
+
+/// mode: generate points: decode tokens/s per prompt length (rows) and batch (columns), and for each prompt length
+/// the batch where decode throughput stops growing: the first whose next swept batch decodes less than 10 % faster.
+void add_decode_table(Document& d, const std::vector<SweepPointResult>& points) {
+  std::map<int64_t, std::map<int64_t, double>> rate;  // prompt -> batch -> decode tokens/s
+  std::set<int64_t> batches;
+  for (const auto& p : points) {
+    if (!p.record || p.record->status != RunStatus::kOk || p.record->scenario.mode != "generate") continue;
+    const RunRecord& r = *p.record;
+    const Metric* m = find_metric(r.summary.metrics, "decode_tokens_per_s");
+    if (m == nullptr || !r.scenario.batch_size) continue;
+    const int64_t prompt = r.scenario.prompt_tokens.value_or(512);
+    rate[prompt][*r.scenario.batch_size] = m->value;
+    batches.insert(*r.scenario.batch_size);
+  }
+  if (rate.empty()) return;
+  Table t;
+  t.id = "decode";
+  t.title = "Decode tokens/s by prompt length and batch";
+  t.add_column(Column::count("prompt_tokens", "prompt tokens"));
+  for (const int64_t b : batches) {
+    t.add_column(Column{"batch_" + std::to_string(b), "batch " + std::to_string(b), "tokens/s", Better::kHigher});
+  }
+  t.add_column(Column::count("saturating_batch", "stops growing at batch"));
+  nlohmann::json cells = nlohmann::json::array(), saturation = nlohmann::json::object();
+  for (const auto& [prompt, by_batch] : rate) {
+    auto& row = t.add_row();
+    row[0] = Cell::num(static_cast<double>(prompt));
+    size_t c = 1;
+    for (const int64_t b : batches) {
+      const auto it = by_batch.find(b);
+      row[c++] = it == by_batch.end() ? Cell::none() : Cell::num(it->second);
+      if (it != by_batch.end()) {
+        cells.push_back({{"prompt_tokens", prompt}, {"batch_size", b}, {"decode_tokens_per_s", it->second}});
+      }
+    }
+    std::optional<int64_t> stops;
+    for (auto it = by_batch.begin(); it != by_batch.end() && std::next(it) != by_batch.end(); ++it) {
+      if (std::next(it)->second < 1.10 * it->second) {
+        stops = it->first;
+        break;
+      }
+    }
+    row[c] = stops ? Cell::num(static_cast<double>(*stops)) : Cell::none();
+    saturation[std::to_string(prompt)] = stops ? nlohmann::json(*stops) : nlohmann::json(nullptr);
+  }
+  t.notes.push_back("decode tokens/s: each point's median over its timed generations (the new tokens after the first "
+                    "over the time they took); a batch \"stops growing\" when the next swept batch decodes less than "
+                    "10 % faster; empty where throughput still grows at the largest batch swept");
+  d.table(std::move(t));
+  d.data["decode"] = cells;
+  d.data["decode_saturating_batch"] = saturation;
+}
+
+}  // namespace
 
 Document sweep_document(const std::string& model, const std::vector<SweepPointResult>& points) {
   Document d;
@@ -67,6 +126,7 @@ Document sweep_document(const std::string& model, const std::vector<SweepPointRe
   if (!unit.empty()) t.columns[3].unit = unit;
   d.table(std::move(t));
   d.data = {{"schema", "gpubench.sweep"}, {"model", model}, {"points", rows}};
+  add_decode_table(d, points);
   return d;
 }
 

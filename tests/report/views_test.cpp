@@ -131,6 +131,46 @@ LoadedRecord run(int64_t batch, double rate, RunStatus status = RunStatus::kOk) 
   return l;
 }
 
+/// A generate point of a sweep: decode tokens/s at (batch, prompt).
+SweepPointResult generate_point(int64_t batch, int64_t prompt, double decode) {
+  RunRecord r;
+  r.status = RunStatus::kOk;
+  r.scenario.model = "llama";
+  r.scenario.mode = "generate";
+  r.scenario.batch_size = batch;
+  r.scenario.prompt_tokens = prompt;
+  r.summary.samples_per_s = decode * 0.9;
+  r.summary.metrics.push_back(Metric{"decode_tokens_per_s", "decode", "tokens/s", Better::kHigher, decode});
+  const std::string label = "batch_size=" + std::to_string(batch) + ",prompt_tokens=" + std::to_string(prompt);
+  return SweepPointResult{label, {}, "runs/" + label + ".json", 0, r, ""};
+}
+
+TEST(ViewsTest, AGenerateSweepTablesDecodeByPromptAndBatchAndSaysWhereItStopsGrowing) {
+  // 128-token prompts: 1 -> 8 grows 7x, 8 -> 32 by 6 %: stops at 8. 512-token prompts: still growing at 32.
+  const std::vector<SweepPointResult> points{generate_point(1, 128, 100), generate_point(8, 128, 700),
+                                             generate_point(32, 128, 742), generate_point(1, 512, 90),
+                                             generate_point(8, 512, 600), generate_point(32, 512, 1500)};
+  const Document d = sweep_document("llama", points);
+  const Table* t = nullptr;
+  for (const auto& b : d.blocks) {
+    if (b.kind == Block::Kind::kTable && b.table.id == "decode") t = &b.table;
+  }
+  ASSERT_NE(t, nullptr) << "a decode table";
+  ASSERT_EQ(t->rows.size(), 2u);
+  ASSERT_EQ(t->columns.size(), 5u);  // prompt, batch 1, 8, 32, where it stops
+  EXPECT_EQ(t->columns[1].header, "batch 1");
+  EXPECT_EQ(t->rows[0][0].number, 128.0);
+  EXPECT_EQ(t->rows[0][2].number, 700.0);
+  EXPECT_EQ(t->rows[0][4].number, 8.0);
+  EXPECT_FALSE(t->rows[1][4].number.has_value()) << "512-token prompts still grow at the largest batch";
+  EXPECT_EQ(d.data["decode_saturating_batch"]["128"], 8);
+  EXPECT_TRUE(d.data["decode_saturating_batch"]["512"].is_null());
+  // A training sweep has no decode table.
+  for (const auto& b : sweep_document("resnet50", {SweepPointResult{"batch_size=8", {}, "a.json", 0, run(8, 900).record, ""}}).blocks) {
+    EXPECT_FALSE(b.kind == Block::Kind::kTable && b.table.id == "decode");
+  }
+}
+
 ReportInput report_sample() {
   ReportInput in;
   in.title = "H200 sweep";

@@ -147,7 +147,9 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
                             const at::Tensor& pos, int64_t window, const at::Tensor& counters) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   const int64_t b = q.size(0), hq = q.size(1), d = q.size(2), hk = k_cache.size(2);
-  if (on_decode_kernels(q) && q.dim() == 3 && q.is_contiguous() && k_cache.scalar_type() == q.scalar_type() &&
+  // Up to 8 sequences: at 32 and 128 (TinyLlama, H200) this kernel's one warp per q head and position made the step
+  // 1.2 and 1.5x slower than FlashAttention's (results/2026-12-01-h200-fused-decode), which serves them instead.
+  if (b <= kDecodeAttentionMaxBatch && on_decode_kernels(q) && q.dim() == 3 && q.is_contiguous() && k_cache.scalar_type() == q.scalar_type() &&
       v_cache.scalar_type() == q.scalar_type() && k_cache.is_contiguous() && v_cache.is_contiguous() &&
       k_cache.size(3) == d && decode_attention_serves(hq, hk, d) && counters.defined() && counters.is_cuda() &&
       counters.scalar_type() == at::kInt && counters.numel() >= b * hk && pos.scalar_type() == at::kLong) {

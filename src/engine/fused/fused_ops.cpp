@@ -247,7 +247,7 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                                    "output (the final norm before cuBLAS's LM head: one kernel)"
           : n == "decode_attention"
               ? "one query per sequence over the keys in use, split over positions with the splits combined by the "
-                "last block, in one launch (head_dim 64 or 128; FlashAttention or SDPA otherwise)"
+                "last block, in one launch (up to 8 sequences, head_dim 64 or 128; FlashAttention or SDPA otherwise)"
           : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, one block per row"
                                : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to the cache in one kernel";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
