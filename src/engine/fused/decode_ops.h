@@ -1,7 +1,7 @@
 #pragma once
 // `kernels: fused` in mode: generate: one decode step's operations, each a kernel of decode_kernels.cu on CUDA in
 // bf16/fp16, and the same mathematics with ATen operations elsewhere (the CPU, fp32, shapes the kernels do not
-// take). Inference only (no autograd). Tests hold the kernels to the ATen forms (fused_ops_test).
+// take). Inference only (no autograd). Tests hold the kernels to the ATen forms (decode_ops_test).
 
 #include <ATen/ATen.h>
 
