@@ -10,6 +10,7 @@
 #include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
 #include "models/decoder.h"
+#include "models/registry.h"
 
 namespace gpubench::engine {
 namespace {
@@ -185,6 +186,66 @@ TEST(DecodeOpsTest, DecodeNormAndQkvToCacheMatchTheirAtenForms_CUDA) {
     const at::Tensor chosen = fused::decode_argmax(logits.to(cuda.device()));
     EXPECT_TRUE(chosen.cpu().equal(logits.argmax(-1, true))) << chosen << logits.argmax(-1, true);
     EXPECT_EQ(chosen.cpu()[1].item<int64_t>(), 777);
+  }
+}
+
+/// Logits of a prefill then `steps` decode steps of a reduced decoder (head size 64, so gpubench's decode attention
+/// serves up to 8 sequences) on the GPU in bf16, with `kernels`; the same weights for every call (seeded).
+std::vector<at::Tensor> reduced_decode(const std::string& model, const std::string& kernels, int64_t batch, int steps,
+                                       const torch::Device& device = torch::Device(torch::kCUDA, 0),
+                                       at::ScalarType dtype = at::kBFloat16) {
+  Scenario s;
+  s.model = model;
+  s.kernels = kernels;
+  s.mode = "generate";
+  s.model_options = model == "llama" ? nlohmann::json{{"layers", 2}, {"hidden", 256}, {"heads", 4}, {"kv_heads", 2},
+                                                      {"intermediate", 512}, {"vocab", 300}, {"seq_len", 64}}
+                                     : nlohmann::json{{"layers", 2}, {"width", 256}, {"heads", 4}, {"vocab", 300},
+                                                      {"seq_len", 64}};
+  torch::manual_seed(11);
+  auto w = find_model(model).make(s);
+  w->module()->to(device, dtype);
+  w->module()->eval();
+  TextGenerator* g = w->generator();
+  c10::InferenceMode no_autograd;
+  const auto cuda = at::TensorOptions().device(device);
+  torch::manual_seed(12);
+  const at::Tensor prompt = torch::randint(0, 300, {batch, 20}, cuda.dtype(torch::kLong));
+  g->allocate(batch, 20 + steps + 1, cuda.dtype(dtype));
+  std::vector<at::Tensor> logits{g->prefill(prompt).to(at::kCPU, at::kFloat)};
+  at::Tensor token = prompt.narrow(1, 19, 1).contiguous();
+  at::Tensor pos = torch::full({1}, 20, cuda.dtype(torch::kLong));
+  for (int i = 0; i < steps; ++i) {
+    logits.push_back(g->decode(token, pos, 20 + steps + 1).to(at::kCPU, at::kFloat));
+    token = (token * 7 + 3).remainder(300);  // the same next tokens on both paths, whatever they predict
+    pos.add_(1);
+  }
+  return logits;
+}
+
+/// On the CPU in fp32 the fused path's ATen forms give the ATen path's logits.
+TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathOnTheCpu) {
+  for (const std::string model : {"llama", "gpt2"}) {
+    const auto fused = reduced_decode(model, "fused", 3, 4, torch::kCPU, at::kFloat);
+    const auto aten = reduced_decode(model, "aten", 3, 4, torch::kCPU, at::kFloat);
+    ASSERT_EQ(fused.size(), aten.size());
+    for (size_t i = 0; i < fused.size(); ++i) EXPECT_LT(max_diff(fused[i], aten[i]), 1e-4 * scale(aten[i])) << model << " " << i;
+  }
+}
+
+/// The fused decode step against the ATen path on the GPU, for batches the decode attention serves (2, 8) and one it
+/// hands to FlashAttention (9), and for both decoders.
+TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathAtEveryBatch_CUDA) {
+  if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  for (const std::string model : {"llama", "gpt2"}) {
+    for (const int64_t batch : {2, 8, 9}) {
+      const auto fused = reduced_decode(model, "fused", batch, 5), aten = reduced_decode(model, "aten", batch, 5);
+      ASSERT_EQ(fused.size(), aten.size());
+      for (size_t i = 0; i < fused.size(); ++i) {
+        EXPECT_LT(max_diff(fused[i], aten[i]), 3e-2 * scale(aten[i]))
+            << model << " batch " << batch << (i == 0 ? " prefill" : " decode step " + std::to_string(i));
+      }
+    }
   }
 }
 
