@@ -455,18 +455,19 @@ __global__ void decode_attention(const T* __restrict__ q, const T* __restrict__ 
   if (!last) return;
   __threadfence();
   const int64_t first = (static_cast<int64_t>(b) * hq + h) * splits;
+  // The other blocks' partials through L2 (__ldcg): never from this SM's L1, which is not coherent with their writes.
   float mx = -INFINITY;
-  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, part_ml[(first + s) * 2]);
+  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, __ldcg(part_ml + (first + s) * 2));
   float total = 0.0f, o[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) o[e] = 0.0f;
   for (int s = 0; s < splits; ++s) {
-    const float ms = part_ml[(first + s) * 2], ls = part_ml[(first + s) * 2 + 1];
+    const float ms = __ldcg(part_ml + (first + s) * 2), ls = __ldcg(part_ml + (first + s) * 2 + 1);
     if (ls == 0.0f) continue;
     const float f = __expf(ms - mx);
     total += ls * f;
 #pragma unroll
-    for (int e = 0; e < E; ++e) o[e] = fmaf(part_acc[(first + s) * D + lane * E + e], f, o[e]);
+    for (int e = 0; e < E; ++e) o[e] = fmaf(__ldcg(part_acc + (first + s) * D + lane * E + e), f, o[e]);
   }
   const float inv = 1.0f / total;
 #pragma unroll
