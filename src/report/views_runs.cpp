@@ -29,9 +29,8 @@ void add_decode_table(Document& d, const std::vector<SweepPointResult>& points) 
     if (!p.record || p.record->status != RunStatus::kOk || p.record->scenario.mode != "generate") continue;
     const RunRecord& r = *p.record;
     const Metric* m = find_metric(r.summary.metrics, "decode_tokens_per_s");
-    if (m == nullptr || !r.scenario.batch_size) continue;
-    const int64_t prompt = r.scenario.prompt_tokens.value_or(512);
-    rate[prompt][*r.scenario.batch_size] = m->value;
+    if (m == nullptr || !r.scenario.batch_size || !r.scenario.prompt_tokens) continue;  // (the resolver sets both)
+    rate[*r.scenario.prompt_tokens][*r.scenario.batch_size] = m->value;
     batches.insert(*r.scenario.batch_size);
   }
   if (rate.empty()) return;

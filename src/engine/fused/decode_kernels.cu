@@ -3,14 +3,14 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "fused/device_values.cuh"
+
 namespace gpubench::engine::fused {
 
 namespace {
 
-__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
-__device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half(v); }
+using device::load;
+using device::store;
 
 __device__ __forceinline__ float2 pair_to_float2(const __nv_bfloat162& v) { return __bfloat1622float2(v); }
 __device__ __forceinline__ float2 pair_to_float2(const __half2& v) { return __half22float2(v); }

@@ -16,11 +16,6 @@ namespace {
 /// Served by the decode kernels: CUDA bf16/fp16 (the kernels have no fp32 form).
 bool on_decode_kernels(const at::Tensor& t) { return launch::on_kernels(t, /*allow_fp32=*/false); }
 
-at::Tensor rotate_half(const at::Tensor& x) {
-  const int64_t h = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
-}
-
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 /// Whether gpubench's GEMV beats cuBLAS on this product (H200, results/2026-12-01-h200-fused-decode/gemv_bench.txt):
 /// for one token everywhere but on a large plain product (the LM head: 131 MB, cuBLAS 3.7 TB/s against 2.6); for 2 to
@@ -198,10 +193,11 @@ at::Tensor decode_qkv_to_cache(const at::Tensor& qkv, int64_t q_heads, int64_t k
   at::Tensor q = qkv.narrow(1, 0, q_heads * d).view({b, q_heads, d});
   at::Tensor k = qkv.narrow(1, q_heads * d, kv_heads * d).view({b, kv_heads, d});
   const at::Tensor v = qkv.narrow(1, (q_heads + kv_heads) * d, kv_heads * d).view({b, kv_heads, d});
-  if (cos.defined()) {
-    const at::Tensor c = cos.index_select(0, pos).view({1, 1, d}), s = sin.index_select(0, pos).view({1, 1, d});
-    q = q * c + rotate_half(q) * s;
-    k = k * c + rotate_half(k) * s;
+  if (cos.defined()) {  // the training path's rotary (fused_ops.h) on one position: [batch, 1, heads, d]
+    auto [qr, kr] = rotary(q.unsqueeze(1), k.unsqueeze(1), cos.index_select(0, pos),
+                           sin.index_select(0, pos));
+    q = qr.squeeze(1);
+    k = kr.squeeze(1);
   }
   k_cache.index_copy_(1, pos, k.unsqueeze(1).to(k_cache.scalar_type()));
   v_cache.index_copy_(1, pos, v.unsqueeze(1).to(v_cache.scalar_type()));

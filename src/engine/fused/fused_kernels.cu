@@ -5,16 +5,14 @@
 
 #include <cfloat>
 
+#include "fused/device_values.cuh"
+
 namespace gpubench::engine::fused {
 
 namespace {
 
-__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
-__device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half(v); }
+using device::load;
+using device::store;
 
 // ---- softmax cross-entropy, forward and gradient -----------------------------------------------------------------
 
