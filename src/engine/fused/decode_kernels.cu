@@ -3,6 +3,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include "fused/device_values.cuh"
 
 namespace gpubench::engine::fused {
@@ -25,6 +30,18 @@ struct PairOf<__half> {
   using type = __half2;
 };
 
+/// One or two 16-bit values from their bits (shared memory holds them as words).
+template <typename T>
+__device__ __forceinline__ float from_bits(uint16_t b);
+template <>
+__device__ __forceinline__ float from_bits<__nv_bfloat16>(uint16_t b) { return __bfloat162float(__ushort_as_bfloat16(b)); }
+template <>
+__device__ __forceinline__ float from_bits<__half>(uint16_t b) { return __half2float(__ushort_as_half(b)); }
+template <typename T>
+__device__ __forceinline__ float2 pair_from_bits(uint32_t w) {
+  return make_float2(from_bits<T>(static_cast<uint16_t>(w & 0xffffu)), from_bits<T>(static_cast<uint16_t>(w >> 16)));
+}
+
 /// Eight 16-bit values (one 16-byte load) as floats.
 template <typename T>
 __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
@@ -43,9 +60,81 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// ---- programmatic dependent launch ------------------------------------------------------------------------------
+//
+// Every decode kernel is launched so that it may start while the kernel before it in the stream still runs (Hopper's
+// programmatic dependent launch, also inside a CUDA graph): it first issues the loads that depend on nothing an earlier
+// kernel of the step writes (weights, the cache's older positions), then waits for the previous kernel to finish,
+// and only then lets the next one start. Because each kernel lets its successor start only after its own wait, when
+// a kernel starts every kernel before its immediate predecessor has finished: reads of what those wrote are safe
+// before the wait, reads of the predecessor's outputs and every write come after it.
+
+/// Waits until the previous kernel in the stream has finished and its writes are visible (a no-op before sm_90 and
+/// when the launch was not programmatic).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// Lets the next kernel's blocks start (and issue their weight loads) while this one runs.
+__device__ __forceinline__ void let_next_kernel_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+/// Whether this device takes programmatic launches (compute capability 9.0 and later) and they are not switched off
+/// (GPUBENCH_DECODE_PDL=0, for measuring what they buy).
+bool programmatic_launch() {
+  static const bool off = [] {
+    const char* e = std::getenv("GPUBENCH_DECODE_PDL");
+    return e != nullptr && std::strcmp(e, "0") == 0;
+  }();
+  if (off) return false;
+  static std::atomic<int> major[64];  // 0: not asked yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
+  int m = major[device].load(std::memory_order_relaxed);
+  if (m == 0) {
+    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || m <= 0) return false;
+    major[device].store(m, std::memory_order_relaxed);
+  }
+  return m >= 9;
+}
+
+/// Launches a decode kernel, programmatically where the device allows.
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  if (programmatic_launch()) {
+    config.attrs = attribute;
+    config.numAttrs = 1;
+  }
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
 // ---- GEMV: a few rows of x against every weight row, one warp per output column ----------------------------------
 
 constexpr int kGemvWarps = 8;
+
+/// What one warp sums and its split group adds up: the products (kOut x M), each input row's sum and sum of squares
+/// (2 x M, with a norm) and, with a LayerNorm, W . gamma and W . beta per output (2 x kOut).
+template <int M, int kOut>
+struct GemvSums {
+  static constexpr int kProducts = 0, kRowSum = kOut * M, kRowSquares = kRowSum + M, kGamma = kRowSquares + M,
+                       kBeta = kGamma + kOut, kCount = kBeta + kOut;
+};
 
 /// The output of row r for column j: act(dot + bias) (+ up for SwiGLU) + residual.
 template <typename T, int ACT>
@@ -61,9 +150,23 @@ __device__ __forceinline__ void gemv_epilogue(float dot, float up, const T* bias
   store(out, r * n + j, v);
 }
 
+/// norm(x_r) . W_j from the sums: with no norm the product itself; RMSNorm r (x.(gamma W_j)), r = 1/sqrt(mean x^2 +
+/// eps); LayerNorm r (x.(gamma W_j) - mean (gamma . W_j)) + beta . W_j, r = 1/sqrt(var + eps).
+__device__ __forceinline__ float normed_dot(float dot, int kind, float sum, float squares, float gamma_w, float beta_w,
+                                            float inv_k, float eps) {
+  if (kind == 0) return dot;
+  if (kind == 1) return dot * rsqrtf(squares * inv_k + eps);
+  const float mean = sum * inv_k;
+  const float r = rsqrtf(fmaxf(squares * inv_k - mean * mean, 0.0f) + eps);
+  return r * (dot - mean * gamma_w) + beta_w;
+}
+
 /// Each output column j is `split` warps' work (1, 2, 4 or 8; they share k and add up through shared memory), so
 /// that a narrow matrix still has enough warps, and enough loads in flight, to keep the memory system busy. Every
-/// lane keeps four 16-byte weight loads in flight at a time.
+/// lane keeps four 16-byte weight loads in flight at a time; the first four, and L2 prefetches of the next twelve,
+/// are issued before the wait for the previous kernel. The input's norm is computed in the same pass: gamma (and
+/// beta) multiply the weights, the row statistics are summed beside the product and applied at the end, so a norm
+/// costs no pass over x of its own and no barrier before the weights stream.
 template <typename T, int M, int ACT>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     decode_gemv(const T* __restrict__ x, int64_t ldx, DecodeWeights w, const T* __restrict__ bias,
@@ -71,149 +174,154 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
                 DecodeInputNorm norm) {
   constexpr bool kGlu = ACT == static_cast<int>(DecodeActivation::kSwiglu);
   constexpr int kOut = kGlu ? 2 : 1;
-  __shared__ float partial[kGemvWarps][kOut][M];
-  __shared__ float stats[2][M];  // each row's mean (0 for RMSNorm) and 1 / its deviation
+  using S = GemvSums<M, kOut>;
+  __shared__ float partial[kGemvWarps][S::kCount];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const T* nw = static_cast<const T*>(norm.weight);
   const T* nb = static_cast<const T*>(norm.bias);
-  if (nw != nullptr) {  // the input's norm, computed by every block (x is a few KB, in L2) instead of a kernel of its own
-    float sum[M], sq[M];
-#pragma unroll
-    for (int r = 0; r < M; ++r) sum[r] = sq[r] = 0.0f;
-    for (int64_t c = threadIdx.x; c < k / 8; c += blockDim.x) {
-#pragma unroll
-      for (int r = 0; r < M; ++r) {
-        float xf[8];
-        unpack8<T>(__ldg(reinterpret_cast<const uint4*>(x + r * ldx) + c), xf);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          sum[r] += xf[e];
-          sq[r] = fmaf(xf[e], xf[e], sq[r]);
-        }
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < M; ++r) {
-      sum[r] = warp_sum(sum[r]);
-      sq[r] = warp_sum(sq[r]);
-      if (lane == 0) partial[warp][0][r] = sum[r];
-    }
-    __shared__ float sq_partial[kGemvWarps][M];
-    if (lane == 0) {
-#pragma unroll
-      for (int r = 0; r < M; ++r) sq_partial[warp][r] = sq[r];
-    }
-    __syncthreads();
-    if (threadIdx.x < M) {
-      const int r = threadIdx.x;
-      float s1 = 0.0f, s2 = 0.0f;
-      for (int i = 0; i < kGemvWarps; ++i) {
-        s1 += partial[i][0][r];
-        s2 += sq_partial[i][r];
-      }
-      const float inv_k = 1.0f / static_cast<float>(k);
-      const float mean = norm.rms ? 0.0f : s1 * inv_k;
-      const float var = norm.rms ? s2 * inv_k : fmaxf(s2 * inv_k - mean * mean, 0.0f);
-      stats[0][r] = mean;
-      stats[1][r] = rsqrtf(var + norm.eps);
-    }
-    __syncthreads();
-  }
+  const int kind = nw == nullptr ? 0 : norm.rms ? 1 : 2;  // no norm, RMSNorm, LayerNorm (uniform over the grid)
   const int part = warp % split;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * (kGemvWarps / split) + warp / split;
   const bool valid = j < n;
-  float acc[kOut][M];
-#pragma unroll
-  for (int o = 0; o < kOut; ++o) {
-#pragma unroll
-    for (int r = 0; r < M; ++r) acc[o][r] = 0.0f;
-  }
-  if (valid) {
-    const T* rows[kOut];
-    if (kGlu) {
-      rows[0] = static_cast<const T*>(w.w[0]) + j * k;
-      rows[kOut - 1] = static_cast<const T*>(w.w[1]) + j * k;
-    } else {
-      int64_t r = j;
-      int s = 0;
-      while (s < w.count - 1 && r >= w.rows[s]) r -= w.rows[s++];
-      rows[0] = static_cast<const T*>(w.w[s]) + r * k;
+  const T* rows[kOut];
+  if (kGlu) {
+    rows[0] = static_cast<const T*>(w.w[0]) + (valid ? j : 0) * k;
+    rows[kOut - 1] = static_cast<const T*>(w.w[1]) + (valid ? j : 0) * k;
+  } else {
+    int64_t r = valid ? j : 0;  // which block holds row j (no indexing of the parameter by a variable: no stack copy)
+    const void* base = w.w[0];
+    if (w.count > 1 && r >= w.rows[0]) {
+      r -= w.rows[0];
+      base = w.w[1];
+      if (w.count > 2 && r >= w.rows[1]) {
+        r -= w.rows[1];
+        base = w.w[2];
+      }
     }
-    const int64_t chunks = k / 8, step = 32 * static_cast<int64_t>(split);
-    auto consume = [&](const uint4 (&wv)[kOut], int64_t c) {
-      float gf[8], bf[8];
-      if (nw != nullptr) {
-        unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nw) + c), gf);
+    rows[0] = static_cast<const T*>(base) + r * k;
+  }
+  const int64_t chunks = valid ? k / 8 : 0, step = 32 * static_cast<int64_t>(split);
+  int64_t c = part * 32 + lane;
+  uint4 first[4][kOut];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+#pragma unroll
+    for (int o = 0; o < kOut; ++o) {
+      if (c + u * step < chunks) first[u][o] = __ldcs(reinterpret_cast<const uint4*>(rows[o]) + c + u * step);
+    }
+  }
+  if ((lane & 7) == 0) {  // one prefetch per 128-byte line
+    for (int64_t p = c + 4 * step; p < chunks && p < c + 16 * step; p += step) {
+#pragma unroll
+      for (int o = 0; o < kOut; ++o) prefetch_l2(reinterpret_cast<const uint4*>(rows[o]) + p);
+    }
+  }
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+
+  float v[S::kCount];
+#pragma unroll
+  for (int i = 0; i < S::kCount; ++i) v[i] = 0.0f;
+  auto consume = [&](const uint4 (&wv)[kOut], int64_t cc) {
+    float wf[kOut][8];
+#pragma unroll
+    for (int o = 0; o < kOut; ++o) unpack8<T>(wv[o], wf[o]);
+    if (kind != 0) {
+      float gf[8];
+      unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nw) + cc), gf);
+      if (kind == 2) {
+        float bf[8];
         if (nb != nullptr) {
-          unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nb) + c), bf);
+          unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nb) + cc), bf);
         } else {
 #pragma unroll
           for (int e = 0; e < 8; ++e) bf[e] = 0.0f;
         }
-      }
-#pragma unroll
-      for (int r = 0; r < M; ++r) {
-        float xf[8];
-        unpack8<T>(__ldg(reinterpret_cast<const uint4*>(x + r * ldx) + c), xf);
-        if (nw != nullptr) {
-          const float mean = stats[0][r], inv = stats[1][r];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) xf[e] = fmaf((xf[e] - mean) * inv, gf[e], bf[e]);
-        }
 #pragma unroll
         for (int o = 0; o < kOut; ++o) {
-          float wf[8];
-          unpack8<T>(wv[o], wf);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[o][r] = fmaf(wf[e], xf[e], acc[o][r]);
+          for (int e = 0; e < 8; ++e) v[S::kBeta + o] = fmaf(wf[o][e], bf[e], v[S::kBeta + o]);
         }
       }
-    };
-    int64_t c = part * 32 + lane;
-    for (; c + 3 * step < chunks; c += 4 * step) {  // four loads issued before any is used
-      uint4 wv[4][kOut];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
+      for (int o = 0; o < kOut; ++o) {
 #pragma unroll
-        for (int o = 0; o < kOut; ++o) wv[u][o] = __ldcs(reinterpret_cast<const uint4*>(rows[o]) + c + u * step);
+        for (int e = 0; e < 8; ++e) {
+          wf[o][e] *= gf[e];
+          if (kind == 2) v[S::kGamma + o] += wf[o][e];
+        }
       }
-#pragma unroll
-      for (int u = 0; u < 4; ++u) consume(wv[u], c + u * step);
     }
-    for (; c < chunks; c += step) {
-      uint4 wv[kOut];
-#pragma unroll
-      for (int o = 0; o < kOut; ++o) wv[o] = __ldcs(reinterpret_cast<const uint4*>(rows[o]) + c);
-      consume(wv, c);
-    }
-  }
-#pragma unroll
-  for (int o = 0; o < kOut; ++o) {
-#pragma unroll
-    for (int r = 0; r < M; ++r) acc[o][r] = warp_sum(acc[o][r]);
-  }
-  if (split == 1) {
 #pragma unroll
     for (int r = 0; r < M; ++r) {
-      if (valid && lane == r) gemv_epilogue<T, ACT>(acc[0][r], acc[kOut - 1][r], bias, residual, out, n, j, r);
+      float xf[8];
+      unpack8<T>(__ldg(reinterpret_cast<const uint4*>(x + r * ldx) + cc), xf);
+      if (kind != 0) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          v[S::kRowSum + r] += xf[e];
+          v[S::kRowSquares + r] = fmaf(xf[e], xf[e], v[S::kRowSquares + r]);
+        }
+      }
+#pragma unroll
+      for (int o = 0; o < kOut; ++o) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[S::kProducts + o * M + r] = fmaf(wf[o][e], xf[e], v[S::kProducts + o * M + r]);
+      }
     }
-    return;
+  };
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    if (c + u * step < chunks) consume(first[u], c + u * step);
   }
-  if (lane == 0) {
+  c += 4 * step;
+  for (; c + 3 * step < chunks; c += 4 * step) {  // four loads issued before any is used
+    uint4 wv[4][kOut];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+#pragma unroll
+      for (int o = 0; o < kOut; ++o) wv[u][o] = __ldcs(reinterpret_cast<const uint4*>(rows[o]) + c + u * step);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) consume(wv[u], c + u * step);
+  }
+  for (; c < chunks; c += step) {
+    uint4 wv[kOut];
+#pragma unroll
+    for (int o = 0; o < kOut; ++o) wv[o] = __ldcs(reinterpret_cast<const uint4*>(rows[o]) + c);
+    consume(wv, c);
+  }
+  const int used = kind == 0 ? S::kRowSum : kind == 1 ? S::kGamma : S::kCount;  // the sums this launch needs
+#pragma unroll
+  for (int i = 0; i < S::kCount; ++i) {
+    if (i < used) v[i] = warp_sum(v[i]);
+  }
+  if (split > 1) {
+    if (lane == 0) {
+#pragma unroll
+      for (int i = 0; i < S::kCount; ++i) partial[warp][i] = v[i];
+    }
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int i = 0; i < S::kCount; ++i) {
+      float t = 0.0f;
+      for (int s = 0; s < split; ++s) t += partial[warp + s][i];
+      v[i] = t;
+    }
+  }
+  if (!valid) return;
+  const float inv_k = 1.0f / static_cast<float>(k);
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    if (lane != r) continue;
+    float dot[kOut];
 #pragma unroll
     for (int o = 0; o < kOut; ++o) {
-#pragma unroll
-      for (int r = 0; r < M; ++r) partial[warp][o][r] = acc[o][r];
+      dot[o] = normed_dot(v[S::kProducts + o * M + r], kind, v[S::kRowSum + r], v[S::kRowSquares + r],
+                          v[S::kGamma + o], v[S::kBeta + o], inv_k, norm.eps);
     }
-  }
-  __syncthreads();  // (the prologue's reads of `partial` ended at its second barrier)
-  if (valid && part == 0 && lane < M) {
-    float dot = 0.0f, up = 0.0f;
-    for (int s = 0; s < split; ++s) {
-      dot += partial[warp + s][0][lane];
-      if (kGlu) up += partial[warp + s][kOut - 1][lane];
-    }
-    gemv_epilogue<T, ACT>(dot, up, bias, residual, out, n, j, lane);
+    gemv_epilogue<T, ACT>(dot[0], dot[kOut - 1], bias, residual, out, n, j, r);
   }
 }
 
@@ -238,12 +346,13 @@ cudaError_t gemv_rows(const void* x, int64_t ldx, const DecodeWeights& w, const 
   const auto* b = static_cast<const T*>(bias);
   const auto* res = static_cast<const T*>(residual);
   auto* o = static_cast<T*>(out);
+  const dim3 block(kGemvWarps * 32);
   switch (act) {
-    case DecodeActivation::kNone: decode_gemv<T, M, 0><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split, norm); break;
-    case DecodeActivation::kGeluTanh: decode_gemv<T, M, 1><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split, norm); break;
-    case DecodeActivation::kSwiglu: decode_gemv<T, M, 2><<<grid, kGemvWarps * 32, 0, stream>>>(xs, ldx, w, b, res, o, n, k, split, norm); break;
+    case DecodeActivation::kNone: return launch_kernel(decode_gemv<T, M, 0>, grid, block, stream, xs, ldx, w, b, res, o, n, k, split, norm);
+    case DecodeActivation::kGeluTanh: return launch_kernel(decode_gemv<T, M, 1>, grid, block, stream, xs, ldx, w, b, res, o, n, k, split, norm);
+    case DecodeActivation::kSwiglu: return launch_kernel(decode_gemv<T, M, 2>, grid, block, stream, xs, ldx, w, b, res, o, n, k, split, norm);
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 template <typename T>
@@ -284,6 +393,8 @@ __global__ void __launch_bounds__(kNormThreads)
   __shared__ float shared[kNormThreads / 32];
   const T* xr = x + blockIdx.x * dim;
   T* yr = y + blockIdx.x * dim;
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   float s = 0.0f;
   for (int64_t i = threadIdx.x; i < dim; i += kNormThreads) {
     const float v = load(xr, i);
@@ -316,6 +427,8 @@ __global__ void decode_qkv_to_cache(const T* __restrict__ qkv, const T* __restri
                                     const int64_t* __restrict__ pos_ptr, T* __restrict__ q_out, T* __restrict__ kc,
                                     T* __restrict__ vc, int* __restrict__ used_k, int64_t batch, int64_t positions,
                                     int64_t hq, int64_t hk, int64_t d) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   const int64_t pos = *pos_ptr;
   const int64_t half = d / 2, heads = hq + 2 * hk;
   const int64_t total = batch * heads * half;
@@ -367,6 +480,8 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_slices(const T* __restr
   __shared__ float sv[kArgmaxThreads / 32];
   __shared__ int64_t si[kArgmaxThreads / 32];
   const T* row = logits + blockIdx.y * n;
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   float v = -INFINITY;
   int64_t idx = n;
   for (int64_t j = blockIdx.x * static_cast<int64_t>(kArgmaxThreads) + threadIdx.x; j < n;
@@ -395,6 +510,8 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_slices(const T* __restr
 __global__ void argmax_rows(const float* __restrict__ best_v, const int64_t* __restrict__ best_i, int slices, int64_t n,
                             int64_t* __restrict__ out) {
   const int lane = threadIdx.x;
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   float v = -INFINITY;
   int64_t idx = n;
   for (int s = lane; s < slices; s += 32) better(v, idx, best_v[blockIdx.x * slices + s], best_i[blockIdx.x * slices + s]);
@@ -404,75 +521,197 @@ __global__ void argmax_rows(const float* __restrict__ best_v, const int64_t* __r
 
 // ---- decode attention: one query per sequence over the cache, split over positions ---------------------------
 
-/// Block (split, kv head, sequence): the group of q heads that share the kv head (a warp each) over positions
-/// [split x per_split, +per_split) of the keys in use (pos + 1), an online softmax; partial (max, sum, acc) to
-/// scratch. The last block of a (sequence, kv head) to finish (a counter, reset by it) combines the splits.
+constexpr int kAttnThreads = 256;
+constexpr int kAttnCombineSlots = 1024;  // q heads of a kv head x splits: the combine's shared memory
+
+/// Positions per tile: a tile's keys and values fill 16 KB of shared memory.
+template <int D>
+struct AttnTile {
+  static constexpr int kPositions = D == 64 ? 64 : 32;
+  static constexpr int kChunks = D / 8;       // 16-byte pieces of a row
+  static constexpr int kRowWords = D / 2 + 1;  // a row in 32-bit words, padded so rows start on different banks
+  static constexpr int kLoads = kPositions * kChunks / kAttnThreads;  // 16-byte loads a thread makes per tile, each
+};
+
+/// Block (split, kv head, sequence): the group of q heads that share the kv head over positions [split x per_split,
+/// +per_split) of the keys in use (pos + 1), in tiles: every thread loads its share of a tile's keys and values at
+/// once (the next tile's while this one is computed) into shared memory, then the scores of every (head, position),
+/// the tile's softmax per head (online across tiles), and the weighted values of every (head, dimension). Partial
+/// (max, sum, acc) go to scratch; the last block of a (sequence, kv head) to finish (a counter, reset by it) combines
+/// the splits, spread over its threads.
 template <typename T, int D>
-__global__ void decode_attention(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
-                                 const int64_t* __restrict__ pos_ptr, T* __restrict__ out, float* __restrict__ part_acc,
-                                 float* __restrict__ part_ml, int* __restrict__ counters, int64_t positions, int hq,
-                                 int hk, int splits, int per_split, float scale) {
-  constexpr int E = D / 32;  // elements per lane
-  const int split = blockIdx.x, kh = blockIdx.y, b = blockIdx.z;
-  const int group = hq / hk, g = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int h = kh * group + g;
-  const int64_t used = *pos_ptr + 1;
+__global__ void __launch_bounds__(kAttnThreads)
+    decode_attention(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
+                     const int64_t* __restrict__ pos_ptr, T* __restrict__ out, float* __restrict__ part_acc,
+                     float* __restrict__ part_ml, int* __restrict__ counters, int64_t positions, int hq, int hk,
+                     int splits, int per_split, float scale) {
+  using Tile = AttnTile<D>;
+  constexpr int P = Tile::kPositions, W = Tile::kRowWords, kPerThread = 32 * D / kAttnThreads;
+  __shared__ uint32_t kt[P * W], vt[P * W];  // the tile's keys and values, two 16-bit values a word
+  __shared__ float qs[32 * D];                 // the group's q heads, scaled
+  __shared__ float sc[32 * P];                 // scores, then their exponentials
+  __shared__ float head_m[32], head_l[32], head_c[32];
+  __shared__ bool last;
+  const int split = blockIdx.x, kh = blockIdx.y, b = blockIdx.z, tid = threadIdx.x;
+  const int group = hq / hk, lane = tid & 31, warp = tid >> 5;
   const int64_t p0 = static_cast<int64_t>(split) * per_split;
+  const int64_t row0 = (static_cast<int64_t>(b) * positions) * hk + kh;  // row of (b, position 0, kh)
+  auto row_of = [&](int64_t p) { return (row0 + p * hk) * D; };
+  {  // the block's positions into L2 while the previous kernel finishes (the range only, not pos: no dependency)
+    const int64_t pend = p0 + per_split < positions ? p0 + per_split : positions;
+    for (int64_t i = tid; i < (pend - p0) * (D / 64); i += kAttnThreads) {  // one prefetch per 128 bytes
+      const int64_t p = p0 + i / (D / 64), off = (i % (D / 64)) * 64;
+      prefetch_l2(kc + row_of(p) + off);
+      prefetch_l2(vc + row_of(p) + off);
+    }
+  }
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+  const int64_t used = *pos_ptr + 1;
   const int64_t p1 = p0 + per_split < used ? p0 + per_split : used;
-  float qr[E], acc[E];
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    qr[e] = load(q + (static_cast<int64_t>(b) * hq + h) * D, lane * E + e) * scale;
-    acc[e] = 0.0f;
+  for (int i = tid; i < group * D; i += kAttnThreads) {
+    qs[i] = load(q + (static_cast<int64_t>(b) * hq + kh * group) * D, i) * scale;
   }
-  float m = -INFINITY, l = 0.0f;
-#pragma unroll 4
-  for (int64_t p = p0; p < p1; ++p) {
-    const int64_t row = ((static_cast<int64_t>(b) * positions + p) * hk + kh) * D + lane * E;
-    float s = 0.0f;
-#pragma unroll
-    for (int e = 0; e < E; ++e) s = fmaf(qr[e], load(kc, row + e), s);
-    s = warp_sum(s);
-    const float m2 = fmaxf(m, s);
-    const float corr = __expf(m - m2), w = __expf(s - m2);
-    l = l * corr + w;
-#pragma unroll
-    for (int e = 0; e < E; ++e) acc[e] = fmaf(w, load(vc, row + e), acc[e] * corr);
-    m = m2;
+  if (tid < group) {
+    head_m[tid] = -INFINITY;
+    head_l[tid] = 0.0f;
   }
-  const int64_t slot = (static_cast<int64_t>(b) * hq + h) * splits + split;
+  float acc[kPerThread];
 #pragma unroll
-  for (int e = 0; e < E; ++e) part_acc[slot * D + lane * E + e] = acc[e];
-  if (lane == 0) {
-    part_ml[slot * 2] = m;
-    part_ml[slot * 2 + 1] = l;
+  for (int i = 0; i < kPerThread; ++i) acc[i] = 0.0f;
+
+  uint4 kr[Tile::kLoads], vr[Tile::kLoads];
+  auto fetch = [&](int64_t t0) {
+#pragma unroll
+    for (int i = 0; i < Tile::kLoads; ++i) {
+      const int idx = tid + i * kAttnThreads, p = idx / Tile::kChunks, c = idx % Tile::kChunks;
+      if (t0 + p < p1) {
+        kr[i] = __ldcg(reinterpret_cast<const uint4*>(kc + row_of(t0 + p)) + c);
+        vr[i] = __ldcg(reinterpret_cast<const uint4*>(vc + row_of(t0 + p)) + c);
+      }
+    }
+  };
+  if (p0 < p1) fetch(p0);
+  for (int64_t t0 = p0; t0 < p1; t0 += P) {
+    const int n = p1 - t0 < P ? static_cast<int>(p1 - t0) : P;
+    __syncthreads();  // the previous tile's shared memory is free (and qs, head_* written, the first time)
+#pragma unroll
+    for (int i = 0; i < Tile::kLoads; ++i) {
+      const int idx = tid + i * kAttnThreads, p = idx / Tile::kChunks, c = idx % Tile::kChunks;
+      if (p < n) {
+        const uint32_t* kw = reinterpret_cast<const uint32_t*>(&kr[i]);
+        const uint32_t* vw = reinterpret_cast<const uint32_t*>(&vr[i]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          kt[p * W + c * 4 + e] = kw[e];
+          vt[p * W + c * 4 + e] = vw[e];
+        }
+      }
+    }
+    if (t0 + P < p1) fetch(t0 + P);  // in flight while this tile is computed
+    __syncthreads();
+    for (int i = tid; i < group * P; i += kAttnThreads) {  // scores: lanes over positions, a q head per warp row
+      const int g = i / P, p = i % P;
+      float s = -INFINITY;
+      if (p < n) {
+        s = 0.0f;
+        const float* qg = qs + g * D;
+#pragma unroll 8
+        for (int wd = 0; wd < D / 2; ++wd) {
+          const float2 kf = pair_from_bits<T>(kt[p * W + wd]);
+          s = fmaf(qg[2 * wd], kf.x, fmaf(qg[2 * wd + 1], kf.y, s));
+        }
+      }
+      sc[g * P + p] = s;
+    }
+    __syncthreads();
+    for (int g = warp; g < group; g += kAttnThreads / 32) {  // the tile's softmax, a warp per q head
+      float mt = -INFINITY;
+      for (int p = lane; p < P; p += 32) mt = fmaxf(mt, sc[g * P + p]);
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, off));
+      const float m_old = head_m[g], m_new = fmaxf(m_old, mt);
+      float lt = 0.0f;
+      for (int p = lane; p < P; p += 32) {
+        const float e = p < n ? __expf(sc[g * P + p] - m_new) : 0.0f;
+        sc[g * P + p] = e;
+        lt += e;
+      }
+      lt = warp_sum(lt);
+      if (lane == 0) {
+        const float corr = __expf(m_old - m_new);  // 0 on the first tile (m_old is -inf)
+        head_c[g] = corr;
+        head_l[g] = head_l[g] * corr + lt;
+        head_m[g] = m_new;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {  // weighted values: threads over (q head, dimension)
+      const int idx = tid + i * kAttnThreads, g = idx / D, d = idx % D;
+      if (g < group) {
+        float a = acc[i] * head_c[g];
+        const uint16_t* vh = reinterpret_cast<const uint16_t*>(vt);
+        for (int p = 0; p < n; ++p) a = fmaf(sc[g * P + p], from_bits<T>(vh[2 * (p * W) + d]), a);
+        acc[i] = a;
+      }
+    }
+  }
+  __syncthreads();  // head_m / head_l final
+  const int64_t first_slot = (static_cast<int64_t>(b) * hq + kh * group) * splits;  // slot of (head g, split s):
+  auto slot = [&](int g) { return first_slot + static_cast<int64_t>(g) * splits + split; };  // first + g splits + s
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int idx = tid + i * kAttnThreads, g = idx / D, d = idx % D;
+    if (g < group) part_acc[slot(g) * D + d] = acc[i];
+  }
+  if (tid < group) {
+    part_ml[slot(tid) * 2] = head_m[tid];
+    part_ml[slot(tid) * 2 + 1] = head_l[tid];
   }
   __threadfence();
   __syncthreads();
-  __shared__ bool last;
-  if (threadIdx.x == 0) last = atomicAdd(&counters[b * hk + kh], 1) == splits - 1;
+  if (tid == 0) last = atomicAdd(&counters[b * hk + kh], 1) == splits - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();
-  const int64_t first = (static_cast<int64_t>(b) * hq + h) * splits;
-  // The other blocks' partials through L2 (__ldcg): never from this SM's L1, which is not coherent with their writes.
-  float mx = -INFINITY;
-  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, __ldcg(part_ml + (first + s) * 2));
-  float total = 0.0f, o[E];
-#pragma unroll
-  for (int e = 0; e < E; ++e) o[e] = 0.0f;
-  for (int s = 0; s < splits; ++s) {
-    const float ms = __ldcg(part_ml + (first + s) * 2), ls = __ldcg(part_ml + (first + s) * 2 + 1);
-    if (ls == 0.0f) continue;
-    const float f = __expf(ms - mx);
-    total += ls * f;
-#pragma unroll
-    for (int e = 0; e < E; ++e) o[e] = fmaf(__ldcg(part_acc + (first + s) * D + lane * E + e), f, o[e]);
+  // The combine: every split's weight exp(m_s - max) per head, then the weighted sum per (head, dimension). The
+  // other blocks' partials are read through L2 (__ldcg), never from this SM's L1, which is not coherent with them.
+  float* weight = sc;  // group x splits <= kAttnCombineSlots floats: sc and kt/vt are free now
+  float* ml = reinterpret_cast<float*>(kt);
+  for (int i = tid; i < group * splits; i += kAttnThreads) {
+    ml[2 * i] = __ldcg(part_ml + (first_slot + i) * 2);
+    ml[2 * i + 1] = __ldcg(part_ml + (first_slot + i) * 2 + 1);
   }
-  const float inv = 1.0f / total;
+  __syncthreads();
+  for (int g = warp; g < group; g += kAttnThreads / 32) {
+    float mx = -INFINITY;
+    for (int s = lane; s < splits; s += 32) mx = fmaxf(mx, ml[2 * (g * splits + s)]);
 #pragma unroll
-  for (int e = 0; e < E; ++e) store(out + (static_cast<int64_t>(b) * hq + h) * D, lane * E + e, o[e] * inv);
-  if (threadIdx.x == 0) counters[b * hk + kh] = 0;  // ready for the next step (the same graph replays it)
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    float total = 0.0f;
+    for (int s = lane; s < splits; s += 32) {
+      const float ls = ml[2 * (g * splits + s) + 1];
+      const float f = ls > 0.0f ? __expf(ml[2 * (g * splits + s)] - mx) : 0.0f;
+      weight[g * splits + s] = f;
+      total += ls * f;
+    }
+    total = warp_sum(total);
+    if (lane == 0) head_l[g] = 1.0f / total;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int idx = tid + i * kAttnThreads, g = idx / D, d = idx % D;
+    if (g < group) {
+      float o = 0.0f;
+      const float* src = part_acc + (first_slot + static_cast<int64_t>(g) * splits) * D + d;
+#pragma unroll 4
+      for (int s = 0; s < splits; ++s) o = fmaf(__ldcg(src + static_cast<int64_t>(s) * D), weight[g * splits + s], o);
+      store(out + (static_cast<int64_t>(b) * hq + kh * group + g) * D, d, o * head_l[g]);
+    }
+  }
+  if (tid == 0) counters[b * hk + kh] = 0;  // ready for the next step (the same graph replays it)
 }
 
 template <typename T>
@@ -480,22 +719,18 @@ cudaError_t attention_typed(const void* q, const void* k_cache, const void* v_ca
                             float* part_acc, float* part_ml, int* counters, int64_t batch, int64_t positions,
                             int64_t hq, int64_t hk, int64_t d, int splits, int per_split, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(hk), static_cast<unsigned>(batch));
-  const unsigned threads = static_cast<unsigned>(32 * (hq / hk));
   const float scale = 1.0f / sqrtf(static_cast<float>(d));
   const auto* qs = static_cast<const T*>(q);
   const auto* ks = static_cast<const T*>(k_cache);
   const auto* vs = static_cast<const T*>(v_cache);
   auto* o = static_cast<T*>(out);
+  const int h = static_cast<int>(hq), k = static_cast<int>(hk);
   if (d == 64) {
-    decode_attention<T, 64><<<grid, threads, 0, stream>>>(qs, ks, vs, pos, o, part_acc, part_ml, counters, positions,
-                                                         static_cast<int>(hq), static_cast<int>(hk), splits, per_split,
-                                                         scale);
-  } else {
-    decode_attention<T, 128><<<grid, threads, 0, stream>>>(qs, ks, vs, pos, o, part_acc, part_ml, counters, positions,
-                                                          static_cast<int>(hq), static_cast<int>(hk), splits,
-                                                          per_split, scale);
+    return launch_kernel(decode_attention<T, 64>, grid, dim3(kAttnThreads), stream, qs, ks, vs, pos, o, part_acc,
+                         part_ml, counters, positions, h, k, splits, per_split, scale);
   }
-  return cudaGetLastError();
+  return launch_kernel(decode_attention<T, 128>, grid, dim3(kAttnThreads), stream, qs, ks, vs, pos, o, part_acc,
+                       part_ml, counters, positions, h, k, splits, per_split, scale);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -530,19 +765,15 @@ cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bi
   const dim3 grid(static_cast<unsigned>(rows));
   switch (dtype) {
     case DType::kBFloat16:
-      decode_norm<__nv_bfloat16><<<grid, kNormThreads, 0, stream>>>(
-          static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(weight),
-          static_cast<const __nv_bfloat16*>(bias), static_cast<__nv_bfloat16*>(y), dim, eps, rms);
-      break;
+      return launch_kernel(decode_norm<__nv_bfloat16>, grid, dim3(kNormThreads), stream,
+                           static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(weight),
+                           static_cast<const __nv_bfloat16*>(bias), static_cast<__nv_bfloat16*>(y), dim, eps, rms);
     case DType::kFloat16:
-      decode_norm<__half><<<grid, kNormThreads, 0, stream>>>(static_cast<const __half*>(x),
-                                                             static_cast<const __half*>(weight),
-                                                             static_cast<const __half*>(bias),
-                                                             static_cast<__half*>(y), dim, eps, rms);
-      break;
+      return launch_kernel(decode_norm<__half>, grid, dim3(kNormThreads), stream, static_cast<const __half*>(x),
+                           static_cast<const __half*>(weight), static_cast<const __half*>(bias),
+                           static_cast<__half*>(y), dim, eps, rms);
     default: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 int64_t decode_argmax_scratch(int64_t rows) { return rows * kArgmaxBlocksPerRow; }
@@ -553,30 +784,35 @@ cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, 
   const int64_t wanted = (n + 4 * kArgmaxThreads - 1) / (4 * kArgmaxThreads);  // about 4 values per thread
   const int slices = static_cast<int>(wanted < 1 ? 1 : wanted > kArgmaxBlocksPerRow ? kArgmaxBlocksPerRow : wanted);
   const dim3 grid(static_cast<unsigned>(slices), static_cast<unsigned>(rows));
+  cudaError_t e = cudaErrorInvalidValue;
   switch (dtype) {
     case DType::kBFloat16:
-      argmax_slices<__nv_bfloat16><<<grid, kArgmaxThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(logits), n,
-                                                                        scratch_v, scratch_i);
+      e = launch_kernel(argmax_slices<__nv_bfloat16>, grid, dim3(kArgmaxThreads), stream,
+                        static_cast<const __nv_bfloat16*>(logits), n, scratch_v, scratch_i);
       break;
     case DType::kFloat16:
-      argmax_slices<__half><<<grid, kArgmaxThreads, 0, stream>>>(static_cast<const __half*>(logits), n, scratch_v,
-                                                                 scratch_i);
+      e = launch_kernel(argmax_slices<__half>, grid, dim3(kArgmaxThreads), stream, static_cast<const __half*>(logits), n,
+                        scratch_v, scratch_i);
       break;
-    default: return cudaErrorInvalidValue;
+    default: break;
   }
-  argmax_rows<<<static_cast<unsigned>(rows), 32, 0, stream>>>(scratch_v, scratch_i, slices, n, out);
-  return cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  return launch_kernel(argmax_rows, dim3(static_cast<unsigned>(rows)), dim3(32), stream,
+                       static_cast<const float*>(scratch_v), static_cast<const int64_t*>(scratch_i), slices, n, out);
 }
 
 bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim) {
   return (head_dim == 64 || head_dim == 128) && kv_heads > 0 && q_heads % kv_heads == 0 && q_heads / kv_heads <= 32;
 }
 
-void decode_attention_splits(int64_t batch, int64_t kv_heads, int64_t window, int* splits, int* per_split) {
-  // about 256 blocks in all, at least 8 positions each
-  int64_t s = (256 + batch * kv_heads - 1) / (batch * kv_heads);
-  const int64_t most = (window + 7) / 8;
-  s = s < 1 ? 1 : s > most ? most : s;
+void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t window, int* splits,
+                             int* per_split) {
+  const int64_t pairs = batch * kv_heads, group = q_heads / kv_heads;
+  int64_t s = (256 + pairs - 1) / pairs;                // about 256 blocks in all
+  s = std::min<int64_t>(s, (window + 15) / 16);          // at least 16 positions a block
+  s = std::max<int64_t>(s, (window + 255) / 256);        // at most 256 (a few tiles)
+  s = std::min<int64_t>(s, kAttnCombineSlots / group);   // what the combine holds in shared memory
+  s = std::max<int64_t>(s, 1);
   *per_split = static_cast<int>((window + s - 1) / s);
   *splits = static_cast<int>((window + *per_split - 1) / *per_split);
 }
@@ -609,21 +845,18 @@ cudaError_t launch_decode_qkv_to_cache(const void* qkv, const void* cos, const v
   const dim3 grid(static_cast<unsigned>(blocks < 4096 ? blocks : 4096));
   switch (dtype) {
     case DType::kBFloat16:
-      decode_qkv_to_cache<__nv_bfloat16><<<grid, threads, 0, stream>>>(
-          static_cast<const __nv_bfloat16*>(qkv), static_cast<const __nv_bfloat16*>(cos),
-          static_cast<const __nv_bfloat16*>(sin), pos, static_cast<__nv_bfloat16*>(q_out),
-          static_cast<__nv_bfloat16*>(k_cache), static_cast<__nv_bfloat16*>(v_cache), used_k, batch, positions,
-          q_heads, kv_heads, head_dim);
-      break;
+      return launch_kernel(decode_qkv_to_cache<__nv_bfloat16>, grid, dim3(threads), stream,
+                           static_cast<const __nv_bfloat16*>(qkv), static_cast<const __nv_bfloat16*>(cos),
+                           static_cast<const __nv_bfloat16*>(sin), pos, static_cast<__nv_bfloat16*>(q_out),
+                           static_cast<__nv_bfloat16*>(k_cache), static_cast<__nv_bfloat16*>(v_cache), used_k, batch,
+                           positions, q_heads, kv_heads, head_dim);
     case DType::kFloat16:
-      decode_qkv_to_cache<__half><<<grid, threads, 0, stream>>>(
-          static_cast<const __half*>(qkv), static_cast<const __half*>(cos), static_cast<const __half*>(sin), pos,
-          static_cast<__half*>(q_out), static_cast<__half*>(k_cache), static_cast<__half*>(v_cache), used_k, batch,
-          positions, q_heads, kv_heads, head_dim);
-      break;
+      return launch_kernel(decode_qkv_to_cache<__half>, grid, dim3(threads), stream, static_cast<const __half*>(qkv),
+                           static_cast<const __half*>(cos), static_cast<const __half*>(sin), pos,
+                           static_cast<__half*>(q_out), static_cast<__half*>(k_cache), static_cast<__half*>(v_cache),
+                           used_k, batch, positions, q_heads, kv_heads, head_dim);
     default: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 }  // namespace gpubench::engine::fused

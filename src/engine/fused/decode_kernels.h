@@ -66,7 +66,8 @@ cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, 
 bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim);
 /// The most sequences decode_ops sends to it (FlashAttention beyond).
 constexpr int64_t kDecodeAttentionMaxBatch = 8;
-void decode_attention_splits(int64_t batch, int64_t kv_heads, int64_t window, int* splits, int* per_split);
+void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t window, int* splits,
+                             int* per_split);
 cudaError_t launch_decode_attention(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
                                     void* out, float* part_acc, float* part_ml, int* counters, DType dtype,
                                     int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,

@@ -149,7 +149,7 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
       k_cache.size(3) == d && decode_attention_serves(hq, hk, d) && counters.defined() && counters.is_cuda() &&
       counters.scalar_type() == at::kInt && counters.numel() >= b * hk && pos.scalar_type() == at::kLong) {
     int splits = 1, per_split = 1;
-    decode_attention_splits(b, hk, window, &splits, &per_split);
+    decode_attention_splits(b, hq, hk, window, &splits, &per_split);
     at::Tensor out = at::empty_like(q);
     at::Tensor acc = at::empty({b, hq, splits, d}, q.options().dtype(at::kFloat));
     at::Tensor ml = at::empty({b, hq, splits, 2}, q.options().dtype(at::kFloat));
