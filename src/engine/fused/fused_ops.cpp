@@ -239,17 +239,23 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
       f.implementation = kernels ? "cuda kernel" : "aten";
       const std::string what =
           n == "decode_gemv"
-              ? "the decode step's matrix products by gpubench's GEMV, one pass over the weights with bias, GELU, "
-                "SwiGLU (gate and up together) and the residual add in its epilogue, q, k and v as one product, where "
+              ? "the decode step's matrix products by gpubench's GEMV, one pass over the weights with the input's norm, "
+                "bias, GELU, SwiGLU (gate and up together) and the residual add in it, q, k and v as one product, where "
                 "it beats cuBLAS on the H200 (one sequence: every product but the LM head; 2 to 8: rows of at most "
-                "1,024); cuBLAS with the residual as its C and one SwiGLU kernel otherwise"
-          : n == "decode_norm"   ? "the decode step's RMSNorm / LayerNorm, computed inside the GEMV that reads its "
-                                   "output (the final norm before cuBLAS's LM head: one kernel)"
+                "1,024); cuBLAS with the residual as its C and one SwiGLU kernel otherwise. On sm_90 and later each "
+                "decode kernel is launched programmatically: it requests its weights while the kernel before it "
+                "finishes (GPUBENCH_DECODE_PDL=0: plain launches)"
+          : n == "decode_norm"   ? "the decode step's RMSNorm / LayerNorm, inside the GEMV that reads its output (gamma "
+                                   "and beta folded into the weights, the row statistics summed beside the product); "
+                                   "the final norm before cuBLAS's LM head is one kernel"
           : n == "decode_attention"
-              ? "one query per sequence over the keys in use, split over positions with the splits combined by the "
-                "last block, in one launch (up to 8 sequences, head_dim 64 or 128; FlashAttention or SDPA otherwise)"
-          : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, one block per row"
-                               : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to the cache in one kernel";
+              ? "one query per sequence over the keys in use, in tiles of keys and values in shared memory, split "
+                "over positions with the splits combined by the last block, in one launch (up to 8 sequences, "
+                "head_dim 64 or 128; FlashAttention or SDPA otherwise)"
+          : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, in two small launches"
+                                 : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
+                                   "the cache inside the decode attention's launch where that serves, else in one "
+                                   "kernel of its own";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
                        : why + ": the same operations by ATen";
     } else {
