@@ -3,7 +3,7 @@
 # attention (commit in README.md), against gpubench's ATen path and transformers' eager generate on the H200, after
 # `scripts/device_run.sh build` with GPUBENCH_BUILD_TARGETS="gpubench engine_tests decoder_parity_tests".
 # Run from the repository root: OUT=... results/2026-12-01-h200-decode-pdl/run.sh PHASE... (cudatest, small, large,
-# profile, sweep). Per scenario gpubench's runs and PyTorch's follow each other; each gpubench run is 5 timed
+# profile, final, sweep). Per scenario gpubench's runs and PyTorch's follow each other; each gpubench run is 5 timed
 # generations after 1 untimed one. `nopdl` runs are the same fused path with GPUBENCH_DECODE_PDL=0 (plain launches).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -63,10 +63,21 @@ for phase in "$@"; do
         head -14 "$OUT/ncu_$m.txt" | tee -a "$OUT/session.log"
       done
       ;;
+    final)  # the last commit's bs 1 figures and its GEMV tests, after the SwiGLU GEMV change
+      timeout 120 build-device/tests/engine_tests --gtest_filter='DecodeOps*Gemv*_CUDA:DecodeOps*FusedDecodeSteps*_CUDA' \
+        > "$OUT/engine_cuda_final.log" 2>&1
+      log "exit $?"; grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/engine_cuda_final.log" | head | tee -a "$OUT/session.log"
+      gpubench final_llama_bs1_fused llama --precision bf16 --batch-size 1 --kernels fused
+      reference final_llama_bs1 --model llama --precision bf16 --batch-size 1
+      gpubench final_llama_bs1_fused_2 llama --precision bf16 --batch-size 1 --kernels fused
+      gpubench final_gpt2_bs1_fused gpt2 --precision bf16 --batch-size 1 --kernels fused
+      reference final_gpt2_bs1 --model gpt2 --precision bf16 --batch-size 1
+      gpubench final_gpt2_bs1_fused_2 gpt2 --precision bf16 --batch-size 1 --kernels fused
+      ;;
     sweep)
       log "sweep: llama fused, batch x prompt"
-      timeout 400 "$GB" sweep llama --mode generate --precision bf16 --kernels fused --batch-size 1,8,32,128 \
-        --prompt-tokens 128,512,2048 --epochs 3 --out "$OUT/records/sweep" > "$OUT/records/console_sweep.txt" 2>&1
+      timeout 170 "$GB" sweep llama --mode generate --precision bf16 --kernels fused --batch-size 1,8,32,128 \
+        --prompt-tokens 512,2048 --epochs 2 --out "$OUT/records/sweep" > "$OUT/records/console_sweep.txt" 2>&1
       log "exit $?"; tail -20 "$OUT/records/console_sweep.txt" | tee -a "$OUT/session.log"
       ;;
   esac
