@@ -77,7 +77,7 @@ for phase in "$@"; do
     sweep)
       log "sweep: llama fused, batch x prompt"
       timeout 170 "$GB" sweep llama --mode generate --precision bf16 --kernels fused --batch-size 1,8,32,128 \
-        --prompt-tokens 512,2048 --epochs 2 --out "$OUT/records/sweep" > "$OUT/records/console_sweep.txt" 2>&1
+        --prompt-tokens 512,1536 --epochs 2 --out "$OUT/records/sweep" > "$OUT/records/console_sweep.txt" 2>&1
       log "exit $?"; tail -20 "$OUT/records/console_sweep.txt" | tee -a "$OUT/session.log"
       ;;
   esac

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -164,11 +163,9 @@ __device__ __forceinline__ float normed_dot(float dot, int kind, float sum, floa
 
 /// Each output column j is `split` warps' work (1, 2, 4 or 8; they share k and add up through shared memory), so
 /// that a narrow matrix still has enough warps, and enough loads in flight, to keep the memory system busy. Every
-/// lane keeps four chunks of 16 bytes in flight at a time (of gate and up both with SwiGLU: eight loads; two chunks
-/// of each, 69 registers instead of 96 and three blocks an SM instead of two, measured together with the attention
-/// taking over the cache write: TinyLlama's step 1.374 -> 1.454 ms on the H200 while GPT-2's, no SwiGLU, went 0.365 ->
-/// 0.355); the first four, and L2 prefetches of three times as many, are issued before the wait for the
-/// previous kernel. The input's norm is computed in the same pass: gamma (and
+/// lane keeps four chunks of 16 bytes in flight at a time (of gate and up both with SwiGLU: eight loads; with two
+/// chunks of each, 69 registers instead of 96, TinyLlama's step was no faster on the H200); the first four, and L2
+/// prefetches of the next twelve, are issued before the wait for the previous kernel. The input's norm is computed in the same pass: gamma (and
 /// beta) multiply the weights, the row statistics are summed beside the product and applied at the end, so a norm
 /// costs no pass over x of its own and no barrier before the weights stream.
 template <typename T, int M, int ACT>
@@ -206,17 +203,16 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   }
   const int64_t chunks = valid ? k / 8 : 0, step = 32 * static_cast<int64_t>(split);
   int64_t c = part * 32 + lane;
-  constexpr int U = 4;  // chunks a lane has in flight (of gate and up both with SwiGLU)
-  uint4 first[U][kOut];
+  uint4 first[4][kOut];
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
+  for (int u = 0; u < 4; ++u) {
 #pragma unroll
     for (int o = 0; o < kOut; ++o) {
       if (c + u * step < chunks) first[u][o] = __ldcs(reinterpret_cast<const uint4*>(rows[o]) + c + u * step);
     }
   }
   if ((lane & 7) == 0) {  // one prefetch per 128-byte line
-    for (int64_t p = c + U * step; p < chunks && p < c + 4 * U * step; p += step) {
+    for (int64_t p = c + 4 * step; p < chunks && p < c + 16 * step; p += step) {
 #pragma unroll
       for (int o = 0; o < kOut; ++o) prefetch_l2(reinterpret_cast<const uint4*>(rows[o]) + p);
     }
@@ -276,19 +272,19 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     }
   };
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
+  for (int u = 0; u < 4; ++u) {
     if (c + u * step < chunks) consume(first[u], c + u * step);
   }
-  c += U * step;
-  for (; c + (U - 1) * step < chunks; c += U * step) {  // U chunks issued before any is used
-    uint4 wv[U][kOut];
+  c += 4 * step;
+  for (; c + 3 * step < chunks; c += 4 * step) {  // four loads issued before any is used
+    uint4 wv[4][kOut];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
+    for (int u = 0; u < 4; ++u) {
 #pragma unroll
       for (int o = 0; o < kOut; ++o) wv[u][o] = __ldcs(reinterpret_cast<const uint4*>(rows[o]) + c + u * step);
     }
 #pragma unroll
-    for (int u = 0; u < U; ++u) consume(wv[u], c + u * step);
+    for (int u = 0; u < 4; ++u) consume(wv[u], c + u * step);
   }
   for (; c < chunks; c += step) {
     uint4 wv[kOut];
@@ -538,31 +534,18 @@ struct AttnTile {
   static constexpr int kLoads = kPositions * kChunks / kAttnThreads;  // 16-byte loads a thread makes per tile, each
 };
 
-/// x[e] of a head rotated (llama's rotary embeddings at one position: x cos + rotate_half(x) sin, rotate_half(x) =
-/// (-x2, x1)), or as is without tables.
-template <typename T>
-__device__ __forceinline__ float rotated(const T* head, int e, int d, const T* cos, const T* sin) {
-  const float x = load(head, e);
-  if (cos == nullptr) return x;
-  const int half = d / 2;
-  const float other = e < half ? -load(head, e + half) : load(head, e - half);
-  return x * load(cos, e) + other * load(sin, e);
-}
-
 /// Block (split, kv head, sequence): the group of q heads that share the kv head over positions [split x per_split,
 /// +per_split) of the keys in use (pos + 1), in tiles: every thread loads its share of a tile's keys and values at
 /// once (the next tile's while this one is computed) into shared memory, then the scores of every (head, position),
 /// the tile's softmax per head (online across tiles), and the weighted values of every (head, dimension). Partial
 /// (max, sum, acc) go to scratch; the last block of a (sequence, kv head) to finish (a counter, reset by it) combines
-/// the splits, spread over its threads. q is the q/k/v product (a row per sequence: q heads, then k, then v): the
-/// block whose split holds pos writes the new k and v into the cache first (k rotated by cos/sin at pos where given,
-/// as q is), so that no kernel of its own does.
+/// the splits, spread over its threads.
 template <typename T, int D>
 __global__ void __launch_bounds__(kAttnThreads)
-    decode_attention(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __restrict__ sin, T* __restrict__ kc, T* __restrict__ vc, const int64_t* __restrict__ pos_ptr,
-                     T* __restrict__ out, float* __restrict__ part_acc, float* __restrict__ part_ml,
-                     int* __restrict__ counters, int64_t positions, int hq, int hk, int splits, int per_split,
-                     float scale) {
+    decode_attention(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
+                     const int64_t* __restrict__ pos_ptr, T* __restrict__ out, float* __restrict__ part_acc,
+                     float* __restrict__ part_ml, int* __restrict__ counters, int64_t positions, int hq, int hk,
+                     int splits, int per_split, float scale) {
   using Tile = AttnTile<D>;
   constexpr int P = Tile::kPositions, W = Tile::kRowWords, kPerThread = 32 * D / kAttnThreads;
   __shared__ uint32_t kt[P * W], vt[P * W];  // the tile's keys and values, two 16-bit values a word
@@ -585,22 +568,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   }
   wait_for_previous_kernel();
   let_next_kernel_start();
-  const int64_t pos = *pos_ptr, used = pos + 1;
+  const int64_t used = *pos_ptr + 1;
   const int64_t p1 = p0 + per_split < used ? p0 + per_split : used;
-  const T* qrow = qkv + static_cast<int64_t>(b) * (hq + 2 * hk) * D;
-  const T* cp = cos != nullptr ? cos + pos * D : nullptr;
-  const T* sp = sin != nullptr ? sin + pos * D : nullptr;
   for (int i = tid; i < group * D; i += kAttnThreads) {
-    qs[i] = rotated(qrow + (kh * group + i / D) * D, i % D, D, cp, sp) * scale;
-  }
-  if (pos >= p0 && pos < p1) {  // this block's split holds the new position: its k and v into the cache
-    const T* k_new = qrow + (static_cast<int64_t>(hq) + kh) * D;
-    const T* v_new = qrow + (static_cast<int64_t>(hq) + hk + kh) * D;
-    for (int e = tid; e < D; e += kAttnThreads) {
-      store(kc + row_of(pos), e, rotated(k_new, e, D, cp, sp));
-      store(vc + row_of(pos), e, load(v_new, e));
-    }
-    __syncthreads();  // visible to the block's own loads of the tile below (through L2)
+    qs[i] = load(q + (static_cast<int64_t>(b) * hq + kh * group) * D, i) * scale;
   }
   if (tid < group) {
     head_m[tid] = -INFINITY;
@@ -736,15 +707,8 @@ __global__ void __launch_bounds__(kAttnThreads)
     if (g < group) {
       float o = 0.0f;
       const float* src = part_acc + (first_slot + static_cast<int64_t>(g) * splits) * D + d;
-      for (int s0 = 0; s0 < splits; s0 += 8) {  // eight loads in flight, then their sum
-        float part[8];
-#pragma unroll
-        for (int u = 0; u < 8; ++u) part[u] = s0 + u < splits ? __ldcg(src + static_cast<int64_t>(s0 + u) * D) : 0.0f;
-#pragma unroll
-        for (int u = 0; u < 8; ++u) {
-          if (s0 + u < splits) o = fmaf(part[u], weight[g * splits + s0 + u], o);
-        }
-      }
+#pragma unroll 4
+      for (int s = 0; s < splits; ++s) o = fmaf(__ldcg(src + static_cast<int64_t>(s) * D), weight[g * splits + s], o);
       store(out + (static_cast<int64_t>(b) * hq + kh * group + g) * D, d, o * head_l[g]);
     }
   }
@@ -752,24 +716,22 @@ __global__ void __launch_bounds__(kAttnThreads)
 }
 
 template <typename T>
-cudaError_t attention_typed(const void* qkv, const void* cos, const void* sin, void* k_cache, void* v_cache, const int64_t* pos, void* out, float* part_acc,
-                            float* part_ml, int* counters, int64_t batch, int64_t positions, int64_t hq, int64_t hk,
-                            int64_t d, int splits, int per_split, cudaStream_t stream) {
+cudaError_t attention_typed(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos, void* out,
+                            float* part_acc, float* part_ml, int* counters, int64_t batch, int64_t positions,
+                            int64_t hq, int64_t hk, int64_t d, int splits, int per_split, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(hk), static_cast<unsigned>(batch));
   const float scale = 1.0f / sqrtf(static_cast<float>(d));
-  const auto* qs = static_cast<const T*>(qkv);
-  auto* ks = static_cast<T*>(k_cache);
-  auto* vs = static_cast<T*>(v_cache);
-  const auto* c = static_cast<const T*>(cos);
-  const auto* sn = static_cast<const T*>(sin);
+  const auto* qs = static_cast<const T*>(q);
+  const auto* ks = static_cast<const T*>(k_cache);
+  const auto* vs = static_cast<const T*>(v_cache);
   auto* o = static_cast<T*>(out);
   const int h = static_cast<int>(hq), k = static_cast<int>(hk);
   if (d == 64) {
-    return launch_kernel(decode_attention<T, 64>, grid, dim3(kAttnThreads), stream, qs, c, sn, ks,
-                         vs, pos, o, part_acc, part_ml, counters, positions, h, k, splits, per_split, scale);
+    return launch_kernel(decode_attention<T, 64>, grid, dim3(kAttnThreads), stream, qs, ks, vs, pos, o, part_acc,
+                         part_ml, counters, positions, h, k, splits, per_split, scale);
   }
-  return launch_kernel(decode_attention<T, 128>, grid, dim3(kAttnThreads), stream, qs, c, sn, ks,
-                       vs, pos, o, part_acc, part_ml, counters, positions, h, k, splits, per_split, scale);
+  return launch_kernel(decode_attention<T, 128>, grid, dim3(kAttnThreads), stream, qs, ks, vs, pos, o, part_acc,
+                       part_ml, counters, positions, h, k, splits, per_split, scale);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -844,35 +806,31 @@ bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim
   return (head_dim == 64 || head_dim == 128) && kv_heads > 0 && q_heads % kv_heads == 0 && q_heads / kv_heads <= 32;
 }
 
-void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t window,
-                             int* splits, int* per_split) {
-  // A block's time is its tiles one after another, the combine's about one L2 round trip per eight splits: about
-  // sqrt(11 x tiles) splits balance them (one tile a block at TinyLlama's 640 positions, four at 8,192)...
-  const int64_t tile = head_dim == 64 ? AttnTile<64>::kPositions : AttnTile<128>::kPositions;
-  const int64_t tiles = (window + tile - 1) / tile;
-  int64_t s = std::min<int64_t>(std::lround(std::sqrt(11.0 * static_cast<double>(tiles))), tiles);
-  // ...with about 128 blocks in all at least, while a block still gets 16 positions,
-  s = std::max<int64_t>(s, std::min<int64_t>((128 + batch * kv_heads - 1) / (batch * kv_heads), (window + 15) / 16));
-  s = std::min<int64_t>(s, kAttnCombineSlots / (q_heads / kv_heads));  // and what the combine holds in shared memory
+void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t window, int* splits,
+                             int* per_split) {
+  const int64_t pairs = batch * kv_heads, group = q_heads / kv_heads;
+  int64_t s = (256 + pairs - 1) / pairs;                // about 256 blocks in all
+  s = std::min<int64_t>(s, (window + 15) / 16);          // at least 16 positions a block
+  s = std::max<int64_t>(s, (window + 255) / 256);        // at most 256 (a few tiles)
+  s = std::min<int64_t>(s, kAttnCombineSlots / group);   // what the combine holds in shared memory
   s = std::max<int64_t>(s, 1);
   *per_split = static_cast<int>((window + s - 1) / s);
   *splits = static_cast<int>((window + *per_split - 1) / *per_split);
 }
 
-cudaError_t launch_decode_qkv_attention(const void* qkv, const void* cos, const void* sin, void* k_cache,
-                                        void* v_cache, const int64_t* pos, void* out, float* part_acc, float* part_ml,
-                                        int* counters, DType dtype, int64_t batch, int64_t positions, int64_t q_heads,
-                                        int64_t kv_heads, int64_t head_dim, int splits, int per_split,
-                                        cudaStream_t stream) {
+cudaError_t launch_decode_attention(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
+                                    void* out, float* part_acc, float* part_ml, int* counters, DType dtype,
+                                    int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,
+                                    int64_t head_dim, int splits, int per_split, cudaStream_t stream) {
   if (!decode_attention_serves(q_heads, kv_heads, head_dim) || splits < 1) return cudaErrorInvalidValue;
   if (batch == 0) return cudaSuccess;
   switch (dtype) {
     case DType::kBFloat16:
-      return attention_typed<__nv_bfloat16>(qkv, cos, sin, k_cache, v_cache, pos, out, part_acc, part_ml, counters,
-                                            batch, positions, q_heads, kv_heads, head_dim, splits, per_split, stream);
+      return attention_typed<__nv_bfloat16>(q, k_cache, v_cache, pos, out, part_acc, part_ml, counters, batch,
+                                            positions, q_heads, kv_heads, head_dim, splits, per_split, stream);
     case DType::kFloat16:
-      return attention_typed<__half>(qkv, cos, sin, k_cache, v_cache, pos, out, part_acc, part_ml, counters, batch,
-                                     positions, q_heads, kv_heads, head_dim, splits, per_split, stream);
+      return attention_typed<__half>(q, k_cache, v_cache, pos, out, part_acc, part_ml, counters, batch, positions,
+                                     q_heads, kv_heads, head_dim, splits, per_split, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -1,8 +1,8 @@
 #pragma once
 // gpubench's CUDA kernels for one decode step of mode: generate with `kernels: fused` (docs/generate.md), torch-free
 // like fused_kernels.h. A decode step reads every weight once for a handful of tokens, so what it costs is memory
-// traffic and the number of kernels: these do a layer in five launches (q/k/v GEMV with the norm, rotary + cache
-// write + attention, output GEMV + residual, gate/up GEMV with the norm + SwiGLU, down GEMV + residual) instead of
+// traffic and the number of kernels: these do a layer in six launches (q/k/v GEMV with the input norm, rotary + cache
+// write, attention, output GEMV + residual, gate/up GEMV with the norm + SwiGLU, down GEMV + residual) instead of
 // ATen's ~45, each launched programmatically on sm_90 and later (it starts, and requests its weights, while the
 // kernel before it finishes; GPUBENCH_DECODE_PDL=0 switches that off).
 // All compute in fp32 over bf16 or fp16 storage (DType from fused_kernels.h; fp32 storage is not served here).
@@ -60,24 +60,20 @@ int64_t decode_argmax_scratch(int64_t rows);
 cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, int64_t n, float* scratch_v,
                                  int64_t* scratch_i, int64_t* out, cudaStream_t stream);
 
-/// Decode attention of one token per sequence, straight from its q/k/v product qkv [batch, (q_heads + 2 kv_heads) *
-/// head_dim] (q, then k, then v): q and the new k rotated at *pos by cos/sin ([positions, head_dim] tables; none when
-/// null), the new k and v written into the caches [batch, positions, kv_heads, head_dim] at *pos by the block that
-/// attends over that position (decode_qkv_to_cache's work, without FlashAttention's keys in use), and
-/// softmax(q k^T / sqrt(head_dim)) v over the first *pos + 1 positions to out [batch, q_heads, head_dim], in one
-/// launch split over positions (`splits` of `per_split`, from decode_attention_splits for the attention window).
-/// part_acc [batch, q_heads, splits, head_dim] and part_ml [batch, q_heads, splits, 2] are fp32 scratch; counters
-/// [batch x kv_heads] int32 must be zero (each launch leaves them zero).
+/// Decode attention: q [batch, q_heads, head_dim] (one token per sequence) over the first *pos + 1 positions of the
+/// caches [batch, positions, kv_heads, head_dim], softmax(q k^T / sqrt(head_dim)) v to out [batch, q_heads,
+/// head_dim], in one launch split over positions (`splits` of `per_split`, from decode_attention_splits for the
+/// attention window). part_acc [batch, q_heads, splits, head_dim] and part_ml [batch, q_heads, splits, 2] are fp32
+/// scratch; counters [batch x kv_heads] int32 must be zero (each launch leaves them zero).
 bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim);
 /// The most sequences decode_ops sends to it (FlashAttention beyond).
 constexpr int64_t kDecodeAttentionMaxBatch = 8;
-void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t window,
-                             int* splits, int* per_split);
-cudaError_t launch_decode_qkv_attention(const void* qkv, const void* cos, const void* sin, void* k_cache,
-                                        void* v_cache, const int64_t* pos, void* out, float* part_acc, float* part_ml,
-                                        int* counters, DType dtype, int64_t batch, int64_t positions, int64_t q_heads,
-                                        int64_t kv_heads, int64_t head_dim, int splits, int per_split,
-                                        cudaStream_t stream);
+void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t window, int* splits,
+                             int* per_split);
+cudaError_t launch_decode_attention(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
+                                    void* out, float* part_acc, float* part_ml, int* counters, DType dtype,
+                                    int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,
+                                    int64_t head_dim, int splits, int per_split, cudaStream_t stream);
 
 /// One token's q, k and v into the cache: qkv [batch, (q_heads + 2 kv_heads) * head_dim] (q, then k, then v);
 /// rotary embeddings on q and k at position *pos (a device int64) when cos and sin ([positions, head_dim] tables)

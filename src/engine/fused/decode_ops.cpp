@@ -138,38 +138,30 @@ at::Tensor decode_argmax(const at::Tensor& logits) {
   return logits.argmax(-1, /*keepdim=*/true);
 }
 
-at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
-                                const at::Tensor& sin, const at::Tensor& pos, at::Tensor& k_cache,
-                                at::Tensor& v_cache, int64_t window, const at::Tensor& counters) {
+at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                            const at::Tensor& pos, int64_t window, const at::Tensor& counters) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-  const int64_t b = qkv.size(0), d = k_cache.size(3);
-  const bool same = k_cache.scalar_type() == qkv.scalar_type() && v_cache.scalar_type() == qkv.scalar_type() &&
-                    (!cos.defined() || (cos.scalar_type() == qkv.scalar_type() && sin.scalar_type() == qkv.scalar_type() &&
-                                        cos.is_contiguous() && sin.is_contiguous() && cos.size(-1) == d));
-  // Up to 8 sequences: beyond, FlashAttention's kernel served TinyLlama's decode step faster on the H200
-  // (results/2026-12-01-h200-fused-decode).
-  if (b <= kDecodeAttentionMaxBatch && on_decode_kernels(qkv) && same && qkv.dim() == 2 && qkv.is_contiguous() &&
-      qkv.size(1) == (q_heads + 2 * kv_heads) * d && k_cache.is_contiguous() && v_cache.is_contiguous() &&
-      k_cache.size(2) == kv_heads && decode_attention_serves(q_heads, kv_heads, d) && counters.defined() &&
-      counters.is_cuda() && counters.scalar_type() == at::kInt && counters.numel() >= b * kv_heads &&
-      pos.scalar_type() == at::kLong) {
+  const int64_t b = q.size(0), hq = q.size(1), d = q.size(2), hk = k_cache.size(2);
+  // Up to 8 sequences: at 32 and 128 (TinyLlama, H200) this kernel's one warp per q head and position made the step
+  // 1.2 and 1.5x slower than FlashAttention's (results/2026-12-01-h200-fused-decode), which serves them instead.
+  if (b <= kDecodeAttentionMaxBatch && on_decode_kernels(q) && q.dim() == 3 && q.is_contiguous() && k_cache.scalar_type() == q.scalar_type() &&
+      v_cache.scalar_type() == q.scalar_type() && k_cache.is_contiguous() && v_cache.is_contiguous() &&
+      k_cache.size(3) == d && decode_attention_serves(hq, hk, d) && counters.defined() && counters.is_cuda() &&
+      counters.scalar_type() == at::kInt && counters.numel() >= b * hk && pos.scalar_type() == at::kLong) {
     int splits = 1, per_split = 1;
-    decode_attention_splits(b, q_heads, kv_heads, d, window, &splits, &per_split);
-    at::Tensor out = at::empty({b, q_heads, d}, qkv.options());
-    at::Tensor acc = at::empty({b, q_heads, splits, d}, qkv.options().dtype(at::kFloat));
-    at::Tensor ml = at::empty({b, q_heads, splits, 2}, qkv.options().dtype(at::kFloat));
-    launch::check(launch_decode_qkv_attention(qkv.data_ptr(), cos.defined() ? cos.data_ptr() : nullptr,
-                                              sin.defined() ? sin.data_ptr() : nullptr, k_cache.data_ptr(),
-                                              v_cache.data_ptr(), pos.data_ptr<int64_t>(), out.data_ptr(),
-                                              acc.data_ptr<float>(), ml.data_ptr<float>(), counters.data_ptr<int>(),
-                                              launch::dtype_of(qkv), b, k_cache.size(1), q_heads, kv_heads, d, splits,
-                                              per_split, launch::stream()),
+    decode_attention_splits(b, hq, hk, window, &splits, &per_split);
+    at::Tensor out = at::empty_like(q);
+    at::Tensor acc = at::empty({b, hq, splits, d}, q.options().dtype(at::kFloat));
+    at::Tensor ml = at::empty({b, hq, splits, 2}, q.options().dtype(at::kFloat));
+    launch::check(launch_decode_attention(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), pos.data_ptr<int64_t>(),
+                                          out.data_ptr(), acc.data_ptr<float>(), ml.data_ptr<float>(),
+                                          counters.data_ptr<int>(), launch::dtype_of(q), b, k_cache.size(1), hq, hk, d,
+                                          splits, per_split, launch::stream()),
                   "decode_attention");
     return out;
   }
 #else
-  (void)qkv, (void)q_heads, (void)kv_heads, (void)cos, (void)sin, (void)pos, (void)k_cache, (void)v_cache,
-      (void)window, (void)counters;
+  (void)q, (void)k_cache, (void)v_cache, (void)pos, (void)window, (void)counters;
 #endif
   return {};
 }

@@ -34,15 +34,12 @@ at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::
 /// [m, 1], as logits.argmax(-1, keepdim=true).
 at::Tensor decode_argmax(const at::Tensor& logits);
 
-/// The new token's q/k/v product qkv [batch, (q_heads + 2 kv_heads) head_dim] into the caches [batch, positions,
-/// kv_heads, head_dim] at pos (rotary embeddings on q and k when cos/sin are defined, as decode_qkv_to_cache) and its
-/// attention over the first pos + 1 positions (at most `window`), in one launch of gpubench's split kernel, with
-/// `counters` (int32 [batch x kv_heads], zero; KvCache holds them); returns [batch, q_heads, head_dim]. Undefined,
-/// with nothing written, where the kernel does not serve (not CUDA bf16/fp16, head_dim not 64 or 128, a cache of
-/// another dtype, more than 8 sequences): the caller runs decode_qkv_to_cache and its own attention then.
-at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
-                                const at::Tensor& sin, const at::Tensor& pos, at::Tensor& k_cache,
-                                at::Tensor& v_cache, int64_t window, const at::Tensor& counters);
+/// Decode attention of q [batch, q_heads, head_dim] over the first pos + 1 positions (at most `window`) of the
+/// caches [batch, positions, kv_heads, head_dim] by gpubench's split kernel, with `counters` (int32 [batch x
+/// kv_heads], zero; KvCache holds them). Undefined where the kernel does not serve (not CUDA bf16/fp16, head_dim not
+/// 64 or 128, a cache of another dtype, more than 8 sequences): the caller attends by its own path then.
+at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                            const at::Tensor& pos, int64_t window, const at::Tensor& counters);
 
 /// One token per sequence: qkv [batch, (q_heads + 2 kv_heads) head_dim] split into q, k, v; rotary embeddings on q
 /// and k at position `pos` (a one-element int64 device tensor) when `cos`, `sin` ([positions, head_dim]) are

@@ -254,8 +254,7 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                 "head_dim 64 or 128; FlashAttention or SDPA otherwise)"
           : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, in two small launches"
                                  : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
-                                   "the cache inside the decode attention's launch where that serves, else in one "
-                                   "kernel of its own";
+                                   "the cache in one kernel";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
                        : why + ": the same operations by ATen";
     } else {

@@ -140,18 +140,6 @@ at::Tensor attend_cached(const at::Tensor& q, const KvCache& cache, size_t layer
       .squeeze(2);
 }
 
-at::Tensor cache_and_attend(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
-                            const at::Tensor& sin, const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer,
-                            bool math) {
-  at::Tensor ctx = engine::fused::decode_qkv_attention(qkv, q_heads, kv_heads, cos, sin, pos, cache.k[layer],
-                                                       cache.v[layer], window, cache.attn_counters);
-  if (ctx.defined()) return ctx;
-  const at::Tensor q = engine::fused::decode_qkv_to_cache(qkv, q_heads, kv_heads, cos, sin, pos, cache.k[layer],
-                                                          cache.v[layer],
-                                                          layer == 0 && cache.flash ? cache.used_k : at::Tensor());
-  return attend_cached(q, cache, layer, pos, window, math);
-}
-
 namespace {
 /// Positions pos.. of a prefill (0..t-1) or of one decoded token, for position tables: rows of `table`.
 at::Tensor rows_at(const at::Tensor& table, const at::Tensor& pos, int64_t t) {
@@ -206,7 +194,10 @@ torch::Tensor Gpt2BlockImpl::forward_decode(const torch::Tensor& x, const at::Te
   namespace f = engine::fused;
   const at::Tensor qkv = f::decode_linear(x, {c_attn->weight.t()}, c_attn->bias, DecodeAct::kNone, {},
                                           {ln_1->weight, ln_1->bias, ln_1->options.eps(), false});
-  const at::Tensor ctx = cache_and_attend(qkv, heads_, heads_, {}, {}, pos, window, cache, layer, math_);
+  const at::Tensor q = f::decode_qkv_to_cache(qkv, heads_, heads_, {}, {}, pos, cache.k[layer], cache.v[layer],
+                                              layer == 0 && cache.flash ? cache.used_k : at::Tensor());
+  at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
+  if (!ctx.defined()) ctx = attend_cached(q, cache, layer, pos, window, math_);
   const at::Tensor h =
       f::decode_linear(ctx.reshape({x.size(0), -1}), {attn_proj->weight.t()}, attn_proj->bias, DecodeAct::kNone, x);
   const at::Tensor a = f::decode_linear(h, {c_fc->weight.t()}, c_fc->bias, DecodeAct::kGeluTanh, {},
@@ -366,11 +357,14 @@ torch::Tensor LlamaDecoderLayerImpl::forward_decode(const torch::Tensor& x, cons
                                                     int64_t window, KvCache& cache, size_t layer) {
   using engine::fused::DecodeAct;
   namespace f = engine::fused;
-  // Five launches a layer on CUDA: q/k/v (with the input norm), rotary + cache writes + attention, the output
+  // Six launches a layer on CUDA: q/k/v (with the input norm), rotary + cache writes, attention, the output
   // projection + residual, gate/up + SwiGLU (with the post-attention norm), down + residual.
   const at::Tensor qkv = f::decode_linear(x, {q_proj->weight, k_proj->weight, v_proj->weight}, {}, DecodeAct::kNone, {},
                                           {input_layernorm->weight, {}, input_layernorm->eps(), true});
-  const at::Tensor ctx = cache_and_attend(qkv, heads_, kv_heads_, cos_all, sin_all, pos, window, cache, layer, math_);
+  const at::Tensor q = f::decode_qkv_to_cache(qkv, heads_, kv_heads_, cos_all, sin_all, pos, cache.k[layer],
+                                              cache.v[layer], layer == 0 && cache.flash ? cache.used_k : at::Tensor());
+  at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
+  if (!ctx.defined()) ctx = attend_cached(q, cache, layer, pos, window, math_);
   const at::Tensor h = f::decode_linear(ctx.reshape({x.size(0), -1}), {o_proj->weight}, {}, DecodeAct::kNone, x);
   const at::Tensor act = f::decode_linear(h, {gate_proj->weight, up_proj->weight}, {}, DecodeAct::kSwiglu, {},
                                           {post_attention_layernorm->weight, {}, post_attention_layernorm->eps(), true});

@@ -45,14 +45,6 @@ at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k_new, const 
 at::Tensor attend_cached(const at::Tensor& q, const KvCache& cache, size_t layer, const at::Tensor& pos, int64_t window,
                          bool math);
 
-/// `kernels: fused`'s decode attention: the new token's q/k/v product qkv [batch, (q_heads + 2 kv_heads) d] into the
-/// cache at pos (rotary by cos/sin [positions, d] when defined) and its attention, [batch, q_heads, d]: one kernel
-/// where gpubench's decode attention serves (fused::decode_qkv_attention), else fused::decode_qkv_to_cache and
-/// attend_cached.
-at::Tensor cache_and_attend(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
-                            const at::Tensor& sin, const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer,
-                            bool math);
-
 /// GPT-2 small by default (transformers' GPT2Config()): 124,439,808 parameters.
 struct Gpt2Options {
   int64_t vocab_size = 50257, positions = 1024, hidden = 768, layers = 12, heads = 12;
