@@ -65,9 +65,8 @@ __device__ __forceinline__ float warp_sum(float v) {
 // Every decode kernel is launched so that it may start while the kernel before it in the stream still runs (Hopper's
 // programmatic dependent launch, also inside a CUDA graph): it first issues the loads that depend on nothing an earlier
 // kernel of the step writes (weights, the cache's older positions), then waits for the previous kernel to finish,
-// and only then lets the next one start. Because each kernel lets its successor start only after its own wait, when
-// a kernel starts every kernel before its immediate predecessor has finished: reads of what those wrote are safe
-// before the wait, reads of the predecessor's outputs and every write come after it.
+// and only then lets the next one start. Before its wait a kernel reads nothing the step writes (only weights, and
+// L2 prefetches of cache rows, which are hints); every other read and every write comes after it.
 
 /// Waits until the previous kernel in the stream has finished and its writes are visible (a no-op before sm_90 and
 /// when the launch was not programmatic).
@@ -737,6 +736,8 @@ cudaError_t attention_typed(const void* q, const void* k_cache, const void* v_ca
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 }  // namespace
+
+bool decode_programmatic_launch() { return programmatic_launch(); }
 
 bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, int64_t k) {
   if (k % 8 != 0 || ldx % 8 != 0 || !aligned16(x) || weights.count < 1 || weights.count > 3) return false;

@@ -15,6 +15,10 @@
 
 namespace gpubench::engine::fused {
 
+/// Whether the decode kernels are launched programmatically on the current device (sm_90 and later, unless
+/// GPUBENCH_DECODE_PDL=0).
+bool decode_programmatic_launch();
+
 /// The most rows (tokens) one GEMV launch serves; more go to cuBLAS.
 constexpr int64_t kDecodeGemvMaxRows = 8;
 

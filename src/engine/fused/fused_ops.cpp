@@ -7,6 +7,10 @@
 
 #include "fused/kernel_launch.h"
 
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#include "fused/decode_kernels.h"
+#endif
+
 namespace gpubench::engine::fused {
 
 namespace {
@@ -257,6 +261,13 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                                    "the cache in one kernel";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
                        : why + ": the same operations by ATen";
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      if (kernels && n == "decode_gemv") {
+        f.note += decode_programmatic_launch() ? "; this run: programmatic launches"
+                                               : "; this run: plain launches (a device before sm_90, or "
+                                                 "GPUBENCH_DECODE_PDL=0)";
+      }
+#endif
     } else {
       f.implementation = kernels ? "cuda kernel" : "aten";
       f.note = kernels ? (n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
