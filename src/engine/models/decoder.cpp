@@ -141,6 +141,19 @@ at::Tensor attend_cached(const at::Tensor& q, const KvCache& cache, size_t layer
 }
 
 namespace {
+/// kernels: fused's decode attention for one layer: the new token's q/k/v product into the cache (rotary by cos/sin
+/// when defined; layer 0 also sets flash's keys in use), then gpubench's decode attention where it serves, else
+/// attend_cached.
+at::Tensor decode_attend(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
+                         const at::Tensor& sin, const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer,
+                         bool math) {
+  namespace f = engine::fused;
+  const at::Tensor q = f::decode_qkv_to_cache(qkv, q_heads, kv_heads, cos, sin, pos, cache.k[layer], cache.v[layer],
+                                              layer == 0 && cache.flash ? cache.used_k : at::Tensor());
+  const at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
+  return ctx.defined() ? ctx : attend_cached(q, cache, layer, pos, window, math);
+}
+
 /// Positions pos.. of a prefill (0..t-1) or of one decoded token, for position tables: rows of `table`.
 at::Tensor rows_at(const at::Tensor& table, const at::Tensor& pos, int64_t t) {
   return pos.defined() ? table.index_select(0, pos) : table.narrow(0, 0, t);
@@ -194,10 +207,7 @@ torch::Tensor Gpt2BlockImpl::forward_decode(const torch::Tensor& x, const at::Te
   namespace f = engine::fused;
   const at::Tensor qkv = f::decode_linear(x, {c_attn->weight.t()}, c_attn->bias, DecodeAct::kNone, {},
                                           {ln_1->weight, ln_1->bias, ln_1->options.eps(), false});
-  const at::Tensor q = f::decode_qkv_to_cache(qkv, heads_, heads_, {}, {}, pos, cache.k[layer], cache.v[layer],
-                                              layer == 0 && cache.flash ? cache.used_k : at::Tensor());
-  at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
-  if (!ctx.defined()) ctx = attend_cached(q, cache, layer, pos, window, math_);
+  const at::Tensor ctx = decode_attend(qkv, heads_, heads_, {}, {}, pos, window, cache, layer, math_);
   const at::Tensor h =
       f::decode_linear(ctx.reshape({x.size(0), -1}), {attn_proj->weight.t()}, attn_proj->bias, DecodeAct::kNone, x);
   const at::Tensor a = f::decode_linear(h, {c_fc->weight.t()}, c_fc->bias, DecodeAct::kGeluTanh, {},
@@ -271,7 +281,7 @@ torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const
   const int64_t t = ids.size(1);
   if (fused_ && pos.defined() && t == 1) {  // one decode step by the decode operations
     namespace f = engine::fused;
-    // (the keys in use, flash's used_k, are written by layer 0's decode_qkv_to_cache)
+    // (flash's keys in use are set by layer 0's decode_attend)
     at::Tensor h = (wte(ids) + rows_at(wpe->weight, pos, t)).squeeze(1);
     for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_decode(h, pos, window, cache, i);
     return f::decode_linear(h, {wte->weight}, {}, f::DecodeAct::kNone, {},
@@ -361,10 +371,7 @@ torch::Tensor LlamaDecoderLayerImpl::forward_decode(const torch::Tensor& x, cons
   // projection + residual, gate/up + SwiGLU (with the post-attention norm), down + residual.
   const at::Tensor qkv = f::decode_linear(x, {q_proj->weight, k_proj->weight, v_proj->weight}, {}, DecodeAct::kNone, {},
                                           {input_layernorm->weight, {}, input_layernorm->eps(), true});
-  const at::Tensor q = f::decode_qkv_to_cache(qkv, heads_, kv_heads_, cos_all, sin_all, pos, cache.k[layer],
-                                              cache.v[layer], layer == 0 && cache.flash ? cache.used_k : at::Tensor());
-  at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
-  if (!ctx.defined()) ctx = attend_cached(q, cache, layer, pos, window, math_);
+  const at::Tensor ctx = decode_attend(qkv, heads_, kv_heads_, cos_all, sin_all, pos, window, cache, layer, math_);
   const at::Tensor h = f::decode_linear(ctx.reshape({x.size(0), -1}), {o_proj->weight}, {}, DecodeAct::kNone, x);
   const at::Tensor act = f::decode_linear(h, {gate_proj->weight, up_proj->weight}, {}, DecodeAct::kSwiglu, {},
                                           {post_attention_layernorm->weight, {}, post_attention_layernorm->eps(), true});
@@ -441,7 +448,7 @@ torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, cons
   const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), dtype);
   if (options_.fused && pos.defined() && t == 1) {  // one decode step by the decode operations
     namespace f = engine::fused;
-    // (the keys in use, flash's used_k, are written by layer 0's decode_qkv_to_cache)
+    // (flash's keys in use are set by layer 0's decode_attend)
     at::Tensor h = embed_tokens_(ids).squeeze(1);
     for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward_decode(h, cos_all, sin_all, pos, window, cache, i);
     return f::decode_linear(h, {lm_head_->weight}, {}, f::DecodeAct::kNone, {}, {norm_->weight, {}, norm_->eps(), true});
