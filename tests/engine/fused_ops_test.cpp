@@ -100,6 +100,101 @@ TEST(FusedOpsTest, SwigluAndRotaryEqualTheirAtenCompositionsWithGradients) {
   EXPECT_THROW(fused::rotary(q1.narrow(-1, 0, 7), k1, cos, sin), std::invalid_argument);  // odd head size
 }
 
+
+// ---- BERT's fusions: linear + dropout + residual + LayerNorm, and linear + GELU -----------------------------------
+
+struct AddNormCase {
+  int64_t rows, in, n;
+  double p;
+};
+
+/// The fused sub-layer output against LayerNorm(dropout(linear(h)) + residual) by ATen, forward and every gradient.
+/// With dropout the residual is zero, gamma one and beta zero, and the linear layer's outputs near 3, so a dropped
+/// element is the smallest of its row, all dropped ones equal: the mask is read back from the output and the
+/// reference applies the same one.
+void check_add_norm(const AddNormCase& c, at::ScalarType dtype, const at::Device& device, double tol) {
+  torch::manual_seed(c.rows * 7 + c.n);
+  const auto f = torch::TensorOptions().device(device);
+  const bool dropout = c.p > 0.0;
+  const at::Tensor h0 = torch::randn({1, c.rows, c.in}, f), w0 = torch::randn({c.n, c.in}, f) * 0.05;
+  const at::Tensor b0 = dropout ? 3.0 + torch::rand({c.n}, f) * 0.1 : torch::randn({c.n}, f);
+  const at::Tensor r0 = dropout ? torch::zeros({1, c.rows, c.n}, f) : torch::randn({1, c.rows, c.n}, f);
+  const at::Tensor g0 = dropout ? torch::ones({c.n}, f) : 1.0 + 0.1 * torch::randn({c.n}, f);
+  const at::Tensor be0 = dropout ? torch::zeros({c.n}, f) : 0.1 * torch::randn({c.n}, f);
+  std::vector<at::Tensor> a, b;  // h, w, bias, residual, gamma, beta: fused, reference
+  for (const auto& t : {h0, w0, b0, r0, g0, be0}) {
+    a.push_back(t.clone().requires_grad_(true));
+    b.push_back(t.clone().requires_grad_(true));
+  }
+  const std::optional<at::ScalarType> cast = dtype != at::kFloat ? std::optional<at::ScalarType>(dtype) : std::nullopt;
+  at::Tensor out, ref;
+  {
+    AutocastScope scope(device.type(), cast);
+    out = fused::linear_dropout_add_layer_norm(a[0], a[1], a[2], a[3], a[4], a[5], c.p, 1e-5);
+    at::Tensor y = at::linear(b[0], b[1], b[2]);
+    if (dropout) {
+      const at::Tensor o = out.to(at::kFloat);
+      const at::Tensor keep = o > std::get<0>(o.min(-1, true));
+      const double kept = keep.to(at::kFloat).mean().item<double>();
+      EXPECT_NEAR(kept, 1.0 - c.p, 5.0 * std::sqrt(c.p * (1 - c.p) / static_cast<double>(keep.numel())) + 1e-9)
+          << "the kept fraction " << c.rows << "x" << c.n;
+      y = y * keep.to(y.scalar_type()) / (1.0 - c.p);
+    }
+    ref = at::layer_norm(y + b[3], {c.n}, b[4], b[5], 1e-5);
+  }
+  EXPECT_EQ(out.scalar_type(), dtype);
+  ASSERT_EQ(out.sizes(), ref.sizes());
+  EXPECT_LT(max_diff(out, ref), tol * scale(ref)) << c.rows << "x" << c.n << " p " << c.p;
+  const at::Tensor d = torch::randn(ref.sizes(), f);
+  (out.to(at::kFloat) * d).sum().backward();
+  (ref.to(at::kFloat) * d).sum().backward();
+  const char* names[] = {"h", "weight", "bias", "residual", "gamma", "beta"};
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(a[i].grad().defined()) << names[i];
+    EXPECT_EQ(a[i].grad().scalar_type(), at::kFloat) << names[i];
+    EXPECT_LT(max_diff(a[i].grad(), b[i].grad()), tol * scale(b[i].grad()))
+        << names[i] << " gradient, " << c.rows << "x" << c.n << " p " << c.p;
+  }
+}
+
+void check_linear_gelu(int64_t rows, int64_t in, int64_t n, bool tanh_approx, at::ScalarType dtype,
+                       const at::Device& device, double tol) {
+  torch::manual_seed(rows + n);
+  const auto f = torch::TensorOptions().device(device);
+  const at::Tensor h0 = torch::randn({rows, 1, in}, f), w0 = torch::randn({n, in}, f) * 0.3,
+                   b0 = torch::randn({n}, f);
+  at::Tensor h1 = h0.clone().requires_grad_(true), w1 = w0.clone().requires_grad_(true),
+             b1 = b0.clone().requires_grad_(true);
+  at::Tensor h2 = h0.clone().requires_grad_(true), w2 = w0.clone().requires_grad_(true),
+             b2 = b0.clone().requires_grad_(true);
+  at::Tensor out, ref;
+  {
+    AutocastScope scope(device.type(), dtype != at::kFloat ? std::optional<at::ScalarType>(dtype) : std::nullopt);
+    out = fused::linear_gelu(h1, w1, b1, tanh_approx);
+    ref = at::gelu(at::linear(h2, w2, b2), tanh_approx ? "tanh" : "none");
+  }
+  ASSERT_EQ(out.sizes(), ref.sizes());
+  EXPECT_LT(max_diff(out, ref), tol * scale(ref)) << rows << "x" << n;
+  const at::Tensor d = torch::randn(ref.sizes(), f);
+  (out.to(at::kFloat) * d).sum().backward();
+  (ref.to(at::kFloat) * d).sum().backward();
+  EXPECT_LT(max_diff(h1.grad(), h2.grad()), tol * scale(h2.grad())) << rows << "x" << n << " tanh " << tanh_approx;
+  EXPECT_LT(max_diff(w1.grad(), w2.grad()), tol * scale(w2.grad())) << rows << "x" << n << " tanh " << tanh_approx;
+  EXPECT_LT(max_diff(b1.grad(), b2.grad()), tol * scale(b2.grad())) << rows << "x" << n << " tanh " << tanh_approx;
+}
+
+TEST(FusedOpsTest, BertSubLayerFusionsEqualTheirAtenCompositionsWithGradientsOnTheCpu) {
+  for (const AddNormCase& c : std::vector<AddNormCase>{{5, 7, 6, 0.0}, {1, 4, 37, 0.0}, {40, 8, 64, 0.3}}) {
+    check_add_norm(c, at::kFloat, at::kCPU, 1e-5);
+  }
+  for (bool t : {false, true}) check_linear_gelu(9, 6, 37, t, at::kFloat, at::kCPU, 1e-5);
+  const at::Tensor h = torch::randn({2, 3, 4});
+  EXPECT_THROW(fused::linear_dropout_add_layer_norm(h, torch::randn({5, 4}), torch::zeros({5}),
+                                                    torch::randn({2, 4, 5}), torch::ones({5}), torch::zeros({5}), 0.1,
+                                                    1e-5),
+               std::invalid_argument);  // residual rows differ
+}
+
 /// A reduced decoder through the registry, trained `steps` steps with SGD on one fixed batch; the losses.
 std::vector<double> train_losses(const std::string& model, const std::string& kernels, int steps, const at::Device& dev,
                                  std::optional<at::ScalarType> autocast) {
@@ -110,6 +205,9 @@ std::vector<double> train_losses(const std::string& model, const std::string& ke
                         ? std::map<std::string, nlohmann::json>{{"layers", 2}, {"hidden", 32}, {"heads", 4},
                                                                 {"kv_heads", 2}, {"intermediate", 48}, {"vocab", 101},
                                                                 {"seq_len", 12}}
+                        : model == "bert-base"
+                        ? std::map<std::string, nlohmann::json>{{"layers", 2}, {"width", 32}, {"heads", 4},
+                                                                {"num_labels", 3}, {"seq_len", 12}, {"dropout", 0.0}}
                         : std::map<std::string, nlohmann::json>{{"layers", 2}, {"width", 32}, {"heads", 4},
                                                                 {"vocab", 101}, {"seq_len", 12}, {"dropout", 0.0}};
   torch::manual_seed(7);
@@ -141,8 +239,8 @@ void expect_same_curve(const std::vector<double>& a, const std::vector<double>& 
   EXPECT_LT(a.back(), 0.5 * a.front()) << "the loss goes down";
 }
 
-TEST(FusedOpsTest, ReducedDecodersTrainToTheSameLossCurveOnBothKernelPaths) {
-  for (const std::string model : {"gpt2", "llama"}) {
+TEST(FusedOpsTest, ReducedModelsTrainToTheSameLossCurveOnBothKernelPaths) {
+  for (const std::string model : {"gpt2", "llama", "bert-base"}) {
     const auto aten = train_losses(model, "aten", 200, at::kCPU, std::nullopt);
     const auto fused = train_losses(model, "fused", 200, at::kCPU, std::nullopt);
     expect_same_curve(fused, aten, 1e-3);
@@ -173,6 +271,14 @@ TEST(FusedOpsTest, TheRecordNamesTheKernelPathAndHowEachFusionRan) {
   bool said = false;
   for (const auto& n : r.notes) said = said || n.find("ran as ATen operations on cpu") != std::string::npos;
   EXPECT_TRUE(said) << "a fusion that runs as ATen here is said, never silent";
+  s.model = "bert-base";
+  s.model_options = {{"layers", 1}, {"width", 32}, {"heads", 4}, {"seq_len", 8}};
+  const RunRecord bert = run_benchmark(s, quiet, RunOptions{});
+  ASSERT_EQ(bert.status, RunStatus::kOk) << bert.reason;
+  ASSERT_EQ(bert.execution.fusions.size(), 2u);
+  EXPECT_EQ(bert.execution.fusions[0].name, "linear_gelu");
+  EXPECT_EQ(bert.execution.fusions[1].name, "linear_dropout_add_layer_norm");
+  EXPECT_EQ(bert.execution.fusions[1].implementation, "aten");
   s.model = "resnet50";
   s.model_options = {{"image_size", 32}, {"num_classes", 10}};
   const RunRecord resnet = run_benchmark(s, quiet, RunOptions{});
@@ -223,10 +329,43 @@ TEST(FusedOpsTest, KernelsMatchTheirAtenCompositionsInBf16AndFp32_CUDA) {
   EXPECT_LT(max_diff(k1.grad(), kf.grad()), 1e-2 * scale(kf.grad()));
 }
 
-TEST(FusedOpsTest, ReducedDecodersTrainToTheSameLossCurveOnTheGpuInBf16_CUDA) {
+TEST(FusedOpsTest, BertSubLayerKernelsMatchTheirAtenCompositionsInBf16AndFp32_CUDA) {
   if (!has_cuda() || !fused::cuda_kernels_compiled()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
   const at::Device dev(at::kCUDA, 0);
-  for (const std::string model : {"gpt2", "llama"}) {
+  // BERT's 768 at one row and at many; odd widths (one element a load); the widest the kernels take (1,536); 2,000,
+  // beyond them (the ATen form in the same node); with dropout on rows of 64, 768 and 1,536.
+  const std::vector<AddNormCase> cases{{1, 16, 768, 0.0},   {300, 64, 768, 0.0}, {7, 8, 37, 0.0},
+                                       {5, 8, 100, 0.0},    {64, 32, 1536, 0.0}, {3, 8, 2000, 0.0},
+                                       {200, 16, 64, 0.3},  {300, 32, 768, 0.1}, {50, 16, 1536, 0.5},
+                                       {33, 8, 1000, 0.0}};
+  for (const auto& c : cases) check_add_norm(c, at::kFloat, dev, 1e-4);
+  for (const auto& c : cases) check_add_norm(c, at::kBFloat16, dev, 3e-2);
+  for (bool t : {false, true}) {
+    for (const auto& [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 3072}, {300, 3072}, {7, 37}, {130, 200}}) {
+      check_linear_gelu(rows, 32, n, t, at::kFloat, dev, 1e-4);
+      check_linear_gelu(rows, 32, n, t, at::kBFloat16, dev, 3e-2);
+    }
+  }
+}
+
+TEST(FusedOpsTest, FusedDropoutFollowsTheCudaGeneratorsSeed_CUDA) {
+  if (!has_cuda() || !fused::cuda_kernels_compiled()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const auto f = torch::TensorOptions().device(at::kCUDA);
+  const at::Tensor h = torch::randn({256, 32}, f), w = torch::randn({768, 32}, f) * 0.05, b = torch::full({768}, 3.0, f);
+  const at::Tensor r = torch::zeros({256, 768}, f), g = torch::ones({768}, f), be = torch::zeros({768}, f);
+  auto run = [&] { return fused::linear_dropout_add_layer_norm(h, w, b, r, g, be, 0.1, 1e-5); };
+  torch::manual_seed(42);
+  const at::Tensor first = run(), second = run();
+  torch::manual_seed(42);
+  const at::Tensor again = run();
+  EXPECT_TRUE(at::equal(first, again)) << "the same seed gives the same mask";
+  EXPECT_FALSE(at::equal(first, second)) << "each call draws a new mask";
+}
+
+TEST(FusedOpsTest, ReducedModelsTrainToTheSameLossCurveOnTheGpuInBf16_CUDA) {
+  if (!has_cuda() || !fused::cuda_kernels_compiled()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const at::Device dev(at::kCUDA, 0);
+  for (const std::string model : {"gpt2", "llama", "bert-base"}) {
     const auto aten = train_losses(model, "aten", 200, dev, at::kBFloat16);
     const auto fused = train_losses(model, "fused", 200, dev, at::kBFloat16);
     expect_same_curve(fused, aten, 3e-2);

@@ -37,4 +37,55 @@ cudaError_t launch_rotary(const void* q, const void* k, void* q_out, void* k_out
                           DType dtype, int64_t tokens, int64_t seq_len, int64_t q_heads, int64_t k_heads,
                           int64_t head_dim, bool inverse, cudaStream_t stream);
 
+// ---- BERT's sub-layer outputs (layer_norm_kernels.cu) --------------------------------------------------------------
+
+/// The counter-based random stream of a dropout launch, as ATen's CUDA generator hands it out (PhiloxCudaState,
+/// mirrored here so the kernels stay torch-free): the seed and offset as values, or, while a CUDA graph is being
+/// captured, as device pointers read at replay plus the offset within the graph.
+struct PhiloxArgs {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  const int64_t* seed_ptr = nullptr;
+  const int64_t* offset_ptr = nullptr;
+  uint64_t offset_intragraph = 0;
+  bool captured = false;
+};
+
+/// Whether the row kernels below take rows of `n` elements: n <= 1,536 with n a multiple of 8 and every pointer
+/// 16-byte aligned (eight elements a load), or n <= 1,024 otherwise (one a load). Elsewhere the ATen form runs.
+bool layer_norm_kernels_support(int64_t n, bool aligned);
+
+/// out = LayerNorm(dropout(y) + residual) over rows of n, in one pass: s = y * keep / keep_prob + residual is
+/// rounded to the storage type and written to `sum` (the backward pass normalises it again), its mean and 1/std
+/// (biased variance, fp32) to `mean` and `rstd`, and out = (s - mean) * rstd * gamma + beta. `residual` may be null
+/// (no add). `keep` null: no dropout; else one byte per element, 1 where kept, drawn from `rng` by element index
+/// (Philox 4x32-10; the same seed and offset give the same mask on any launch shape).
+cudaError_t launch_dropout_add_layer_norm(const void* y, const void* residual, const float* gamma, const float* beta,
+                                          void* sum, void* out, uint8_t* keep, float* mean, float* rstd, DType dtype,
+                                          int64_t rows, int64_t n, float keep_prob, float eps, const PhiloxArgs& rng,
+                                          cudaStream_t stream);
+
+/// The fp32 scratch the backward pass below needs for its column sums: floats(rows, n) elements.
+int64_t layer_norm_backward_scratch_floats(int64_t rows, int64_t n);
+
+/// Its gradient in one pass over the rows: d_sum = LayerNorm's input gradient of d_out (+ d_extra where not null: a
+/// gradient that reaches s by another path), d_y = d_sum * keep / keep_prob (d_sum where keep is null; d_y may be
+/// null), and the column sums written to `col_sums` [3][n] fp32: d_gamma = sum(d_out * xhat), d_beta = sum(d_out),
+/// d_bias = sum(d_y) (the bias gradient of the linear layer that produced y). `scratch` holds
+/// layer_norm_backward_scratch_floats(rows, n) floats.
+cudaError_t launch_dropout_add_layer_norm_backward(const void* d_out, const void* d_extra, const void* sum,
+                                                   const float* gamma, const float* mean, const float* rstd,
+                                                   const uint8_t* keep, float keep_prob, void* d_sum, void* d_y,
+                                                   float* scratch, float* col_sums, DType dtype, int64_t rows,
+                                                   int64_t n, cudaStream_t stream);
+
+/// The fp32 scratch launch_gelu_backward_bias needs: floats(rows, n) elements.
+int64_t gelu_backward_scratch_floats(int64_t rows, int64_t n);
+
+/// GELU's gradient with the preceding linear layer's bias gradient: d_pre = d_act * gelu'(pre) (erf, or the tanh
+/// approximation with `tanh_approx`) over rows x n, and bias_grad[n] (fp32) = the column sums of d_pre.
+cudaError_t launch_gelu_backward_bias(const void* d_act, const void* pre, void* d_pre, float* scratch,
+                                      float* bias_grad, DType dtype, int64_t rows, int64_t n, bool tanh_approx,
+                                      cudaStream_t stream);
+
 }  // namespace gpubench::engine::fused

@@ -1,6 +1,7 @@
 #include "fused/fused_ops.h"
 
 #include <ATen/autocast_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/autograd.h>
 
 #include <stdexcept>
@@ -8,6 +9,8 @@
 #include "fused/kernel_launch.h"
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+
 #include "fused/decode_kernels.h"
 #endif
 
@@ -24,12 +27,6 @@ using launch::check;
 using launch::dtype_of;
 using launch::stream;
 #endif
-
-/// The dtype the model's matmuls run in: autocast's when it is on for the device, else the weight's.
-at::ScalarType compute_dtype(const at::Tensor& weight) {
-  const at::DeviceType type = weight.device().type();
-  return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : weight.scalar_type();
-}
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -197,7 +194,192 @@ class RotaryFn : public torch::autograd::Function<RotaryFn> {
   }
 };
 
+
+// ---- BERT's sub-layer outputs: linear + dropout + residual + LayerNorm, and linear + GELU -------------------------
+
+/// Autocast off inside a fused operation: it casts what it needs itself, and ATen's layer_norm would otherwise run in
+/// fp32 and return fp32.
+using NoAutocast = c10::impl::ExcludeDispatchKeyGuard;
+
+bool aligned16(const at::Tensor& t) {
+  return !t.defined() || reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+}
+
+std::vector<int64_t> with_last(at::IntArrayRef sizes, int64_t last) {
+  std::vector<int64_t> out(sizes.begin(), sizes.end());
+  out.back() = last;
+  return out;
+}
+
+/// Whether the row kernels take rows of n (false in a build without them).
+bool row_kernels_take(int64_t n, bool aligned) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  return layer_norm_kernels_support(n, aligned);
+#else
+  (void)n;
+  (void)aligned;
+  return false;
+#endif
+}
+
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+/// The next slice of the CUDA generator's Philox stream for `device` (inside a graph capture, the pointers that the
+/// replay fills in), as ATen's own dropout takes it.
+PhiloxArgs philox_slice(const at::Device& device) {
+  auto* gen = at::cuda::detail::getDefaultCUDAGenerator(device.index()).get<at::CUDAGeneratorImpl>();
+  at::PhiloxCudaState st;
+  {
+    std::lock_guard<std::mutex> lock(gen->mutex_);
+    st = gen->philox_cuda_state(4);  // the kernels' counters take the offset as their high half: any new offset will do
+  }
+  PhiloxArgs a;
+  if (st.captured_) {
+    a.captured = true;
+    a.seed_ptr = st.seed_.ptr;
+    a.offset_ptr = st.offset_.ptr;
+    a.offset_intragraph = st.offset_intragraph_;
+  } else {
+    a.seed = st.seed_.val;
+    a.offset = st.offset_.val;
+  }
+  return a;
+}
+#endif
+
+class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAddNormFn> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                            const at::Tensor& residual, const at::Tensor& gamma, const at::Tensor& beta, double p,
+                            double eps, int64_t dtype_code) {
+    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const auto dtype = static_cast<at::ScalarType>(dtype_code);
+    const int64_t n = weight.size(0);
+    const at::Tensor h2 = h.reshape({-1, h.size(-1)}).to(dtype).contiguous();
+    const at::Tensor w = weight.to(dtype);
+    const at::Tensor y = at::addmm(bias.to(dtype), h2, w.t());  // cuBLASLt, the bias in its epilogue
+    const at::Tensor r = residual.reshape({-1, n}).to(dtype).contiguous();
+    const int64_t rows = y.size(0);
+    const bool dropout = p > 0.0;
+    const at::Tensor g = gamma.to(at::kFloat).contiguous(), b = beta.to(at::kFloat).contiguous();
+    const bool kernel = on_kernels(y) && row_kernels_take(n, aligned16(y) && aligned16(r) && aligned16(g) &&
+                                                                           aligned16(b));
+    at::Tensor s, out, keep, mean, rstd;
+    if (kernel) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      s = at::empty_like(y);
+      out = at::empty_like(y);
+      mean = at::empty({rows}, y.options().dtype(at::kFloat));
+      rstd = at::empty({rows}, y.options().dtype(at::kFloat));
+      if (dropout) keep = at::empty({rows, n}, y.options().dtype(at::kByte));
+      const PhiloxArgs rng = dropout ? philox_slice(y.device()) : PhiloxArgs{};
+      check(launch_dropout_add_layer_norm(y.data_ptr(), r.data_ptr(), g.data_ptr<float>(), b.data_ptr<float>(),
+                                          s.data_ptr(), out.data_ptr(), dropout ? keep.data_ptr<uint8_t>() : nullptr,
+                                          mean.data_ptr<float>(), rstd.data_ptr<float>(), dtype_of(y), rows, n,
+                                          static_cast<float>(1.0 - p), static_cast<float>(eps), rng, stream()),
+            "dropout_add_layer_norm");
+#endif
+    } else {
+      at::Tensor dropped = y;
+      if (dropout) std::tie(dropped, keep) = at::native_dropout(y, p, true);
+      s = dropped + r;
+      std::tie(out, mean, rstd) = at::native_layer_norm(s, {n}, g.to(dtype), b.to(dtype), eps);
+    }
+    ctx->save_for_backward({h2, w, s, mean, rstd, keep, g, b});
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["kernel"] = kernel;
+    ctx->saved_data["h_sizes"] = h.sizes().vec();
+    ctx->saved_data["r_sizes"] = residual.sizes().vec();
+    return out.view(with_last(h.sizes(), n));
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &h2 = saved[0], &w = saved[1], &s = saved[2], &mean = saved[3], &rstd = saved[4];
+    const at::Tensor &keep = saved[5], &g = saved[6], &b = saved[7];
+    const double p = ctx->saved_data["p"].toDouble();
+    const int64_t rows = s.size(0), n = s.size(1);
+    const at::Tensor d_out = grad_out[0].reshape({rows, n}).to(s.scalar_type()).contiguous();
+    at::Tensor d_s, d_y, d_gamma, d_beta, d_bias;
+    if (ctx->saved_data["kernel"].toBool()) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      d_s = at::empty_like(s);
+      d_y = keep.defined() ? at::empty_like(s) : d_s;
+      const auto f32 = s.options().dtype(at::kFloat);
+      at::Tensor scratch = at::empty({layer_norm_backward_scratch_floats(rows, n)}, f32);
+      at::Tensor cols = at::empty({3, n}, f32);
+      check(launch_dropout_add_layer_norm_backward(
+                d_out.data_ptr(), nullptr, s.data_ptr(), g.data_ptr<float>(), mean.data_ptr<float>(),
+                rstd.data_ptr<float>(), keep.defined() ? keep.data_ptr<uint8_t>() : nullptr,
+                static_cast<float>(1.0 - p), d_s.data_ptr(), keep.defined() ? d_y.data_ptr() : nullptr,
+                scratch.data_ptr<float>(), cols.data_ptr<float>(), dtype_of(s), rows, n, stream()),
+            "dropout_add_layer_norm_backward");
+      d_gamma = cols[0];
+      d_beta = cols[1];
+      d_bias = cols[2];
+#endif
+    } else {
+      const at::ScalarType dtype = s.scalar_type();
+      std::tie(d_s, d_gamma, d_beta) = at::native_layer_norm_backward(d_out, s, {n}, mean, rstd, g.to(dtype),
+                                                                      b.to(dtype), {true, true, true});
+      d_y = keep.defined() ? at::native_dropout_backward(d_s, keep, 1.0 / (1.0 - p)) : d_s;
+      d_bias = d_y.sum(0);
+    }
+    const at::Tensor d_h = at::mm(d_y, w).view(ctx->saved_data["h_sizes"].toIntVector());
+    const at::Tensor d_w = at::mm(d_y.t(), h2);
+    return {d_h, d_w, d_bias, d_s.view(ctx->saved_data["r_sizes"].toIntVector()), d_gamma, d_beta,
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+class LinearGeluFn : public torch::autograd::Function<LinearGeluFn> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                            bool tanh_approx, int64_t dtype_code) {
+    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const auto dtype = static_cast<at::ScalarType>(dtype_code);
+    const at::Tensor h2 = h.reshape({-1, h.size(-1)}).to(dtype).contiguous();
+    const at::Tensor w = weight.to(dtype);
+    const at::Tensor pre = at::addmm(bias.to(dtype), h2, w.t());
+    ctx->save_for_backward({h2, w, pre});
+    ctx->saved_data["tanh"] = tanh_approx;
+    ctx->saved_data["h_sizes"] = h.sizes().vec();
+    return at::gelu(pre, tanh_approx ? "tanh" : "none").view(with_last(h.sizes(), weight.size(0)));
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &h2 = saved[0], &w = saved[1], &pre = saved[2];
+    const bool tanh_approx = ctx->saved_data["tanh"].toBool();
+    const int64_t rows = pre.size(0), n = pre.size(1);
+    const at::Tensor d_act = grad_out[0].reshape({rows, n}).to(pre.scalar_type()).contiguous();
+    at::Tensor d_pre, d_bias;
+    if (on_kernels(pre)) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      d_pre = at::empty_like(pre);
+      const auto f32 = pre.options().dtype(at::kFloat);
+      at::Tensor scratch = at::empty({gelu_backward_scratch_floats(rows, n)}, f32);
+      d_bias = at::empty({n}, f32);
+      check(launch_gelu_backward_bias(d_act.data_ptr(), pre.data_ptr(), d_pre.data_ptr(), scratch.data_ptr<float>(),
+                                      d_bias.data_ptr<float>(), dtype_of(pre), rows, n, tanh_approx, stream()),
+            "gelu_backward_bias");
+#endif
+    } else {
+      d_pre = at::gelu_backward(d_act, pre, tanh_approx ? "tanh" : "none");
+      d_bias = d_pre.sum(0);
+    }
+    const at::Tensor d_h = at::mm(d_pre, w).view(ctx->saved_data["h_sizes"].toIntVector());
+    return {d_h, at::mm(d_pre.t(), h2), d_bias, at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
+
+at::ScalarType compute_dtype(const at::Tensor& t) {
+  const at::DeviceType type = t.device().type();
+  return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : t.scalar_type();
+}
 
 bool cuda_kernels_compiled() {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
@@ -224,6 +406,23 @@ std::pair<at::Tensor, at::Tensor> rotary(const at::Tensor& q, const at::Tensor& 
   }
   const tensor_list out = RotaryFn::apply(q, k, cos, sin);
   return {out[0], out[1]};
+}
+
+at::Tensor linear_dropout_add_layer_norm(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                                         const at::Tensor& residual, const at::Tensor& gamma, const at::Tensor& beta,
+                                         double p, double eps) {
+  if (h.size(-1) != weight.size(1) || residual.size(-1) != weight.size(0) || residual.numel() / weight.size(0) !=
+      h.numel() / h.size(-1)) {
+    throw std::invalid_argument("fused linear_dropout_add_layer_norm: h [..., in], weight [out, in] and residual "
+                                "[..., out] must have the same rows");
+  }
+  if (p < 0.0 || p >= 1.0) throw std::invalid_argument("fused linear_dropout_add_layer_norm: p must be in [0, 1)");
+  return LinearDropoutAddNormFn::apply(h, weight, bias, residual, gamma, beta, p, eps,
+                                       static_cast<int64_t>(compute_dtype(weight)));
+}
+
+at::Tensor linear_gelu(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool tanh_approx) {
+  return LinearGeluFn::apply(h, weight, bias, tanh_approx, static_cast<int64_t>(compute_dtype(weight)));
 }
 
 std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device) {
@@ -270,9 +469,17 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
 #endif
     } else {
       f.implementation = kernels ? "cuda kernel" : "aten";
-      f.note = kernels ? (n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
-                                        : "q and k rotated together, one pass each way")
-                       : why + ": the ATen operations, in one autograd node";
+      const std::string what =
+          n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
+          : n == "rotary" ? "q and k rotated together, one pass each way"
+          : n == "linear_gelu"
+              ? "the linear layer by cuBLAS with its bias in the epilogue and ATen's GELU; backward, GELU's gradient "
+                "and the bias gradient in one pass"
+              : "the linear layer by cuBLAS with its bias in the epilogue, then dropout (the CUDA generator's Philox "
+                "stream), the residual add and LayerNorm in one pass writing the compute dtype (the residual stream "
+                "stays in it, no fp32 copies); backward, one pass giving the input, residual, gamma, beta and bias "
+                "gradients (rows of up to 1,536 elements; ATen's operations beyond)";
+      f.note = kernels ? what : why + ": the ATen operations, in one autograd node";
     }
     out.push_back(std::move(f));
   }

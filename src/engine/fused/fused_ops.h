@@ -32,6 +32,23 @@ at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
 std::pair<at::Tensor, at::Tensor> rotary(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
                                          const at::Tensor& sin);
 
+/// BERT's sub-layer output, LayerNorm(dropout(h @ weight^T + bias) + residual) with `gamma`, `beta`, `eps`, dropout
+/// with probability `p` (0: none), as BertSelfOutput and BertOutput compute it. The result (and so the residual
+/// stream) is in the compute dtype: autocast's, else the weight's. On CUDA the linear layer is cuBLAS with its bias in
+/// the epilogue and the rest one kernel each way (dropout from the CUDA generator's Philox stream; the backward pass
+/// also sums the gamma, beta and bias gradients); elsewhere, or for rows longer than the kernels take, ATen's
+/// native_dropout, add and native_layer_norm in the same autograd node.
+at::Tensor linear_dropout_add_layer_norm(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                                         const at::Tensor& residual, const at::Tensor& gamma, const at::Tensor& beta,
+                                         double p, double eps);
+
+/// gelu(h @ weight^T + bias), exact (erf) or with `tanh_approx`, in the compute dtype: cuBLAS with the bias in its
+/// epilogue and ATen's GELU forward; backward, GELU's gradient and the bias gradient in one kernel on CUDA.
+at::Tensor linear_gelu(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool tanh_approx);
+
+/// The dtype the fused operations compute and return in on `t`'s device: autocast's when it is on there, else t's.
+at::ScalarType compute_dtype(const at::Tensor& t);
+
 /// How each of `names` runs on `device`, for the record (execution.fusions).
 std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device);
 

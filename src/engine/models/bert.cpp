@@ -2,6 +2,7 @@
 
 #include <torch/nn/init.h>
 
+#include "fused/fused_ops.h"
 #include "models/layers.h"
 
 namespace gpubench::models {
@@ -42,13 +43,18 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
   return merge_heads(ctx);
 }
 
-BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, int64_t out, const BertOptions& o) {
+BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, int64_t out, const BertOptions& o)
+    : p_(o.dropout), eps_(o.layer_norm_eps), fused_(o.fused) {
   dense = register_module("dense", torch::nn::Linear(in, out));
   LayerNorm = register_module("LayerNorm", layer_norm(o));
   dropout = register_module("dropout", torch::nn::Dropout(o.dropout));
 }
 
 torch::Tensor BertResidualOutputImpl::forward(const torch::Tensor& h, const torch::Tensor& residual) {
+  if (fused_) {
+    return engine::fused::linear_dropout_add_layer_norm(h, dense->weight, dense->bias, residual, LayerNorm->weight,
+                                                        LayerNorm->bias, is_training() ? p_ : 0.0, eps_);
+  }
   return LayerNorm(dropout(linear(dense, h)) + residual);
 }
 
@@ -61,7 +67,7 @@ torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Te
   return output(self(x, keep_mask), x);
 }
 
-BertLayerImpl::BertLayerImpl(const BertOptions& o) {
+BertLayerImpl::BertLayerImpl(const BertOptions& o) : fused_(o.fused) {
   attention = register_module("attention", BertAttention(o));
   intermediate = register_module("intermediate", std::make_shared<torch::nn::Module>());
   intermediate_dense = intermediate->register_module("dense", torch::nn::Linear(o.hidden, o.intermediate));
@@ -70,10 +76,13 @@ BertLayerImpl::BertLayerImpl(const BertOptions& o) {
 
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& keep_mask) {
   const torch::Tensor a = attention(x, keep_mask);
+  if (fused_) {
+    return output(engine::fused::linear_gelu(a, intermediate_dense->weight, intermediate_dense->bias, false), a);
+  }
   return output(torch::gelu(linear(intermediate_dense, a)), a);  // exact (erf) GELU
 }
 
-BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertOptions& o) {
+BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertOptions& o) : fused_(o.fused) {
   bert_ = register_module("bert", std::make_shared<torch::nn::Module>());
   embeddings_ = bert_->register_module("embeddings", BertEmbeddings(o));
   encoder_ = bert_->register_module("encoder", std::make_shared<torch::nn::Module>());
@@ -111,6 +120,9 @@ torch::Tensor BertForSequenceClassificationImpl::forward(const torch::Tensor& in
   const torch::Tensor keep =
       attention_mask.defined() ? attention_mask.to(torch::kBool).unsqueeze(1).unsqueeze(1) : torch::Tensor();
   torch::Tensor h = embeddings_(input_ids);
+  // The fused path keeps the residual stream in the compute dtype (bf16 under autocast) from here on: one cast,
+  // where the ATen path carries LayerNorm's fp32 outputs and casts them before every linear layer.
+  if (fused_) h = h.to(engine::fused::compute_dtype(h));
   for (size_t i = 0; i < layers.size(); ++i) h = run_layer(i, h, keep);
   const torch::Tensor pooled = torch::tanh(linear(pooler_dense_, h.select(1, 0)));
   return linear(classifier_, dropout_(pooled));

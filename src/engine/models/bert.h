@@ -17,6 +17,9 @@ struct BertOptions {
   double dropout = 0.1;            ///< hidden and attention-probability dropout (both 0.1 in BERT)
   double layer_norm_eps = 1e-12;
   bool math_attention = false;     ///< explicit softmax attention instead of SDPA kernels
+  /// kernels: fused: each sub-layer's output (linear, dropout, residual add, LayerNorm) and the intermediate linear +
+  /// GELU as gpubench's fused operations (fused/fused_ops.h), the residual stream in the compute dtype.
+  bool fused = false;
 };
 
 class BertEmbeddingsImpl : public torch::nn::Module {
@@ -50,6 +53,10 @@ class BertResidualOutputImpl : public torch::nn::Module {
   torch::nn::Linear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};
   torch::nn::Dropout dropout{nullptr};
+
+ private:
+  double p_, eps_;
+  bool fused_;
 };
 TORCH_MODULE(BertResidualOutput);
 
@@ -70,6 +77,9 @@ class BertLayerImpl : public torch::nn::Module {
   std::shared_ptr<torch::nn::Module> intermediate;  ///< holds `dense` (hidden -> intermediate), GELU applied here
   torch::nn::Linear intermediate_dense{nullptr};
   BertResidualOutput output{nullptr};
+
+ private:
+  bool fused_;
 };
 TORCH_MODULE(BertLayer);
 
@@ -87,6 +97,7 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   BertEmbeddings embeddings_{nullptr};
   torch::nn::Linear pooler_dense_{nullptr}, classifier_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
+  bool fused_;
 };
 TORCH_MODULE(BertForSequenceClassification);
 

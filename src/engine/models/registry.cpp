@@ -87,6 +87,10 @@ class SequenceClassification final : public Workload {
     return models::bert_attention_train_flops_per_sequence(options_, seq_len_);
   }
   int64_t tokens_per_sample() const override { return seq_len_; }
+  std::vector<std::string> fusions() const override {
+    if (!options_.fused) return {};
+    return {"linear_gelu", "linear_dropout_add_layer_norm"};
+  }
 
  private:
   models::BertForSequenceClassification model_;
@@ -378,6 +382,7 @@ models::BertOptions bert_options(const Scenario& s) {
   o.num_labels = required<int64_t>(s, "num_labels");
   o.dropout = s.option<double>("dropout").value_or(o.dropout);
   o.math_attention = s.option<std::string>("attention") == "math";
+  o.fused = fused_kernels(s);
   return o;
 }
 

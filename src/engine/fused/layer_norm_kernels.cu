@@ -1,0 +1,641 @@
+// BERT's sub-layer outputs for `kernels: fused` (declared in fused_kernels.h): dropout + residual
+// add + LayerNorm forward and backward in one pass each, with the preceding linear layer's bias
+// gradient in the backward pass, and GELU's gradient with its bias gradient. A warp owns a row (the
+// LayerNorm statistics are warp reductions); each lane holds its elements in registers, eight a
+// 16-byte load where the rows allow it.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "fused/device_values.cuh"
+#include "fused/fused_kernels.h"
+
+namespace gpubench::engine::fused {
+
+namespace {
+
+using device::load;
+using device::store;
+
+constexpr int kRowThreads = 256;  // eight warps, a row each at a time
+constexpr int kRowWarps = kRowThreads / 32;
+
+// ---- vectors of V elements as fp32
+// --------------------------------------------------------------------------------
+
+template <typename T, int V>
+__device__ __forceinline__ void load_v(const T* __restrict__ p, int64_t i, float (&f)[V]) {
+  if constexpr (V == 1) {
+    f[0] = load(p, i);
+  } else {
+    static_assert(V * sizeof(T) % 16 == 0, "whole 16-byte words");
+    constexpr int kWords = V * static_cast<int>(sizeof(T)) / 16;
+    uint4 w[kWords];
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) w[k] = reinterpret_cast<const uint4*>(p + i)[k];
+    const T* e = reinterpret_cast<const T*>(w);
+#pragma unroll
+    for (int k = 0; k < V; ++k) f[k] = load(e, k);
+  }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void store_v(T* __restrict__ p, int64_t i, const float (&f)[V]) {
+  if constexpr (V == 1) {
+    store(p, i, f[0]);
+  } else {
+    constexpr int kWords = V * static_cast<int>(sizeof(T)) / 16;
+    uint4 w[kWords];
+    T* e = reinterpret_cast<T*>(w);
+#pragma unroll
+    for (int k = 0; k < V; ++k) store(e, k, f[k]);
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) reinterpret_cast<uint4*>(p + i)[k] = w[k];
+  }
+}
+
+/// x as the storage type holds it.
+template <typename T>
+__device__ __forceinline__ float rounded(float x) {
+  T t;
+  store(&t, 0, x);
+  return load(&t, 0);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// ---- dropout's random stream
+// --------------------------------------------------------------------------------------
+
+/// Philox 4x32-10 (Salmon et al., SC'11; the generator curand and ATen use) of a 128-bit counter
+/// under a 64-bit key.
+__device__ __forceinline__ uint4 philox(uint4 c, uint2 k) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u, kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+#pragma unroll
+  for (int r = 0; r < 10; ++r) {
+    const uint32_t hi0 = __umulhi(kM0, c.x), lo0 = kM0 * c.x;
+    const uint32_t hi1 = __umulhi(kM1, c.z), lo1 = kM1 * c.z;
+    c = make_uint4(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    k.x += kW0;
+    k.y += kW1;
+  }
+  return c;
+}
+
+struct Stream {
+  uint64_t seed, offset;
+};
+
+__device__ __forceinline__ Stream unpack(const PhiloxArgs& a) {
+  if (a.captured)
+    return {static_cast<uint64_t>(*a.seed_ptr),
+            static_cast<uint64_t>(*a.offset_ptr) + a.offset_intragraph};
+  return {a.seed, a.offset};
+}
+
+/// Four uniform draws for elements 4g .. 4g+3: the counter is (g, offset), the key the seed.
+__device__ __forceinline__ uint4 draws(const Stream& s, uint64_t g) {
+  return philox(make_uint4(static_cast<uint32_t>(g), static_cast<uint32_t>(g >> 32),
+                           static_cast<uint32_t>(s.offset), static_cast<uint32_t>(s.offset >> 32)),
+                make_uint2(static_cast<uint32_t>(s.seed), static_cast<uint32_t>(s.seed >> 32)));
+}
+
+__device__ __forceinline__ bool kept(uint32_t x, float keep_prob) {
+  return static_cast<float>(x >> 8) * (1.0f / 16777216.0f) <
+         keep_prob;  // a uniform in [0, 1) from 24 bits
+}
+
+/// Keep flags of elements e .. e+V-1 (e a multiple of 4 when V > 1).
+template <int V>
+__device__ __forceinline__ void draw_keep(const Stream& s, int64_t e, float keep_prob,
+                                          uint8_t (&kb)[V]) {
+  if constexpr (V == 1) {
+    const uint4 r = draws(s, static_cast<uint64_t>(e) >> 2);
+    const int c = static_cast<int>(e & 3);
+    kb[0] = kept(c == 0 ? r.x : c == 1 ? r.y : c == 2 ? r.z : r.w, keep_prob);
+  } else {
+#pragma unroll
+    for (int g = 0; g < V / 4; ++g) {
+      const uint4 r = draws(s, (static_cast<uint64_t>(e) >> 2) + g);
+      kb[4 * g] = kept(r.x, keep_prob);
+      kb[4 * g + 1] = kept(r.y, keep_prob);
+      kb[4 * g + 2] = kept(r.z, keep_prob);
+      kb[4 * g + 3] = kept(r.w, keep_prob);
+    }
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void store_keep(uint8_t* p, int64_t e, const uint8_t (&kb)[V]) {
+  if constexpr (V == 8) {
+    uint2 w;
+    memcpy(&w, kb, 8);
+    *reinterpret_cast<uint2*>(p + e) = w;
+  } else {
+#pragma unroll
+    for (int k = 0; k < V; ++k) p[e + k] = kb[k];
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void load_keep(const uint8_t* p, int64_t e, uint8_t (&kb)[V]) {
+  if constexpr (V == 8) {
+    const uint2 w = *reinterpret_cast<const uint2*>(p + e);
+    memcpy(kb, &w, 8);
+  } else {
+#pragma unroll
+    for (int k = 0; k < V; ++k) kb[k] = p[e + k];
+  }
+}
+
+// ---- dropout + add + LayerNorm, forward
+// ---------------------------------------------------------------------------
+
+/// Lane `lane`'s c-th vector of a row starts at column (c * 32 + lane) * V: a warp's loads are
+/// contiguous.
+template <int V>
+__device__ __forceinline__ int column(int c, int lane) {
+  return (c * 32 + lane) * V;
+}
+
+template <typename T, int V, int C>
+__global__ void __launch_bounds__(kRowThreads)
+    dropout_add_layer_norm_fwd(const T* __restrict__ y, const T* __restrict__ res,
+                               const float* __restrict__ gamma, const float* __restrict__ beta,
+                               T* __restrict__ sum, T* __restrict__ out, uint8_t* __restrict__ keep,
+                               float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                               int64_t rows, int n, float keep_prob, float eps, PhiloxArgs rng) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kRowWarps;
+  const Stream st = keep != nullptr ? unpack(rng) : Stream{0, 0};
+  const float scale = keep_prob > 0.0f ? 1.0f / keep_prob : 0.0f;
+  const float inv_n = 1.0f / static_cast<float>(n);
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / 32; row < rows;
+       row += warps) {
+    float v[C][V];
+    float total = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = column<V>(c, lane);
+      if (j >= n) continue;
+      const int64_t e = row * n + j;
+      load_v<T, V>(y, e, v[c]);
+      if (keep != nullptr) {
+        uint8_t kb[V];
+        draw_keep<V>(st, e, keep_prob, kb);
+        store_keep<V>(keep, e, kb);
+#pragma unroll
+        for (int k = 0; k < V; ++k) v[c][k] = kb[k] ? v[c][k] * scale : 0.0f;
+      }
+      if (res != nullptr) {
+        float r[V];
+        load_v<T, V>(res, e, r);
+#pragma unroll
+        for (int k = 0; k < V; ++k) v[c][k] += r[k];
+      }
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        v[c][k] = rounded<T>(
+            v[c][k]);  // normalise what is stored, so the backward pass sees the same input
+        total += v[c][k];
+      }
+      store_v<T, V>(sum, e, v[c]);
+    }
+    const float mean = warp_sum(total) * inv_n;
+    float sq = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      if (column<V>(c, lane) >= n) continue;
+#pragma unroll
+      for (int k = 0; k < V; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
+    }
+    const float rstd = rsqrtf(warp_sum(sq) * inv_n + eps);
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = column<V>(c, lane);
+      if (j >= n) continue;
+      float g[V], b[V], o[V];
+      load_v<float, V>(gamma, j, g);
+      load_v<float, V>(beta, j, b);
+#pragma unroll
+      for (int k = 0; k < V; ++k) o[k] = (v[c][k] - mean) * rstd * g[k] + b[k];
+      store_v<T, V>(out, row * n + j, o);
+    }
+    if (lane == 0) {
+      mean_out[row] = mean;
+      rstd_out[row] = rstd;
+    }
+  }
+}
+
+// ---- its backward pass
+// --------------------------------------------------------------------------------------------
+
+int multiprocessors() {
+  int dev = 0, sms = 132;
+  if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  return sms;
+}
+
+/// The most blocks the backward pass launches for `rows` (two an SM): each block's column sums are one partial row
+/// of scratch, so the scratch is sized by this bound; the launch takes what fits on the device at once.
+int max_backward_blocks(int64_t rows) {
+  const int64_t wanted = (rows + kRowWarps - 1) / kRowWarps;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(wanted, 2 * static_cast<int64_t>(multiprocessors()))));
+}
+
+template <typename T, int V, int C>
+__global__ void __launch_bounds__(kRowThreads)
+    dropout_add_layer_norm_bwd(const T* __restrict__ d_out, const T* __restrict__ d_extra,
+                               const T* __restrict__ sum, const float* __restrict__ gamma,
+                               const float* __restrict__ mean, const float* __restrict__ rstd,
+                               const uint8_t* __restrict__ keep, float keep_prob,
+                               T* __restrict__ d_sum, T* __restrict__ d_y,
+                               float* __restrict__ scratch, int64_t rows, int n) {
+  extern __shared__ float red[];  // [3][n]: the block's column sums
+  constexpr bool kHold =
+      C * V <= 24;  // keep the row's d_out and s in registers between the two passes
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kRowWarps;
+  const float scale = keep_prob > 0.0f ? 1.0f / keep_prob : 0.0f;
+  const float inv_n = 1.0f / static_cast<float>(n);
+  float acc_g[C][V] = {}, acc_b[C][V] = {}, acc_y[C][V] = {};
+  float hd[kHold ? C : 1][V], hs[kHold ? C : 1][V];
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + warp; row < rows;
+       row += warps) {
+    const float m = mean[row], rs = rstd[row];
+    float a = 0.0f, b = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = column<V>(c, lane);
+      if (j >= n) continue;
+      float dv[V], sv[V], gv[V];
+      load_v<T, V>(d_out, row * n + j, dv);
+      load_v<T, V>(sum, row * n + j, sv);
+      load_v<float, V>(gamma, j, gv);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const float xhat = (sv[k] - m) * rs, g = gv[k] * dv[k];
+        a += g;
+        b += g * xhat;
+        acc_g[c][k] += dv[k] * xhat;
+        acc_b[c][k] += dv[k];
+        if constexpr (kHold) {
+          hd[c][k] = dv[k];
+          hs[c][k] = sv[k];
+        }
+      }
+    }
+    a = warp_sum(a) * inv_n;
+    b = warp_sum(b) * inv_n;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = column<V>(c, lane);
+      if (j >= n) continue;
+      const int64_t e = row * n + j;
+      float dv[V], sv[V], gv[V], ds[V];
+      if constexpr (kHold) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          dv[k] = hd[c][k];
+          sv[k] = hs[c][k];
+        }
+      } else {
+        load_v<T, V>(d_out, e, dv);
+        load_v<T, V>(sum, e, sv);
+      }
+      load_v<float, V>(gamma, j, gv);
+#pragma unroll
+      for (int k = 0; k < V; ++k) ds[k] = rs * (gv[k] * dv[k] - a - (sv[k] - m) * rs * b);
+      if (d_extra != nullptr) {
+        float x[V];
+        load_v<T, V>(d_extra, e, x);
+#pragma unroll
+        for (int k = 0; k < V; ++k) ds[k] += x[k];
+      }
+      store_v<T, V>(d_sum, e, ds);
+      float dy[V];
+      if (keep != nullptr) {
+        uint8_t kb[V];
+        load_keep<V>(keep, e, kb);
+#pragma unroll
+        for (int k = 0; k < V; ++k) dy[k] = kb[k] ? ds[k] * scale : 0.0f;
+      } else {
+#pragma unroll
+        for (int k = 0; k < V; ++k) dy[k] = ds[k];
+      }
+      if (d_y != nullptr) store_v<T, V>(d_y, e, dy);
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        acc_y[c][k] += rounded<T>(dy[k]);  // the bias gradient of what was stored
+    }
+  }
+  // The block's column sums, warp by warp in a fixed order (deterministic), then one partial row
+  // per block.
+  for (int w = 0; w < kRowWarps; ++w) {
+    if (warp == w) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const int j = column<V>(c, lane);
+        if (j >= n) continue;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          red[j + k] = (w == 0 ? 0.0f : red[j + k]) + acc_g[c][k];
+          red[n + j + k] = (w == 0 ? 0.0f : red[n + j + k]) + acc_b[c][k];
+          red[2 * n + j + k] = (w == 0 ? 0.0f : red[2 * n + j + k]) + acc_y[c][k];
+        }
+      }
+    }
+    __syncthreads();
+  }
+  for (int i = threadIdx.x; i < 3 * n; i += blockDim.x) {
+    const int p = i / n, j = i % n;
+    scratch[(static_cast<int64_t>(p) * gridDim.x + blockIdx.x) * n + j] = red[i];
+  }
+}
+
+/// out[p][j] = sum over the tiles of scratch[p][tile][j].
+__global__ void column_sums(const float* __restrict__ scratch, int tiles, int64_t n,
+                            float* __restrict__ out) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  const int64_t p = blockIdx.y;
+  float s = 0.0f;
+  for (int t = 0; t < tiles; ++t) s += scratch[(p * tiles + t) * n + j];
+  out[p * n + j] = s;
+}
+
+cudaError_t launch_column_sums(const float* scratch, int parts, int tiles, int64_t n, float* out,
+                               cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((n + 255) / 256), static_cast<unsigned>(parts));
+  column_sums<<<grid, 256, 0, stream>>>(scratch, tiles, n, out);
+  return cudaGetLastError();
+}
+
+// ---- GELU's gradient with the bias gradient
+// -----------------------------------------------------------------------
+
+constexpr int kGeluThreads = 128;
+constexpr int kGeluRows = 64;  // rows a block sums its columns over
+
+__device__ __forceinline__ float gelu_grad(float x, bool tanh_approx) {
+  if (tanh_approx) {  // as ATen's GeluBackward with approximate='tanh'
+    constexpr float kBeta = 0.7978845608028654f, kKappa = 0.044715f;
+    const float t = tanhf(kBeta * (x + kKappa * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kBeta * (1.0f + 3.0f * kKappa * x * x);
+  }
+  constexpr float kAlpha = 0.3989422804014327f;  // 1 / sqrt(2 pi)
+  return 0.5f * (1.0f + erff(x * 0.7071067811865476f)) + x * __expf(-0.5f * x * x) * kAlpha;
+}
+
+template <typename T, int V>
+__global__ void __launch_bounds__(kGeluThreads)
+    gelu_backward_bias(const T* __restrict__ d_act, const T* __restrict__ pre,
+                       T* __restrict__ d_pre, float* __restrict__ scratch, int64_t rows, int n,
+                       bool tanh_approx) {
+  const int j = (blockIdx.x * kGeluThreads + threadIdx.x) * V;
+  if (j >= n) return;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kGeluRows;
+  const int64_t r1 = r0 + kGeluRows < rows ? r0 + kGeluRows : rows;
+  float acc[V] = {};
+#pragma unroll 4
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t e = r * n + j;
+    float d[V], x[V], g[V];
+    load_v<T, V>(d_act, e, d);
+    load_v<T, V>(pre, e, x);
+#pragma unroll
+    for (int k = 0; k < V; ++k) g[k] = d[k] * gelu_grad(x[k], tanh_approx);
+    store_v<T, V>(d_pre, e, g);
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] += rounded<T>(g[k]);
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k) scratch[static_cast<int64_t>(blockIdx.y) * n + j + k] = acc[k];
+}
+
+int64_t gelu_tiles(int64_t rows) { return (rows + kGeluRows - 1) / kGeluRows; }
+
+// ---- dispatch
+// -----------------------------------------------------------------------------------------------------
+
+bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/// The vector width and per-lane vector count for rows of n, or {0, 0} where the kernels do not
+/// take them.
+struct Shape {
+  int v, c;
+};
+Shape row_shape(int64_t n, bool aligned) {
+  if (n <= 0) return {0, 0};
+  if (aligned && n % 8 == 0 && n <= 1536) return {8, static_cast<int>((n + 255) / 256)};
+  if (n <= 1024) {
+    const int c = static_cast<int>((n + 31) / 32);
+    return {1, c <= 1 ? 1 : c <= 2 ? 2 : c <= 4 ? 4 : c <= 8 ? 8 : c <= 16 ? 16 : 32};
+  }
+  return {0, 0};
+}
+
+/// Calls f.template run<T, V, C>() for the shape's instantiation.
+template <typename T, typename F>
+cudaError_t with_shape(Shape s, const F& f) {
+  if (s.v == 8) {
+    switch (s.c) {
+      case 1:
+        return f.template run<T, 8, 1>();
+      case 2:
+        return f.template run<T, 8, 2>();
+      case 3:
+        return f.template run<T, 8, 3>();
+      case 4:
+        return f.template run<T, 8, 4>();
+      case 5:
+        return f.template run<T, 8, 5>();
+      case 6:
+        return f.template run<T, 8, 6>();
+      default:
+        break;
+    }
+  } else if (s.v == 1) {
+    switch (s.c) {
+      case 1:
+        return f.template run<T, 1, 1>();
+      case 2:
+        return f.template run<T, 1, 2>();
+      case 4:
+        return f.template run<T, 1, 4>();
+      case 8:
+        return f.template run<T, 1, 8>();
+      case 16:
+        return f.template run<T, 1, 16>();
+      case 32:
+        return f.template run<T, 1, 32>();
+      default:
+        break;
+    }
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename F>
+cudaError_t with_type(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return f(float{});
+    case DType::kBFloat16:
+      return f(__nv_bfloat16{});
+    case DType::kFloat16:
+      return f(__half{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+struct ForwardLaunch {
+  const void *y, *res;
+  const float *gamma, *beta;
+  void *sum, *out;
+  uint8_t* keep;
+  float *mean, *rstd;
+  int64_t rows;
+  int n;
+  float keep_prob, eps;
+  PhiloxArgs rng;
+  unsigned blocks;
+  cudaStream_t stream;
+  template <typename T, int V, int C>
+  cudaError_t run() const {
+    dropout_add_layer_norm_fwd<T, V, C><<<blocks, kRowThreads, 0, stream>>>(
+        static_cast<const T*>(y), static_cast<const T*>(res), gamma, beta, static_cast<T*>(sum),
+        static_cast<T*>(out), keep, mean, rstd, rows, n, keep_prob, eps, rng);
+    return cudaGetLastError();
+  }
+};
+
+struct BackwardLaunch {
+  const void *d_out, *d_extra, *sum;
+  const float *gamma, *mean, *rstd;
+  const uint8_t* keep;
+  float keep_prob;
+  void *d_sum, *d_y;
+  float* scratch;
+  int64_t rows;
+  int n, blocks;
+  size_t smem;
+  cudaStream_t stream;
+  int* launched;  ///< the blocks it ran with: as many as are resident at once, at most `blocks`
+  template <typename T, int V, int C>
+  cudaError_t run() const {
+    int per_sm = 1;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dropout_add_layer_norm_bwd<T, V, C>,
+                                                  kRowThreads, smem);
+    *launched = std::max(1, std::min(blocks, std::max(1, per_sm) * multiprocessors()));
+    dropout_add_layer_norm_bwd<T, V, C>
+        <<<static_cast<unsigned>(*launched), kRowThreads, smem, stream>>>(
+            static_cast<const T*>(d_out), static_cast<const T*>(d_extra),
+            static_cast<const T*>(sum), gamma, mean, rstd, keep, keep_prob, static_cast<T*>(d_sum),
+            static_cast<T*>(d_y), scratch, rows, n);
+    return cudaGetLastError();
+  }
+};
+
+}  // namespace
+
+bool layer_norm_kernels_support(int64_t n, bool aligned) { return row_shape(n, aligned).v != 0; }
+
+cudaError_t launch_dropout_add_layer_norm(const void* y, const void* residual, const float* gamma,
+                                          const float* beta, void* sum, void* out, uint8_t* keep,
+                                          float* mean, float* rstd, DType dtype, int64_t rows,
+                                          int64_t n, float keep_prob, float eps,
+                                          const PhiloxArgs& rng, cudaStream_t stream) {
+  const bool aligned = aligned16(y) && aligned16(residual) && aligned16(gamma) && aligned16(beta) &&
+                       aligned16(sum) && aligned16(out) &&
+                       (keep == nullptr || reinterpret_cast<uintptr_t>(keep) % 8 == 0);
+  const Shape shape = row_shape(n, aligned);
+  if (shape.v == 0) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  const auto blocks =
+      static_cast<unsigned>(std::min<int64_t>((rows + kRowWarps - 1) / kRowWarps, 65535));
+  const ForwardLaunch launch{
+      y,         residual, gamma, beta,   sum,   out, keep, mean, rstd, rows, static_cast<int>(n),
+      keep_prob, eps,      rng,   blocks, stream};
+  return with_type(dtype, [&](auto tag) { return with_shape<decltype(tag)>(shape, launch); });
+}
+
+int64_t layer_norm_backward_scratch_floats(int64_t rows, int64_t n) {
+  return 3 * max_backward_blocks(rows) * n;
+}
+
+cudaError_t launch_dropout_add_layer_norm_backward(
+    const void* d_out, const void* d_extra, const void* sum, const float* gamma, const float* mean,
+    const float* rstd, const uint8_t* keep, float keep_prob, void* d_sum, void* d_y, float* scratch,
+    float* col_sums, DType dtype, int64_t rows, int64_t n, cudaStream_t stream) {
+  const bool aligned = aligned16(d_out) && aligned16(d_extra) && aligned16(sum) &&
+                       aligned16(gamma) && aligned16(d_sum) && aligned16(d_y) &&
+                       (keep == nullptr || reinterpret_cast<uintptr_t>(keep) % 8 == 0);
+  const Shape shape = row_shape(n, aligned);
+  if (shape.v == 0) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaMemsetAsync(col_sums, 0, 3 * n * sizeof(float), stream);
+  const int blocks = max_backward_blocks(rows);
+  int launched = blocks;
+  const size_t smem = 3 * static_cast<size_t>(n) * sizeof(float);
+  const BackwardLaunch launch{d_out,
+                              d_extra,
+                              sum,
+                              gamma,
+                              mean,
+                              rstd,
+                              keep,
+                              keep_prob,
+                              d_sum,
+                              d_y,
+                              scratch,
+                              rows,
+                              static_cast<int>(n),
+                              blocks,
+                              smem,
+                              stream,
+                              &launched};
+  const cudaError_t e =
+      with_type(dtype, [&](auto tag) { return with_shape<decltype(tag)>(shape, launch); });
+  if (e != cudaSuccess) return e;
+  return launch_column_sums(scratch, 3, launched, n, col_sums, stream);
+}
+
+int64_t gelu_backward_scratch_floats(int64_t rows, int64_t n) { return gelu_tiles(rows) * n; }
+
+cudaError_t launch_gelu_backward_bias(const void* d_act, const void* pre, void* d_pre,
+                                      float* scratch, float* bias_grad, DType dtype, int64_t rows,
+                                      int64_t n, bool tanh_approx, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  if (rows == 0) return cudaMemsetAsync(bias_grad, 0, n * sizeof(float), stream);
+  const bool vec = n % 8 == 0 && aligned16(d_act) && aligned16(pre) && aligned16(d_pre);
+  const int v = vec ? 8 : 1;
+  const int64_t tiles = gelu_tiles(rows);
+  if (tiles > 65535) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>((n + kGeluThreads * v - 1) / (kGeluThreads * v)),
+                  static_cast<unsigned>(tiles));
+  const cudaError_t e = with_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (vec) {
+      gelu_backward_bias<T, 8><<<grid, kGeluThreads, 0, stream>>>(
+          static_cast<const T*>(d_act), static_cast<const T*>(pre), static_cast<T*>(d_pre), scratch,
+          rows, static_cast<int>(n), tanh_approx);
+    } else {
+      gelu_backward_bias<T, 1><<<grid, kGeluThreads, 0, stream>>>(
+          static_cast<const T*>(d_act), static_cast<const T*>(pre), static_cast<T*>(d_pre), scratch,
+          rows, static_cast<int>(n), tanh_approx);
+    }
+    return cudaGetLastError();
+  });
+  if (e != cudaSuccess) return e;
+  return launch_column_sums(scratch, 1, static_cast<int>(tiles), n, bias_grad, stream);
+}
+
+}  // namespace gpubench::engine::fused
