@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # BERT-base with `kernels: fused` (linear + dropout + residual + LayerNorm, linear + GELU) on the H200, after
-# `scripts/device_run.sh build` with GPUBENCH_BUILD_TARGETS="gpubench engine_tests bert_parity_tests".
+# `scripts/device_run.sh build` with GPUBENCH_BUILD_TARGETS="gpubench engine_tests bert_parity_tests
+# decoder_parity_tests".
 # Run from the repository root: OUT=... results/2026-12-02-h200-bert-fused/run.sh PHASE... where the phases are
 #   cudatest  the fused ops' *_CUDA tests and the BERT parity tests (transformers' logits on the fused kernels)
 #   bench     configs/bench/bert-bs128.yaml (ROUNDS, SKIP as scripts/device_run.sh takes them)
-#   profile   gpubench --profile of the ATen and the fused path (kernel categories, a Chrome trace of each)
+#   profile   gpubench --profile of the ATen and the fused path (kernel categories, a Chrome trace of each;
+#             PROFILE_KERNELS="fused" profiles one)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -19,14 +21,14 @@ for phase in "$@"; do
       timeout 240 build-device/tests/engine_tests --gtest_filter='FusedOps*_CUDA' \
         > "$OUT/engine_cuda.log" 2>&1
       log "exit $?"; grep -E "^\[  (PASSED|FAILED) |Failure|tests ran|Expected|Which is" "$OUT/engine_cuda.log" | head -30 | tee -a "$OUT/session.log"
-      (cd build-device && timeout 120 ctest -R "BertParity" --output-on-failure > "$OUT/ctest_bert.log" 2>&1)
+      (cd build-device && timeout 150 ctest -R "BertParity|DecoderParity.*(Gpt2|Fused)" --output-on-failure > "$OUT/ctest_bert.log" 2>&1)
       log "exit $?"; grep -E "tests passed|Failed|SKIPPED" "$OUT/ctest_bert.log" | head | tee -a "$OUT/session.log"
       ;;
     bench)
       OUT="$OUT" scripts/device_run.sh bench configs/bench/bert-bs128.yaml
       ;;
     profile)
-      for k in aten fused; do
+      for k in ${PROFILE_KERNELS:-aten fused}; do
         log "profile $k"
         timeout 120 "$GB" run bert-base --precision bf16 --batch-size 128 --dataset-size 2560 --kernels "$k" \
           --profile true --output "$OUT/records/profile_bert_bs128_$k.json" > "$OUT/records/console_profile_$k.txt" 2>&1

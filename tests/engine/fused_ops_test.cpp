@@ -6,6 +6,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include <iostream>
+
 #include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
 #include "models/registry.h"
@@ -183,7 +185,46 @@ void check_linear_gelu(int64_t rows, int64_t in, int64_t n, bool tanh_approx, at
   EXPECT_LT(max_diff(b1.grad(), b2.grad()), tol * scale(b2.grad())) << rows << "x" << n << " tanh " << tanh_approx;
 }
 
+/// The three projections of one input against three ATen linear layers, outputs and every gradient.
+void check_linear_qkv(int64_t rows, int64_t in, int64_t n, at::ScalarType dtype, const at::Device& device, double tol) {
+  torch::manual_seed(rows * 3 + n);
+  const auto f = torch::TensorOptions().device(device);
+  std::vector<at::Tensor> init{torch::randn({2, rows, in}, f)};
+  for (int i = 0; i < 3; ++i) {
+    init.push_back(torch::randn({n, in}, f) * 0.3);
+    init.push_back(torch::randn({n}, f));
+  }
+  std::vector<at::Tensor> a, b;
+  for (const auto& t : init) {
+    a.push_back(t.clone().requires_grad_(true));
+    b.push_back(t.clone().requires_grad_(true));
+  }
+  std::vector<at::Tensor> out, ref;
+  {
+    AutocastScope scope(device.type(), dtype != at::kFloat ? std::optional<at::ScalarType>(dtype) : std::nullopt);
+    out = fused::linear_qkv(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+    for (int i = 0; i < 3; ++i) ref.push_back(at::linear(b[0], b[1 + 2 * i], b[2 + 2 * i]));
+  }
+  at::Tensor lo = torch::zeros({}, f), lr = torch::zeros({}, f);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(out[i].sizes(), ref[i].sizes());
+    EXPECT_EQ(out[i].scalar_type(), dtype);
+    EXPECT_LT(max_diff(out[i], ref[i]), tol * scale(ref[i])) << "output " << i;
+    const at::Tensor d = torch::randn(ref[i].sizes(), f);
+    lo = lo + (out[i].to(at::kFloat) * d).sum();
+    lr = lr + (ref[i].to(at::kFloat) * d).sum();
+  }
+  lo.backward();
+  lr.backward();
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].grad().scalar_type(), at::kFloat) << "input " << i;
+    EXPECT_LT(max_diff(a[i].grad(), b[i].grad()), tol * scale(b[i].grad())) << "gradient of input " << i << ", " << rows
+                                                                             << "x" << n;
+  }
+}
+
 TEST(FusedOpsTest, BertSubLayerFusionsEqualTheirAtenCompositionsWithGradientsOnTheCpu) {
+  check_linear_qkv(5, 6, 7, at::kFloat, at::kCPU, 1e-5);
   for (const AddNormCase& c : std::vector<AddNormCase>{{5, 7, 6, 0.0}, {1, 4, 37, 0.0}, {40, 8, 64, 0.3}}) {
     check_add_norm(c, at::kFloat, at::kCPU, 1e-5);
   }
@@ -235,7 +276,12 @@ std::vector<double> train_losses(const std::string& model, const std::string& ke
 
 void expect_same_curve(const std::vector<double>& a, const std::vector<double>& b, double tol) {
   ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol * std::abs(b[i]) + 1e-6) << "step " << i;
+  double worst = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(a[i], b[i], tol * std::abs(b[i]) + 1e-6) << "step " << i;
+    worst = std::max(worst, std::abs(a[i] - b[i]) / (std::abs(b[i]) + 1e-12));
+  }
+  std::cout << "largest relative difference of the two loss curves: " << worst << " (tolerance " << tol << ")\n";
   EXPECT_LT(a.back(), 0.5 * a.front()) << "the loss goes down";
 }
 
@@ -275,10 +321,10 @@ TEST(FusedOpsTest, TheRecordNamesTheKernelPathAndHowEachFusionRan) {
   s.model_options = {{"layers", 1}, {"width", 32}, {"heads", 4}, {"seq_len", 8}};
   const RunRecord bert = run_benchmark(s, quiet, RunOptions{});
   ASSERT_EQ(bert.status, RunStatus::kOk) << bert.reason;
-  ASSERT_EQ(bert.execution.fusions.size(), 2u);
-  EXPECT_EQ(bert.execution.fusions[0].name, "linear_gelu");
-  EXPECT_EQ(bert.execution.fusions[1].name, "linear_dropout_add_layer_norm");
-  EXPECT_EQ(bert.execution.fusions[1].implementation, "aten");
+  ASSERT_EQ(bert.execution.fusions.size(), 3u);
+  EXPECT_EQ(bert.execution.fusions[0].name, "linear_qkv");
+  EXPECT_EQ(bert.execution.fusions[2].name, "linear_dropout_add_layer_norm");
+  EXPECT_EQ(bert.execution.fusions[2].implementation, "aten");
   s.model = "resnet50";
   s.model_options = {{"image_size", 32}, {"num_classes", 10}};
   const RunRecord resnet = run_benchmark(s, quiet, RunOptions{});
@@ -340,6 +386,10 @@ TEST(FusedOpsTest, BertSubLayerKernelsMatchTheirAtenCompositionsInBf16AndFp32_CU
                                        {33, 8, 1000, 0.0}};
   for (const auto& c : cases) check_add_norm(c, at::kFloat, dev, 1e-4);
   for (const auto& c : cases) check_add_norm(c, at::kBFloat16, dev, 3e-2);
+  for (const auto& [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 768}, {300, 768}, {7, 37}}) {
+    check_linear_qkv(rows, 32, n, at::kFloat, dev, 1e-4);
+    check_linear_qkv(rows, 32, n, at::kBFloat16, dev, 3e-2);
+  }
   for (bool t : {false, true}) {
     for (const auto& [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 3072}, {300, 3072}, {7, 37}, {130, 200}}) {
       check_linear_gelu(rows, 32, n, t, at::kFloat, dev, 1e-4);
@@ -368,7 +418,9 @@ TEST(FusedOpsTest, ReducedModelsTrainToTheSameLossCurveOnTheGpuInBf16_CUDA) {
   for (const std::string model : {"gpt2", "llama", "bert-base"}) {
     const auto aten = train_losses(model, "aten", 200, dev, at::kBFloat16);
     const auto fused = train_losses(model, "fused", 200, dev, at::kBFloat16);
-    expect_same_curve(fused, aten, 3e-2);
+    // BERT's fused path keeps the residual stream in bf16 where the ATen path carries LayerNorm's fp32 outputs:
+    // a rounding of every sub-layer's output that the decoders' fusions do not make, so its tolerance is wider.
+    expect_same_curve(fused, aten, model == "bert-base" ? 6e-2 : 3e-2);
   }
 }
 

@@ -88,4 +88,9 @@ cudaError_t launch_gelu_backward_bias(const void* d_act, const void* pre, void* 
                                       float* bias_grad, DType dtype, int64_t rows, int64_t n, bool tanh_approx,
                                       cudaStream_t stream);
 
+/// out[n] (fp32) = the column sums of x [rows, n] (a bias gradient), with gelu_backward_scratch_floats(rows, n) floats
+/// of scratch.
+cudaError_t launch_column_sum(const void* x, float* scratch, float* out, DType dtype, int64_t rows, int64_t n,
+                              cudaStream_t stream);
+
 }  // namespace gpubench::engine::fused

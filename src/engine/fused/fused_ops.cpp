@@ -4,6 +4,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/autograd.h>
 
+#include <atomic>
 #include <stdexcept>
 
 #include "fused/kernel_launch.h"
@@ -222,6 +223,39 @@ bool row_kernels_take(int64_t n, bool aligned) {
 #endif
 }
 
+/// The gradient of a weight [out, in] from g [rows, out] and the layer's input x [rows, in]: g^T x, written in fp32
+/// by the GEMM itself where the parameter is fp32 and the product is bf16/fp16 on CUDA (ATen's mm with an output
+/// dtype), which saves the cast autograd would otherwise make; else in the product's dtype.
+at::Tensor weight_grad(const at::Tensor& g, const at::Tensor& x, at::ScalarType param_dtype) {
+  static std::atomic<bool> fp32_out{true};  // off for good if this LibTorch refuses it
+  if (param_dtype == at::kFloat && g.is_cuda() && (g.scalar_type() == at::kBFloat16 || g.scalar_type() == at::kHalf) &&
+      fp32_out.load()) {
+    try {
+      return at::mm(g.t(), x, at::kFloat);
+    } catch (const std::exception&) {
+      fp32_out = false;
+    }
+  }
+  return at::mm(g.t(), x);
+}
+
+/// The column sums of g [rows, n] (a bias gradient) in fp32: gpubench's kernel on CUDA, else ATen's sum.
+at::Tensor bias_grad(const at::Tensor& g) {
+  if (on_kernels(g)) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+    const at::Tensor c = g.contiguous();
+    const auto f32 = c.options().dtype(at::kFloat);
+    at::Tensor scratch = at::empty({gelu_backward_scratch_floats(c.size(0), c.size(1))}, f32);
+    at::Tensor out = at::empty({c.size(1)}, f32);
+    check(launch_column_sum(c.data_ptr(), scratch.data_ptr<float>(), out.data_ptr<float>(), dtype_of(c), c.size(0),
+                            c.size(1), stream()),
+          "column_sum");
+    return out;
+#endif
+  }
+  return g.sum(0);
+}
+
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 /// The next slice of the CUDA generator's Philox stream for `device` (inside a graph capture, the pointers that the
 /// replay fills in), as ATen's own dropout takes it.
@@ -287,6 +321,7 @@ class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAdd
     ctx->save_for_backward({h2, w, s, mean, rstd, keep, g, b});
     ctx->saved_data["p"] = p;
     ctx->saved_data["kernel"] = kernel;
+    ctx->saved_data["w_dtype"] = static_cast<int64_t>(weight.scalar_type());
     ctx->saved_data["h_sizes"] = h.sizes().vec();
     ctx->saved_data["r_sizes"] = residual.sizes().vec();
     return out.view(with_last(h.sizes(), n));
@@ -326,7 +361,7 @@ class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAdd
       d_bias = d_y.sum(0);
     }
     const at::Tensor d_h = at::mm(d_y, w).view(ctx->saved_data["h_sizes"].toIntVector());
-    const at::Tensor d_w = at::mm(d_y.t(), h2);
+    const at::Tensor d_w = weight_grad(d_y, h2, static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt()));
     return {d_h, d_w, d_bias, d_s.view(ctx->saved_data["r_sizes"].toIntVector()), d_gamma, d_beta,
             at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -343,6 +378,7 @@ class LinearGeluFn : public torch::autograd::Function<LinearGeluFn> {
     const at::Tensor pre = at::addmm(bias.to(dtype), h2, w.t());
     ctx->save_for_backward({h2, w, pre});
     ctx->saved_data["tanh"] = tanh_approx;
+    ctx->saved_data["w_dtype"] = static_cast<int64_t>(weight.scalar_type());
     ctx->saved_data["h_sizes"] = h.sizes().vec();
     return at::gelu(pre, tanh_approx ? "tanh" : "none").view(with_last(h.sizes(), weight.size(0)));
   }
@@ -370,7 +406,53 @@ class LinearGeluFn : public torch::autograd::Function<LinearGeluFn> {
       d_bias = d_pre.sum(0);
     }
     const at::Tensor d_h = at::mm(d_pre, w).view(ctx->saved_data["h_sizes"].toIntVector());
-    return {d_h, at::mm(d_pre.t(), h2), d_bias, at::Tensor(), at::Tensor()};
+    return {d_h, weight_grad(d_pre, h2, static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt())), d_bias,
+            at::Tensor(), at::Tensor()};
+  }
+};
+
+
+class LinearQkvFn : public torch::autograd::Function<LinearQkvFn> {
+ public:
+  static tensor_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& wq, const at::Tensor& bq,
+                             const at::Tensor& wk, const at::Tensor& bk, const at::Tensor& wv, const at::Tensor& bv,
+                             int64_t dtype_code) {
+    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const auto dtype = static_cast<at::ScalarType>(dtype_code);
+    const at::Tensor x2 = x.reshape({-1, x.size(-1)}).to(dtype).contiguous();
+    tensor_list out, saved{x2};
+    for (const auto& [w, b] : {std::pair{wq, bq}, std::pair{wk, bk}, std::pair{wv, bv}}) {
+      const at::Tensor wc = w.to(dtype);
+      saved.push_back(wc);
+      out.push_back(at::addmm(b.to(dtype), x2, wc.t()).view(with_last(x.sizes(), w.size(0))));
+    }
+    ctx->save_for_backward(saved);
+    ctx->saved_data["x_sizes"] = x.sizes().vec();
+    ctx->saved_data["w_dtype"] = static_cast<int64_t>(wq.scalar_type());
+    return out;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x2 = saved[0];
+    const auto w_dtype = static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt());
+    at::Tensor d_x;
+    tensor_list grads(8);
+    for (size_t i = 0; i < 3; ++i) {
+      if (!grad_out[i].defined()) continue;
+      const at::Tensor& w = saved[i + 1];
+      const at::Tensor g = grad_out[i].reshape({x2.size(0), w.size(0)}).to(x2.scalar_type()).contiguous();
+      if (d_x.defined()) {
+        d_x.addmm_(g, w);  // the three input gradients summed by the GEMMs themselves
+      } else {
+        d_x = at::mm(g, w);
+      }
+      grads[1 + 2 * i] = weight_grad(g, x2, w_dtype);
+      grads[2 + 2 * i] = bias_grad(g);
+    }
+    if (d_x.defined()) grads[0] = d_x.view(ctx->saved_data["x_sizes"].toIntVector());
+    return grads;
   }
 };
 
@@ -425,6 +507,17 @@ at::Tensor linear_gelu(const at::Tensor& h, const at::Tensor& weight, const at::
   return LinearGeluFn::apply(h, weight, bias, tanh_approx, static_cast<int64_t>(compute_dtype(weight)));
 }
 
+std::vector<at::Tensor> linear_qkv(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& bq,
+                                   const at::Tensor& wk, const at::Tensor& bk, const at::Tensor& wv,
+                                   const at::Tensor& bv) {
+  for (const at::Tensor* w : {&wq, &wk, &wv}) {
+    if (w->dim() != 2 || w->size(1) != x.size(-1)) {
+      throw std::invalid_argument("fused linear_qkv: each weight must be [out, in] with in = x's last dimension");
+    }
+  }
+  return LinearQkvFn::apply(x, wq, bq, wk, bk, wv, bv, static_cast<int64_t>(compute_dtype(wq)));
+}
+
 std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device) {
   std::vector<FusionRecord> out;
   const bool kernels = device.is_cuda() && cuda_kernels_compiled();
@@ -472,6 +565,10 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
       const std::string what =
           n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
           : n == "rotary" ? "q and k rotated together, one pass each way"
+          : n == "linear_qkv"
+              ? "the query, key and value projections of one input by cuBLAS (bias in the epilogue); backward, the "
+                "input gradient accumulated by the three GEMMs in one buffer, the weight gradients written in fp32 "
+                "and the bias gradients by one column-sum pass each"
           : n == "linear_gelu"
               ? "the linear layer by cuBLAS with its bias in the epilogue and ATen's GELU; backward, GELU's gradient "
                 "and the bias gradient in one pass"

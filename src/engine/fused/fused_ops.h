@@ -46,6 +46,14 @@ at::Tensor linear_dropout_add_layer_norm(const at::Tensor& h, const at::Tensor& 
 /// epilogue and ATen's GELU forward; backward, GELU's gradient and the bias gradient in one kernel on CUDA.
 at::Tensor linear_gelu(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool tanh_approx);
 
+/// BERT's query, key and value projections of one input x [..., in] (weights [out_i, in], biases [out_i]), each in the
+/// compute dtype. Forward, three cuBLAS GEMMs with the bias in the epilogue; backward, the input gradient accumulated
+/// in one buffer by the three GEMMs (no adds), the weight gradients written in fp32, and on CUDA the bias gradients
+/// by gpubench's column-sum kernel.
+std::vector<at::Tensor> linear_qkv(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& bq,
+                                   const at::Tensor& wk, const at::Tensor& bk, const at::Tensor& wv,
+                                   const at::Tensor& bv);
+
 /// The dtype the fused operations compute and return in on `t`'s device: autocast's when it is on there, else t's.
 at::ScalarType compute_dtype(const at::Tensor& t);
 

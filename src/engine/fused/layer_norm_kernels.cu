@@ -22,6 +22,8 @@ using device::store;
 
 constexpr int kRowThreads = 256;  // eight warps, a row each at a time
 constexpr int kRowWarps = kRowThreads / 32;
+constexpr int kBwdThreads = 128;  // the backward pass: four warps, each with its column sums in shared memory
+constexpr int kBwdWarps = kBwdThreads / 32;
 
 // ---- vectors of V elements as fp32
 // --------------------------------------------------------------------------------
@@ -244,32 +246,34 @@ int multiprocessors() {
   return sms;
 }
 
-/// The most blocks the backward pass launches for `rows` (two an SM): each block's column sums are one partial row
+/// The most blocks the backward pass launches for `rows` (six an SM): each block's column sums are one partial row
 /// of scratch, so the scratch is sized by this bound; the launch takes what fits on the device at once.
 int max_backward_blocks(int64_t rows) {
-  const int64_t wanted = (rows + kRowWarps - 1) / kRowWarps;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(wanted, 2 * static_cast<int64_t>(multiprocessors()))));
+  const int64_t wanted = (rows + kBwdWarps - 1) / kBwdWarps;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(wanted, 6 * static_cast<int64_t>(multiprocessors()))));
 }
 
 template <typename T, int V, int C>
-__global__ void __launch_bounds__(kRowThreads)
+__global__ void __launch_bounds__(kBwdThreads)
     dropout_add_layer_norm_bwd(const T* __restrict__ d_out, const T* __restrict__ d_extra,
                                const T* __restrict__ sum, const float* __restrict__ gamma,
                                const float* __restrict__ mean, const float* __restrict__ rstd,
                                const uint8_t* __restrict__ keep, float keep_prob,
                                T* __restrict__ d_sum, T* __restrict__ d_y,
                                float* __restrict__ scratch, int64_t rows, int n) {
-  extern __shared__ float red[];  // [3][n]: the block's column sums
-  constexpr bool kHold =
-      C * V <= 24;  // keep the row's d_out and s in registers between the two passes
+  // Each warp's column sums (d_gamma, d_beta, d_bias) in shared memory, [warp][3][n]: a lane owns its columns, so no
+  // atomics, and the registers stay free for the row (three register arrays of sums would cap the occupancy).
+  extern __shared__ float acc[];
+  constexpr bool kHold = C * V <= 24;  // the row's d_out and s in registers between the passes (else L1 serves them)
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * kRowWarps;
+  float* const mine = acc + static_cast<int64_t>(warp) * 3 * n;
+  for (int i = lane; i < 3 * n; i += 32) mine[i] = 0.0f;
+  __syncwarp();
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kBwdWarps;
   const float scale = keep_prob > 0.0f ? 1.0f / keep_prob : 0.0f;
   const float inv_n = 1.0f / static_cast<float>(n);
-  float acc_g[C][V] = {}, acc_b[C][V] = {}, acc_y[C][V] = {};
   float hd[kHold ? C : 1][V], hs[kHold ? C : 1][V];
-  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + warp; row < rows;
-       row += warps) {
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kBwdWarps + warp; row < rows; row += warps) {
     const float m = mean[row], rs = rstd[row];
     float a = 0.0f, b = 0.0f;
 #pragma unroll
@@ -282,11 +286,9 @@ __global__ void __launch_bounds__(kRowThreads)
       load_v<float, V>(gamma, j, gv);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        const float xhat = (sv[k] - m) * rs, g = gv[k] * dv[k];
+        const float g = gv[k] * dv[k];
         a += g;
-        b += g * xhat;
-        acc_g[c][k] += dv[k] * xhat;
-        acc_b[c][k] += dv[k];
+        b += g * (sv[k] - m) * rs;
         if constexpr (kHold) {
           hd[c][k] = dv[k];
           hs[c][k] = sv[k];
@@ -312,8 +314,12 @@ __global__ void __launch_bounds__(kRowThreads)
         load_v<T, V>(sum, e, sv);
       }
       load_v<float, V>(gamma, j, gv);
+      float xhat[V];
 #pragma unroll
-      for (int k = 0; k < V; ++k) ds[k] = rs * (gv[k] * dv[k] - a - (sv[k] - m) * rs * b);
+      for (int k = 0; k < V; ++k) {
+        xhat[k] = (sv[k] - m) * rs;
+        ds[k] = rs * (gv[k] * dv[k] - a - xhat[k] * b);
+      }
       if (d_extra != nullptr) {
         float x[V];
         load_v<T, V>(d_extra, e, x);
@@ -332,32 +338,30 @@ __global__ void __launch_bounds__(kRowThreads)
         for (int k = 0; k < V; ++k) dy[k] = ds[k];
       }
       if (d_y != nullptr) store_v<T, V>(d_y, e, dy);
+      // The column sums: d_gamma, d_beta, and the bias gradient of what was stored.
+      float sg[V], sb[V], sy[V];
+      load_v<float, V>(mine, j, sg);
+      load_v<float, V>(mine + n, j, sb);
+      load_v<float, V>(mine + 2 * n, j, sy);
 #pragma unroll
-      for (int k = 0; k < V; ++k)
-        acc_y[c][k] += rounded<T>(dy[k]);  // the bias gradient of what was stored
-    }
-  }
-  // The block's column sums, warp by warp in a fixed order (deterministic), then one partial row
-  // per block.
-  for (int w = 0; w < kRowWarps; ++w) {
-    if (warp == w) {
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const int j = column<V>(c, lane);
-        if (j >= n) continue;
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          red[j + k] = (w == 0 ? 0.0f : red[j + k]) + acc_g[c][k];
-          red[n + j + k] = (w == 0 ? 0.0f : red[n + j + k]) + acc_b[c][k];
-          red[2 * n + j + k] = (w == 0 ? 0.0f : red[2 * n + j + k]) + acc_y[c][k];
-        }
+      for (int k = 0; k < V; ++k) {
+        sg[k] += dv[k] * xhat[k];
+        sb[k] += dv[k];
+        sy[k] += rounded<T>(dy[k]);
       }
+      store_v<float, V>(mine, j, sg);
+      store_v<float, V>(mine + n, j, sb);
+      store_v<float, V>(mine + 2 * n, j, sy);
     }
-    __syncthreads();
   }
+  __syncthreads();
+  // The block's sums over its warps in a fixed order (deterministic): one partial row per block.
   for (int i = threadIdx.x; i < 3 * n; i += blockDim.x) {
+    float t = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kBwdWarps; ++w) t += acc[static_cast<int64_t>(w) * 3 * n + i];
     const int p = i / n, j = i % n;
-    scratch[(static_cast<int64_t>(p) * gridDim.x + blockIdx.x) * n + j] = red[i];
+    scratch[(static_cast<int64_t>(p) * gridDim.x + blockIdx.x) * n + j] = t;
   }
 }
 
@@ -395,11 +399,11 @@ __device__ __forceinline__ float gelu_grad(float x, bool tanh_approx) {
   return 0.5f * (1.0f + erff(x * 0.7071067811865476f)) + x * __expf(-0.5f * x * x) * kAlpha;
 }
 
+/// d_pre = d_act * gelu'(pre) and the column sums of d_pre; with `pre` null, only the column sums of d_act.
 template <typename T, int V>
 __global__ void __launch_bounds__(kGeluThreads)
-    gelu_backward_bias(const T* __restrict__ d_act, const T* __restrict__ pre,
-                       T* __restrict__ d_pre, float* __restrict__ scratch, int64_t rows, int n,
-                       bool tanh_approx) {
+    gelu_backward_bias(const T* __restrict__ d_act, const T* __restrict__ pre, T* __restrict__ d_pre,
+                       float* __restrict__ scratch, int64_t rows, int n, bool tanh_approx) {
   const int j = (blockIdx.x * kGeluThreads + threadIdx.x) * V;
   if (j >= n) return;
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kGeluRows;
@@ -408,14 +412,20 @@ __global__ void __launch_bounds__(kGeluThreads)
 #pragma unroll 4
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t e = r * n + j;
-    float d[V], x[V], g[V];
+    float d[V];
     load_v<T, V>(d_act, e, d);
-    load_v<T, V>(pre, e, x);
+    if (pre != nullptr) {
+      float x[V], g[V];
+      load_v<T, V>(pre, e, x);
 #pragma unroll
-    for (int k = 0; k < V; ++k) g[k] = d[k] * gelu_grad(x[k], tanh_approx);
-    store_v<T, V>(d_pre, e, g);
+      for (int k = 0; k < V; ++k) g[k] = d[k] * gelu_grad(x[k], tanh_approx);
+      store_v<T, V>(d_pre, e, g);
 #pragma unroll
-    for (int k = 0; k < V; ++k) acc[k] += rounded<T>(g[k]);
+      for (int k = 0; k < V; ++k) acc[k] += rounded<T>(g[k]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] += d[k];
+    }
   }
 #pragma unroll
   for (int k = 0; k < V; ++k) scratch[static_cast<int64_t>(blockIdx.y) * n + j + k] = acc[k];
@@ -532,12 +542,18 @@ struct BackwardLaunch {
   int* launched;  ///< the blocks it ran with: as many as are resident at once, at most `blocks`
   template <typename T, int V, int C>
   cudaError_t run() const {
+    if (smem > 48 * 1024) {  // beyond the default limit (rows over 1,024): ask for it
+      const cudaError_t e = cudaFuncSetAttribute(dropout_add_layer_norm_bwd<T, V, C>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(smem));
+      if (e != cudaSuccess) return e;
+    }
     int per_sm = 1;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dropout_add_layer_norm_bwd<T, V, C>,
-                                                  kRowThreads, smem);
+                                                  kBwdThreads, smem);
     *launched = std::max(1, std::min(blocks, std::max(1, per_sm) * multiprocessors()));
     dropout_add_layer_norm_bwd<T, V, C>
-        <<<static_cast<unsigned>(*launched), kRowThreads, smem, stream>>>(
+        <<<static_cast<unsigned>(*launched), kBwdThreads, smem, stream>>>(
             static_cast<const T*>(d_out), static_cast<const T*>(d_extra),
             static_cast<const T*>(sum), gamma, mean, rstd, keep, keep_prob, static_cast<T*>(d_sum),
             static_cast<T*>(d_y), scratch, rows, n);
@@ -584,7 +600,7 @@ cudaError_t launch_dropout_add_layer_norm_backward(
   if (rows == 0) return cudaMemsetAsync(col_sums, 0, 3 * n * sizeof(float), stream);
   const int blocks = max_backward_blocks(rows);
   int launched = blocks;
-  const size_t smem = 3 * static_cast<size_t>(n) * sizeof(float);
+  const size_t smem = static_cast<size_t>(kBwdWarps) * 3 * static_cast<size_t>(n) * sizeof(float);
   const BackwardLaunch launch{d_out,
                               d_extra,
                               sum,
@@ -616,6 +632,7 @@ cudaError_t launch_gelu_backward_bias(const void* d_act, const void* pre, void* 
   if (n <= 0) return cudaSuccess;
   if (rows == 0) return cudaMemsetAsync(bias_grad, 0, n * sizeof(float), stream);
   const bool vec = n % 8 == 0 && aligned16(d_act) && aligned16(pre) && aligned16(d_pre);
+  if (pre == nullptr) d_pre = nullptr;
   const int v = vec ? 8 : 1;
   const int64_t tiles = gelu_tiles(rows);
   if (tiles > 65535) return cudaErrorInvalidValue;
@@ -636,6 +653,11 @@ cudaError_t launch_gelu_backward_bias(const void* d_act, const void* pre, void* 
   });
   if (e != cudaSuccess) return e;
   return launch_column_sums(scratch, 1, static_cast<int>(tiles), n, bias_grad, stream);
+}
+
+cudaError_t launch_column_sum(const void* x, float* scratch, float* out, DType dtype, int64_t rows, int64_t n,
+                              cudaStream_t stream) {
+  return launch_gelu_backward_bias(x, nullptr, nullptr, scratch, out, dtype, rows, n, false, stream);
 }
 
 }  // namespace gpubench::engine::fused

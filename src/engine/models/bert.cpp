@@ -31,13 +31,19 @@ torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids) {
 }
 
 BertSelfAttentionImpl::BertSelfAttentionImpl(const BertOptions& o)
-    : heads_(o.heads), dropout_(o.dropout), math_(o.math_attention) {
+    : heads_(o.heads), dropout_(o.dropout), math_(o.math_attention), fused_(o.fused) {
   query = register_module("query", torch::nn::Linear(o.hidden, o.hidden));
   key = register_module("key", torch::nn::Linear(o.hidden, o.hidden));
   value = register_module("value", torch::nn::Linear(o.hidden, o.hidden));
 }
 
 torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keep_mask) {
+  if (fused_) {
+    const auto qkv = engine::fused::linear_qkv(x, query->weight, query->bias, key->weight, key->bias, value->weight,
+                                               value->bias);
+    return merge_heads(attention(split_heads(qkv[0], heads_), split_heads(qkv[1], heads_), split_heads(qkv[2], heads_),
+                                 keep_mask, is_training() ? dropout_ : 0.0, math_));
+  }
   const torch::Tensor ctx = attention(split_heads(linear(query, x), heads_), split_heads(linear(key, x), heads_),
                                       split_heads(linear(value, x), heads_), keep_mask, is_training() ? dropout_ : 0.0, math_);
   return merge_heads(ctx);

@@ -41,7 +41,7 @@ class BertSelfAttentionImpl : public torch::nn::Module {
  private:
   int64_t heads_;
   double dropout_;
-  bool math_;
+  bool math_, fused_;
 };
 TORCH_MODULE(BertSelfAttention);
 

@@ -171,7 +171,8 @@ torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
   return at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(sizes);
 }
 
-Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Options& o) : heads_(o.heads), dropout_(o.dropout), math_(o.math_attention) {
+Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Options& o)
+    : heads_(o.heads), dropout_(o.dropout), math_(o.math_attention), fused_(o.fused) {
   const auto ln = torch::nn::LayerNormOptions({o.hidden}).eps(o.layer_norm_eps);
   ln_1 = register_module("ln_1", torch::nn::LayerNorm(ln));
   auto attn = group(*this, "attn");
@@ -189,7 +190,9 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
   const torch::Tensor ctx = attention(heads_view(qkv[0], heads_), heads_view(qkv[1], heads_),
                                       heads_view(qkv[2], heads_), {}, p, math_, /*causal=*/true);
   const torch::Tensor h = x + at::dropout(attn_proj(merge_heads(ctx)), p, is_training());
-  return h + at::dropout(mlp_proj(gelu_tanh(c_fc(ln_2(h)))), p, is_training());
+  const torch::Tensor act = fused_ ? engine::fused::linear_gelu(ln_2(h), c_fc->weight.t(), c_fc->bias, /*tanh=*/true)
+                                   : gelu_tanh(c_fc(ln_2(h)));
+  return h + at::dropout(mlp_proj(act), p, is_training());
 }
 
 torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window,

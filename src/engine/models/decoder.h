@@ -82,7 +82,7 @@ class Gpt2BlockImpl : public torch::nn::Module {
  private:
   int64_t heads_;
   double dropout_;
-  bool math_;
+  bool math_, fused_;
 };
 TORCH_MODULE(Gpt2Block);
 

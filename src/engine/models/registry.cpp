@@ -89,7 +89,7 @@ class SequenceClassification final : public Workload {
   int64_t tokens_per_sample() const override { return seq_len_; }
   std::vector<std::string> fusions() const override {
     if (!options_.fused) return {};
-    return {"linear_gelu", "linear_dropout_add_layer_norm"};
+    return {"linear_qkv", "linear_gelu", "linear_dropout_add_layer_norm"};
   }
 
  private:
@@ -372,6 +372,14 @@ std::vector<std::string> with_decode_fusions(const Scenario& s, std::vector<std:
   return base;
 }
 
+/// GPT-2's fusions outside generation (whose prefill and decode step run their own; with_decode_fusions adds those):
+/// the MLP's linear + GELU, and in training the LM head with its loss.
+std::vector<std::string> gpt2_fusions(const Scenario& s, const models::Gpt2Options& o) {
+  if (!o.fused || s.mode == "generate") return {};
+  if (fused_loss(s)) return {"linear_cross_entropy", "linear_gelu"};
+  return {"linear_gelu"};
+}
+
 // Each model's options from its keys (defaults filled): what its rules check and its factory builds.
 models::BertOptions bert_options(const Scenario& s) {
   models::BertOptions o;
@@ -631,8 +639,7 @@ const std::vector<ModelEntry>& model_registry() {
              [m](const torch::Tensor& ids) mutable { return m->hidden(ids); }, [m] { return m->head_weight(); },
              o.vocab_size, seq_len, models::gpt2_train_flops_per_sequence(o, seq_len),
              models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len),
-             with_decode_fusions(s, fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy"}
-                                                  : std::vector<std::string>{}));
+             with_decode_fusions(s, gpt2_fusions(s, o)));
          w->set_generator(generator_of(m, o.vocab_size, models::gpt2_train_flops_per_sequence(o, 1), o.layers, o.hidden));
          return w;
        }),
