@@ -88,6 +88,12 @@ cudaError_t launch_gelu_backward_bias(const void* d_act, const void* pre, void* 
                                       float* bias_grad, DType dtype, int64_t rows, int64_t n, bool tanh_approx,
                                       cudaStream_t stream);
 
+/// GEGLU over x [rows, 2m] = (a, g): out [rows, m] = a * gelu(g), the exact (erf) GELU.
+cudaError_t launch_geglu(const void* x, void* out, DType dtype, int64_t rows, int64_t m, cudaStream_t stream);
+/// Its gradient: d_x [rows, 2m] = (d_out * gelu(g), d_out * a * gelu'(g)).
+cudaError_t launch_geglu_backward(const void* x, const void* d_out, void* d_x, DType dtype, int64_t rows, int64_t m,
+                                  cudaStream_t stream);
+
 /// out[n] (fp32) = the column sums of x [rows, n] (a bias gradient), with gelu_backward_scratch_floats(rows, n) floats
 /// of scratch.
 cudaError_t launch_column_sum(const void* x, float* scratch, float* out, DType dtype, int64_t rows, int64_t n,

@@ -282,15 +282,18 @@ PhiloxArgs philox_slice(const at::Device& device) {
 
 class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAddNormFn> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
-                            const at::Tensor& residual, const at::Tensor& gamma, const at::Tensor& beta, double p,
-                            double eps, int64_t dtype_code) {
+  /// {LayerNorm(s), s}: the normalised output and the residual stream s = residual + dropout(h W^T + bias).
+  static tensor_list forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                             const at::Tensor& residual, const at::Tensor& gamma, const at::Tensor& beta, double p,
+                             double eps, int64_t dtype_code) {
     const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
     const auto dtype = static_cast<at::ScalarType>(dtype_code);
     const int64_t n = weight.size(0);
     const at::Tensor h2 = h.reshape({-1, h.size(-1)}).to(dtype).contiguous();
     const at::Tensor w = weight.to(dtype);
-    const at::Tensor y = at::addmm(bias.to(dtype), h2, w.t());  // cuBLASLt, the bias in its epilogue
+    const bool has_bias = bias.numel() > 0;  // an empty placeholder: no bias (autograd takes no undefined inputs)
+    const at::Tensor y = has_bias ? at::addmm(bias.to(dtype), h2, w.t())  // cuBLASLt, the bias in its epilogue
+                                  : at::mm(h2, w.t());
     const at::Tensor r = residual.reshape({-1, n}).to(dtype).contiguous();
     const int64_t rows = y.size(0);
     const bool dropout = p > 0.0;
@@ -324,7 +327,8 @@ class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAdd
     ctx->saved_data["w_dtype"] = static_cast<int64_t>(weight.scalar_type());
     ctx->saved_data["h_sizes"] = h.sizes().vec();
     ctx->saved_data["r_sizes"] = residual.sizes().vec();
-    return out.view(with_last(h.sizes(), n));
+    ctx->saved_data["has_bias"] = has_bias;
+    return {out.view(with_last(h.sizes(), n)), s.view(residual.sizes())};
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
@@ -334,7 +338,12 @@ class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAdd
     const at::Tensor &keep = saved[5], &g = saved[6], &b = saved[7];
     const double p = ctx->saved_data["p"].toDouble();
     const int64_t rows = s.size(0), n = s.size(1);
-    const at::Tensor d_out = grad_out[0].reshape({rows, n}).to(s.scalar_type()).contiguous();
+    const auto like_s = [&](const at::Tensor& g) {
+      return g.defined() ? g.reshape({rows, n}).to(s.scalar_type()).contiguous() : at::zeros_like(s);
+    };
+    const at::Tensor d_out = like_s(grad_out[0]);
+    // The residual stream's own gradient (from the layers after it), where the stream is used beyond the norm.
+    const at::Tensor d_extra = grad_out[1].defined() ? like_s(grad_out[1]) : at::Tensor();
     at::Tensor d_s, d_y, d_gamma, d_beta, d_bias;
     if (ctx->saved_data["kernel"].toBool()) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
@@ -344,7 +353,7 @@ class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAdd
       at::Tensor scratch = at::empty({layer_norm_backward_scratch_floats(rows, n)}, f32);
       at::Tensor cols = at::empty({3, n}, f32);
       check(launch_dropout_add_layer_norm_backward(
-                d_out.data_ptr(), nullptr, s.data_ptr(), g.data_ptr<float>(), mean.data_ptr<float>(),
+                d_out.data_ptr(), d_extra.defined() ? d_extra.data_ptr() : nullptr, s.data_ptr(), g.data_ptr<float>(), mean.data_ptr<float>(),
                 rstd.data_ptr<float>(), keep.defined() ? keep.data_ptr<uint8_t>() : nullptr,
                 static_cast<float>(1.0 - p), d_s.data_ptr(), keep.defined() ? d_y.data_ptr() : nullptr,
                 scratch.data_ptr<float>(), cols.data_ptr<float>(), dtype_of(s), rows, n, stream()),
@@ -357,13 +366,14 @@ class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAdd
       const at::ScalarType dtype = s.scalar_type();
       std::tie(d_s, d_gamma, d_beta) = at::native_layer_norm_backward(d_out, s, {n}, mean, rstd, g.to(dtype),
                                                                       b.to(dtype), {true, true, true});
+      if (d_extra.defined()) d_s = d_s + d_extra;
       d_y = keep.defined() ? at::native_dropout_backward(d_s, keep, 1.0 / (1.0 - p)) : d_s;
       d_bias = d_y.sum(0);
     }
     const at::Tensor d_h = at::mm(d_y, w).view(ctx->saved_data["h_sizes"].toIntVector());
     const at::Tensor d_w = weight_grad(d_y, h2, static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt()));
-    return {d_h, d_w, d_bias, d_s.view(ctx->saved_data["r_sizes"].toIntVector()), d_gamma, d_beta,
-            at::Tensor(), at::Tensor(), at::Tensor()};
+    return {d_h, d_w, ctx->saved_data["has_bias"].toBool() ? d_bias : at::Tensor(),
+            d_s.view(ctx->saved_data["r_sizes"].toIntVector()), d_gamma, d_beta, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -411,6 +421,40 @@ class LinearGeluFn : public torch::autograd::Function<LinearGeluFn> {
   }
 };
 
+
+class GegluFn : public torch::autograd::Function<GegluFn> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x) {
+    const at::Tensor xc = x.contiguous();
+    ctx->save_for_backward({xc});
+    const int64_t m = xc.size(-1) / 2, rows = xc.numel() / xc.size(-1);
+    if (on_kernels(xc)) {
+      at::Tensor out = at::empty(with_last(xc.sizes(), m), xc.options());
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      check(launch_geglu(xc.data_ptr(), out.data_ptr(), dtype_of(xc), rows, m, stream()), "geglu");
+#endif
+      return out;
+    }
+    const auto parts = xc.chunk(2, -1);
+    return parts[0] * at::gelu(parts[1]);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const at::Tensor x = ctx->get_saved_variables()[0];
+    const at::Tensor d = grad_out[0].to(x.scalar_type()).contiguous();
+    const int64_t m = x.size(-1) / 2, rows = x.numel() / x.size(-1);
+    if (on_kernels(x)) {
+      at::Tensor d_x = at::empty_like(x);
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      check(launch_geglu_backward(x.data_ptr(), d.data_ptr(), d_x.data_ptr(), dtype_of(x), rows, m, stream()),
+            "geglu_backward");
+#endif
+      return {d_x};
+    }
+    const auto parts = x.chunk(2, -1);
+    return {at::cat({d * at::gelu(parts[1]), at::gelu_backward(d * parts[0], parts[1])}, -1)};
+  }
+};
 
 class LinearQkvFn : public torch::autograd::Function<LinearQkvFn> {
  public:
@@ -500,7 +544,28 @@ at::Tensor linear_dropout_add_layer_norm(const at::Tensor& h, const at::Tensor& 
   }
   if (p < 0.0 || p >= 1.0) throw std::invalid_argument("fused linear_dropout_add_layer_norm: p must be in [0, 1)");
   return LinearDropoutAddNormFn::apply(h, weight, bias, residual, gamma, beta, p, eps,
-                                       static_cast<int64_t>(compute_dtype(weight)));
+                                       static_cast<int64_t>(compute_dtype(weight)))[0];
+}
+
+std::pair<at::Tensor, at::Tensor> linear_residual_layer_norm(const at::Tensor& h, const at::Tensor& weight,
+                                                             const at::Tensor& bias, const at::Tensor& residual,
+                                                             const at::Tensor& gamma, const at::Tensor& beta,
+                                                             double p, double eps) {
+  if (h.size(-1) != weight.size(1) || residual.size(-1) != weight.size(0) ||
+      residual.numel() / weight.size(0) != h.numel() / h.size(-1)) {
+    throw std::invalid_argument("fused linear_residual_layer_norm: h [..., in], weight [out, in] and residual "
+                                "[..., out] must have the same rows");
+  }
+  if (p < 0.0 || p >= 1.0) throw std::invalid_argument("fused linear_residual_layer_norm: p must be in [0, 1)");
+  const at::Tensor b = bias.defined() ? bias : at::empty({0}, weight.options());
+  const tensor_list out = LinearDropoutAddNormFn::apply(h, weight, b, residual, gamma, beta, p, eps,
+                                                        static_cast<int64_t>(compute_dtype(weight)));
+  return {out[1], out[0]};
+}
+
+at::Tensor geglu(const at::Tensor& x) {
+  if (x.size(-1) % 2 != 0) throw std::invalid_argument("fused geglu: the last dimension must be even (a, gate)");
+  return GegluFn::apply(x);
 }
 
 at::Tensor linear_gelu(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool tanh_approx) {
@@ -565,6 +630,13 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
       const std::string what =
           n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
           : n == "rotary" ? "q and k rotated together, one pass each way"
+          : n == "geglu" ? "a * gelu(gate) over the two halves of the projection and its gradient, one pass each "
+                           "(the gradient written as one tensor, no concatenation)"
+          : n == "linear_add_layer_norm"
+              ? "the output projection by cuBLAS (bias in the epilogue), the residual add and the next LayerNorm in "
+                "one pass writing the residual stream and the normalised input of the next sub-layer in the compute "
+                "dtype; backward, one pass with the stream's own gradient added (rows of up to 1,536 elements; ATen's "
+                "operations beyond)"
           : n == "linear_qkv"
               ? "the query, key and value projections of one input by cuBLAS (bias in the epilogue); backward, the "
                 "input gradient accumulated by the three GEMMs in one buffer, the weight gradients written in fp32 "

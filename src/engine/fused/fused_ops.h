@@ -42,6 +42,18 @@ at::Tensor linear_dropout_add_layer_norm(const at::Tensor& h, const at::Tensor& 
                                          const at::Tensor& residual, const at::Tensor& gamma, const at::Tensor& beta,
                                          double p, double eps);
 
+/// The pre-LayerNorm form (the SD UNet's transformer blocks): {s, LayerNorm(s)} with the residual stream
+/// s = residual + dropout(h @ weight^T + bias) (`bias` may be undefined), both in the compute dtype, by the same
+/// kernels as linear_dropout_add_layer_norm; the backward pass adds the stream's own gradient in its one pass.
+std::pair<at::Tensor, at::Tensor> linear_residual_layer_norm(const at::Tensor& h, const at::Tensor& weight,
+                                                             const at::Tensor& bias, const at::Tensor& residual,
+                                                             const at::Tensor& gamma, const at::Tensor& beta,
+                                                             double p, double eps);
+
+/// GEGLU (diffusers' GEGLU after its projection): x [..., 2m] = (a, gate) -> a * gelu(gate) [..., m], exact GELU; one
+/// kernel each way on CUDA.
+at::Tensor geglu(const at::Tensor& x);
+
 /// gelu(h @ weight^T + bias), exact (erf) or with `tanh_approx`, in the compute dtype: cuBLAS with the bias in its
 /// epilogue and ATen's GELU forward; backward, GELU's gradient and the bias gradient in one kernel on CUDA.
 at::Tensor linear_gelu(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool tanh_approx);

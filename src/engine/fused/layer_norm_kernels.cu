@@ -431,6 +431,50 @@ __global__ void __launch_bounds__(kGeluThreads)
   for (int k = 0; k < V; ++k) scratch[static_cast<int64_t>(blockIdx.y) * n + j + k] = acc[k];
 }
 
+// ---- GEGLU (the SD UNet's feed-forward) ---------------------------------------------------------------------------
+
+/// x [rows, 2m] = (a, g): out [rows, m] = a * gelu(g) (erf); backward, d_x = (d * gelu(g), d * a * gelu'(g)).
+template <typename T, int V>
+__global__ void geglu_fwd(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t m) {
+  const int64_t per_row = m / V, total = rows * per_row;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / per_row, j = (i % per_row) * V;
+    float a[V], g[V], o[V];
+    load_v<T, V>(x, r * 2 * m + j, a);
+    load_v<T, V>(x, r * 2 * m + m + j, g);
+#pragma unroll
+    for (int k = 0; k < V; ++k) o[k] = a[k] * 0.5f * g[k] * (1.0f + erff(g[k] * 0.7071067811865476f));
+    store_v<T, V>(out, r * m + j, o);
+  }
+}
+
+template <typename T, int V>
+__global__ void geglu_bwd(const T* __restrict__ x, const T* __restrict__ d_out, T* __restrict__ d_x, int64_t rows,
+                          int64_t m) {
+  const int64_t per_row = m / V, total = rows * per_row;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / per_row, j = (i % per_row) * V;
+    float a[V], g[V], d[V], da[V], dg[V];
+    load_v<T, V>(x, r * 2 * m + j, a);
+    load_v<T, V>(x, r * 2 * m + m + j, g);
+    load_v<T, V>(d_out, r * m + j, d);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      da[k] = d[k] * 0.5f * g[k] * (1.0f + erff(g[k] * 0.7071067811865476f));
+      dg[k] = d[k] * a[k] * gelu_grad(g[k], false);
+    }
+    store_v<T, V>(d_x, r * 2 * m + j, da);
+    store_v<T, V>(d_x, r * 2 * m + m + j, dg);
+  }
+}
+
+unsigned elementwise_blocks(int64_t items, int threads) {
+  const int64_t b = (items + threads - 1) / threads;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(b, 65535 * 8)));
+}
+
 int64_t gelu_tiles(int64_t rows) { return (rows + kGeluRows - 1) / kGeluRows; }
 
 // ---- dispatch
@@ -653,6 +697,39 @@ cudaError_t launch_gelu_backward_bias(const void* d_act, const void* pre, void* 
   });
   if (e != cudaSuccess) return e;
   return launch_column_sums(scratch, 1, static_cast<int>(tiles), n, bias_grad, stream);
+}
+
+cudaError_t launch_geglu(const void* x, void* out, DType dtype, int64_t rows, int64_t m, cudaStream_t stream) {
+  if (rows * m == 0) return cudaSuccess;
+  const bool vec = m % 8 == 0 && aligned16(x) && aligned16(out);
+  return with_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t items = rows * m / (vec ? 8 : 1);
+    if (vec) {
+      geglu_fwd<T, 8><<<elementwise_blocks(items, 256), 256, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(out), rows, m);
+    } else {
+      geglu_fwd<T, 1><<<elementwise_blocks(items, 256), 256, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(out), rows, m);
+    }
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_geglu_backward(const void* x, const void* d_out, void* d_x, DType dtype, int64_t rows, int64_t m,
+                                  cudaStream_t stream) {
+  if (rows * m == 0) return cudaSuccess;
+  const bool vec = m % 8 == 0 && aligned16(x) && aligned16(d_out) && aligned16(d_x);
+  return with_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t items = rows * m / (vec ? 8 : 1);
+    if (vec) {
+      geglu_bwd<T, 8><<<elementwise_blocks(items, 256), 256, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const T*>(d_out), static_cast<T*>(d_x), rows, m);
+    } else {
+      geglu_bwd<T, 1><<<elementwise_blocks(items, 256), 256, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const T*>(d_out), static_cast<T*>(d_x), rows, m);
+    }
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_column_sum(const void* x, float* scratch, float* out, DType dtype, int64_t rows, int64_t n,

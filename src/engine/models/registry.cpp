@@ -127,6 +127,11 @@ class LatentDiffusion final : public Workload {
     return b;
   }
 
+  std::vector<std::string> fusions() const override {
+    if (!options_.fused) return {};
+    return {"linear_add_layer_norm", "geglu"};
+  }
+
   torch::Tensor loss(const Batch& batch) override {
     const at::Tensor pred = model_->forward(batch.inputs[0], batch.inputs[1], batch.inputs[2]);
     return torch::nn::functional::mse_loss(pred.to(torch::kFloat), batch.target);  // in fp32, as diffusers does
@@ -401,6 +406,7 @@ models::UNetOptions unet_options(const Scenario& s) {
   o.heads = s.option<int64_t>("heads").value_or(o.heads);
   o.dropout = s.option<double>("dropout").value_or(o.dropout);
   o.math_attention = s.option<std::string>("attention") == "math";
+  o.fused = fused_kernels(s);
   return o;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "fused/fused_ops.h"
 #include "models/layers.h"
 
 namespace gpubench::models {
@@ -45,15 +46,18 @@ CrossAttentionImpl::CrossAttentionImpl(int64_t dim, int64_t context_dim, const U
   to_out = out->register_module("0", make_linear(dim, dim));
 }
 
-torch::Tensor CrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context) {
+torch::Tensor CrossAttentionImpl::attend(const torch::Tensor& x, const torch::Tensor& context) {
   const torch::Tensor& kv = context.defined() ? context : x;
-  const torch::Tensor h = attention(split_heads(models::linear(to_q, x), heads_),
-                                    split_heads(models::linear(to_k, kv), heads_),
-                                    split_heads(models::linear(to_v, kv), heads_), torch::Tensor(), 0.0, math_);
-  return models::linear(to_out, merge_heads(h));
+  return merge_heads(attention(split_heads(models::linear(to_q, x), heads_),
+                               split_heads(models::linear(to_k, kv), heads_),
+                               split_heads(models::linear(to_v, kv), heads_), torch::Tensor(), 0.0, math_));
 }
 
-Transformer2DImpl::Transformer2DImpl(int64_t dim, const UNetOptions& o) {
+torch::Tensor CrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context) {
+  return models::linear(to_out, attend(x, context));
+}
+
+Transformer2DImpl::Transformer2DImpl(int64_t dim, const UNetOptions& o) : fused_(o.fused) {
   norm = register_module("norm", group_norm(o.groups, dim, 1e-6));
   proj_in = register_module("proj_in", conv(dim, dim, 1));
   torch::nn::ModuleList blocks;
@@ -77,10 +81,24 @@ torch::Tensor Transformer2DImpl::forward(const torch::Tensor& x, const torch::Te
   const int64_t b = x.size(0), c = x.size(1), hgt = x.size(2), wid = x.size(3);
   torch::Tensor h = proj_in(norm(x));
   h = h.permute({0, 2, 3, 1}).reshape({b, hgt * wid, c});
-  h = attn1(norm1(h), torch::Tensor()) + h;
-  h = attn2(norm2(h), context) + h;
-  const auto parts = models::linear(ff_proj, norm3(h)).chunk(2, -1);
-  h = models::linear(ff_out, parts[0] * torch::gelu(parts[1])) + h;
+  if (fused_) {
+    // Each attention's output projection, the residual add and the next LayerNorm in one operation (the stream and
+    // the next sub-layer's input, both in the compute dtype), and GEGLU in one.
+    namespace f = engine::fused;
+    const at::Tensor n1 = norm1(h).to(f::compute_dtype(h));
+    auto [h1, n2] = f::linear_residual_layer_norm(attn1->attend(n1, torch::Tensor()), attn1->to_out->weight,
+                                                  attn1->to_out->bias, h, norm2->weight, norm2->bias, 0.0,
+                                                  norm2->options.eps());
+    auto [h2, n3] = f::linear_residual_layer_norm(attn2->attend(n2, context), attn2->to_out->weight,
+                                                  attn2->to_out->bias, h1, norm3->weight, norm3->bias, 0.0,
+                                                  norm3->options.eps());
+    h = models::linear(ff_out, f::geglu(models::linear(ff_proj, n3))) + h2;
+  } else {
+    h = attn1(norm1(h), torch::Tensor()) + h;
+    h = attn2(norm2(h), context) + h;
+    const auto parts = models::linear(ff_proj, norm3(h)).chunk(2, -1);
+    h = models::linear(ff_out, parts[0] * torch::gelu(parts[1])) + h;
+  }
   h = h.reshape({b, hgt, wid, c}).permute({0, 3, 1, 2}).contiguous(x.suggest_memory_format());
   return proj_out(h) + x;
 }

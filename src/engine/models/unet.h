@@ -23,6 +23,9 @@ struct UNetOptions {
   int64_t groups = 32;
   double dropout = 0.0;         ///< resnet dropout (0 in SD training configs)
   bool math_attention = false;
+  /// kernels: fused: the transformer blocks' output projections with the residual add and the next LayerNorm, and
+  /// GEGLU, as gpubench's fused operations (fused/fused_ops.h)
+  bool fused = false;
   int64_t time_dim() const { return channels[0] * 4; }
 };
 
@@ -44,9 +47,12 @@ class CrossAttentionImpl : public torch::nn::Module {
  public:
   CrossAttentionImpl(int64_t dim, int64_t context_dim, const UNetOptions& o);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context);
+  /// The attention before the output projection (to_out): [batch, tokens, dim].
+  torch::Tensor attend(const torch::Tensor& x, const torch::Tensor& context);
+  torch::nn::Linear to_out{nullptr};
 
  private:
-  torch::nn::Linear to_q{nullptr}, to_k{nullptr}, to_v{nullptr}, to_out{nullptr};
+  torch::nn::Linear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};
   int64_t heads_;
   bool math_;
 };
@@ -65,6 +71,7 @@ class Transformer2DImpl : public torch::nn::Module {
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
   CrossAttention attn1{nullptr}, attn2{nullptr};
   torch::nn::Linear ff_proj{nullptr}, ff_out{nullptr};
+  bool fused_;
 };
 TORCH_MODULE(Transformer2D);
 
