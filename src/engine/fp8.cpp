@@ -1,0 +1,251 @@
+#include "fp8.h"
+
+#include <ATen/autocast_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/autograd.h>
+
+#include <cstdint>
+#include <stdexcept>
+
+namespace gpubench::engine::fp8 {
+
+std::string name(Format f) { return f == Format::kE4M3 ? "e4m3" : "e5m2"; }
+
+std::string name(Scaling s) {
+  switch (s) {
+    case Scaling::kTensor: return "tensor";
+    case Scaling::kRowwise: return "rowwise";
+    case Scaling::kDelayed: return "delayed";
+  }
+  return "tensor";
+}
+
+std::optional<Format> parse_format(const std::string& s) {
+  if (s == "e4m3") return Format::kE4M3;
+  if (s == "e5m2") return Format::kE5M2;
+  return std::nullopt;
+}
+
+std::optional<Scaling> parse_scaling(const std::string& s) {
+  if (s == "tensor") return Scaling::kTensor;
+  if (s == "rowwise") return Scaling::kRowwise;
+  if (s == "delayed") return Scaling::kDelayed;
+  return std::nullopt;
+}
+
+at::ScalarType dtype(Format f) { return f == Format::kE4M3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2; }
+
+double max_value(Format f) { return f == Format::kE4M3 ? 448.0 : 57344.0; }
+
+at::Tensor scale_from_amax(const at::Tensor& amax, Format f) {
+  const at::Tensor a = amax.to(at::kFloat);
+  const at::Tensor usable = at::logical_and(a > 0, at::isfinite(a));
+  // max / amax where the amax is usable, else 1 (the division by a safe denominator keeps inf out of the discarded
+  // branch too).
+  return at::where(usable, max_value(f) / at::where(usable, a, at::ones_like(a)), at::ones_like(a));
+}
+
+at::Tensor amax(const at::Tensor& x, bool rowwise) {
+  if (rowwise) {
+    if (x.dim() != 2) throw std::invalid_argument("fp8 amax: rowwise scaling needs a 2-D tensor");
+    return x.abs().amax({1}, /*keepdim=*/true).to(at::kFloat);
+  }
+  return x.abs().amax().to(at::kFloat);
+}
+
+Quantized quantize(const at::Tensor& x, Format f, const at::Tensor& scale) {
+  const double m = max_value(f);
+  Quantized q;
+  q.data = (x.to(at::kFloat) * scale).clamp(-m, m).to(dtype(f));
+  q.inv_scale = scale.reciprocal();
+  return q;
+}
+
+AmaxHistory::AmaxHistory(int64_t length) : length_(length) {
+  if (length < 1) throw std::invalid_argument("fp8 amax history: the length must be at least 1");
+}
+
+at::Tensor AmaxHistory::push_and_scale(const at::Tensor& amax, Format f) {
+  const at::Tensor a = amax.to(at::kFloat).reshape({});
+  if (!history_.defined() || history_.device() != a.device()) history_ = at::zeros({length_}, a.options());
+  history_.select(0, next_ % length_).copy_(a);  // a device copy: no host synchronisation
+  ++next_;
+  return scale_from_amax(history_.amax(), f);
+}
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+using NoAutocast = c10::impl::ExcludeDispatchKeyGuard;
+
+at::ScalarType compute_dtype(const at::Tensor& x) {
+  const at::DeviceType type = x.device().type();
+  return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : x.scalar_type();
+}
+
+/// a (row-major [m, k], FP8) times b given as bt ([n, k] row-major, so b = bt^T is the column-major [k, n] that
+/// _scaled_mm takes), with their inverse scales, into `out` dtype.
+at::Tensor scaled_mm(const at::Tensor& a, const at::Tensor& a_inv, const at::Tensor& bt, const at::Tensor& b_inv,
+                     at::ScalarType out, bool fast_accum) {
+  if (!a.is_cuda() && (a_inv.numel() > 1 || b_inv.numel() > 1)) {
+    // ATen's CPU _scaled_mm takes per-tensor scales only: row-wise scales are on the dimensions the product keeps,
+    // so they factor out of it (the same values; CUDA applies them in the GEMM's epilogue).
+    const at::Tensor one = at::ones({}, a_inv.options());
+    return (at::_scaled_mm(a, bt.t(), one, one, std::nullopt, std::nullopt, at::kFloat, false) * a_inv * b_inv).to(out);
+  }
+  return at::_scaled_mm(a, bt.t(), a_inv, b_inv, std::nullopt, std::nullopt, out, fast_accum && a.is_cuda());
+}
+
+/// The scale for `x` under the recipe: current (per tensor or per row) or delayed from `history`.
+at::Tensor scale_for(const at::Tensor& x, Format f, const Recipe& r, bool rowwise_here, AmaxHistory* history) {
+  if (r.scaling == Scaling::kDelayed && history != nullptr) return history->push_and_scale(amax(x, false), f);
+  return scale_from_amax(amax(x, rowwise_here && r.scaling == Scaling::kRowwise), f);
+}
+
+class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                            int64_t grad_format, int64_t scaling, int64_t state_ptr, int64_t out_dtype_code) {
+    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    Recipe r;
+    r.grad_format = static_cast<Format>(grad_format);
+    r.scaling = static_cast<Scaling>(scaling);
+    auto* state = reinterpret_cast<LinearState*>(static_cast<intptr_t>(state_ptr));
+    const auto out_dtype = static_cast<at::ScalarType>(out_dtype_code);
+    const int64_t in = weight.size(1), out = weight.size(0);
+    const at::Tensor x2 = x.reshape({-1, in}).contiguous();
+    const Quantized qx = quantize(x2, Format::kE4M3, scale_for(x2, Format::kE4M3, r, true, state ? &state->x : nullptr));
+    const Quantized qw =
+        quantize(weight, Format::kE4M3, scale_for(weight, Format::kE4M3, r, true, state ? &state->w : nullptr));
+    // Row-wise scales multiply the product's rows (x's) and columns (the weight's rows): [m, 1] and [1, n]; row-wise
+    // products are bf16 in _scaled_mm.
+    const bool rowwise = r.scaling == Scaling::kRowwise;
+    const at::ScalarType mm_out = rowwise ? at::kBFloat16 : out_dtype;
+    at::Tensor y = scaled_mm(qx.data, qx.inv_scale, qw.data, rowwise ? qw.inv_scale.t() : qw.inv_scale, mm_out,
+                             /*fast_accum=*/true);
+    if (bias.numel() > 0) y = y + bias.to(y.scalar_type());
+    if (y.scalar_type() != out_dtype) y = y.to(out_dtype);
+    if (rowwise) {
+      // The backward products are per tensor: keep x in the compute dtype and the weight at a tensor scale.
+      const Quantized tw = quantize(weight, Format::kE4M3, scale_from_amax(amax(weight, false), Format::kE4M3));
+      ctx->save_for_backward({x2.to(out_dtype), at::Tensor(), tw.data, tw.inv_scale});
+    } else {
+      ctx->save_for_backward({qx.data, qx.inv_scale, qw.data, qw.inv_scale});
+    }
+    ctx->saved_data["grad_format"] = grad_format;
+    ctx->saved_data["scaling"] = scaling;
+    ctx->saved_data["state"] = state_ptr;
+    ctx->saved_data["x_sizes"] = x.sizes().vec();
+    ctx->saved_data["has_bias"] = bias.numel() > 0;
+    std::vector<int64_t> sizes = x.sizes().vec();
+    sizes.back() = out;
+    return y.view(sizes);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const auto saved = ctx->get_saved_variables();
+    Recipe r;
+    r.grad_format = static_cast<Format>(ctx->saved_data["grad_format"].toInt());
+    r.scaling = static_cast<Scaling>(ctx->saved_data["scaling"].toInt());
+    auto* state = reinterpret_cast<LinearState*>(static_cast<intptr_t>(ctx->saved_data["state"].toInt()));
+    const at::Tensor &w8 = saved[2], &w_inv = saved[3];
+    const int64_t out = w8.size(0), in = w8.size(1);
+    const at::Tensor g2 = grad_out[0].reshape({-1, out}).contiguous();
+    const at::ScalarType gdtype = g2.scalar_type() == at::kFloat || g2.scalar_type() == at::kBFloat16 ||
+                                          g2.scalar_type() == at::kHalf
+                                      ? g2.scalar_type()
+                                      : at::kBFloat16;
+    const Quantized qg = quantize(g2, r.grad_format, scale_for(g2, r.grad_format, r, false, state ? &state->g : nullptr));
+    // dX [m, in] = g [m, out] W [out, in]: _scaled_mm wants W column-major, i.e. W^T's rows: a transposed copy.
+    const at::Tensor d_x = scaled_mm(qg.data, qg.inv_scale, w8.t().contiguous(), w_inv, gdtype, false);
+    // dW [out, in] = g^T x, reduced over the tokens; _scaled_mm needs that dimension a multiple of 16.
+    at::Tensor x8, x_inv;
+    if (saved[1].defined()) {
+      x8 = saved[0];
+      x_inv = saved[1];
+    } else {  // row-wise recipe: x was kept in the compute dtype; quantize it per tensor for this product
+      const Quantized qx = quantize(saved[0], Format::kE4M3, scale_from_amax(amax(saved[0], false), Format::kE4M3));
+      x8 = qx.data;
+      x_inv = qx.inv_scale;
+    }
+    const int64_t m = g2.size(0);
+    at::Tensor d_w;
+    if (m % 16 == 0) {
+      d_w = scaled_mm(qg.data.t().contiguous(), qg.inv_scale, x8.t().contiguous(), x_inv, at::kFloat, false);
+    } else {  // too few or odd tokens for the FP8 kernels: the same product from the dequantised operands
+      d_w = at::mm((qg.data.to(at::kFloat) * qg.inv_scale).t(), x8.to(at::kFloat) * x_inv);
+    }
+    const at::Tensor d_b = ctx->saved_data["has_bias"].toBool() ? g2.to(at::kFloat).sum(0) : at::Tensor();
+    (void)in;
+    return {d_x.view(ctx->saved_data["x_sizes"].toIntVector()), d_w, d_b, at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const Recipe& recipe,
+                  LinearState* state) {
+  if (weight.dim() != 2 || x.size(-1) != weight.size(1)) {
+    throw std::invalid_argument("fp8 linear: weight must be [out, in] with in = x's last dimension");
+  }
+  if (!eligible(weight.size(1), weight.size(0))) {
+    throw std::invalid_argument("fp8 linear: in and out features must be multiples of 16, not " +
+                                std::to_string(weight.size(1)) + " and " + std::to_string(weight.size(0)));
+  }
+  if (recipe.scaling == Scaling::kDelayed && state == nullptr) {
+    throw std::invalid_argument("fp8 linear: delayed scaling needs the layer's amax history (a LinearState)");
+  }
+  const at::Tensor b = bias.defined() ? bias : at::empty({0}, weight.options());
+  const at::ScalarType out = compute_dtype(x);  // autocast's dtype, else x's (fp32, bf16, fp16)
+  return Fp8LinearFn::apply(x, weight, b, static_cast<int64_t>(recipe.grad_format),
+                            static_cast<int64_t>(recipe.scaling),
+                            static_cast<int64_t>(reinterpret_cast<intptr_t>(state)), static_cast<int64_t>(out));
+}
+
+bool eligible(int64_t in_features, int64_t out_features) {
+  return in_features > 0 && out_features > 0 && in_features % 16 == 0 && out_features % 16 == 0;
+}
+
+namespace {
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace
+
+Selection select(const std::vector<LinearLayer>& layers, const Recipe& recipe) {
+  Selection s;
+  for (const auto& l : layers) {
+    if (ends_with(l.name, "lm_head") && !recipe.include_lm_head) {
+      s.kept.push_back(l.name + " (the LM head; fp8_lm_head: true converts it)");
+    } else if (ends_with(l.name, "classifier") && !recipe.include_classifier) {
+      s.kept.push_back(l.name + " (the classifier; fp8_classifier: true converts it)");
+    } else if (!eligible(l.in_features, l.out_features)) {
+      s.kept.push_back(l.name + " (" + std::to_string(l.in_features) + " x " + std::to_string(l.out_features) +
+                       ": not multiples of 16)");
+    } else {
+      s.converted.push_back(l.name);
+    }
+  }
+  return s;
+}
+
+std::optional<std::string> unsupported(const std::string& device_type, const std::string& device_name,
+                                       int capability) {
+  const std::string need = "FP8 training needs FP8 tensor cores: an NVIDIA GPU of compute capability 8.9 or later "
+                           "(Ada, Hopper, Blackwell)";
+  if (device_type == "cpu") return need + "; the CPU has none";
+  if (device_type == "mps") return need + "; " + (device_name.empty() ? "Apple MPS" : device_name) + " has none";
+  if (device_type == "rocm" || device_type == "hip") {
+    return need + "; gpubench does not run FP8 on ROCm (" + device_name + ") yet";
+  }
+  if (capability < 89) {
+    return need + "; " + device_name + " is compute capability " + std::to_string(capability / 10) + "." +
+           std::to_string(capability % 10);
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpubench::engine::fp8

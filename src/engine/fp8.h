@@ -1,0 +1,101 @@
+#pragma once
+// FP8 training's building blocks (issue #30): the recipe, scales from amax (current or delayed), saturating casts,
+// which Linear layers may run in FP8, and the FP8 linear layer itself through at::_scaled_mm (forward e4m3 x e4m3,
+// backward with the gradient in the recipe's format), with master weights and the output in the compute dtype.
+// Plain tensor code: every scale stays on the device (no host synchronisation) and the CPU runs the same operations
+// (ATen has a CPU _scaled_mm), so the tests need no GPU.
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpubench::engine::fp8 {
+
+enum class Format { kE4M3, kE5M2 };
+enum class Scaling { kTensor, kRowwise, kDelayed };
+
+/// How FP8 is applied: activations and weights always e4m3 (the format with the precision the forward pass needs);
+/// gradients e5m2 by default (their range, as Transformer Engine's HYBRID recipe) or e4m3.
+struct Recipe {
+  Format grad_format = Format::kE5M2;
+  /// tensor: one scale per tensor from its current amax (default); rowwise: one per row of the activations and of
+  /// the weight in the forward product (the backward products per tensor); delayed: per tensor, from the largest
+  /// amax of the last `amax_history` steps.
+  Scaling scaling = Scaling::kTensor;
+  int64_t amax_history = 16;
+  bool include_lm_head = false;     ///< convert the LM head too (off by default)
+  bool include_classifier = false;  ///< convert a classifier head too (off by default)
+};
+
+std::string name(Format f);   ///< "e4m3" | "e5m2"
+std::string name(Scaling s);  ///< "tensor" | "rowwise" | "delayed"
+std::optional<Format> parse_format(const std::string& s);
+std::optional<Scaling> parse_scaling(const std::string& s);
+
+/// The ATen dtype of a format (float8_e4m3fn, float8_e5m2) and its largest finite value (448, 57344).
+at::ScalarType dtype(Format f);
+double max_value(Format f);
+
+/// The scale that maps `amax` onto the format's largest value: max / amax, in fp32, on amax's device. An amax of 0
+/// (an all-zero tensor) or a non-finite one gives 1, so a scale is never inf or NaN.
+at::Tensor scale_from_amax(const at::Tensor& amax, Format f);
+
+/// amax of x: a scalar, or with `rowwise` one per row of a 2-D x ([rows, 1]), in fp32.
+at::Tensor amax(const at::Tensor& x, bool rowwise);
+
+/// x in FP8: x * scale clamped to the format's range (saturating: e4m3 has no inf, and an unclamped cast of a value
+/// beyond 448 gives NaN), with the inverse scale that _scaled_mm takes back.
+struct Quantized {
+  at::Tensor data;       ///< the FP8 values
+  at::Tensor inv_scale;  ///< 1 / scale, fp32: a scalar or [rows, 1]
+};
+Quantized quantize(const at::Tensor& x, Format f, const at::Tensor& scale);
+
+/// Delayed scaling's record of amaxes: the scale of a step comes from the largest of the last `length` amaxes (the
+/// current one included once pushed), all on the device. Before any amax was pushed the current one is used.
+class AmaxHistory {
+ public:
+  explicit AmaxHistory(int64_t length);
+  /// Adds this step's amax (a scalar tensor) and returns the scale from the history including it.
+  at::Tensor push_and_scale(const at::Tensor& amax, Format f);
+  const at::Tensor& values() const { return history_; }
+
+ private:
+  int64_t length_, next_ = 0;
+  at::Tensor history_;
+};
+
+/// The per-layer state of delayed scaling: histories of the input, the weight and the output gradient.
+struct LinearState {
+  explicit LinearState(int64_t length) : x(length), w(length), g(length) {}
+  AmaxHistory x, w, g;
+};
+
+/// y = x W^T + b with x and W cast to e4m3 (the recipe's scaling), the product by at::_scaled_mm with fp32
+/// accumulation and the output in x's compute dtype (autocast's, else x's); backward, dX = g W and dW = g^T x with
+/// g in the recipe's gradient format. `state` is needed with delayed scaling (else ignored, may be null). x [..., in]
+/// with in a multiple of 16, weight [out, in] with out a multiple of 16.
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const Recipe& recipe,
+                  LinearState* state = nullptr);
+
+/// Whether a Linear layer of this shape can run in FP8 (_scaled_mm needs both dimensions multiples of 16).
+bool eligible(int64_t in_features, int64_t out_features);
+
+/// A model's Linear layers split into those converted to FP8 and those left in the compute dtype, in order: every
+/// eligible layer except the heads (`lm_head`, a name ending in `classifier`) unless the recipe includes them.
+struct LinearLayer {
+  std::string name;
+  int64_t in_features, out_features;
+};
+struct Selection {
+  std::vector<std::string> converted, kept;  ///< kept: "name (why)"
+};
+Selection select(const std::vector<LinearLayer>& layers, const Recipe& recipe);
+
+/// Why `device` cannot train in FP8, naming it and its compute capability (FP8 tensor cores start at 8.9: Ada and
+/// Hopper), or nothing where it can. `capability` is major * 10 + minor for CUDA devices.
+std::optional<std::string> unsupported(const std::string& device_type, const std::string& device_name, int capability);
+
+}  // namespace gpubench::engine::fp8

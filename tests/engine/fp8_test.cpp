@@ -1,0 +1,150 @@
+// FP8 training's building blocks (engine/fp8.h) on the CPU (ATen's CPU _scaled_mm runs the same products): scales
+// from amax, saturation, the casts' round-trip error, delayed scaling's history, the layer-selection rule, the device
+// refusal, and the FP8 linear layer's output and gradients against the bf16/fp32 one.
+
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "fp8.h"
+#include "precision.h"
+
+namespace gpubench::engine {
+namespace {
+
+using fp8::Format;
+
+TEST(Fp8Test, ScalesMapTheAmaxOntoTheFormatsLargestValueAndNeverInf) {
+  const at::Tensor s = fp8::scale_from_amax(torch::tensor({2.0f}), Format::kE4M3);
+  EXPECT_FLOAT_EQ(s.item<float>(), 224.0f);  // 448 / 2
+  EXPECT_FLOAT_EQ(fp8::scale_from_amax(torch::tensor(4.0f), Format::kE5M2).item<float>(), 14336.0f);
+  // an all-zero tensor, and a non-finite amax: scale 1, not inf or NaN
+  EXPECT_FLOAT_EQ(fp8::scale_from_amax(torch::tensor(0.0f), Format::kE4M3).item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(fp8::scale_from_amax(torch::tensor(INFINITY), Format::kE4M3).item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(fp8::scale_from_amax(torch::tensor(NAN), Format::kE4M3).item<float>(), 1.0f);
+  // amax per tensor and per row
+  const at::Tensor x = torch::tensor({{1.0f, -3.0f}, {0.5f, 2.0f}});
+  EXPECT_FLOAT_EQ(fp8::amax(x, false).item<float>(), 3.0f);
+  EXPECT_TRUE(at::equal(fp8::amax(x, true), torch::tensor({{3.0f}, {2.0f}})));
+}
+
+TEST(Fp8Test, CastsSaturateAtTheFormatsMaximumAndRoundTripWithinItsPrecision) {
+  // A plain cast of 1000 to e4m3 is NaN (the format has no inf); quantize clamps to +-448 first.
+  const at::Tensor big = torch::tensor({1000.0f, -1000.0f, 3.0f});
+  EXPECT_TRUE(at::isnan(big.to(at::kFloat8_e4m3fn).to(at::kFloat)).any().item<bool>()) << "what saturation prevents";
+  const fp8::Quantized q = fp8::quantize(big, Format::kE4M3, torch::tensor(1.0f));
+  const at::Tensor back = q.data.to(at::kFloat);
+  EXPECT_FALSE(at::isnan(back).any().item<bool>());
+  EXPECT_FLOAT_EQ(back[0].item<float>(), 448.0f);
+  EXPECT_FLOAT_EQ(back[1].item<float>(), -448.0f);
+  const fp8::Quantized q5 = fp8::quantize(torch::tensor({1e6f}), Format::kE5M2, torch::tensor(1.0f));
+  EXPECT_FLOAT_EQ(q5.data.to(at::kFloat).item<float>(), 57344.0f);
+  // Round trip at the amax scale: relative error within half an ulp of the format (3 mantissa bits: 2^-4; e5m2's 2:
+  // 2^-3), for values in the normal range.
+  torch::manual_seed(1);
+  const at::Tensor x = torch::randn({4096}) * 3.0;
+  for (const Format f : {Format::kE4M3, Format::kE5M2}) {
+    const at::Tensor scale = fp8::scale_from_amax(fp8::amax(x, false), f);
+    const fp8::Quantized qx = fp8::quantize(x, f, scale);
+    const at::Tensor rt = qx.data.to(at::kFloat) * qx.inv_scale;
+    const at::Tensor normal = x.abs() * scale > (f == Format::kE4M3 ? 0.016 : 6.2e-5);
+    const double rel = ((rt - x).abs() / x.abs()).masked_select(normal).max().item<double>();
+    EXPECT_LE(rel, f == Format::kE4M3 ? 0.0625 + 1e-6 : 0.125 + 1e-6) << fp8::name(f);
+    EXPECT_LE(rt.abs().max().item<double>(), x.abs().max().item<double>() * (1 + 1e-6)) << "the amax maps to max";
+  }
+}
+
+TEST(Fp8Test, DelayedScalingTakesTheLargestAmaxOfItsHistory) {
+  fp8::AmaxHistory h(3);
+  EXPECT_FLOAT_EQ(h.push_and_scale(torch::tensor(2.0f), Format::kE4M3).item<float>(), 224.0f);
+  EXPECT_FLOAT_EQ(h.push_and_scale(torch::tensor(1.0f), Format::kE4M3).item<float>(), 224.0f) << "2 is still in it";
+  EXPECT_FLOAT_EQ(h.push_and_scale(torch::tensor(0.5f), Format::kE4M3).item<float>(), 224.0f);
+  EXPECT_FLOAT_EQ(h.push_and_scale(torch::tensor(1.0f), Format::kE4M3).item<float>(), 448.0f) << "2 has left it";
+  EXPECT_EQ(h.values().numel(), 3);
+  EXPECT_THROW(fp8::AmaxHistory(0), std::invalid_argument);
+}
+
+TEST(Fp8Test, TheLayerRuleConvertsMultiplesOfSixteenAndLeavesTheHeads) {
+  const std::vector<fp8::LinearLayer> layers{{"layers.0.q_proj", 2048, 2048}, {"layers.0.odd", 2048, 100},
+                                             {"lm_head", 2048, 32000}, {"classifier", 768, 2}};
+  fp8::Recipe r;
+  const fp8::Selection s = fp8::select(layers, r);
+  EXPECT_EQ(s.converted, std::vector<std::string>{"layers.0.q_proj"});
+  ASSERT_EQ(s.kept.size(), 3u);
+  EXPECT_NE(s.kept[0].find("not multiples of 16"), std::string::npos) << s.kept[0];
+  EXPECT_NE(s.kept[1].find("fp8_lm_head"), std::string::npos) << s.kept[1];
+  r.include_lm_head = true;
+  EXPECT_EQ(fp8::select(layers, r).converted, (std::vector<std::string>{"layers.0.q_proj", "lm_head"}));
+  r.include_classifier = true;  // 768 x 2 is still not eligible
+  EXPECT_EQ(fp8::select(layers, r).converted.size(), 2u);
+}
+
+TEST(Fp8Test, DevicesWithoutFp8TensorCoresAreNamedWithTheirCapability) {
+  EXPECT_FALSE(fp8::unsupported("cuda", "NVIDIA H200", 90).has_value());
+  EXPECT_FALSE(fp8::unsupported("cuda", "NVIDIA GeForce RTX 4090", 89).has_value());
+  const auto a100 = fp8::unsupported("cuda", "NVIDIA A100-SXM4-80GB", 80);
+  ASSERT_TRUE(a100.has_value());
+  EXPECT_NE(a100->find("NVIDIA A100-SXM4-80GB is compute capability 8.0"), std::string::npos) << *a100;
+  const auto cpu = fp8::unsupported("cpu", "", 0);
+  ASSERT_TRUE(cpu.has_value());
+  EXPECT_NE(cpu->find("the CPU has none"), std::string::npos) << *cpu;
+  EXPECT_TRUE(fp8::unsupported("mps", "Apple M2", 0).has_value());
+  EXPECT_EQ(fp8::parse_format("e5m2"), Format::kE5M2);
+  EXPECT_FALSE(fp8::parse_format("e3m4").has_value());
+  EXPECT_EQ(fp8::parse_scaling("delayed"), fp8::Scaling::kDelayed);
+}
+
+double rel_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kFloat) - b.to(at::kFloat)).norm().item<double>() / (b.to(at::kFloat).norm().item<double>() + 1e-12);
+}
+
+/// The FP8 layer against the same layer in fp32: output and the three gradients within FP8's error (relative
+/// Frobenius norm), for each scaling; `tokens` 24 is not a multiple of 16 (the weight gradient's fallback).
+void check_linear(fp8::Scaling scaling, Format grad, int64_t tokens, std::optional<at::ScalarType> autocast) {
+  torch::manual_seed(3);
+  const at::Tensor x0 = torch::randn({2, tokens, 64}), w0 = torch::randn({48, 64}) * 0.1, b0 = torch::randn({48});
+  at::Tensor x1 = x0.clone().requires_grad_(true), w1 = w0.clone().requires_grad_(true),
+             b1 = b0.clone().requires_grad_(true);
+  at::Tensor x2 = x0.clone().requires_grad_(true), w2 = w0.clone().requires_grad_(true),
+             b2 = b0.clone().requires_grad_(true);
+  fp8::Recipe r;
+  r.scaling = scaling;
+  r.grad_format = grad;
+  fp8::LinearState state(4);
+  at::Tensor y;
+  {
+    AutocastScope scope(at::kCPU, autocast);
+    y = fp8::linear(x1, w1, b1, r, &state);
+  }
+  const at::Tensor ref = at::linear(x2, w2, b2);
+  ASSERT_EQ(y.sizes(), ref.sizes());
+  EXPECT_EQ(y.scalar_type(), autocast.value_or(at::kFloat));
+  const std::string what = fp8::name(scaling) + " " + fp8::name(grad) + " tokens " + std::to_string(tokens);
+  EXPECT_LT(rel_diff(y, ref), 0.05) << what;
+  const at::Tensor d = torch::randn(ref.sizes());
+  (y.to(at::kFloat) * d).sum().backward();
+  (ref * d).sum().backward();
+  const double tol = grad == Format::kE5M2 ? 0.12 : 0.06;
+  EXPECT_LT(rel_diff(x1.grad(), x2.grad()), tol) << what;
+  EXPECT_LT(rel_diff(w1.grad(), w2.grad()), tol) << what;
+  // The bias gradient is the incoming gradient's sum: exact in fp32, within bf16's rounding of it under autocast.
+  EXPECT_LT(rel_diff(b1.grad(), b2.grad()), autocast ? 1e-2 : 1e-5) << what;
+  EXPECT_EQ(w1.grad().scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::isfinite(x1.grad()).all().item<bool>());
+}
+
+TEST(Fp8Test, TheFp8LinearLayerMatchesTheFullPrecisionOneWithinFp8Error) {
+  for (const auto scaling : {fp8::Scaling::kTensor, fp8::Scaling::kRowwise, fp8::Scaling::kDelayed}) {
+    for (const Format g : {Format::kE5M2, Format::kE4M3}) check_linear(scaling, g, 32, std::nullopt);
+  }
+  check_linear(fp8::Scaling::kTensor, Format::kE5M2, 32, at::kBFloat16);  // under autocast: bf16 out
+  check_linear(fp8::Scaling::kTensor, Format::kE5M2, 12, std::nullopt);   // 24 tokens: dW from dequantised operands
+  fp8::Recipe r;
+  EXPECT_THROW(fp8::linear(torch::randn({4, 60}), torch::randn({48, 60}), {}, r), std::invalid_argument);
+  r.scaling = fp8::Scaling::kDelayed;
+  EXPECT_THROW(fp8::linear(torch::randn({4, 64}), torch::randn({48, 64}), {}, r), std::invalid_argument)
+      << "delayed scaling without its history";
+}
+
+}  // namespace
+}  // namespace gpubench::engine
