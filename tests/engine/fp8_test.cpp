@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "fp8.h"
@@ -100,9 +102,12 @@ double rel_diff(const at::Tensor& a, const at::Tensor& b) {
 
 /// The FP8 layer against the same layer in fp32: output and the three gradients within FP8's error (relative
 /// Frobenius norm), for each scaling; `tokens` 24 is not a multiple of 16 (the weight gradient's fallback).
-void check_linear(fp8::Scaling scaling, Format grad, int64_t tokens, std::optional<at::ScalarType> autocast) {
+void check_linear(fp8::Scaling scaling, Format grad, int64_t tokens, std::optional<at::ScalarType> autocast,
+                  const at::Device& device = at::kCPU) {
   torch::manual_seed(3);
-  const at::Tensor x0 = torch::randn({2, tokens, 64}), w0 = torch::randn({48, 64}) * 0.1, b0 = torch::randn({48});
+  const auto f = torch::TensorOptions().device(device);
+  const at::Tensor x0 = torch::randn({2, tokens, 64}, f), w0 = torch::randn({48, 64}, f) * 0.1,
+                   b0 = torch::randn({48}, f);
   at::Tensor x1 = x0.clone().requires_grad_(true), w1 = w0.clone().requires_grad_(true),
              b1 = b0.clone().requires_grad_(true);
   at::Tensor x2 = x0.clone().requires_grad_(true), w2 = w0.clone().requires_grad_(true),
@@ -113,7 +118,7 @@ void check_linear(fp8::Scaling scaling, Format grad, int64_t tokens, std::option
   fp8::LinearState state(4);
   at::Tensor y;
   {
-    AutocastScope scope(at::kCPU, autocast);
+    AutocastScope scope(device.type(), autocast);
     y = fp8::linear(x1, w1, b1, r, &state);
   }
   const at::Tensor ref = at::linear(x2, w2, b2);
@@ -121,7 +126,7 @@ void check_linear(fp8::Scaling scaling, Format grad, int64_t tokens, std::option
   EXPECT_EQ(y.scalar_type(), autocast.value_or(at::kFloat));
   const std::string what = fp8::name(scaling) + " " + fp8::name(grad) + " tokens " + std::to_string(tokens);
   EXPECT_LT(rel_diff(y, ref), 0.05) << what;
-  const at::Tensor d = torch::randn(ref.sizes());
+  const at::Tensor d = torch::randn(ref.sizes(), f);
   (y.to(at::kFloat) * d).sum().backward();
   (ref * d).sum().backward();
   const double tol = grad == Format::kE5M2 ? 0.12 : 0.06;
@@ -144,6 +149,18 @@ TEST(Fp8Test, TheFp8LinearLayerMatchesTheFullPrecisionOneWithinFp8Error) {
   r.scaling = fp8::Scaling::kDelayed;
   EXPECT_THROW(fp8::linear(torch::randn({4, 64}), torch::randn({48, 64}), {}, r), std::invalid_argument)
       << "delayed scaling without its history";
+}
+
+TEST(Fp8Test, TheFp8LinearLayerMatchesTheFullPrecisionOneOnTheGpu_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const auto props = at::cuda::getCurrentDeviceProperties();
+  if (fp8::unsupported("cuda", props->name, props->major * 10 + props->minor)) GTEST_SKIP() << "no FP8 tensor cores";
+  const at::Device dev(at::kCUDA, 0);
+  for (const auto scaling : {fp8::Scaling::kTensor, fp8::Scaling::kRowwise, fp8::Scaling::kDelayed}) {
+    for (const Format g : {Format::kE5M2, Format::kE4M3}) check_linear(scaling, g, 32, at::kBFloat16, dev);
+  }
+  check_linear(fp8::Scaling::kTensor, Format::kE5M2, 32, std::nullopt, dev);  // fp32 in and out
+  check_linear(fp8::Scaling::kTensor, Format::kE5M2, 12, at::kBFloat16, dev);  // 24 tokens: dW dequantised
 }
 
 }  // namespace
