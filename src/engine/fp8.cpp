@@ -4,6 +4,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 
@@ -116,8 +117,9 @@ class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
     const int64_t in = weight.size(1), out = weight.size(0);
     const at::Tensor x2 = x.reshape({-1, in}).contiguous();
     const Quantized qx = quantize(x2, Format::kE4M3, scale_for(x2, Format::kE4M3, r, true, state ? &state->x : nullptr));
-    const Quantized qw =
+    Quantized qw =
         quantize(weight, Format::kE4M3, scale_for(weight, Format::kE4M3, r, true, state ? &state->w : nullptr));
+    qw.data = qw.data.contiguous();  // a transposed view (GPT-2's Conv1D) becomes the row-major [out, in] it needs
     // Row-wise scales multiply the product's rows (x's) and columns (the weight's rows): [m, 1] and [1, n]; row-wise
     // products are bf16 in _scaled_mm.
     const bool rowwise = r.scaling == Scaling::kRowwise;
@@ -129,7 +131,7 @@ class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
     if (rowwise) {
       // The backward products are per tensor: keep x in the compute dtype and the weight at a tensor scale.
       const Quantized tw = quantize(weight, Format::kE4M3, scale_from_amax(amax(weight, false), Format::kE4M3));
-      ctx->save_for_backward({x2.to(out_dtype), at::Tensor(), tw.data, tw.inv_scale});
+      ctx->save_for_backward({x2.to(out_dtype), at::Tensor(), tw.data.contiguous(), tw.inv_scale});
     } else {
       ctx->save_for_backward({qx.data, qx.inv_scale, qw.data, qw.inv_scale});
     }
@@ -231,6 +233,32 @@ Selection select(const std::vector<LinearLayer>& layers, const Recipe& recipe) {
   }
   return s;
 }
+
+Plan::Plan(const std::vector<Layer>& layers, const Recipe& recipe) : recipe_(recipe) {
+  std::vector<LinearLayer> shapes;
+  for (const auto& l : layers) shapes.push_back({l.name, l.in_features, l.out_features});
+  selection_ = select(shapes, recipe);
+  for (const auto& l : layers) {
+    if (std::find(selection_.converted.begin(), selection_.converted.end(), l.name) != selection_.converted.end()) {
+      converted_.emplace_back(l.module, std::make_unique<LinearState>(recipe.amax_history));
+    }
+  }
+}
+
+LinearState* Plan::find(const void* module) const {
+  for (const auto& [m, state] : converted_) {
+    if (m == module) return state.get();
+  }
+  return nullptr;
+}
+
+namespace {
+thread_local const Plan* g_active = nullptr;
+}  // namespace
+
+PlanScope::PlanScope(const Plan* plan) : previous_(g_active) { g_active = plan; }
+PlanScope::~PlanScope() { g_active = previous_; }
+const Plan* active_plan() { return g_active; }
 
 std::optional<std::string> unsupported(const std::string& device_type, const std::string& device_name,
                                        int capability) {

@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +94,43 @@ struct Selection {
   std::vector<std::string> converted, kept;  ///< kept: "name (why)"
 };
 Selection select(const std::vector<LinearLayer>& layers, const Recipe& recipe);
+
+/// Which Linear layers of a model run in FP8, with each one's delayed-scaling state. While a PlanScope holds it on a
+/// thread, models::linear and GPT-2's Conv1D route the converted layers through fp8::linear (a layer is known by its
+/// module's address; the backward pass needs no plan: each FP8 node keeps its layer's state).
+class Plan {
+ public:
+  struct Layer {
+    std::string name;
+    const void* module;
+    int64_t in_features, out_features;
+  };
+  Plan(const std::vector<Layer>& layers, const Recipe& recipe);
+  const Recipe& recipe() const { return recipe_; }
+  const Selection& selection() const { return selection_; }
+  /// The layer's state if it is converted, else null.
+  LinearState* find(const void* module) const;
+
+ private:
+  Recipe recipe_;
+  Selection selection_;
+  std::vector<std::pair<const void*, std::unique_ptr<LinearState>>> converted_;
+};
+
+/// Makes `plan` the thread's active plan for its lifetime (the previous one restored after).
+class PlanScope {
+ public:
+  explicit PlanScope(const Plan* plan);
+  ~PlanScope();
+  PlanScope(const PlanScope&) = delete;
+  PlanScope& operator=(const PlanScope&) = delete;
+
+ private:
+  const Plan* previous_;
+};
+
+/// The thread's active plan, or null.
+const Plan* active_plan();
 
 /// Why `device` cannot train in FP8, naming it and its compute capability (FP8 tensor cores start at 8.9: Ada and
 /// Hopper), or nothing where it can. `capability` is major * 10 + minor for CUDA devices.

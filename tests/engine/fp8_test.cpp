@@ -8,7 +8,13 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <iostream>
+
 #include "fp8.h"
+#include "gpubench/engine/engine.hpp"
+#include "models/layers.h"
+#include "models/registry.h"
 #include "precision.h"
 
 namespace gpubench::engine {
@@ -151,6 +157,77 @@ TEST(Fp8Test, TheFp8LinearLayerMatchesTheFullPrecisionOneWithinFp8Error) {
       << "delayed scaling without its history";
 }
 
+/// A reduced decoder trained `steps` SGD steps on one batch under bf16 autocast, its eligible layers in FP8 where
+/// `plan_on` (through a Plan over models::fp8_candidates), on `device`; the losses, and the plan's selection.
+std::vector<double> train_reduced(const std::string& model, bool plan_on, int steps, const at::Device& device,
+                                  fp8::Selection* selection = nullptr) {
+  Scenario s;
+  s.model = model;
+  s.model_options = model == "llama"
+                        ? std::map<std::string, nlohmann::json>{{"layers", 2}, {"hidden", 32}, {"heads", 2},
+                                                                {"kv_heads", 1}, {"intermediate", 64}, {"vocab", 101},
+                                                                {"seq_len", 16}}
+                        : std::map<std::string, nlohmann::json>{{"layers", 2}, {"width", 32}, {"heads", 2},
+                                                                {"vocab", 101}, {"seq_len", 16}, {"dropout", 0.0}};
+  torch::manual_seed(7);
+  auto w = find_model(model).make(s);
+  w->module()->to(device);
+  torch::Generator gen = at::detail::createCPUGenerator(11);
+  Batch b = w->make_batch(2, torch::TensorOptions(), gen);  // 32 tokens: every FP8 product on its kernel
+  for (auto& x : b.inputs) x = x.to(device);
+  b.target = b.target.to(device);
+  const fp8::Plan plan(models::fp8_candidates(*w->module()), fp8::Recipe{});
+  if (selection != nullptr) *selection = plan.selection();
+  torch::optim::SGD opt(w->module()->parameters(), torch::optim::SGDOptions(0.05));
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) {
+    opt.zero_grad();
+    at::Tensor loss;
+    {
+      AutocastScope autocast(device.type(), at::kBFloat16);
+      fp8::PlanScope scope(plan_on ? &plan : nullptr);
+      loss = w->loss(b);
+    }
+    loss.backward();
+    opt.step();
+    losses.push_back(loss.item<double>());
+  }
+  return losses;
+}
+
+void expect_fp8_curve(const std::string& model, const at::Device& device, double tol) {
+  fp8::Selection sel;
+  const auto fp8_losses = train_reduced(model, true, 150, device, &sel);
+  const auto bf16_losses = train_reduced(model, false, 150, device);
+  ASSERT_FALSE(sel.converted.empty()) << model;
+  double worst = 0.0;
+  for (size_t i = 0; i < fp8_losses.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(fp8_losses[i])) << model << " step " << i;
+    if (i < 10) continue;  // after warm-up, as the issue states the bound
+    const double rel = std::abs(fp8_losses[i] - bf16_losses[i]) / std::abs(bf16_losses[i]);
+    worst = std::max(worst, rel);
+    EXPECT_LT(rel, tol) << model << " step " << i << ": fp8 " << fp8_losses[i] << " bf16 " << bf16_losses[i];
+  }
+  std::cout << model << ": largest relative difference of the FP8 and bf16 loss curves after step 10: " << worst
+            << "\n";
+  EXPECT_LT(fp8_losses.back(), 0.5 * fp8_losses.front()) << model << ": the loss goes down in FP8";
+}
+
+TEST(Fp8Test, APlanConvertsTheEligibleLayersAndReducedDecodersTrainLikeBf16) {
+  fp8::Selection llama, gpt2;
+  train_reduced("llama", true, 1, at::kCPU, &llama);
+  train_reduced("gpt2", true, 1, at::kCPU, &gpt2);
+  EXPECT_NE(std::find(llama.converted.begin(), llama.converted.end(), "model.layers.0.self_attn.q_proj"),
+            llama.converted.end());
+  EXPECT_NE(std::find(llama.converted.begin(), llama.converted.end(), "model.layers.1.mlp.down_proj"),
+            llama.converted.end());
+  ASSERT_FALSE(llama.kept.empty());
+  EXPECT_NE(llama.kept[0].find("lm_head (the LM head"), std::string::npos) << llama.kept[0];
+  EXPECT_EQ(gpt2.converted.size(), 8u) << "c_attn, c_proj, c_fc and mlp's c_proj of two blocks (Conv1D)";
+  expect_fp8_curve("llama", at::kCPU, 0.05);
+  expect_fp8_curve("gpt2", at::kCPU, 0.05);
+}
+
 TEST(Fp8Test, TheFp8LinearLayerMatchesTheFullPrecisionOneOnTheGpu_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const auto props = at::cuda::getCurrentDeviceProperties();
@@ -161,6 +238,9 @@ TEST(Fp8Test, TheFp8LinearLayerMatchesTheFullPrecisionOneOnTheGpu_CUDA) {
   }
   check_linear(fp8::Scaling::kTensor, Format::kE5M2, 32, std::nullopt, dev);  // fp32 in and out
   check_linear(fp8::Scaling::kTensor, Format::kE5M2, 12, at::kBFloat16, dev);  // 24 tokens: dW dequantised
+  // reduced decoders in FP8 against bf16 on the GPU (the issue's bound: 2 % after warm-up)
+  expect_fp8_curve("llama", dev, 0.02);
+  expect_fp8_curve("gpt2", dev, 0.02);
 }
 
 }  // namespace

@@ -1,9 +1,33 @@
 #include "models/layers.h"
 
+#include "models/decoder.h"
+
 #include <cmath>
 #include <limits>
 
 namespace gpubench::models {
+
+at::Tensor linear(const torch::nn::Linear& l, const at::Tensor& x) {
+  if (const engine::fp8::Plan* plan = engine::fp8::active_plan()) {
+    if (engine::fp8::LinearState* state = plan->find(l.get())) {
+      return engine::fp8::linear(x, l->weight, l->bias, plan->recipe(), state);
+    }
+  }
+  return at::linear(x, l->weight, l->bias);
+}
+
+std::vector<engine::fp8::Plan::Layer> fp8_candidates(const torch::nn::Module& model) {
+  std::vector<engine::fp8::Plan::Layer> out;
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    const torch::nn::Module* m = item.value().get();
+    if (const auto* l = dynamic_cast<const torch::nn::LinearImpl*>(m)) {
+      out.push_back({item.key(), l, l->weight.size(1), l->weight.size(0)});
+    } else if (const auto* c = dynamic_cast<const Conv1DImpl*>(m)) {
+      out.push_back({item.key(), c, c->weight.size(0), c->weight.size(1)});
+    }
+  }
+  return out;
+}
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& keep_mask,
                      double dropout_p, bool math, bool causal) {

@@ -5,13 +5,21 @@
 #include <ATen/ATen.h>
 #include <torch/nn/modules/linear.h>
 
+#include <vector>
+
+#include "fp8.h"
+
 namespace gpubench::models {
 
 /// `l`'s affine map as Python's nn.Linear computes it: at::linear, which folds a 3-D input into one addmm (bias
 /// fused, AddmmBackward). The C++ frontend's Linear::forward instead does matmul and then `+= bias` for inputs of more
 /// than two dimensions; on BERT-base bs 128 that cost 5.8 ms a step in strided fp32 gradient adds (docs/performance.md,
-/// 2026-11-30), so the models call this, never `l(x)`.
-inline at::Tensor linear(const torch::nn::Linear& l, const at::Tensor& x) { return at::linear(x, l->weight, l->bias); }
+/// 2026-11-30), so the models call this, never `l(x)`. A layer that the thread's FP8 plan converts (fp8.h) runs
+/// through fp8::linear instead.
+at::Tensor linear(const torch::nn::Linear& l, const at::Tensor& x);
+
+/// The Linear modules (and GPT-2's Conv1D ones) of `model`, with their names and shapes, for an FP8 plan.
+std::vector<engine::fp8::Plan::Layer> fp8_candidates(const torch::nn::Module& model);
 
 /// softmax(q k^T / sqrt(d) [+ mask]) v over [batch, heads, tokens, head_dim] tensors.
 /// `keep_mask`: optional boolean [batch, 1, 1, keys], true where a key may be attended to.
