@@ -1,7 +1,7 @@
 #include "fp8.h"
 
-#include <ATen/autocast_mode.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
+#include "precision.h"
+
 #include <torch/autograd.h>
 
 #include <algorithm>
@@ -78,12 +78,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
-using NoAutocast = c10::impl::ExcludeDispatchKeyGuard;
-
-at::ScalarType compute_dtype(const at::Tensor& x) {
-  const at::DeviceType type = x.device().type();
-  return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : x.scalar_type();
-}
 
 /// a (row-major [m, k], FP8) times b given as bt ([n, k] row-major, so b = bt^T is the column-major [k, n] that
 /// _scaled_mm takes), with their inverse scales, into `out` dtype.
@@ -108,7 +102,7 @@ class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                             int64_t grad_format, int64_t scaling, int64_t state_ptr, int64_t out_dtype_code) {
-    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const NoAutocast no_autocast;
     Recipe r;
     r.grad_format = static_cast<Format>(grad_format);
     r.scaling = static_cast<Scaling>(scaling);
@@ -146,19 +140,15 @@ class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
-    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const NoAutocast no_autocast;
     const auto saved = ctx->get_saved_variables();
     Recipe r;
     r.grad_format = static_cast<Format>(ctx->saved_data["grad_format"].toInt());
     r.scaling = static_cast<Scaling>(ctx->saved_data["scaling"].toInt());
     auto* state = reinterpret_cast<LinearState*>(static_cast<intptr_t>(ctx->saved_data["state"].toInt()));
     const at::Tensor &w8 = saved[2], &w_inv = saved[3];
-    const int64_t out = w8.size(0), in = w8.size(1);
-    const at::Tensor g2 = grad_out[0].reshape({-1, out}).contiguous();
-    const at::ScalarType gdtype = g2.scalar_type() == at::kFloat || g2.scalar_type() == at::kBFloat16 ||
-                                          g2.scalar_type() == at::kHalf
-                                      ? g2.scalar_type()
-                                      : at::kBFloat16;
+    const at::Tensor g2 = grad_out[0].reshape({-1, w8.size(0)}).contiguous();
+    const at::ScalarType gdtype = g2.scalar_type();  // the output's dtype: fp32, bf16 or fp16
     const Quantized qg = quantize(g2, r.grad_format, scale_for(g2, r.grad_format, r, false, state ? &state->g : nullptr));
     // dX [m, in] = g [m, out] W [out, in]: _scaled_mm wants W column-major, i.e. W^T's rows: a transposed copy.
     const at::Tensor d_x = scaled_mm(qg.data, qg.inv_scale, w8.t().contiguous(), w_inv, gdtype, false);
@@ -180,7 +170,6 @@ class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
       d_w = at::mm((qg.data.to(at::kFloat) * qg.inv_scale).t(), x8.to(at::kFloat) * x_inv);
     }
     const at::Tensor d_b = ctx->saved_data["has_bias"].toBool() ? g2.to(at::kFloat).sum(0) : at::Tensor();
-    (void)in;
     return {d_x.view(ctx->saved_data["x_sizes"].toIntVector()), d_w, d_b, at::Tensor(), at::Tensor(), at::Tensor(),
             at::Tensor()};
   }

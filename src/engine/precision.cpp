@@ -52,6 +52,11 @@ PrecisionRecord to_record(const PrecisionPlan& plan, const std::string& memory_f
   return r;
 }
 
+at::ScalarType compute_dtype(const at::Tensor& t) {
+  const at::DeviceType type = t.device().type();
+  return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : t.scalar_type();
+}
+
 AutocastScope::AutocastScope(at::DeviceType device_type, std::optional<at::ScalarType> dtype)
     : device_type_(device_type) {
   if (!dtype) return;

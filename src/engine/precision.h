@@ -2,6 +2,7 @@
 // Precision policy: what fp32/tf32/bf16/fp16/amp mean on a device, autocast scoping, fp16 loss scaling.
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <optional>
 #include <string>
@@ -47,6 +48,16 @@ class AutocastScope {
   bool active_ = false;
   bool prev_enabled_ = false;
   at::ScalarType prev_dtype_ = at::kFloat;
+};
+
+/// The dtype a model's products run in on t's device: autocast's where autocast is on there, else t's own.
+at::ScalarType compute_dtype(const at::Tensor& t);
+
+/// Autocast off for the operations inside its scope: for operations that cast what they need themselves (the fused
+/// and FP8 ones), where autocast would otherwise recast (layer_norm to fp32, for one).
+class NoAutocast {
+ private:
+  c10::impl::ExcludeDispatchKeyGuard guard_{c10::autocast_dispatch_keyset};
 };
 
 /// Dynamic loss scaling as torch.cuda.amp.GradScaler (init 2^16, growth x2 every 2000 clean steps,

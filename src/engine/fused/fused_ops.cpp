@@ -1,13 +1,12 @@
 #include "fused/fused_ops.h"
 
-#include <ATen/autocast_mode.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/autograd.h>
 
 #include <atomic>
 #include <stdexcept>
 
 #include "fused/kernel_launch.h"
+#include "precision.h"
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -198,10 +197,6 @@ class RotaryFn : public torch::autograd::Function<RotaryFn> {
 
 // ---- BERT's sub-layer outputs: linear + dropout + residual + LayerNorm, and linear + GELU -------------------------
 
-/// Autocast off inside a fused operation: it casts what it needs itself, and ATen's layer_norm would otherwise run in
-/// fp32 and return fp32.
-using NoAutocast = c10::impl::ExcludeDispatchKeyGuard;
-
 bool aligned16(const at::Tensor& t) {
   return !t.defined() || reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
 }
@@ -286,12 +281,12 @@ class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAdd
   static tensor_list forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
                              const at::Tensor& residual, const at::Tensor& gamma, const at::Tensor& beta, double p,
                              double eps, int64_t dtype_code) {
-    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const NoAutocast no_autocast;
     const auto dtype = static_cast<at::ScalarType>(dtype_code);
     const int64_t n = weight.size(0);
     const at::Tensor h2 = h.reshape({-1, h.size(-1)}).to(dtype).contiguous();
     const at::Tensor w = weight.to(dtype);
-    const bool has_bias = bias.numel() > 0;  // an empty placeholder: no bias (autograd takes no undefined inputs)
+    const bool has_bias = bias.numel() > 0;  // an empty placeholder: no bias
     const at::Tensor y = has_bias ? at::addmm(bias.to(dtype), h2, w.t())  // cuBLASLt, the bias in its epilogue
                                   : at::mm(h2, w.t());
     const at::Tensor r = residual.reshape({-1, n}).to(dtype).contiguous();
@@ -332,7 +327,7 @@ class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAdd
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
-    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const NoAutocast no_autocast;
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &h2 = saved[0], &w = saved[1], &s = saved[2], &mean = saved[3], &rstd = saved[4];
     const at::Tensor &keep = saved[5], &g = saved[6], &b = saved[7];
@@ -381,7 +376,7 @@ class LinearGeluFn : public torch::autograd::Function<LinearGeluFn> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
                             bool tanh_approx, int64_t dtype_code) {
-    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const NoAutocast no_autocast;
     const auto dtype = static_cast<at::ScalarType>(dtype_code);
     const at::Tensor h2 = h.reshape({-1, h.size(-1)}).to(dtype).contiguous();
     const at::Tensor w = weight.to(dtype);
@@ -394,7 +389,7 @@ class LinearGeluFn : public torch::autograd::Function<LinearGeluFn> {
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
-    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const NoAutocast no_autocast;
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &h2 = saved[0], &w = saved[1], &pre = saved[2];
     const bool tanh_approx = ctx->saved_data["tanh"].toBool();
@@ -461,7 +456,7 @@ class LinearQkvFn : public torch::autograd::Function<LinearQkvFn> {
   static tensor_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& wq, const at::Tensor& bq,
                              const at::Tensor& wk, const at::Tensor& bk, const at::Tensor& wv, const at::Tensor& bv,
                              int64_t dtype_code) {
-    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const NoAutocast no_autocast;
     const auto dtype = static_cast<at::ScalarType>(dtype_code);
     const at::Tensor x2 = x.reshape({-1, x.size(-1)}).to(dtype).contiguous();
     tensor_list out, saved{x2};
@@ -477,7 +472,7 @@ class LinearQkvFn : public torch::autograd::Function<LinearQkvFn> {
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
-    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
+    const NoAutocast no_autocast;
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& x2 = saved[0];
     const auto w_dtype = static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt());
@@ -501,11 +496,6 @@ class LinearQkvFn : public torch::autograd::Function<LinearQkvFn> {
 };
 
 }  // namespace
-
-at::ScalarType compute_dtype(const at::Tensor& t) {
-  const at::DeviceType type = t.device().type();
-  return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : t.scalar_type();
-}
 
 bool cuda_kernels_compiled() {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
@@ -534,32 +524,34 @@ std::pair<at::Tensor, at::Tensor> rotary(const at::Tensor& q, const at::Tensor& 
   return {out[0], out[1]};
 }
 
+namespace {
+/// Both forms' node, after their checks: {LayerNorm(s), s}. `name` is the operation the checks name.
+tensor_list apply_add_norm(const char* name, const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                           const at::Tensor& residual, const at::Tensor& gamma, const at::Tensor& beta, double p,
+                           double eps) {
+  if (h.size(-1) != weight.size(1) || residual.size(-1) != weight.size(0) ||
+      residual.numel() / weight.size(0) != h.numel() / h.size(-1)) {
+    throw std::invalid_argument(std::string("fused ") + name +
+                                ": h [..., in], weight [out, in] and residual [..., out] must have the same rows");
+  }
+  if (p < 0.0 || p >= 1.0) throw std::invalid_argument(std::string("fused ") + name + ": p must be in [0, 1)");
+  const at::Tensor b = bias.defined() ? bias : at::empty({0}, weight.options());  // autograd takes no undefined inputs
+  return LinearDropoutAddNormFn::apply(h, weight, b, residual, gamma, beta, p, eps,
+                                       static_cast<int64_t>(compute_dtype(weight)));
+}
+}  // namespace
+
 at::Tensor linear_dropout_add_layer_norm(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
                                          const at::Tensor& residual, const at::Tensor& gamma, const at::Tensor& beta,
                                          double p, double eps) {
-  if (h.size(-1) != weight.size(1) || residual.size(-1) != weight.size(0) || residual.numel() / weight.size(0) !=
-      h.numel() / h.size(-1)) {
-    throw std::invalid_argument("fused linear_dropout_add_layer_norm: h [..., in], weight [out, in] and residual "
-                                "[..., out] must have the same rows");
-  }
-  if (p < 0.0 || p >= 1.0) throw std::invalid_argument("fused linear_dropout_add_layer_norm: p must be in [0, 1)");
-  return LinearDropoutAddNormFn::apply(h, weight, bias, residual, gamma, beta, p, eps,
-                                       static_cast<int64_t>(compute_dtype(weight)))[0];
+  return apply_add_norm("linear_dropout_add_layer_norm", h, weight, bias, residual, gamma, beta, p, eps)[0];
 }
 
 std::pair<at::Tensor, at::Tensor> linear_residual_layer_norm(const at::Tensor& h, const at::Tensor& weight,
                                                              const at::Tensor& bias, const at::Tensor& residual,
                                                              const at::Tensor& gamma, const at::Tensor& beta,
                                                              double p, double eps) {
-  if (h.size(-1) != weight.size(1) || residual.size(-1) != weight.size(0) ||
-      residual.numel() / weight.size(0) != h.numel() / h.size(-1)) {
-    throw std::invalid_argument("fused linear_residual_layer_norm: h [..., in], weight [out, in] and residual "
-                                "[..., out] must have the same rows");
-  }
-  if (p < 0.0 || p >= 1.0) throw std::invalid_argument("fused linear_residual_layer_norm: p must be in [0, 1)");
-  const at::Tensor b = bias.defined() ? bias : at::empty({0}, weight.options());
-  const tensor_list out = LinearDropoutAddNormFn::apply(h, weight, b, residual, gamma, beta, p, eps,
-                                                        static_cast<int64_t>(compute_dtype(weight)));
+  const tensor_list out = apply_add_norm("linear_residual_layer_norm", h, weight, bias, residual, gamma, beta, p, eps);
   return {out[1], out[0]};
 }
 

@@ -66,8 +66,7 @@ std::vector<at::Tensor> linear_qkv(const at::Tensor& x, const at::Tensor& wq, co
                                    const at::Tensor& wk, const at::Tensor& bk, const at::Tensor& wv,
                                    const at::Tensor& bv);
 
-/// The dtype the fused operations compute and return in on `t`'s device: autocast's when it is on there, else t's.
-at::ScalarType compute_dtype(const at::Tensor& t);
+/// (Each computes and returns in compute_dtype (precision.h) of its weight: autocast's dtype, else the weight's.)
 
 /// How each of `names` runs on `device`, for the record (execution.fusions).
 std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device);

@@ -4,6 +4,7 @@
 
 #include "fused/fused_ops.h"
 #include "models/layers.h"
+#include "precision.h"
 
 namespace gpubench::models {
 
@@ -128,7 +129,7 @@ torch::Tensor BertForSequenceClassificationImpl::forward(const torch::Tensor& in
   torch::Tensor h = embeddings_(input_ids);
   // The fused path keeps the residual stream in the compute dtype (bf16 under autocast) from here on: one cast,
   // where the ATen path carries LayerNorm's fp32 outputs and casts them before every linear layer.
-  if (fused_) h = h.to(engine::fused::compute_dtype(h));
+  if (fused_) h = h.to(engine::compute_dtype(h));
   for (size_t i = 0; i < layers.size(); ++i) h = run_layer(i, h, keep);
   const torch::Tensor pooled = torch::tanh(linear(pooler_dense_, h.select(1, 0)));
   return linear(classifier_, dropout_(pooled));

@@ -1,6 +1,5 @@
 #include "models/decoder.h"
 
-#include <ATen/autocast_mode.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/nn/init.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -11,6 +10,7 @@
 
 #include "fused/decode_ops.h"
 #include "fused/fused_ops.h"
+#include "precision.h"
 #include "models/layers.h"
 
 namespace gpubench::models {
@@ -433,9 +433,7 @@ torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& input_ids) {
 torch::Tensor LlamaForCausalLMImpl::hidden(const torch::Tensor& input_ids) {
   // The tables in the projections' dtype (bf16 under autocast), cast once and cached rather than per layer and step:
   // the same products as transformers' fp32 ones, without promoting q and k to fp32.
-  const at::DeviceType type = input_ids.device().type();
-  const at::ScalarType dtype = at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type)
-                                                                        : lm_head_->weight.scalar_type();
+  const at::ScalarType dtype = engine::compute_dtype(lm_head_->weight);
   const auto [cos, sin] = rotary(input_ids.size(1), input_ids.device(), dtype);
   torch::Tensor h = embed_tokens_(input_ids);
   for (size_t i = 0; i < layers.size(); ++i) h = run_layer(i, h, cos, sin);
@@ -448,9 +446,7 @@ KvCache LlamaForCausalLMImpl::make_cache(int64_t batch, int64_t positions, const
 
 torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
                                                   KvCache& cache) {
-  const at::DeviceType type = ids.device().type();
-  const at::ScalarType dtype = at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type)
-                                                                        : lm_head_->weight.scalar_type();
+  const at::ScalarType dtype = engine::compute_dtype(lm_head_->weight);
   const int64_t t = ids.size(1);
   // The tables for every position the cache holds (cached once), the tokens' rows picked on the device.
   const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), dtype);

@@ -4,6 +4,7 @@
 
 #include "fused/fused_ops.h"
 #include "models/layers.h"
+#include "precision.h"
 
 namespace gpubench::models {
 
@@ -85,7 +86,7 @@ torch::Tensor Transformer2DImpl::forward(const torch::Tensor& x, const torch::Te
     // Each attention's output projection, the residual add and the next LayerNorm in one operation (the stream and
     // the next sub-layer's input, both in the compute dtype), and GEGLU in one.
     namespace f = engine::fused;
-    const at::Tensor n1 = norm1(h).to(f::compute_dtype(h));
+    const at::Tensor n1 = norm1(h).to(engine::compute_dtype(h));
     auto [h1, n2] = f::linear_residual_layer_norm(attn1->attend(n1, torch::Tensor()), attn1->to_out->weight,
                                                   attn1->to_out->bias, h, norm2->weight, norm2->bias, 0.0,
                                                   norm2->options.eps());
