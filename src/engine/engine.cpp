@@ -222,6 +222,10 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
     } else {
       engine::train(plan, *workload, observer, record);
     }
+    if (const std::string note = engine::fused::describe_after_run(record.execution.fusions); !note.empty()) {
+      record.notes.push_back(note);
+      observer.on_note(note);
+    }
   } catch (const c10::OutOfMemoryError& e) {
     workload.reset();
     engine::release_cached_memory(device);

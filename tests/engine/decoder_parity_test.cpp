@@ -130,10 +130,17 @@ TEST(DecoderParityTest, Gpt2TransformersWeightsGiveTransformersLogitsAndLoss) {
   auto gf = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref, "fused",
                     "generate_state");
   expect_transformers_generation(*gf, ref);
-  // kernels: fused at fp32: the LM head and its loss in one, and the MLP's linear + GELU, give transformers' loss too
+  // kernels: fused at fp32: the LM head and its loss in one, each sub-layer's output with its residual add and the
+  // next LayerNorm (the MLP whole), give transformers' logits and loss too
   auto fused = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500}}, ref, "fused");
-  EXPECT_EQ(fused->fusions(), (std::vector<std::string>{"linear_cross_entropy", "linear_gelu"}));
+  EXPECT_EQ(fused->fusions(),
+            (std::vector<std::string>{"linear_cross_entropy", "linear_add_layer_norm", "mlp_add_layer_norm"}));
   expect_reference_outputs(*fused, ref);
+  // ... and with gradient checkpointing (one block at a time: the MLP's linear + GELU fused within each block)
+  auto checkpointed = reduced("gpt2", {{"layers", 2}, {"width", 64}, {"heads", 4}, {"vocab", 500},
+                                       {"gradient_checkpointing", true}}, ref, "fused");
+  EXPECT_EQ(checkpointed->fusions(), (std::vector<std::string>{"linear_cross_entropy", "linear_gelu"}));
+  expect_reference_outputs(*checkpointed, ref);
 }
 
 TEST(DecoderParityTest, TinyLlamaHasTransformersParametersInNameShapeAndOrder) {

@@ -12,6 +12,7 @@
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 
 #include "fused/decode_kernels.h"
+#include "fused/lt_epilogues.h"
 #endif
 
 namespace gpubench::engine::fused {
@@ -275,6 +276,106 @@ PhiloxArgs philox_slice(const at::Device& device) {
 }
 #endif
 
+/// dropout(y) + r and LayerNorm over rows of n: what the sub-layer fusions do after their GEMMs. `g`, `b` fp32.
+struct AddNorm {
+  at::Tensor s, out, keep, mean, rstd;  ///< the stream, its norm, the dropout mask (if any), the row statistics
+  bool kernel = false;                  ///< gpubench's row kernels ran (else ATen's operations)
+};
+
+AddNorm add_norm_forward(const at::Tensor& y, const at::Tensor& r, const at::Tensor& g, const at::Tensor& b, double p,
+                         double eps) {
+  AddNorm a;
+  const int64_t rows = y.size(0), n = y.size(1);
+  const bool dropout = p > 0.0;
+  a.kernel = on_kernels(y) && row_kernels_take(n, aligned16(y) && aligned16(r) && aligned16(g) && aligned16(b));
+  if (a.kernel) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+    a.s = at::empty_like(y);
+    a.out = at::empty_like(y);
+    a.mean = at::empty({rows}, y.options().dtype(at::kFloat));
+    a.rstd = at::empty({rows}, y.options().dtype(at::kFloat));
+    if (dropout) a.keep = at::empty({rows, n}, y.options().dtype(at::kByte));
+    const PhiloxArgs rng = dropout ? philox_slice(y.device()) : PhiloxArgs{};
+    check(launch_dropout_add_layer_norm(y.data_ptr(), r.data_ptr(), g.data_ptr<float>(), b.data_ptr<float>(),
+                                        a.s.data_ptr(), a.out.data_ptr(), dropout ? a.keep.data_ptr<uint8_t>() : nullptr,
+                                        a.mean.data_ptr<float>(), a.rstd.data_ptr<float>(), dtype_of(y), rows, n,
+                                        static_cast<float>(1.0 - p), static_cast<float>(eps), rng, stream()),
+          "dropout_add_layer_norm");
+#endif
+  } else {
+    at::Tensor dropped = y;
+    if (dropout) std::tie(dropped, a.keep) = at::native_dropout(y, p, true);
+    a.s = dropped + r;
+    std::tie(a.out, a.mean, a.rstd) =
+        at::native_layer_norm(a.s, {n}, g.to(y.scalar_type()), b.to(y.scalar_type()), eps);
+  }
+  return a;
+}
+
+struct AddNormGrads {
+  at::Tensor d_s, d_y, d_gamma, d_beta, d_bias;  ///< the stream's, y's (after dropout's mask), gamma's, beta's, y's column sums
+};
+
+/// The backward pass of add_norm_forward: from the norm's gradient `d_out` and the stream's own `d_extra` (may be
+/// undefined), both [rows, n] in the stream's dtype.
+AddNormGrads add_norm_backward(const at::Tensor& d_out, const at::Tensor& d_extra, const at::Tensor& s,
+                               const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& keep,
+                               const at::Tensor& g, const at::Tensor& b, double p, bool kernel) {
+  AddNormGrads r;
+  const int64_t rows = s.size(0), n = s.size(1);
+  if (kernel) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+    r.d_s = at::empty_like(s);
+    r.d_y = keep.defined() ? at::empty_like(s) : r.d_s;
+    const auto f32 = s.options().dtype(at::kFloat);
+    at::Tensor scratch = at::empty({layer_norm_backward_scratch_floats(rows, n)}, f32);
+    at::Tensor cols = at::empty({3, n}, f32);
+    check(launch_dropout_add_layer_norm_backward(
+              d_out.data_ptr(), d_extra.defined() ? d_extra.data_ptr() : nullptr, s.data_ptr(), g.data_ptr<float>(),
+              mean.data_ptr<float>(), rstd.data_ptr<float>(), keep.defined() ? keep.data_ptr<uint8_t>() : nullptr,
+              static_cast<float>(1.0 - p), r.d_s.data_ptr(), keep.defined() ? r.d_y.data_ptr() : nullptr,
+              scratch.data_ptr<float>(), cols.data_ptr<float>(), dtype_of(s), rows, n, stream()),
+          "dropout_add_layer_norm_backward");
+    r.d_gamma = cols[0];
+    r.d_beta = cols[1];
+    r.d_bias = cols[2];
+#endif
+  } else {
+    const at::ScalarType dtype = s.scalar_type();
+    std::tie(r.d_s, r.d_gamma, r.d_beta) =
+        at::native_layer_norm_backward(d_out, s, {n}, mean, rstd, g.to(dtype), b.to(dtype), {true, true, true});
+    if (d_extra.defined()) r.d_s = r.d_s + d_extra;
+    r.d_y = keep.defined() ? at::native_dropout_backward(r.d_s, keep, 1.0 / (1.0 - p)) : r.d_s;
+    r.d_bias = r.d_y.sum(0);
+  }
+  return r;
+}
+
+/// A sub-layer output's incoming gradient as [rows, n] in the stream's dtype (zeros where it has none).
+at::Tensor stream_grad(const at::Tensor& g, const at::Tensor& s) {
+  return g.defined() ? g.reshape({s.size(0), s.size(1)}).to(s.scalar_type()).contiguous() : at::zeros_like(s);
+}
+
+/// GELU's gradient d_act * gelu'(pre) and its column sums (the bias gradient, fp32 on the kernel): one pass on CUDA.
+std::pair<at::Tensor, at::Tensor> gelu_backward_with_bias(const at::Tensor& d_act, const at::Tensor& pre,
+                                                          bool tanh_approx) {
+  const int64_t rows = pre.size(0), n = pre.size(1);
+  if (on_kernels(pre)) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+    at::Tensor d_pre = at::empty_like(pre);
+    const auto f32 = pre.options().dtype(at::kFloat);
+    at::Tensor scratch = at::empty({gelu_backward_scratch_floats(rows, n)}, f32);
+    at::Tensor d_bias = at::empty({n}, f32);
+    check(launch_gelu_backward_bias(d_act.data_ptr(), pre.data_ptr(), d_pre.data_ptr(), scratch.data_ptr<float>(),
+                                    d_bias.data_ptr<float>(), dtype_of(pre), rows, n, tanh_approx, stream()),
+          "gelu_backward_bias");
+    return {d_pre, d_bias};
+#endif
+  }
+  at::Tensor d_pre = at::gelu_backward(d_act, pre, tanh_approx ? "tanh" : "none");
+  return {d_pre, d_pre.sum(0)};
+}
+
 class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAddNormFn> {
  public:
   /// {LayerNorm(s), s}: the normalised output and the residual stream s = residual + dropout(h W^T + bias).
@@ -290,85 +391,32 @@ class LinearDropoutAddNormFn : public torch::autograd::Function<LinearDropoutAdd
     const at::Tensor y = has_bias ? at::addmm(bias.to(dtype), h2, w.t())  // cuBLASLt, the bias in its epilogue
                                   : at::mm(h2, w.t());
     const at::Tensor r = residual.reshape({-1, n}).to(dtype).contiguous();
-    const int64_t rows = y.size(0);
-    const bool dropout = p > 0.0;
     const at::Tensor g = gamma.to(at::kFloat).contiguous(), b = beta.to(at::kFloat).contiguous();
-    const bool kernel = on_kernels(y) && row_kernels_take(n, aligned16(y) && aligned16(r) && aligned16(g) &&
-                                                                           aligned16(b));
-    at::Tensor s, out, keep, mean, rstd;
-    if (kernel) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
-      s = at::empty_like(y);
-      out = at::empty_like(y);
-      mean = at::empty({rows}, y.options().dtype(at::kFloat));
-      rstd = at::empty({rows}, y.options().dtype(at::kFloat));
-      if (dropout) keep = at::empty({rows, n}, y.options().dtype(at::kByte));
-      const PhiloxArgs rng = dropout ? philox_slice(y.device()) : PhiloxArgs{};
-      check(launch_dropout_add_layer_norm(y.data_ptr(), r.data_ptr(), g.data_ptr<float>(), b.data_ptr<float>(),
-                                          s.data_ptr(), out.data_ptr(), dropout ? keep.data_ptr<uint8_t>() : nullptr,
-                                          mean.data_ptr<float>(), rstd.data_ptr<float>(), dtype_of(y), rows, n,
-                                          static_cast<float>(1.0 - p), static_cast<float>(eps), rng, stream()),
-            "dropout_add_layer_norm");
-#endif
-    } else {
-      at::Tensor dropped = y;
-      if (dropout) std::tie(dropped, keep) = at::native_dropout(y, p, true);
-      s = dropped + r;
-      std::tie(out, mean, rstd) = at::native_layer_norm(s, {n}, g.to(dtype), b.to(dtype), eps);
-    }
-    ctx->save_for_backward({h2, w, s, mean, rstd, keep, g, b});
+    const AddNorm an = add_norm_forward(y, r, g, b, p, eps);
+    ctx->save_for_backward({h2, w, an.s, an.mean, an.rstd, an.keep, g, b});
     ctx->saved_data["p"] = p;
-    ctx->saved_data["kernel"] = kernel;
+    ctx->saved_data["kernel"] = an.kernel;
     ctx->saved_data["w_dtype"] = static_cast<int64_t>(weight.scalar_type());
     ctx->saved_data["h_sizes"] = h.sizes().vec();
     ctx->saved_data["r_sizes"] = residual.sizes().vec();
     ctx->saved_data["has_bias"] = has_bias;
-    return {out.view(with_last(h.sizes(), n)), s.view(residual.sizes())};
+    return {an.out.view(with_last(h.sizes(), n)), an.s.view(residual.sizes())};
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
     const NoAutocast no_autocast;
     const auto saved = ctx->get_saved_variables();
-    const at::Tensor &h2 = saved[0], &w = saved[1], &s = saved[2], &mean = saved[3], &rstd = saved[4];
-    const at::Tensor &keep = saved[5], &g = saved[6], &b = saved[7];
-    const double p = ctx->saved_data["p"].toDouble();
-    const int64_t rows = s.size(0), n = s.size(1);
-    const auto like_s = [&](const at::Tensor& g) {
-      return g.defined() ? g.reshape({rows, n}).to(s.scalar_type()).contiguous() : at::zeros_like(s);
-    };
-    const at::Tensor d_out = like_s(grad_out[0]);
+    const at::Tensor &h2 = saved[0], &w = saved[1], &s = saved[2];
     // The residual stream's own gradient (from the layers after it), where the stream is used beyond the norm.
-    const at::Tensor d_extra = grad_out[1].defined() ? like_s(grad_out[1]) : at::Tensor();
-    at::Tensor d_s, d_y, d_gamma, d_beta, d_bias;
-    if (ctx->saved_data["kernel"].toBool()) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
-      d_s = at::empty_like(s);
-      d_y = keep.defined() ? at::empty_like(s) : d_s;
-      const auto f32 = s.options().dtype(at::kFloat);
-      at::Tensor scratch = at::empty({layer_norm_backward_scratch_floats(rows, n)}, f32);
-      at::Tensor cols = at::empty({3, n}, f32);
-      check(launch_dropout_add_layer_norm_backward(
-                d_out.data_ptr(), d_extra.defined() ? d_extra.data_ptr() : nullptr, s.data_ptr(), g.data_ptr<float>(), mean.data_ptr<float>(),
-                rstd.data_ptr<float>(), keep.defined() ? keep.data_ptr<uint8_t>() : nullptr,
-                static_cast<float>(1.0 - p), d_s.data_ptr(), keep.defined() ? d_y.data_ptr() : nullptr,
-                scratch.data_ptr<float>(), cols.data_ptr<float>(), dtype_of(s), rows, n, stream()),
-            "dropout_add_layer_norm_backward");
-      d_gamma = cols[0];
-      d_beta = cols[1];
-      d_bias = cols[2];
-#endif
-    } else {
-      const at::ScalarType dtype = s.scalar_type();
-      std::tie(d_s, d_gamma, d_beta) = at::native_layer_norm_backward(d_out, s, {n}, mean, rstd, g.to(dtype),
-                                                                      b.to(dtype), {true, true, true});
-      if (d_extra.defined()) d_s = d_s + d_extra;
-      d_y = keep.defined() ? at::native_dropout_backward(d_s, keep, 1.0 / (1.0 - p)) : d_s;
-      d_bias = d_y.sum(0);
-    }
-    const at::Tensor d_h = at::mm(d_y, w).view(ctx->saved_data["h_sizes"].toIntVector());
-    const at::Tensor d_w = weight_grad(d_y, h2, static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt()));
-    return {d_h, d_w, ctx->saved_data["has_bias"].toBool() ? d_bias : at::Tensor(),
-            d_s.view(ctx->saved_data["r_sizes"].toIntVector()), d_gamma, d_beta, at::Tensor(), at::Tensor(), at::Tensor()};
+    const at::Tensor d_extra = grad_out[1].defined() ? stream_grad(grad_out[1], s) : at::Tensor();
+    const AddNormGrads gr = add_norm_backward(stream_grad(grad_out[0], s), d_extra, s, saved[3], saved[4], saved[5],
+                                              saved[6], saved[7], ctx->saved_data["p"].toDouble(),
+                                              ctx->saved_data["kernel"].toBool());
+    const at::Tensor d_h = at::mm(gr.d_y, w).view(ctx->saved_data["h_sizes"].toIntVector());
+    const at::Tensor d_w = weight_grad(gr.d_y, h2, static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt()));
+    return {d_h, d_w, ctx->saved_data["has_bias"].toBool() ? gr.d_bias : at::Tensor(),
+            gr.d_s.view(ctx->saved_data["r_sizes"].toIntVector()), gr.d_gamma, gr.d_beta, at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -392,27 +440,81 @@ class LinearGeluFn : public torch::autograd::Function<LinearGeluFn> {
     const NoAutocast no_autocast;
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &h2 = saved[0], &w = saved[1], &pre = saved[2];
-    const bool tanh_approx = ctx->saved_data["tanh"].toBool();
-    const int64_t rows = pre.size(0), n = pre.size(1);
-    const at::Tensor d_act = grad_out[0].reshape({rows, n}).to(pre.scalar_type()).contiguous();
-    at::Tensor d_pre, d_bias;
-    if (on_kernels(pre)) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
-      d_pre = at::empty_like(pre);
-      const auto f32 = pre.options().dtype(at::kFloat);
-      at::Tensor scratch = at::empty({gelu_backward_scratch_floats(rows, n)}, f32);
-      d_bias = at::empty({n}, f32);
-      check(launch_gelu_backward_bias(d_act.data_ptr(), pre.data_ptr(), d_pre.data_ptr(), scratch.data_ptr<float>(),
-                                      d_bias.data_ptr<float>(), dtype_of(pre), rows, n, tanh_approx, stream()),
-            "gelu_backward_bias");
-#endif
-    } else {
-      d_pre = at::gelu_backward(d_act, pre, tanh_approx ? "tanh" : "none");
-      d_bias = d_pre.sum(0);
-    }
+    const at::Tensor d_act = grad_out[0].reshape({pre.size(0), pre.size(1)}).to(pre.scalar_type()).contiguous();
+    const auto [d_pre, d_bias] = gelu_backward_with_bias(d_act, pre, ctx->saved_data["tanh"].toBool());
     const at::Tensor d_h = at::mm(d_pre, w).view(ctx->saved_data["h_sizes"].toIntVector());
     return {d_h, weight_grad(d_pre, h2, static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt())), d_bias,
             at::Tensor(), at::Tensor()};
+  }
+};
+
+/// GPT-2's MLP sub-layer in one node: {LayerNorm(s), s} with s = residual + dropout(gelu_tanh(a W1^T + b1) W2^T + b2).
+/// On CUDA in bf16/fp16 the first GEMM is cuBLASLt's with bias + GELU in its epilogue (keeping the pre-activation),
+/// and in the backward pass the GEMM that gives GELU's output gradient applies GELU's derivative and sums the bias
+/// gradient in its epilogue (DGELU_BGRAD): no pass of its own over the [rows, 4h] activations either way. Where
+/// cuBLASLt declines, a GEMM and gpubench's GELU kernels do the same.
+class MlpAddNormFn : public torch::autograd::Function<MlpAddNormFn> {
+ public:
+  static tensor_list forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& w_fc, const at::Tensor& b_fc,
+                             const at::Tensor& w_proj, const at::Tensor& b_proj, const at::Tensor& residual,
+                             const at::Tensor& gamma, const at::Tensor& beta, double p, double eps,
+                             int64_t dtype_code) {
+    const NoAutocast no_autocast;
+    const auto dtype = static_cast<at::ScalarType>(dtype_code);
+    const int64_t hidden = w_proj.size(0), inner = w_fc.size(0);
+    const at::Tensor a2 = a.reshape({-1, a.size(-1)}).to(dtype).contiguous();
+    const at::Tensor w1 = w_fc.to(dtype), w2 = w_proj.to(dtype), b1 = b_fc.to(dtype).contiguous();
+    const int64_t rows = a2.size(0);
+    at::Tensor act, pre;
+    bool epilogue = false;
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+    if (on_kernels(a2, /*allow_fp32=*/false)) {
+      act = at::empty({rows, inner}, a2.options());
+      pre = at::empty_like(act);
+      epilogue = lt::gemm(lt::Epilogue::kGeluAuxBias, a2, w1, act, b1, pre);
+    }
+#endif
+    if (!epilogue) {
+      pre = at::addmm(b1, a2, w1.t());
+      act = at::gelu(pre, "tanh");
+    }
+    const at::Tensor y = at::addmm(b_proj.to(dtype), act, w2.t());
+    const at::Tensor r = residual.reshape({-1, hidden}).to(dtype).contiguous();
+    const at::Tensor g = gamma.to(at::kFloat).contiguous(), b = beta.to(at::kFloat).contiguous();
+    const AddNorm an = add_norm_forward(y, r, g, b, p, eps);
+    ctx->save_for_backward({a2, w1, w2, act, pre, an.s, an.mean, an.rstd, an.keep, g, b});
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["kernel"] = an.kernel;
+    ctx->saved_data["w1_dtype"] = static_cast<int64_t>(w_fc.scalar_type());
+    ctx->saved_data["w2_dtype"] = static_cast<int64_t>(w_proj.scalar_type());
+    ctx->saved_data["a_sizes"] = a.sizes().vec();
+    ctx->saved_data["r_sizes"] = residual.sizes().vec();
+    return {an.out.view(residual.sizes()), an.s.view(residual.sizes())};
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const NoAutocast no_autocast;
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &a2 = saved[0], &w1 = saved[1], &w2 = saved[2], &act = saved[3], &pre = saved[4], &s = saved[5];
+    const at::Tensor d_extra = grad_out[1].defined() ? stream_grad(grad_out[1], s) : at::Tensor();
+    const AddNormGrads gr = add_norm_backward(stream_grad(grad_out[0], s), d_extra, s, saved[6], saved[7], saved[8],
+                                              saved[9], saved[10], ctx->saved_data["p"].toDouble(),
+                                              ctx->saved_data["kernel"].toBool());
+    const at::Tensor d_w2 = weight_grad(gr.d_y, act, static_cast<at::ScalarType>(ctx->saved_data["w2_dtype"].toInt()));
+    at::Tensor d_pre, d_b1;
+    bool epilogue = false;
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+    if (on_kernels(gr.d_y, /*allow_fp32=*/false)) {
+      d_pre = at::empty_like(pre);
+      d_b1 = at::empty({pre.size(1)}, pre.options());
+      epilogue = lt::gemm(lt::Epilogue::kDGeluBGrad, gr.d_y, w2.t(), d_pre, d_b1, pre);
+    }
+#endif
+    if (!epilogue) std::tie(d_pre, d_b1) = gelu_backward_with_bias(at::mm(gr.d_y, w2), pre, /*tanh_approx=*/true);
+    const at::Tensor d_a = at::mm(d_pre, w1).view(ctx->saved_data["a_sizes"].toIntVector());
+    const at::Tensor d_w1 = weight_grad(d_pre, a2, static_cast<at::ScalarType>(ctx->saved_data["w1_dtype"].toInt()));
+    return {d_a,      d_w1,       d_b1,       d_w2,        gr.d_bias,   gr.d_s.view(ctx->saved_data["r_sizes"].toIntVector()),
+            gr.d_gamma, gr.d_beta, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -555,6 +657,22 @@ std::pair<at::Tensor, at::Tensor> linear_residual_layer_norm(const at::Tensor& h
   return {out[1], out[0]};
 }
 
+std::pair<at::Tensor, at::Tensor> mlp_residual_layer_norm(const at::Tensor& a, const at::Tensor& w_fc,
+                                                          const at::Tensor& b_fc, const at::Tensor& w_proj,
+                                                          const at::Tensor& b_proj, const at::Tensor& residual,
+                                                          const at::Tensor& gamma, const at::Tensor& beta, double p,
+                                                          double eps) {
+  if (w_fc.dim() != 2 || w_proj.dim() != 2 || w_fc.size(1) != a.size(-1) || w_proj.size(1) != w_fc.size(0) ||
+      residual.size(-1) != w_proj.size(0) || residual.numel() / residual.size(-1) != a.numel() / a.size(-1)) {
+    throw std::invalid_argument("fused mlp_residual_layer_norm: a [..., h], w_fc [inner, h], w_proj [h, inner] and "
+                                "residual [..., h] must agree");
+  }
+  if (p < 0.0 || p >= 1.0) throw std::invalid_argument("fused mlp_residual_layer_norm: p must be in [0, 1)");
+  const tensor_list out = MlpAddNormFn::apply(a, w_fc, b_fc, w_proj, b_proj, residual, gamma, beta, p, eps,
+                                              static_cast<int64_t>(compute_dtype(w_fc)));
+  return {out[1], out[0]};
+}
+
 at::Tensor geglu(const at::Tensor& x) {
   if (x.size(-1) % 2 != 0) throw std::invalid_argument("fused geglu: the last dimension must be even (a, gate)");
   return GegluFn::apply(x);
@@ -636,6 +754,12 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
           : n == "linear_gelu"
               ? "the linear layer by cuBLAS with its bias in the epilogue and ATen's GELU; backward, GELU's gradient "
                 "and the bias gradient in one pass"
+          : n == "mlp_add_layer_norm"
+              ? "the MLP (c_fc, GELU tanh, c_proj) as one operation: c_fc by cuBLASLt with bias + GELU in its "
+                "epilogue keeping the pre-activation (GELU_AUX_BIAS); backward, GELU's derivative and c_fc's bias "
+                "gradient in the epilogue of the GEMM giving c_fc's output gradient (DGELU_BGRAD); c_proj's output "
+                "with dropout, the residual add and the next LayerNorm in one pass each way, the residual stream in the "
+                "compute dtype (bf16/fp16; fp32 runs the GEMMs and gpubench's GELU kernels)"
               : "the linear layer by cuBLAS with its bias in the epilogue, then dropout (the CUDA generator's Philox "
                 "stream), the residual add and LayerNorm in one pass writing the compute dtype (the residual stream "
                 "stays in it, no fp32 copies); backward, one pass giving the input, residual, gamma, beta and bias "
@@ -645,6 +769,26 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
     out.push_back(std::move(f));
   }
   return out;
+}
+
+std::string describe_after_run(std::vector<FusionRecord>& fusions) {
+  std::string note;
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  const std::string declined = lt::declined();
+  for (auto& f : fusions) {
+    if (f.name != "mlp_add_layer_norm" || f.implementation != "cuda kernel") continue;
+    if (declined.empty() && lt::used()) {
+      f.note += "; this run: cuBLASLt's GELU_AUX_BIAS and DGELU_BGRAD epilogues";
+    } else if (!declined.empty()) {
+      f.note += "; this run: " + declined + ", so the GEMMs ran plain and gpubench's GELU kernels did the rest" +
+                (lt::used() ? " where cuBLASLt declined (it took the others)" : "");
+      note = "kernels: fused: mlp_add_layer_norm: " + declined + " (GEMM + GELU kernels instead)";
+    }
+  }
+#else
+  (void)fusions;
+#endif
+  return note;
 }
 
 }  // namespace gpubench::engine::fused

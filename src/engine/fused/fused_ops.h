@@ -50,6 +50,19 @@ std::pair<at::Tensor, at::Tensor> linear_residual_layer_norm(const at::Tensor& h
                                                              const at::Tensor& gamma, const at::Tensor& beta,
                                                              double p, double eps);
 
+/// GPT-2's MLP sub-layer with the residual add and the next LayerNorm: {s, LayerNorm(s)} with the residual stream
+/// s = residual + dropout(gelu_tanh(a w_fc^T + b_fc) w_proj^T + b_proj), both in the compute dtype. w_fc [inner, hidden]
+/// and w_proj [hidden, inner] in either dense layout (GPT-2's Conv1D weights transposed are fine). On CUDA in
+/// bf16/fp16: c_fc by cuBLASLt with bias and GELU in its epilogue, keeping the pre-activation; backward, GELU's
+/// derivative and c_fc's bias gradient in the epilogue of the GEMM that gives c_fc's output gradient (DGELU_BGRAD);
+/// the residual add and the LayerNorm by the same kernels as linear_residual_layer_norm. Where cuBLASLt declines, a
+/// GEMM and gpubench's GELU kernels compute the same (the record says which ran).
+std::pair<at::Tensor, at::Tensor> mlp_residual_layer_norm(const at::Tensor& a, const at::Tensor& w_fc,
+                                                          const at::Tensor& b_fc, const at::Tensor& w_proj,
+                                                          const at::Tensor& b_proj, const at::Tensor& residual,
+                                                          const at::Tensor& gamma, const at::Tensor& beta, double p,
+                                                          double eps);
+
 /// GEGLU (diffusers' GEGLU after its projection): x [..., 2m] = (a, gate) -> a * gelu(gate) [..., m], exact GELU; one
 /// kernel each way on CUDA.
 at::Tensor geglu(const at::Tensor& x);
@@ -70,5 +83,9 @@ std::vector<at::Tensor> linear_qkv(const at::Tensor& x, const at::Tensor& wq, co
 
 /// How each of `names` runs on `device`, for the record (execution.fusions).
 std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device);
+
+/// After a run: adds to `fusions` what only running could tell (whether cuBLASLt took the MLP's epilogues, and if
+/// not, why). Returns a note for the record where an operation ran other than described, else "".
+std::string describe_after_run(std::vector<FusionRecord>& fusions);
 
 }  // namespace gpubench::engine::fused

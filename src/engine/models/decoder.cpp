@@ -200,6 +200,19 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
   return h + at::dropout(mlp_proj(act), p, is_training());
 }
 
+std::pair<torch::Tensor, torch::Tensor> Gpt2BlockImpl::forward_fused(const torch::Tensor& s, const torch::Tensor& a,
+                                                                     const torch::nn::LayerNorm& next_ln) {
+  namespace f = engine::fused;
+  const double p = is_training() ? dropout_ : 0.0;
+  const auto qkv = c_attn(a).split(s.size(-1), -1);
+  const torch::Tensor ctx = attention(heads_view(qkv[0], heads_), heads_view(qkv[1], heads_),
+                                      heads_view(qkv[2], heads_), {}, p, math_, /*causal=*/true);
+  const auto [h, a2] = f::linear_residual_layer_norm(merge_heads(ctx), attn_proj->weight.t(), attn_proj->bias, s,
+                                                     ln_2->weight, ln_2->bias, p, ln_2->options.eps());
+  return f::mlp_residual_layer_norm(a2, c_fc->weight.t(), c_fc->bias, mlp_proj->weight.t(), mlp_proj->bias, h,
+                                    next_ln->weight, next_ln->bias, p, next_ln->options.eps());
+}
+
 torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window,
                                             KvCache& cache, size_t layer) {
   const auto qkv = c_attn(ln_1(x)).split(x.size(-1), -1);
@@ -262,6 +275,13 @@ Gpt2LMHeadModelImpl::Gpt2LMHeadModelImpl(const Gpt2Options& o) : fused_(o.fused)
 torch::Tensor Gpt2LMHeadModelImpl::hidden(const torch::Tensor& input_ids) {
   const int64_t tokens = input_ids.size(1);
   torch::Tensor h = drop_(wte(input_ids) + wpe->weight.narrow(0, 0, tokens));
+  if (fused_ && fuse_across_blocks) {
+    torch::Tensor a = blocks.front()->ln_1(h);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      std::tie(h, a) = blocks[i]->forward_fused(h, a, i + 1 < blocks.size() ? blocks[i + 1]->ln_1 : ln_f_);
+    }
+    return a;
+  }
   for (size_t i = 0; i < blocks.size(); ++i) h = run_layer(i, h);
   return ln_f_(h);
 }

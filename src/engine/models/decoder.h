@@ -51,7 +51,9 @@ struct Gpt2Options {
   double dropout = 0.1;          ///< embedding, attention-probability and residual dropout (all 0.1 in GPT-2)
   double layer_norm_eps = 1e-5;
   bool math_attention = false;
-  bool fused = false;  ///< kernels: fused: generation's decode step by gpubench's kernels (fused/decode_ops.h)
+  /// kernels: fused: the blocks' sub-layers as fused operations (fused/fused_ops.h), and generation's decode step by
+  /// gpubench's kernels (fused/decode_ops.h)
+  bool fused = false;
   int64_t intermediate() const { return 4 * hidden; }
 };
 
@@ -68,6 +70,12 @@ class Gpt2BlockImpl : public torch::nn::Module {
  public:
   explicit Gpt2BlockImpl(const Gpt2Options& o);
   torch::Tensor forward(const torch::Tensor& x);
+  /// kernels: fused (training and inference): the block over the residual stream `s` and its ln_1 output `a`
+  /// (computed by the block before), returning {next stream, next_ln(next stream)}: the attention's output projection
+  /// with dropout, the residual add and ln_2 as one operation, and the MLP with dropout, the residual add and
+  /// `next_ln` (the next block's ln_1, or ln_f) as another (fused/fused_ops.h). The stream is in the compute dtype.
+  std::pair<torch::Tensor, torch::Tensor> forward_fused(const torch::Tensor& s, const torch::Tensor& a,
+                                                        const torch::nn::LayerNorm& next_ln);
   /// The block in eval mode over layer `layer` of a KV cache (cached_attention's `pos` and `window`).
   torch::Tensor forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window, KvCache& cache,
                                size_t layer);
@@ -104,6 +112,10 @@ class Gpt2LMHeadModelImpl : public torch::nn::Module {
   std::vector<Gpt2Block> blocks;
   /// Runs block i (gradient checkpointing wraps it).
   std::function<torch::Tensor(size_t, const torch::Tensor&)> run_layer;
+  /// kernels: fused: the blocks hand each other the stream and its normalised input (Gpt2BlockImpl::forward_fused),
+  /// so every LayerNorm runs inside the operation before it. Gradient checkpointing, which reruns one block at a time
+  /// through run_layer, turns this off (each block then runs forward() with the MLP's linear + GELU fused).
+  bool fuse_across_blocks = true;
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};  ///< lm_head is tied to wte (no parameter of its own)
 
  private:

@@ -378,11 +378,19 @@ std::vector<std::string> with_decode_fusions(const Scenario& s, std::vector<std:
 }
 
 /// GPT-2's fusions outside generation (whose prefill and decode step run their own; with_decode_fusions adds those):
-/// the MLP's linear + GELU, and in training the LM head with its loss.
+/// each sub-layer's output with its residual add and the next LayerNorm (the MLP whole, with cuBLASLt's GELU
+/// epilogues), or with gradient checkpointing (one block at a time) the MLP's linear + GELU; in training the LM head
+/// with its loss.
 std::vector<std::string> gpt2_fusions(const Scenario& s, const models::Gpt2Options& o) {
   if (!o.fused || s.mode == "generate") return {};
-  if (fused_loss(s)) return {"linear_cross_entropy", "linear_gelu"};
-  return {"linear_gelu"};
+  std::vector<std::string> out;
+  if (fused_loss(s)) out.emplace_back("linear_cross_entropy");
+  if (checkpointing(s)) {
+    out.emplace_back("linear_gelu");
+  } else {
+    out.insert(out.end(), {"linear_add_layer_norm", "mlp_add_layer_norm"});
+  }
+  return out;
 }
 
 // Each model's options from its keys (defaults filled): what its rules check and its factory builds.
@@ -636,6 +644,7 @@ const std::vector<ModelEntry>& model_registry() {
          models::Gpt2LMHeadModel m(o);
          if (checkpointing(s)) {
            auto* p = m.get();
+           p->fuse_across_blocks = false;
            p->run_layer = [p](size_t i, const torch::Tensor& x) {
              return checkpoint([p, i](const std::vector<at::Tensor>& in) { return p->blocks[i]->forward(in[0]); }, {x});
            };
