@@ -8,6 +8,8 @@
 #   bs8       configs/bench/gpt2-bs8.yaml (ROUNDS, SKIP as scripts/device_run.sh takes them)
 #   bs32      configs/bench/gpt2-bs32.yaml
 #   mfu       gpubench fused (with --cuda-graph) at batches MFU_BATCHES (default 16 24 48): the batch of best MFU
+#   llama     configs/bench/llama-bs4.yaml (TinyLlama; its residual adds with their RMSNorms fused since call 4)
+#   bert      configs/bench/bert-bs128.yaml (the column sums' kernel changed in call 4: BERT's backward uses it)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -26,7 +28,7 @@ for phase in "$@"; do
       timeout 300 build-device/tests/engine_tests --gtest_filter='FusedOps*_CUDA:FusedOpsTest.TheRecord*' \
         > "$OUT/engine_cuda.log" 2>&1
       log "exit $?"; grep -E "^\[  (PASSED|FAILED) |^\[       OK|Failure|tests ran|Expected|Which is|largest" "$OUT/engine_cuda.log" | head -40 | tee -a "$OUT/session.log"
-      (cd build-device && timeout 150 ctest -R "DecoderParity.*Gpt2" --output-on-failure > "$OUT/ctest_parity.log" 2>&1)
+      (cd build-device && timeout 150 ctest -R "DecoderParity.*(Gpt2|Llama)" --output-on-failure > "$OUT/ctest_parity.log" 2>&1)
       log "exit $?"; grep -E "tests passed|Failed|SKIPPED" "$OUT/ctest_parity.log" | head | tee -a "$OUT/session.log"
       ;;
     bs8)
@@ -34,6 +36,12 @@ for phase in "$@"; do
       ;;
     bs32)
       OUT="$OUT" scripts/device_run.sh bench configs/bench/gpt2-bs32.yaml
+      ;;
+    llama)
+      OUT="$OUT" scripts/device_run.sh bench configs/bench/llama-bs4.yaml
+      ;;
+    bert)
+      OUT="$OUT" scripts/device_run.sh bench configs/bench/bert-bs128.yaml
       ;;
     mfu)
       for b in ${MFU_BATCHES:-16 24 48}; do

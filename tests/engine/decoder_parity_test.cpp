@@ -163,10 +163,17 @@ TEST(DecoderParityTest, LlamaTransformersWeightsGiveTransformersLogitsAndLoss) {
   // ... and with kernels: fused (rotary and SwiGLU in one operation each; on the CPU, ATen's in one node).
   auto gf = reduced("llama", keys, ref, "fused", "generate_state");
   expect_transformers_generation(*gf, ref);
-  // kernels: fused at fp32 (rotary, SwiGLU, the head with its loss): transformers' logits and loss still
+  // kernels: fused at fp32 (rotary, SwiGLU, the residual adds with their RMSNorms, the head with its loss):
+  // transformers' logits and loss still
   auto fused = reduced("llama", keys, ref, "fused");
-  EXPECT_EQ(fused->fusions(), (std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}));
+  EXPECT_EQ(fused->fusions(), (std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary", "add_rms_norm"}));
   expect_reference_outputs(*fused, ref);
+  // ... and with gradient checkpointing (one layer at a time: the norms as ATen's)
+  auto with_checkpoints = keys;
+  with_checkpoints["gradient_checkpointing"] = true;
+  auto checkpointed = reduced("llama", with_checkpoints, ref, "fused");
+  EXPECT_EQ(checkpointed->fusions(), (std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}));
+  expect_reference_outputs(*checkpointed, ref);
 }
 
 /// Each step's largest logit error against transformers' full forward in fp32 (teacher forcing: fed the reference's

@@ -308,7 +308,44 @@ void check_mlp(int64_t rows, int64_t hidden, int64_t inner, at::ScalarType dtype
   }
 }
 
+/// Llama's {s, RMSNorm(s) * gamma} with s = residual + y, both outputs used downstream, against ATen's rms_norm.
+void check_rms(int64_t rows, int64_t n, at::ScalarType dtype, const at::Device& device, double tol) {
+  torch::manual_seed(rows * 13 + n);
+  const auto f = torch::TensorOptions().device(device);
+  std::vector<at::Tensor> init{torch::randn({2, rows, n}, f), torch::randn({2, rows, n}, f),
+                               1.0 + 0.1 * torch::randn({n}, f)};
+  std::vector<at::Tensor> a, b;
+  for (const auto& t : init) {
+    a.push_back(t.clone().requires_grad_(true));
+    b.push_back(t.clone().requires_grad_(true));
+  }
+  at::Tensor s1, n1, s2, n2;
+  {
+    AutocastScope scope(device.type(), dtype != at::kFloat ? std::optional<at::ScalarType>(dtype) : std::nullopt);
+    std::tie(s1, n1) = fused::residual_rms_norm(a[0], a[1], a[2], 1e-5);
+    s2 = b[0].to(dtype) + b[1].to(dtype);
+    n2 = at::rms_norm(s2.to(at::kFloat), {n}, b[2], 1e-5);
+  }
+  EXPECT_EQ(s1.scalar_type(), dtype);
+  EXPECT_EQ(n1.scalar_type(), dtype);
+  EXPECT_LT(max_diff(s1, s2), tol * scale(s2)) << "stream " << rows << "x" << n;
+  EXPECT_LT(max_diff(n1, n2), tol * scale(n2)) << "norm " << rows << "x" << n;
+  const at::Tensor ds = torch::randn(s2.sizes(), f), dn = torch::randn(n2.sizes(), f);
+  ((s1.to(at::kFloat) * ds).sum() + (n1.to(at::kFloat) * dn).sum()).backward();
+  ((s2.to(at::kFloat) * ds).sum() + (n2.to(at::kFloat) * dn).sum()).backward();
+  const char* names[] = {"y", "residual", "gamma"};
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(a[i].grad().defined()) << names[i];
+    EXPECT_LT(max_diff(a[i].grad(), b[i].grad()), tol * scale(b[i].grad()))
+        << names[i] << " gradient, " << rows << "x" << n;
+  }
+}
+
 TEST(FusedOpsTest, TransformerSubLayerFusionsEqualTheirAtenCompositionsWithGradientsOnTheCpu) {
+  check_rms(5, 12, at::kFloat, at::kCPU, 1e-5);
+  check_rms(1, 37, at::kFloat, at::kCPU, 1e-5);
+  EXPECT_THROW(fused::residual_rms_norm(torch::randn({2, 3, 4}), torch::randn({2, 3, 5}), torch::ones({4}), 1e-5),
+               std::invalid_argument);
   check_mlp(5, 12, 48, at::kFloat, at::kCPU, 1e-5);
   check_mlp(1, 7, 20, at::kFloat, at::kCPU, 1e-5);
   EXPECT_THROW(fused::mlp_residual_layer_norm(torch::randn({2, 3, 4}), torch::randn({8, 4}), torch::zeros({8}),
@@ -411,8 +448,9 @@ TEST(FusedOpsTest, TheRecordNamesTheKernelPathAndHowEachFusionRan) {
   const RunRecord r = run_benchmark(s, quiet, RunOptions{});
   ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
   EXPECT_EQ(r.execution.kernels, "fused");
-  ASSERT_EQ(r.execution.fusions.size(), 3u);
+  ASSERT_EQ(r.execution.fusions.size(), 4u);
   EXPECT_EQ(r.execution.fusions[0].name, "linear_cross_entropy");
+  EXPECT_EQ(r.execution.fusions[3].name, "add_rms_norm");
   bool said = false;
   for (const auto& n : r.notes) said = said || n.find("ran as ATen operations on cpu") != std::string::npos;
   EXPECT_TRUE(said) << "a fusion that runs as ATen here is said, never silent";
@@ -509,6 +547,19 @@ TEST(FusedOpsTest, TransformerSubLayerKernelsMatchTheirAtenCompositionsInBf16And
       check_linear_gelu(rows, 32, n, t, at::kFloat, dev, 1e-4);
       check_linear_gelu(rows, 32, n, t, at::kBFloat16, dev, 3e-2);
     }
+  }
+}
+
+TEST(FusedOpsTest, ResidualRmsNormKernelsMatchTheirAtenComposition_CUDA) {
+  if (!has_cuda() || !fused::cuda_kernels_compiled()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const at::Device dev(at::kCUDA, 0);
+  // TinyLlama's 2,048 at one row and at many; odd widths (one element a load); the widest the kernels take (8,192
+  // eight a load, 1,024 one a load) and beyond them (ATen's form in the same node)
+  for (const auto& [rows, n] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 2048}, {700, 2048}, {9, 37}, {33, 1000}, {3, 8192}, {5, 4096}, {4, 1032}, {2, 9000}}) {
+    check_rms(rows, n, at::kBFloat16, dev, 3e-2);
+    check_rms(rows, n, at::kHalf, dev, 1e-2);
+    check_rms(rows, n, at::kFloat, dev, 1e-4);
   }
 }
 

@@ -79,6 +79,26 @@ cudaError_t launch_dropout_add_layer_norm_backward(const void* d_out, const void
                                                    float* scratch, float* col_sums, DType dtype, int64_t rows,
                                                    int64_t n, cudaStream_t stream);
 
+// ---- Llama's residual add + RMSNorm (layer_norm_kernels.cu) ---------------------------------------------------------
+
+/// Whether the RMSNorm kernels take rows of `n`: n <= 8,192 a multiple of 8 with 16-byte aligned pointers, or n <=
+/// 1,024 otherwise.
+bool rms_norm_kernels_support(int64_t n, bool aligned);
+
+/// s = y + residual (rounded to the storage type, written to `sum`) and out = s * rstd * gamma over rows of n, with
+/// rstd = 1 / sqrt(mean(s^2) + eps) (fp32, written to `rstd`): one pass.
+cudaError_t launch_add_rms_norm(const void* y, const void* residual, const float* gamma, void* sum, void* out,
+                                float* rstd, DType dtype, int64_t rows, int64_t n, float eps, cudaStream_t stream);
+
+/// The fp32 scratch the backward pass below needs: floats(rows, n) elements.
+int64_t rms_norm_backward_scratch_floats(int64_t rows, int64_t n);
+
+/// Its gradient in one pass over the rows: d_sum = RMSNorm's input gradient of d_out (+ d_extra where not null: the
+/// stream's own gradient), and d_gamma [n] (fp32) = the column sums of d_out * s * rstd.
+cudaError_t launch_add_rms_norm_backward(const void* d_out, const void* d_extra, const void* sum, const float* gamma,
+                                         const float* rstd, void* d_sum, float* scratch, float* d_gamma, DType dtype,
+                                         int64_t rows, int64_t n, cudaStream_t stream);
+
 /// The fp32 scratch launch_gelu_backward_bias needs: floats(rows, n) elements.
 int64_t gelu_backward_scratch_floats(int64_t rows, int64_t n);
 

@@ -448,6 +448,79 @@ class LinearGeluFn : public torch::autograd::Function<LinearGeluFn> {
   }
 };
 
+/// {RMSNorm(s) * gamma, s} with s = y + residual (Llama's pre-norm layers), both in the compute dtype.
+class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
+ public:
+  static tensor_list forward(AutogradContext* ctx, const at::Tensor& y, const at::Tensor& residual,
+                             const at::Tensor& gamma, double eps, int64_t dtype_code) {
+    const NoAutocast no_autocast;
+    const auto dtype = static_cast<at::ScalarType>(dtype_code);
+    const int64_t n = gamma.size(0);
+    const at::Tensor y2 = y.reshape({-1, n}).to(dtype).contiguous();
+    const at::Tensor r = residual.reshape({-1, n}).to(dtype).contiguous();
+    const at::Tensor g = gamma.to(at::kFloat).contiguous();
+    const int64_t rows = y2.size(0);
+    at::Tensor s, out, rstd;
+    bool kernel = on_kernels(y2);
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+    kernel = kernel && rms_norm_kernels_support(n, aligned16(y2) && aligned16(r) && aligned16(g));
+    if (kernel) {
+      s = at::empty_like(y2);
+      out = at::empty_like(y2);
+      rstd = at::empty({rows}, y2.options().dtype(at::kFloat));
+      check(launch_add_rms_norm(y2.data_ptr(), r.data_ptr(), g.data_ptr<float>(), s.data_ptr(), out.data_ptr(),
+                                rstd.data_ptr<float>(), dtype_of(y2), rows, n, static_cast<float>(eps), stream()),
+            "add_rms_norm");
+    }
+#else
+    kernel = false;
+#endif
+    if (!kernel) {
+      s = y2 + r;
+      const at::Tensor sf = s.to(at::kFloat);
+      rstd = at::rsqrt(sf.pow(2).mean(-1) + eps);
+      out = (sf * rstd.unsqueeze(1) * g).to(dtype);
+    }
+    ctx->save_for_backward({s, rstd, g});
+    ctx->saved_data["kernel"] = kernel;
+    ctx->saved_data["y_sizes"] = y.sizes().vec();
+    ctx->saved_data["r_sizes"] = residual.sizes().vec();
+    return {out.view(residual.sizes()), s.view(residual.sizes())};
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
+    const NoAutocast no_autocast;
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &s = saved[0], &rstd = saved[1], &g = saved[2];
+    const int64_t rows = s.size(0), n = s.size(1);
+    const at::Tensor d_out = stream_grad(grad_out[0], s);
+    const at::Tensor d_extra = grad_out[1].defined() ? stream_grad(grad_out[1], s) : at::Tensor();
+    at::Tensor d_s, d_gamma;
+    if (ctx->saved_data["kernel"].toBool()) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+      d_s = at::empty_like(s);
+      const auto f32 = s.options().dtype(at::kFloat);
+      at::Tensor scratch = at::empty({rms_norm_backward_scratch_floats(rows, n)}, f32);
+      d_gamma = at::empty({n}, f32);
+      check(launch_add_rms_norm_backward(d_out.data_ptr(), d_extra.defined() ? d_extra.data_ptr() : nullptr,
+                                         s.data_ptr(), g.data_ptr<float>(), rstd.data_ptr<float>(), d_s.data_ptr(),
+                                         scratch.data_ptr<float>(), d_gamma.data_ptr<float>(), dtype_of(s), rows, n,
+                                         stream()),
+            "add_rms_norm_backward");
+#endif
+    } else {
+      const at::Tensor xhat = s.to(at::kFloat) * rstd.unsqueeze(1), df = d_out.to(at::kFloat);
+      const at::Tensor gd = df * g;
+      at::Tensor ds = rstd.unsqueeze(1) * (gd - xhat * (gd * xhat).mean(-1, true));
+      if (d_extra.defined()) ds = ds + d_extra.to(at::kFloat);
+      d_s = ds.to(s.scalar_type());
+      d_gamma = (df * xhat).sum(0);
+    }
+    return {d_s.view(ctx->saved_data["y_sizes"].toIntVector()), d_s.view(ctx->saved_data["r_sizes"].toIntVector()),
+            d_gamma, at::Tensor(), at::Tensor()};
+  }
+};
+
 /// GPT-2's MLP sub-layer in one node: {LayerNorm(s), s} with s = residual + dropout(gelu_tanh(a W1^T + b1) W2^T + b2).
 /// On CUDA in bf16/fp16 the first GEMM is cuBLASLt's with bias + GELU in its epilogue (keeping the pre-activation),
 /// and in the backward pass the GEMM that gives GELU's output gradient applies GELU's derivative and sums the bias
@@ -657,6 +730,15 @@ std::pair<at::Tensor, at::Tensor> linear_residual_layer_norm(const at::Tensor& h
   return {out[1], out[0]};
 }
 
+std::pair<at::Tensor, at::Tensor> residual_rms_norm(const at::Tensor& y, const at::Tensor& residual,
+                                                    const at::Tensor& gamma, double eps) {
+  if (gamma.dim() != 1 || y.size(-1) != gamma.size(0) || !y.sizes().equals(residual.sizes())) {
+    throw std::invalid_argument("fused residual_rms_norm: y and residual must have one shape [..., n] with gamma [n]");
+  }
+  const tensor_list out = AddRmsNormFn::apply(y, residual, gamma, eps, static_cast<int64_t>(compute_dtype(gamma)));
+  return {out[1], out[0]};
+}
+
 std::pair<at::Tensor, at::Tensor> mlp_residual_layer_norm(const at::Tensor& a, const at::Tensor& w_fc,
                                                           const at::Tensor& b_fc, const at::Tensor& w_proj,
                                                           const at::Tensor& b_proj, const at::Tensor& residual,
@@ -754,6 +836,10 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
           : n == "linear_gelu"
               ? "the linear layer by cuBLAS with its bias in the epilogue and ATen's GELU; backward, GELU's gradient "
                 "and the bias gradient in one pass"
+          : n == "add_rms_norm"
+              ? "the residual add and the next RMSNorm in one pass writing the residual stream and the normalised "
+                "input of the next sub-layer in the compute dtype; backward, one pass with the stream's own gradient "
+                "added and gamma's gradient summed per block (rows of up to 8,192 elements; ATen's operations beyond)"
           : n == "mlp_add_layer_norm"
               ? "the MLP (c_fc, GELU tanh, c_proj) as one operation: c_fc by cuBLASLt with bias + GELU in its "
                 "epilogue keeping the pre-activation (GELU_AUX_BIAS); backward, GELU's derivative and c_fc's bias "

@@ -50,6 +50,12 @@ std::pair<at::Tensor, at::Tensor> linear_residual_layer_norm(const at::Tensor& h
                                                              const at::Tensor& gamma, const at::Tensor& beta,
                                                              double p, double eps);
 
+/// Llama's pre-norm step: {s, RMSNorm(s) * gamma} with the residual stream s = residual + y, both in the compute
+/// dtype (autocast's, else gamma's), y and residual of one shape [..., n]. On CUDA one kernel each way (rows of up to
+/// 8,192); elsewhere ATen's operations in the same autograd node.
+std::pair<at::Tensor, at::Tensor> residual_rms_norm(const at::Tensor& y, const at::Tensor& residual,
+                                                    const at::Tensor& gamma, double eps);
+
 /// GPT-2's MLP sub-layer with the residual add and the next LayerNorm: {s, LayerNorm(s)} with the residual stream
 /// s = residual + dropout(gelu_tanh(a w_fc^T + b_fc) w_proj^T + b_proj), both in the compute dtype. w_fc [inner, hidden]
 /// and w_proj [hidden, inner] in either dense layout (GPT-2's Conv1D weights transposed are fine). On CUDA in

@@ -1,6 +1,7 @@
 // BERT's sub-layer outputs for `kernels: fused` (declared in fused_kernels.h): dropout + residual
 // add + LayerNorm forward and backward in one pass each, with the preceding linear layer's bias
-// gradient in the backward pass, and GELU's gradient with its bias gradient. A warp owns a row (the
+// gradient in the backward pass, and GELU's gradient with its bias gradient; Llama's residual add +
+// RMSNorm (a block a row, below). A warp owns a row (the
 // LayerNorm statistics are warp reductions); each lane holds its elements in registers, eight a
 // 16-byte load where the rows allow it.
 
@@ -365,21 +366,33 @@ __global__ void __launch_bounds__(kBwdThreads)
   }
 }
 
-/// out[p][j] = sum over the tiles of scratch[p][tile][j].
+/// out[p][j] = sum over the tiles of scratch[p][tile][j]. A block takes 32 columns: its eight warps each sum every
+/// eighth tile (a warp reads 32 adjacent columns), then one warp adds the eight partial sums in a fixed order
+/// (deterministic), so the tiles are read by 8 x 32 threads a column group rather than one thread a column.
+constexpr int kSumWarps = 8;
 __global__ void column_sums(const float* __restrict__ scratch, int tiles, int64_t n,
                             float* __restrict__ out) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= n) return;
+  __shared__ float part[kSumWarps][33];
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
   const int64_t p = blockIdx.y;
   float s = 0.0f;
-  for (int t = 0; t < tiles; ++t) s += scratch[(p * tiles + t) * n + j];
-  out[p * n + j] = s;
+  if (j < n) {
+    for (int t = threadIdx.y; t < tiles; t += kSumWarps) s += scratch[(p * tiles + t) * n + j];
+  }
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < n) {
+    float t = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kSumWarps; ++w) t += part[w][threadIdx.x];
+    out[p * n + j] = t;
+  }
 }
 
 cudaError_t launch_column_sums(const float* scratch, int parts, int tiles, int64_t n, float* out,
                                cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((n + 255) / 256), static_cast<unsigned>(parts));
-  column_sums<<<grid, 256, 0, stream>>>(scratch, tiles, n, out);
+  const dim3 grid(static_cast<unsigned>((n + 31) / 32), static_cast<unsigned>(parts));
+  column_sums<<<grid, dim3(32, kSumWarps), 0, stream>>>(scratch, tiles, n, out);
   return cudaGetLastError();
 }
 
@@ -476,6 +489,138 @@ unsigned elementwise_blocks(int64_t items, int threads) {
 }
 
 int64_t gelu_tiles(int64_t rows) { return (rows + kGeluRows - 1) / kGeluRows; }
+
+// ---- residual add + RMSNorm (Llama's pre-norm layers), forward and backward
+// ------------------------------------------------------
+// A block owns a row at a time (rows up to 8,192 elements: Llama's widths are 2,048 and up, too long for a warp's
+// registers); thread t holds the row's vectors t, t + 256, ... in registers; the row's sum of squares is a block
+// reduction.
+
+constexpr int kRmsThreads = 256;
+constexpr int kRmsWarps = kRmsThreads / 32;
+
+/// The block's sum of v (every thread gets it). `red` holds kRmsWarps floats.
+__device__ __forceinline__ float block_sum(float v, float* red) {
+  v = warp_sum(v);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  __syncthreads();  // red is free again (the previous row's readers are done)
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  float t = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kRmsWarps; ++w) t += red[w];
+  return t;
+}
+
+template <int V>
+__device__ __forceinline__ int rms_column(int c) {
+  return (c * kRmsThreads + static_cast<int>(threadIdx.x)) * V;
+}
+
+template <typename T, int V, int C>
+__global__ void __launch_bounds__(kRmsThreads)
+    add_rms_norm_fwd(const T* __restrict__ y, const T* __restrict__ res, const float* __restrict__ gamma,
+                     T* __restrict__ sum, T* __restrict__ out, float* __restrict__ rstd_out, int64_t rows, int n,
+                     float eps) {
+  __shared__ float red[kRmsWarps];
+  const float inv_n = 1.0f / static_cast<float>(n);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    float v[C][V];
+    float sq = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = rms_column<V>(c);
+      if (j >= n) continue;
+      const int64_t e = row * n + j;
+      float r[V];
+      load_v<T, V>(y, e, v[c]);
+      load_v<T, V>(res, e, r);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        v[c][k] = rounded<T>(v[c][k] + r[k]);  // the stream as stored: the backward pass normalises it again
+        sq += v[c][k] * v[c][k];
+      }
+      store_v<T, V>(sum, e, v[c]);
+    }
+    const float rstd = rsqrtf(block_sum(sq, red) * inv_n + eps);
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = rms_column<V>(c);
+      if (j >= n) continue;
+      float g[V], o[V];
+      load_v<float, V>(gamma, j, g);
+#pragma unroll
+      for (int k = 0; k < V; ++k) o[k] = v[c][k] * rstd * g[k];
+      store_v<T, V>(out, row * n + j, o);
+    }
+    if (threadIdx.x == 0) rstd_out[row] = rstd;
+  }
+}
+
+/// d_sum = RMSNorm's input gradient of d_out (+ d_extra), and the block's partial column sums of d_out * xhat (the
+/// gamma gradient) in scratch[blockIdx.x][n]: a thread owns its columns over every row it visits, in registers.
+template <typename T, int V, int C>
+__global__ void __launch_bounds__(kRmsThreads)
+    add_rms_norm_bwd(const T* __restrict__ d_out, const T* __restrict__ d_extra, const T* __restrict__ sum,
+                     const float* __restrict__ gamma, const float* __restrict__ rstd, T* __restrict__ d_sum,
+                     float* __restrict__ scratch, int64_t rows, int n) {
+  __shared__ float red[kRmsWarps];
+  const float inv_n = 1.0f / static_cast<float>(n);
+  float acc[C][V];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[c][k] = 0.0f;
+  }
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float rs = rstd[row];
+    float dv[C][V], xh[C][V];
+    float dot = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = rms_column<V>(c);
+      if (j >= n) continue;
+      float sv[V], g[V];
+      load_v<T, V>(d_out, row * n + j, dv[c]);
+      load_v<T, V>(sum, row * n + j, sv);
+      load_v<float, V>(gamma, j, g);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        xh[c][k] = sv[k] * rs;
+        dot += g[k] * dv[c][k] * xh[c][k];
+        acc[c][k] += dv[c][k] * xh[c][k];
+      }
+    }
+    const float mean_dot = block_sum(dot, red) * inv_n;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = rms_column<V>(c);
+      if (j >= n) continue;
+      const int64_t e = row * n + j;
+      float g[V], ds[V];
+      load_v<float, V>(gamma, j, g);
+#pragma unroll
+      for (int k = 0; k < V; ++k) ds[k] = rs * (g[k] * dv[c][k] - xh[c][k] * mean_dot);
+      if (d_extra != nullptr) {
+        float x[V];
+        load_v<T, V>(d_extra, e, x);
+#pragma unroll
+        for (int k = 0; k < V; ++k) ds[k] += x[k];
+      }
+      store_v<T, V>(d_sum, e, ds);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const int j = rms_column<V>(c);
+    if (j < n) store_v<float, V>(scratch, static_cast<int64_t>(blockIdx.x) * n + j, acc[c]);
+  }
+}
+
+/// The most blocks the RMSNorm backward pass launches for `rows` (four an SM): its scratch is one row per block.
+int rms_backward_blocks(int64_t rows) {
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(rows, 4 * static_cast<int64_t>(multiprocessors()))));
+}
 
 // ---- dispatch
 // -----------------------------------------------------------------------------------------------------
@@ -735,6 +880,99 @@ cudaError_t launch_geglu_backward(const void* x, const void* d_out, void* d_x, D
 cudaError_t launch_column_sum(const void* x, float* scratch, float* out, DType dtype, int64_t rows, int64_t n,
                               cudaStream_t stream) {
   return launch_gelu_backward_bias(x, nullptr, nullptr, scratch, out, dtype, rows, n, false, stream);
+}
+
+namespace {
+/// RMSNorm rows: eight elements a load (n a multiple of 8, aligned) up to 8,192, or one a load up to 1,024.
+Shape rms_shape(int64_t n, bool aligned) {
+  if (n <= 0) return {0, 0};
+  const int v = aligned && n % 8 == 0 ? 8 : 1;
+  const int64_t c = (n + kRmsThreads * v - 1) / (kRmsThreads * v);
+  if (c > 4) return {0, 0};
+  return {v, c <= 1 ? 1 : c <= 2 ? 2 : 4};
+}
+
+template <typename T, typename F>
+cudaError_t with_rms_shape(Shape s, const F& f) {
+  if (s.v == 8) {
+    if (s.c == 1) return f.template run<T, 8, 1>();
+    if (s.c == 2) return f.template run<T, 8, 2>();
+    if (s.c == 4) return f.template run<T, 8, 4>();
+  } else if (s.v == 1) {
+    if (s.c == 1) return f.template run<T, 1, 1>();
+    if (s.c == 2) return f.template run<T, 1, 2>();
+    if (s.c == 4) return f.template run<T, 1, 4>();
+  }
+  return cudaErrorInvalidValue;
+}
+
+struct RmsForward {
+  const void *y, *res;
+  const float* gamma;
+  void *sum, *out;
+  float* rstd;
+  int64_t rows;
+  int n;
+  float eps;
+  unsigned blocks;
+  cudaStream_t stream;
+  template <typename T, int V, int C>
+  cudaError_t run() const {
+    add_rms_norm_fwd<T, V, C><<<blocks, kRmsThreads, 0, stream>>>(static_cast<const T*>(y), static_cast<const T*>(res),
+                                                                 gamma, static_cast<T*>(sum), static_cast<T*>(out),
+                                                                 rstd, rows, n, eps);
+    return cudaGetLastError();
+  }
+};
+
+struct RmsBackward {
+  const void *d_out, *d_extra, *sum;
+  const float *gamma, *rstd;
+  void* d_sum;
+  float* scratch;
+  int64_t rows;
+  int n;
+  unsigned blocks;
+  cudaStream_t stream;
+  template <typename T, int V, int C>
+  cudaError_t run() const {
+    add_rms_norm_bwd<T, V, C><<<blocks, kRmsThreads, 0, stream>>>(
+        static_cast<const T*>(d_out), static_cast<const T*>(d_extra), static_cast<const T*>(sum), gamma, rstd,
+        static_cast<T*>(d_sum), scratch, rows, n);
+    return cudaGetLastError();
+  }
+};
+}  // namespace
+
+bool rms_norm_kernels_support(int64_t n, bool aligned) { return rms_shape(n, aligned).v != 0; }
+
+cudaError_t launch_add_rms_norm(const void* y, const void* residual, const float* gamma, void* sum, void* out,
+                                float* rstd, DType dtype, int64_t rows, int64_t n, float eps, cudaStream_t stream) {
+  const bool aligned = aligned16(y) && aligned16(residual) && aligned16(gamma) && aligned16(sum) && aligned16(out);
+  const Shape shape = rms_shape(n, aligned);
+  if (shape.v == 0) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
+  const RmsForward launch{y, residual, gamma, sum, out, rstd, rows, static_cast<int>(n), eps, blocks, stream};
+  return with_type(dtype, [&](auto tag) { return with_rms_shape<decltype(tag)>(shape, launch); });
+}
+
+int64_t rms_norm_backward_scratch_floats(int64_t rows, int64_t n) { return rms_backward_blocks(rows) * n; }
+
+cudaError_t launch_add_rms_norm_backward(const void* d_out, const void* d_extra, const void* sum, const float* gamma,
+                                         const float* rstd, void* d_sum, float* scratch, float* d_gamma, DType dtype,
+                                         int64_t rows, int64_t n, cudaStream_t stream) {
+  const bool aligned = aligned16(d_out) && aligned16(d_extra) && aligned16(sum) && aligned16(gamma) &&
+                       aligned16(d_sum) && aligned16(scratch);
+  const Shape shape = rms_shape(n, aligned);
+  if (shape.v == 0) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaMemsetAsync(d_gamma, 0, n * sizeof(float), stream);
+  const int blocks = rms_backward_blocks(rows);
+  const RmsBackward launch{d_out, d_extra, sum, gamma, rstd, d_sum, scratch, rows, static_cast<int>(n),
+                           static_cast<unsigned>(blocks), stream};
+  const cudaError_t e = with_type(dtype, [&](auto tag) { return with_rms_shape<decltype(tag)>(shape, launch); });
+  if (e != cudaSuccess) return e;
+  return launch_column_sums(scratch, 1, blocks, n, d_gamma, stream);
 }
 
 }  // namespace gpubench::engine::fused

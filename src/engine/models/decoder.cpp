@@ -367,6 +367,23 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const torch
   return h + linear(down_proj, at::silu(linear(gate_proj, m)) * linear(up_proj, m));
 }
 
+std::pair<torch::Tensor, torch::Tensor> LlamaDecoderLayerImpl::forward_fused(const torch::Tensor& x,
+                                                                             const torch::Tensor& n,
+                                                                             const torch::Tensor& cos,
+                                                                             const torch::Tensor& sin,
+                                                                             const RMSNorm& next_norm) {
+  namespace f = engine::fused;
+  const int64_t b = x.size(0), t = x.size(1);
+  const auto [q, k] = f::rotary(linear(q_proj, n).view({b, t, heads_, head_dim_}),
+                                linear(k_proj, n).view({b, t, kv_heads_, head_dim_}), cos, sin);
+  const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
+  const torch::Tensor ctx = attention(q.transpose(1, 2), k.transpose(1, 2), v, {}, 0.0, math_, /*causal=*/true);
+  const auto [h, m] = f::residual_rms_norm(linear(o_proj, merge_heads(ctx)), x, post_attention_layernorm->weight,
+                                           post_attention_layernorm->eps());
+  return f::residual_rms_norm(linear(down_proj, f::swiglu(linear(gate_proj, m), linear(up_proj, m))), h,
+                              next_norm->weight, next_norm->eps());
+}
+
 torch::Tensor LlamaDecoderLayerImpl::forward_cached(const torch::Tensor& x, const torch::Tensor& cos,
                                                     const torch::Tensor& sin, const at::Tensor& pos, int64_t window,
                                                     KvCache& cache, size_t layer) {
@@ -456,6 +473,14 @@ torch::Tensor LlamaForCausalLMImpl::hidden(const torch::Tensor& input_ids) {
   const at::ScalarType dtype = engine::compute_dtype(lm_head_->weight);
   const auto [cos, sin] = rotary(input_ids.size(1), input_ids.device(), dtype);
   torch::Tensor h = embed_tokens_(input_ids);
+  if (options_.fused && fuse_across_layers) {
+    torch::Tensor n = layers.front()->input_layernorm(h);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      std::tie(h, n) = layers[i]->forward_fused(h, n, cos, sin, i + 1 < layers.size() ? layers[i + 1]->input_layernorm
+                                                                                       : norm_);
+    }
+    return n;
+  }
   for (size_t i = 0; i < layers.size(); ++i) h = run_layer(i, h, cos, sin);
   return norm_(h);
 }

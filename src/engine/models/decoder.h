@@ -132,7 +132,9 @@ struct LlamaOptions {
   int64_t vocab_size = 32000, hidden = 2048, layers = 22, heads = 32, kv_heads = 4, intermediate = 5632;
   double rms_norm_eps = 1e-5, rope_theta = 10000.0;
   bool math_attention = false;
-  bool fused = false;  ///< kernels: fused: rotary embeddings and SwiGLU by gpubench's kernels (fused/fused_ops.h)
+  /// kernels: fused: rotary embeddings, SwiGLU and the residual adds with their RMSNorms by gpubench's kernels
+  /// (fused/fused_ops.h), and generation's decode step (fused/decode_ops.h)
+  bool fused = false;
   int64_t head_dim() const { return hidden / heads; }
 };
 
@@ -155,6 +157,12 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
   explicit LlamaDecoderLayerImpl(const LlamaOptions& o);
   /// `cos`, `sin`: [tokens, head_dim] rotary tables in the attention's dtype.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  /// kernels: fused (training and inference): the layer over the residual stream `x` and its input_layernorm output
+  /// `n` (computed by the layer before), returning {next stream, next_norm(next stream)}: each sub-layer's residual
+  /// add with the RMSNorm after it in one operation (fused/fused_ops.h), rotary and SwiGLU as in forward().
+  std::pair<torch::Tensor, torch::Tensor> forward_fused(const torch::Tensor& x, const torch::Tensor& n,
+                                                        const torch::Tensor& cos, const torch::Tensor& sin,
+                                                        const RMSNorm& next_norm);
   /// The layer over layer `layer` of a KV cache (cached_attention's `pos` and `window`); `cos`, `sin` for the
   /// tokens' positions.
   torch::Tensor forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -186,6 +194,9 @@ class LlamaForCausalLMImpl : public torch::nn::Module {
   torch::Tensor logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
   std::vector<LlamaDecoderLayer> layers;
   std::function<torch::Tensor(size_t, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)> run_layer;
+  /// kernels: fused: the layers hand each other the stream and its normalised input (forward_fused); gradient
+  /// checkpointing (one layer at a time through run_layer) turns this off.
+  bool fuse_across_layers = true;
 
  private:
   /// cos and sin of the rotary angles for `tokens` positions, [tokens, head_dim], computed in fp32 as transformers'

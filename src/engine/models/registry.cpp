@@ -393,6 +393,17 @@ std::vector<std::string> gpt2_fusions(const Scenario& s, const models::Gpt2Optio
   return out;
 }
 
+/// Llama's fusions outside generation: rotary and SwiGLU, each residual add with the RMSNorm after it (not with
+/// gradient checkpointing, which runs one layer at a time), and in training the LM head with its loss.
+std::vector<std::string> llama_fusions(const Scenario& s, const models::LlamaOptions& o) {
+  if (!o.fused) return {};
+  std::vector<std::string> out;
+  if (fused_loss(s)) out.emplace_back("linear_cross_entropy");
+  out.insert(out.end(), {"swiglu", "rotary"});
+  if (!checkpointing(s) && s.mode != "generate") out.emplace_back("add_rms_norm");
+  return out;
+}
+
 // Each model's options from its keys (defaults filled): what its rules check and its factory builds.
 models::BertOptions bert_options(const Scenario& s) {
   models::BertOptions o;
@@ -690,6 +701,7 @@ const std::vector<ModelEntry>& model_registry() {
          models::LlamaForCausalLM m(o);
          if (checkpointing(s)) {
            auto* p = m.get();
+           p->fuse_across_layers = false;
            p->run_layer = [p](size_t i, const torch::Tensor& x, const torch::Tensor& c, const torch::Tensor& sn) {
              return checkpoint([p, i, c, sn](const std::vector<at::Tensor>& in) { return p->layers[i]->forward(in[0], c, sn); },
                                {x});
@@ -700,9 +712,7 @@ const std::vector<ModelEntry>& model_registry() {
              [m](const torch::Tensor& ids) mutable { return m->hidden(ids); }, [m] { return m->head_weight(); },
              o.vocab_size, seq_len, models::llama_train_flops_per_sequence(o, seq_len),
              models::decoder_attention_train_flops_per_sequence(o.layers, o.hidden, seq_len),
-             with_decode_fusions(s, !o.fused ? std::vector<std::string>{}
-                                    : fused_loss(s) ? std::vector<std::string>{"linear_cross_entropy", "swiglu", "rotary"}
-                                                    : std::vector<std::string>{"swiglu", "rotary"}));
+             with_decode_fusions(s, llama_fusions(s, o)));
          w->set_generator(generator_of(m, o.vocab_size, models::llama_train_flops_per_sequence(o, 1), o.layers, o.hidden));
          return w;
        }),
