@@ -84,7 +84,9 @@ def parse_args(argv):
     p.add_argument("--graph", action="store_true", help="capture the whole step in a CUDA graph (implies --fused)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--batch-size", type=int)
-    p.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16", "amp"])
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16", "amp", "fp8"],
+                   help="fp8: torchao's float8 training (tensorwise scaling) of the Linear layers, bf16 autocast "
+                        "around them, the LM head and classifiers kept in bf16 as gpubench's default (needs torchao)")
     p.add_argument("--memory-format", choices=["auto", "contiguous", "channels_last"])
     p.add_argument("--dataset-size", type=int, help="samples per timed epoch")
     p.add_argument("--warmup-steps", type=int)
@@ -384,12 +386,25 @@ def main(argv):
         y = torch.randint(0, cfg["num_classes"], (bs,), device=dev)
         forward = (lambda: model(x)) if inference else (lambda: loss_fn(model(x), y))
         torch_version_of_model = torchvision.__version__
+    if precision == "fp8" and not inference:
+        # torchao's float8 training (its default recipe: tensorwise dynamic scaling, e4m3 forward, e5m2 gradients),
+        # on the Linear layers gpubench's rule converts: dimensions multiples of 16, heads kept.
+        try:
+            from torchao.float8 import convert_to_float8_training
+        except ImportError as e:
+            raise SystemExit(f"--precision fp8 needs torchao (pip install torchao): {e}")
+
+        def converted(mod, fqn):
+            return (isinstance(mod, torch.nn.Linear) and not fqn.endswith(("lm_head", "classifier"))
+                    and mod.in_features % 16 == 0 and mod.out_features % 16 == 0)
+
+        convert_to_float8_training(model, module_filter_fn=converted)
     if world > 1:
         # The forwards above call `model` when they run: they go through DDP now.
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
     o = cfg["optimizer"]
     fused = {"fused": True} if cfg["fused"] else {}
-    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    autocast_dtype = {"bf16": torch.bfloat16, "fp8": torch.bfloat16, "fp16": torch.float16}.get(precision)
     if inference:
         model.eval()
         if autocast_dtype is not None:

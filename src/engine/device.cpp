@@ -128,6 +128,18 @@ std::pair<int64_t, std::string> usable_memory(const ResolvedDevice& d) {
   return {0, ""};
 }
 
+std::pair<std::string, int> name_and_capability(const ResolvedDevice& d) {
+#ifdef GPUBENCH_WITH_CUDA
+  if (d.device.is_cuda()) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, std::max<int>(0, d.device.index())) == cudaSuccess) {
+      return {p.name, p.major * 10 + p.minor};
+    }
+  }
+#endif
+  return {d.type == "cpu" ? "CPU" : d.id, 0};
+}
+
 void release_cached_memory(const ResolvedDevice& d) {
 #ifdef GPUBENCH_WITH_CUDA
   if (d.device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();

@@ -44,6 +44,9 @@ DeviceMemoryPeaks read_memory_peaks(const ResolvedDevice& d);
 /// Memory a run on `d` can use, in bytes, and what that figure is: the GPU's total memory, the host's MemAvailable
 /// on the CPU; {0, ""} where unknown (MPS).
 std::pair<int64_t, std::string> usable_memory(const ResolvedDevice& d);
+
+/// The device's name ("NVIDIA H200") and CUDA compute capability as major * 10 + minor (0 where not CUDA).
+std::pair<std::string, int> name_and_capability(const ResolvedDevice& d);
 /// Releases cached device memory (after an OOM, before writing the record).
 void release_cached_memory(const ResolvedDevice& d);
 

@@ -13,8 +13,11 @@
 
 #include "device.h"
 #include "distributed.h"
+#include "fp8.h"
 #include "fused/fused_ops.h"
+#include "gpubench/core/reference/device_table.hpp"
 #include "gpubench/engine/engine.hpp"
+#include "models/layers.h"
 #include "models/registry.h"
 #include "precision.h"
 #include "generate.h"
@@ -66,6 +69,50 @@ void record_kernels(const Scenario& s, const engine::Workload& workload, const e
   }
 }
 
+/// precision: fp8: the recipe the scenario's keys ask for (the loader has checked their values).
+engine::fp8::Recipe fp8_recipe(const Scenario& s) {
+  engine::fp8::Recipe r;
+  r.grad_format = engine::fp8::parse_format(s.fp8_grad_format).value_or(engine::fp8::Format::kE5M2);
+  r.scaling = engine::fp8::parse_scaling(s.fp8_scaling).value_or(engine::fp8::Scaling::kTensor);
+  r.amax_history = s.fp8_amax_history;
+  r.include_lm_head = s.fp8_lm_head;
+  r.include_classifier = s.fp8_classifier;
+  return r;
+}
+
+/// The record's view of an FP8 run after it: the recipe, the layers whose products ran in FP8 (the plan's selection
+/// less those the model never routed through it: products inside a fused operation stay in bf16), MFU against the
+/// dense bf16 peak and against the dense FP8 peak (the summary's MFU is against the FP8 peak, the precision of the
+/// run; both are here, each with its peak).
+Fp8Record describe_fp8(const engine::fp8::Plan& plan, const RunRecord& record) {
+  namespace f8 = engine::fp8;
+  Fp8Record f;
+  const f8::Recipe& r = plan.recipe();
+  f.grad_format = f8::name(r.grad_format);
+  f.scaling = f8::name(r.scaling);
+  f.amax_history = r.scaling == f8::Scaling::kDelayed ? r.amax_history : 0;
+  f.converted = plan.ran();
+  for (const auto& name : plan.selection().converted) {
+    if (std::find(f.converted.begin(), f.converted.end(), name) == f.converted.end()) {
+      f.kept.push_back(name + " (eligible, but its product ran inside a fused operation in bf16, or did not run)");
+    }
+  }
+  f.kept.insert(f.kept.end(), plan.selection().kept.begin(), plan.selection().kept.end());
+  if (const DeviceSpec* spec = find_device_spec(record.environment.device_name)) {
+    const double achieved = record.summary.achieved_tflops;
+    if (spec->bf16_tflops) {
+      f.bf16_peak_tflops = *spec->bf16_tflops;
+      f.mfu_bf16_peak = achieved / *spec->bf16_tflops;
+    }
+    if (spec->fp8_tflops) {
+      f.fp8_peak_tflops = *spec->fp8_tflops;
+      f.mfu_fp8_peak = achieved / *spec->fp8_tflops;
+      f.fp8_peak_source = "device table: " + spec->name + " fp8 dense peak (FP32 accumulate)";
+    }
+  }
+  return f;
+}
+
 }  // namespace
 
 ModelCatalog available_models() {
@@ -93,6 +140,7 @@ DeviceFacts probe_device(const std::string& requested, const RankInfo& rank) {
     f.id = d.id;
     f.type = d.type;
     std::tie(f.memory_bytes, f.memory_source) = engine::usable_memory(d);
+    std::tie(f.name, f.compute_capability) = engine::name_and_capability(d);
   } catch (const engine::DeviceUnavailable& e) {
     f.id = requested;
     const std::string type = requested.substr(0, requested.find(':'));
@@ -215,12 +263,30 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
     record.model.tokens_per_sample = generation ? 1 : workload->tokens_per_sample();
     record.model.scenario_keys = entry.info.option_keys();
 
+    // precision: fp8: the plan the models' Linear layers consult during the forward passes of this thread.
+    std::unique_ptr<engine::fp8::Plan> fp8_plan;
+    if (plan.precision.fp8) {
+      fp8_plan = std::make_unique<engine::fp8::Plan>(models::fp8_candidates(*workload->module()), fp8_recipe(s));
+      record.precision.fp8 = Fp8Record{};
+    }
     observer.on_start(record);
     maybe_inject_oom(*s.batch_size * s.grad_accumulation);
-    if (generation) {
-      engine::generate(plan, *workload, observer, record);
-    } else {
-      engine::train(plan, *workload, observer, record);
+    {
+      const engine::fp8::PlanScope fp8_scope(fp8_plan.get());
+      if (generation) {
+        engine::generate(plan, *workload, observer, record);
+      } else {
+        engine::train(plan, *workload, observer, record);
+      }
+    }
+    if (fp8_plan) {
+      record.precision.fp8 = describe_fp8(*fp8_plan, record);
+      if (record.precision.fp8->converted.empty()) {
+        const std::string note = "precision: fp8: no Linear layer ran in FP8 (" + s.model +
+                                 "'s products all ran in bf16; see precision.fp8.kept)";
+        record.notes.push_back(note);
+        observer.on_note(note);
+      }
     }
     if (const std::string note = engine::fused::describe_after_run(record.execution.fusions); !note.empty()) {
       record.notes.push_back(note);

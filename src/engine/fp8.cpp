@@ -1,5 +1,6 @@
 #include "fp8.h"
 
+#include "gpubench/core/scenario/resolve.hpp"
 #include "precision.h"
 
 #include <torch/autograd.h>
@@ -229,16 +230,27 @@ Plan::Plan(const std::vector<Layer>& layers, const Recipe& recipe) : recipe_(rec
   selection_ = select(shapes, recipe);
   for (const auto& l : layers) {
     if (std::find(selection_.converted.begin(), selection_.converted.end(), l.name) != selection_.converted.end()) {
-      converted_.emplace_back(l.module, std::make_unique<LinearState>(recipe.amax_history));
+      converted_.push_back({l.name, l.module, std::make_unique<LinearState>(recipe.amax_history)});
     }
   }
 }
 
 LinearState* Plan::find(const void* module) const {
-  for (const auto& [m, state] : converted_) {
-    if (m == module) return state.get();
+  for (const auto& c : converted_) {
+    if (c.module == module) {
+      c.state->used = true;
+      return c.state.get();
+    }
   }
   return nullptr;
+}
+
+std::vector<std::string> Plan::ran() const {
+  std::vector<std::string> out;
+  for (const auto& c : converted_) {
+    if (c.state->used) out.push_back(c.name);
+  }
+  return out;
 }
 
 namespace {
@@ -251,18 +263,7 @@ const Plan* active_plan() { return g_active; }
 
 std::optional<std::string> unsupported(const std::string& device_type, const std::string& device_name,
                                        int capability) {
-  const std::string need = "FP8 training needs FP8 tensor cores: an NVIDIA GPU of compute capability 8.9 or later "
-                           "(Ada, Hopper, Blackwell)";
-  if (device_type == "cpu") return need + "; the CPU has none";
-  if (device_type == "mps") return need + "; " + (device_name.empty() ? "Apple MPS" : device_name) + " has none";
-  if (device_type == "rocm" || device_type == "hip") {
-    return need + "; gpubench does not run FP8 on ROCm (" + device_name + ") yet";
-  }
-  if (capability < 89) {
-    return need + "; " + device_name + " is compute capability " + std::to_string(capability / 10) + "." +
-           std::to_string(capability % 10);
-  }
-  return std::nullopt;
+  return fp8_unsupported(device_type, device_name, capability);
 }
 
 }  // namespace gpubench::engine::fp8

@@ -72,6 +72,7 @@ class AmaxHistory {
 struct LinearState {
   explicit LinearState(int64_t length) : x(length), w(length), g(length) {}
   AmaxHistory x, w, g;
+  bool used = false;  ///< a forward pass found this layer in its plan (it ran in FP8)
 };
 
 /// y = x W^T + b with x and W cast to e4m3 (the recipe's scaling), the product by at::_scaled_mm with fp32
@@ -108,13 +109,21 @@ class Plan {
   Plan(const std::vector<Layer>& layers, const Recipe& recipe);
   const Recipe& recipe() const { return recipe_; }
   const Selection& selection() const { return selection_; }
-  /// The layer's state if it is converted, else null.
+  /// The layer's state if it is converted (marking it used: the caller runs it in FP8), else null.
   LinearState* find(const void* module) const;
+  /// The converted layers that ran in FP8 so far, in order; a selected layer a model never looked up here (its
+  /// product inside a fused operation, or unused) is not among them.
+  std::vector<std::string> ran() const;
 
  private:
+  struct Converted {
+    std::string name;
+    const void* module;
+    std::unique_ptr<LinearState> state;
+  };
   Recipe recipe_;
   Selection selection_;
-  std::vector<std::pair<const void*, std::unique_ptr<LinearState>>> converted_;
+  std::vector<Converted> converted_;
 };
 
 /// Makes `plan` the thread's active plan for its lifetime (the previous one restored after).

@@ -23,7 +23,8 @@ PrecisionPlan resolve_precision(const std::string& requested, const ResolvedDevi
     }
   }
   p.resolved = r;
-  if (r == "bf16") p.autocast = at::kBFloat16;
+  if (r == "bf16" || r == "fp8") p.autocast = at::kBFloat16;
+  p.fp8 = r == "fp8";
   if (r == "fp16") {
     p.autocast = at::kHalf;
     p.loss_scaling = true;

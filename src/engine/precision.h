@@ -16,10 +16,11 @@ namespace gpubench::engine {
 /// How a precision request is carried out on a device.
 struct PrecisionPlan {
   std::string requested;                     ///< scenario value
-  std::string resolved;                      ///< fp32 | tf32 | bf16 | fp16
+  std::string resolved;                      ///< fp32 | tf32 | bf16 | fp16 | fp8
   std::optional<at::ScalarType> autocast;    ///< autocast dtype, none for fp32/tf32
   bool tf32 = false;                         ///< TF32 for cuBLAS matmuls and cuDNN convolutions
   bool loss_scaling = false;                 ///< dynamic loss scaling (fp16 only)
+  bool fp8 = false;                          ///< fp8: the Linear layers' products in FP8 (fp8.h), bf16 autocast
   std::string note;                          ///< how "amp" was resolved, if it was
 };
 

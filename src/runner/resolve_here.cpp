@@ -26,6 +26,7 @@ ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, i
                               bool check_data, bool this_run) {
   ResolveOptions options;
   options.refuse_memory = this_run;
+  options.refuse_unsupported = this_run;
   options.world_size = std::max(1, world_size);
   options.repeats = std::max(1, repeats);
   if (check_data) options.check_data = check_folder;

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cli/cli_fixture.h"
 #include "gpubench/core/record/record_io.hpp"
@@ -41,6 +43,41 @@ TEST_F(CliTest, RunWritesACompleteRecordAndExitsZero) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "runs"), {}), 1);
   EXPECT_NE(r.out.find("images/s"), std::string::npos) << r.out;
   EXPECT_EQ(read_record(out).epochs.size(), 2u);
+}
+
+TEST_F(CliTest, Fp8IsRefusedBeforeAnythingRunsWhereItCannotRunAndItsKeysOnlyWithIt) {
+  const std::string never = (dir_ / "never.json").string();
+  // A device without FP8 tensor cores: exit 2 naming the key, the device and what FP8 needs, nothing written.
+  for (const std::string cmd : {"run llama --precision fp8 --device cpu", "run llama --precision fp8 --device cpu --dry-run"}) {
+    const Result r = gpubench(cmd + " --output " + never);
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
+    EXPECT_NE(r.err.find("key 'precision': precision: fp8 on cpu: FP8 training needs FP8 tensor cores"),
+              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("compute capability 8.9 or later"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the CPU has none"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(never));
+  // The FP8 keys apply to precision: fp8 only; amax history to delayed scaling; delayed scaling not in a CUDA graph
+  // (its history's position is kept on the host); FP8 is training.
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"run llama --device cpu --fp8-scaling rowwise", "key 'fp8_scaling': fp8_scaling applies to precision: fp8"},
+      {"run llama --device cpu --precision bf16 --fp8-lm-head true", "key 'fp8_lm_head'"},
+      {"run llama --device cpu --precision fp8 --fp8-amax-history 8", "fp8_amax_history applies to fp8_scaling: delayed"},
+      {"run llama --device cpu --precision fp8 --fp8-scaling delayed --cuda-graph", "key 'fp8_scaling'"},
+      {"run llama --device cpu --precision fp8 --mode inference", "precision: fp8 is FP8 training"},
+      {"run llama --device cpu --precision fp8 --fp8-grad-format e3m4", "key 'fp8_grad_format'"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Result r = gpubench(args + " --output " + never);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << args << "\n" << r.err;
+  }
+  // validate checks the file, not this host: FP8 on this CPU is a note there, with every FP8 key resolved.
+  std::ofstream(dir_ / "fp8.yaml") << "model: llama\nprecision: fp8\nfp8_scaling: delayed\nfp8_amax_history: 4\n";
+  const Result v = gpubench("validate --resolved " + (dir_ / "fp8.yaml").string() + " --device cpu");
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("precision: fp8 cannot run on cpu"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("fp8_amax_history"), std::string::npos) << v.out;
 }
 
 TEST_F(CliTest, ProfileWritesTheTraceBesideTheRecordAndPrintsTheVerdict) {

@@ -295,6 +295,43 @@ TEST_F(RecordFileTest, EveryFieldSurvivesTheRoundTripAndEqualityComparesValues) 
   EXPECT_TRUE(changed == r);
 }
 
+TEST_F(RecordFileTest, AnFp8RecordKeepsItsRecipeAndLayersAndOtherRecordsHaveNoFp8Keys) {
+  RunRecord r = sample_record();
+  r.scenario.precision = "fp8";
+  r.scenario.fp8_grad_format = "e4m3";
+  r.scenario.fp8_scaling = "delayed";
+  r.scenario.fp8_amax_history = 8;
+  r.scenario.fp8_lm_head = true;
+  r.precision = PrecisionRecord{"fp8", "fp8", "bfloat16", false, false, false, "contiguous", ""};
+  Fp8Record f;
+  f.grad_format = "e4m3";
+  f.scaling = "delayed";
+  f.amax_history = 8;
+  f.converted = {"model.layers.0.self_attn.q_proj", "lm_head"};
+  f.kept = {"model.layers.0.mlp.down_proj (eligible, but its product ran inside a fused operation in bf16, or did not run)"};
+  f.bf16_peak_tflops = 989.4;
+  f.fp8_peak_tflops = 1979;
+  f.mfu_bf16_peak = 0.6;
+  f.mfu_fp8_peak = 0.3;
+  f.fp8_peak_source = "device table";
+  r.precision.fp8 = f;
+  const std::string path = (dir_ / "fp8.json").string();
+  write_record(path, r);
+  const RunRecord back = read_record(path);
+  EXPECT_TRUE(back == r) << nlohmann::json(back).dump(1);
+  ASSERT_TRUE(back.precision.fp8.has_value());
+  EXPECT_EQ(back.precision.fp8->converted.size(), 2u);
+  EXPECT_EQ(back.scenario.fp8_amax_history, 8);
+  EXPECT_TRUE(back.scenario.fp8_lm_head);
+  EXPECT_TRUE(back.scenario.model_options.empty()) << "the FP8 keys are the scenario's, not a model's";
+  // A record of another precision carries no FP8 keys (its scenario identity is as before FP8 existed) ...
+  const nlohmann::json plain = sample_record();
+  EXPECT_FALSE(plain["precision"].contains("fp8"));
+  for (const auto& [key, value] : plain["scenario"].items()) EXPECT_NE(key.rfind("fp8_", 0), 0u) << key;
+  // ... and reads back without one.
+  EXPECT_FALSE(plain.get<RunRecord>().precision.fp8.has_value());
+}
+
 TEST_F(RecordFileTest, TheRecordsScenarioHoldsOnlyTheKeysTheModelTakes) {
   RunRecord r = sample_record();
   r.model.scenario_keys = {"image_size", "num_classes"};

@@ -53,13 +53,14 @@ class InfoCommand final : public Command {
     const DeviceSpec* spec = find_device_spec(e.device_name);
     nlohmann::json table_entry;
     if (spec != nullptr) {
-      rows.emplace_back("device table", fmt::format("{}: dense TFLOP/s fp32 {} / tf32 {} / bf16 {} / fp16 {}; {} GB/s; {} W",
+      rows.emplace_back("device table", fmt::format("{}: dense TFLOP/s fp32 {} / tf32 {} / bf16 {} / fp16 {} / fp8 {}; {} GB/s; {} W",
                                                     spec->name, tf(spec->fp32_tflops), tf(spec->tf32_tflops),
-                                                    tf(spec->bf16_tflops), tf(spec->fp16_tflops),
+                                                    tf(spec->bf16_tflops), tf(spec->fp16_tflops), tf(spec->fp8_tflops),
                                                     tf(spec->bandwidth_gbs), tf(spec->tdp_w)));
       rows.emplace_back("  source", spec->source);
       table_entry = {{"name", spec->name},           {"fp32_tflops", spec->fp32_tflops}, {"tf32_tflops", spec->tf32_tflops},
                      {"bf16_tflops", spec->bf16_tflops}, {"fp16_tflops", spec->fp16_tflops},
+                     {"fp8_tflops", spec->fp8_tflops},
                      {"bandwidth_gbs", spec->bandwidth_gbs}, {"tdp_w", spec->tdp_w},   {"source", spec->source}};
     } else {
       rows.emplace_back("device table",

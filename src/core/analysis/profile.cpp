@@ -106,7 +106,8 @@ bool is_launch_call(const std::string& name) {
 
 const std::vector<std::pair<std::string, std::string>>& kernel_categories() {
   static const std::vector<std::pair<std::string, std::string>> c{
-      {"gemm_conv", "GEMM/conv"},         {"attention", "attention"},  {"normalization", "normalisation"},
+      {"gemm_fp8", "GEMM (FP8)"},         {"gemm_conv", "GEMM/conv"},  {"attention", "attention"},
+      {"normalization", "normalisation"},
       {"elementwise", "elementwise/activation"}, {"reduction", "reduction/softmax/loss"},
       {"optimizer", "optimizer"},         {"memcpy", "memory copies"}, {"communication", "communication"},
       {"input", "input pipeline"},        {"other", "other"}};
@@ -140,6 +141,8 @@ std::string kernel_category(const std::string& raw) {
                   "rms_norm", "rmsnorm", "instance_norm", "welford", "gammabeta"})) {
     return "normalization";
   }
+  // FP8 matrix products (precision: fp8): cuBLASLt's kernels name their FP8 operand types; ATen's op is _scaled_mm.
+  if (has_any(n, {"e4m3", "e5m2", "f8f8", "fp8", "float8", "_scaled_mm"})) return "gemm_fp8";
   if (has_any(n, {"gemm", "nvjet", "cutlass", "xmma", "conv", "cudnn", "wgrad", "dgrad", "fprop", "cublas", "winograd",
                   "tensorop", "mkldnn", "onednn", "matmul", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
                   "aten::linear"})) {
@@ -159,7 +162,7 @@ std::string kernel_category(const std::string& raw) {
   return "other";
 }
 
-bool is_matrix_category(const std::string& c) { return c == "gemm_conv" || c == "attention"; }
+bool is_matrix_category(const std::string& c) { return c == "gemm_conv" || c == "gemm_fp8" || c == "attention"; }
 
 bool is_memory_category(const std::string& c) {
   return c == "elementwise" || c == "normalization" || c == "reduction" || c == "optimizer" || c == "memcpy";
@@ -266,7 +269,7 @@ ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const P
     if (it == cats.end()) continue;
     ProfileCategory c = it->second;
     if (is_matrix_category(id)) matrix_ns += c.ms_per_step;
-    if (id == "gemm_conv") gemm_ns = c.ms_per_step;
+    if (id == "gemm_conv" || id == "gemm_fp8") gemm_ns += c.ms_per_step;
     if (id == "attention") attention_ns = c.ms_per_step;
     c.fraction = kernel_ns > 0 ? c.ms_per_step / kernel_ns : 0.0;
     c.ms_per_step /= 1e6 * steps;

@@ -170,10 +170,37 @@ bool ModelRecord::operator==(const ModelRecord& o) const {
                                              o.attention_flops_per_sample, o.sample_unit, o.tokens_per_sample,
                                              o.scenario_keys, o.step);
 }
+bool Fp8Record::operator==(const Fp8Record& o) const {
+  return std::tie(activation_format, weight_format, grad_format, scaling, amax_history, converted, kept,
+                  bf16_peak_tflops, fp8_peak_tflops, mfu_bf16_peak, mfu_fp8_peak, fp8_peak_source) ==
+         std::tie(o.activation_format, o.weight_format, o.grad_format, o.scaling, o.amax_history, o.converted, o.kept,
+                  o.bf16_peak_tflops, o.fp8_peak_tflops, o.mfu_bf16_peak, o.mfu_fp8_peak, o.fp8_peak_source);
+}
 bool PrecisionRecord::operator==(const PrecisionRecord& o) const {
   return std::tie(requested, resolved, autocast_dtype, tf32_matmul, tf32_cudnn, loss_scaling, memory_format,
-                  resolution) == std::tie(o.requested, o.resolved, o.autocast_dtype, o.tf32_matmul, o.tf32_cudnn,
-                                          o.loss_scaling, o.memory_format, o.resolution);
+                  resolution, fp8) == std::tie(o.requested, o.resolved, o.autocast_dtype, o.tf32_matmul, o.tf32_cudnn,
+                                               o.loss_scaling, o.memory_format, o.resolution, o.fp8);
+}
+
+void to_json(nlohmann::json& j, const PrecisionRecord& p) {
+  j = {{"requested", p.requested},       {"resolved", p.resolved},          {"autocast_dtype", p.autocast_dtype},
+       {"tf32_matmul", p.tf32_matmul},   {"tf32_cudnn", p.tf32_cudnn},      {"loss_scaling", p.loss_scaling},
+       {"memory_format", p.memory_format}, {"resolution", p.resolution}};
+  if (p.fp8) j["fp8"] = *p.fp8;  // only FP8 runs carry it: other records are as they were
+}
+
+void from_json(const nlohmann::json& j, PrecisionRecord& p) {
+  const PrecisionRecord d;
+  p.requested = j.value("requested", d.requested);
+  p.resolved = j.value("resolved", d.resolved);
+  p.autocast_dtype = j.value("autocast_dtype", d.autocast_dtype);
+  p.tf32_matmul = j.value("tf32_matmul", d.tf32_matmul);
+  p.tf32_cudnn = j.value("tf32_cudnn", d.tf32_cudnn);
+  p.loss_scaling = j.value("loss_scaling", d.loss_scaling);
+  p.memory_format = j.value("memory_format", d.memory_format);
+  p.resolution = j.value("resolution", d.resolution);
+  p.fp8.reset();
+  if (const auto it = j.find("fp8"); it != j.end() && it->is_object()) p.fp8 = it->get<Fp8Record>();
 }
 bool FusionRecord::operator==(const FusionRecord& o) const {
   return std::tie(name, implementation, note) == std::tie(o.name, o.implementation, o.note);

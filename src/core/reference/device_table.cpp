@@ -37,6 +37,7 @@ std::optional<double> DeviceSpec::peak_tflops(const std::string& precision) cons
   if (precision == "tf32") return tf32_tflops;
   if (precision == "bf16") return bf16_tflops;
   if (precision == "fp16") return fp16_tflops;
+  if (precision == "fp8") return fp8_tflops;
   return std::nullopt;
 }
 
@@ -60,6 +61,7 @@ std::vector<DeviceSpec> parse_device_table(const std::string& yaml_text, const s
     d.tf32_tflops = number(e, "tf32_tflops", where);
     d.bf16_tflops = number(e, "bf16_tflops", where);
     d.fp16_tflops = number(e, "fp16_tflops", where);
+    d.fp8_tflops = number(e, "fp8_tflops", where);
     d.memory_gb = number(e, "memory_gb", where);
     d.bandwidth_gbs = number(e, "bandwidth_gbs", where);
     d.tdp_w = number(e, "tdp_w", where);

@@ -49,8 +49,29 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) { s.kv_cache_dtype = as_enum(n, c, {"auto", "bf16", "fp16", "fp32"}); });
     add("batch_size", "--batch-size", "INT", "samples per step (default: the model's; bounded on CPU)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.batch_size = as_int(n, c, 1, 1 << 24); });
-    add("precision", "--precision", "fp32|tf32|bf16|fp16|amp", "fp32 | tf32 | bf16 | fp16 | amp (amp: PyTorch AMP, fp16 + loss scaling on GPUs, bf16 on the CPU)",
+    add("precision", "--precision", "fp32|tf32|bf16|fp16|amp|fp8",
+        "fp32 | tf32 | bf16 | fp16 | amp (amp: PyTorch AMP, fp16 + loss scaling on GPUs, bf16 on the CPU) | fp8 (the "
+        "Linear layers' matrix products in FP8 on GPUs with FP8 tensor cores, compute capability 8.9+; bf16 "
+        "autocast around them, fp32 master weights)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.precision = as_enum(n, c, precision_names()); });
+    add("fp8_grad_format", "--fp8-grad-format", "e5m2|e4m3",
+        "precision: fp8: the gradients' format: e5m2 (default: range, as Transformer Engine's HYBRID recipe) | e4m3 "
+        "(precision); activations and weights are always e4m3",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.fp8_grad_format = as_enum(n, c, {"e5m2", "e4m3"}); });
+    add("fp8_scaling", "--fp8-scaling", "tensor|rowwise|delayed",
+        "precision: fp8: tensor (one scale per tensor from its current amax, default) | rowwise (one per row of the "
+        "activations and of the weight in the forward product) | delayed (per tensor, from the largest amax of the "
+        "last fp8_amax_history steps)",
+        [](auto& n, auto& c, Scenario& s, const Models&) {
+          s.fp8_scaling = as_enum(n, c, {"tensor", "rowwise", "delayed"});
+        });
+    add("fp8_amax_history", "--fp8-amax-history", "INT", "precision: fp8, fp8_scaling: delayed: steps of amax kept (default 16)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.fp8_amax_history = as_int(n, c, 1, 1024); });
+    add_bool("fp8_lm_head", "--fp8-lm-head", "BOOL", "precision: fp8: convert the LM head too (default false)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.fp8_lm_head = as_bool(n, c); });
+    add_bool("fp8_classifier", "--fp8-classifier", "BOOL",
+        "precision: fp8: convert a classifier head too (default false)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.fp8_classifier = as_bool(n, c); });
     add("memory_format", "--memory-format", "auto|contiguous|channels_last", "auto | contiguous | channels_last (auto: channels_last on GPUs)",
         [](auto& n, auto& c, Scenario& s, const Models&) {
           s.memory_format = as_enum(n, c, {"auto", "contiguous", "channels_last"});

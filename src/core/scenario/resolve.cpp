@@ -53,7 +53,7 @@ std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo
   m.parameters = size.parameters;
   const auto p = static_cast<double>(size.parameters);
   const bool train = s.mode == "train";
-  const bool half = precision == "fp16" || precision == "bf16";
+  const bool half = precision == "fp16" || precision == "bf16" || precision == "fp8";
   if (s.mode == "generate") {
     // The weights in the autocast type (or fp32), the KV cache for every position of every sequence, and one
     // step's logits in fp32; a decode step's activations are a few vectors per sequence.
@@ -121,6 +121,22 @@ Scenario load_scenario(const ScenarioInputs& in, const ModelOptions& models) {
   }
   loader.check(s);
   return s;
+}
+
+std::optional<std::string> fp8_unsupported(const std::string& device_type, const std::string& device_name,
+                                           int capability) {
+  const std::string need = "FP8 training needs FP8 tensor cores: an NVIDIA GPU of compute capability 8.9 or later "
+                           "(Ada, Hopper, Blackwell)";
+  if (device_type == "cpu") return need + "; the CPU has none";
+  if (device_type == "mps") return need + "; " + (device_name.empty() ? "Apple MPS" : device_name) + " has none";
+  if (device_type == "rocm" || device_type == "hip") {
+    return need + "; gpubench does not run FP8 on ROCm (" + device_name + ") yet";
+  }
+  if (capability < 89) {
+    return need + "; " + (device_name.empty() ? device_type : device_name) + " is compute capability " +
+           std::to_string(capability / 10) + "." + std::to_string(capability % 10);
+  }
+  return std::nullopt;
 }
 
 std::string resolved_precision(const std::string& requested, const std::string& device_type) {
@@ -275,6 +291,14 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
   r.notes = fill_device_defaults(r.scenario, *model, device);
   r.precision = resolved_precision(r.scenario.precision, device.type);
   Scenario& s = r.scenario;
+  if (s.precision == "fp8" && device.available) {
+    if (const auto why = fp8_unsupported(device.type, device.name, device.compute_capability)) {
+      if (options.refuse_unsupported) {
+        throw ScenarioError(origin_of(s, "precision"), "precision", "precision: fp8 on " + device.id + ": " + *why);
+      }
+      r.notes.push_back("precision: fp8 cannot run on " + device.id + " (" + *why + "); a run here is refused.");
+    }
+  }
   if (model->check) {
     try {
       model->check(s);
@@ -333,6 +357,8 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
 
 void to_json(nlohmann::json& j, const DeviceFacts& d) {
   j = {{"id", d.id}, {"type", d.type}, {"available", d.available}, {"reason", d.reason}};
+  if (!d.name.empty()) j["name"] = d.name;
+  if (d.compute_capability > 0) j["compute_capability"] = d.compute_capability;
 }
 
 void to_json(nlohmann::json& j, const MemoryEstimate& m) {

@@ -13,7 +13,7 @@ std::string Origin::describe() const {
 }
 
 const std::vector<std::string>& precision_names() {
-  static const std::vector<std::string> names{"fp32", "tf32", "bf16", "fp16", "amp"};
+  static const std::vector<std::string> names{"fp32", "tf32", "bf16", "fp16", "amp", "fp8"};
   return names;
 }
 
@@ -59,6 +59,13 @@ void to_json(nlohmann::json& j, const Scenario& s) {
     j["new_tokens"] = s.new_tokens;
     j["kv_cache_dtype"] = s.kv_cache_dtype;
   }
+  if (s.precision == "fp8") {  // only here: other records' identities have no FP8 keys
+    j["fp8_grad_format"] = s.fp8_grad_format;
+    j["fp8_scaling"] = s.fp8_scaling;
+    j["fp8_amax_history"] = s.fp8_amax_history;
+    j["fp8_lm_head"] = s.fp8_lm_head;
+    j["fp8_classifier"] = s.fp8_classifier;
+  }
   j["epochs"] = s.epochs;
   j["dataset_size"] = s.dataset_size;
   j["warmup_steps"] = s.warmup_steps;
@@ -101,6 +108,11 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.prompt_tokens = j.value("prompt_tokens", d.prompt_tokens);
   s.new_tokens = j.value("new_tokens", d.new_tokens);
   s.kv_cache_dtype = j.value("kv_cache_dtype", d.kv_cache_dtype);
+  s.fp8_grad_format = j.value("fp8_grad_format", d.fp8_grad_format);
+  s.fp8_scaling = j.value("fp8_scaling", d.fp8_scaling);
+  s.fp8_amax_history = j.value("fp8_amax_history", d.fp8_amax_history);
+  s.fp8_lm_head = j.value("fp8_lm_head", d.fp8_lm_head);
+  s.fp8_classifier = j.value("fp8_classifier", d.fp8_classifier);
   s.epochs = j.value("epochs", d.epochs);
   s.dataset_size = j.value("dataset_size", d.dataset_size);
   s.warmup_steps = j.value("warmup_steps", d.warmup_steps);
@@ -134,7 +146,10 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   static const nlohmann::json common = Scenario{};
   s.model_options.clear();
   for (const auto& [key, value] : j.items()) {
-    if (common.contains(key) || key == "prompt_tokens" || key == "new_tokens" || key == "kv_cache_dtype") continue;
+    if (common.contains(key) || key == "prompt_tokens" || key == "new_tokens" || key == "kv_cache_dtype" ||
+        key.rfind("fp8_", 0) == 0) {
+      continue;
+    }
     if (value.is_structured()) throw std::runtime_error("scenario \"" + key + "\" must be a single value");
     s.model_options[key] = value;
   }
@@ -149,13 +164,15 @@ bool Scenario::operator==(const Scenario& o) const {
   return std::tie(name, model, batch_size, precision, memory_format, device, epochs, dataset_size, warmup_steps,
                   optimizer, seed, time_budget_s, duration_s, model_options, grad_accumulation, cudnn_benchmark, graph, ddp_bucket_mb, ddp_timeout_s, output, telemetry, telemetry_interval_s,
                   telemetry_trace, profile, profile_steps, data, data_path, data_workers, decode, prefetch, data_only, mode,
-                  kernels, memory_check, prompt_tokens, new_tokens, kv_cache_dtype) ==
+                  kernels, memory_check, prompt_tokens, new_tokens, kv_cache_dtype, fp8_grad_format, fp8_scaling,
+                  fp8_amax_history, fp8_lm_head, fp8_classifier) ==
          std::tie(o.name, o.model, o.batch_size, o.precision, o.memory_format, o.device, o.epochs, o.dataset_size,
                   o.warmup_steps, o.optimizer, o.seed, o.time_budget_s, o.duration_s, o.model_options,
                   o.grad_accumulation, o.cudnn_benchmark, o.graph, o.ddp_bucket_mb,
                   o.ddp_timeout_s, o.output, o.telemetry, o.telemetry_interval_s, o.telemetry_trace, o.profile,
                   o.profile_steps, o.data, o.data_path, o.data_workers, o.decode, o.prefetch, o.data_only, o.mode,
-                  o.kernels, o.memory_check, o.prompt_tokens, o.new_tokens, o.kv_cache_dtype);
+                  o.kernels, o.memory_check, o.prompt_tokens, o.new_tokens, o.kv_cache_dtype, o.fp8_grad_format,
+                  o.fp8_scaling, o.fp8_amax_history, o.fp8_lm_head, o.fp8_classifier);
 }
 
 }  // namespace gpubench

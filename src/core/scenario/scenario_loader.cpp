@@ -381,6 +381,28 @@ void ScenarioLoader::check(const Scenario& s) const {
       }
     }
   }
+  if (s.precision != "fp8") {
+    for (const char* key : {"fp8_grad_format", "fp8_scaling", "fp8_amax_history", "fp8_lm_head", "fp8_classifier"}) {
+      if (s.is_set(key)) {
+        throw ScenarioError(origin_of(key), key,
+                            std::string(key) + " applies to precision: fp8 (this scenario's precision is " +
+                                s.precision + ")");
+      }
+    }
+  } else if (s.mode != "train") {
+    throw ScenarioError(origin_of("precision"), "precision",
+                        "precision: fp8 is FP8 training (mode: train); this scenario's mode is " + s.mode);
+  }
+  if (s.precision == "fp8" && s.fp8_scaling == "delayed" && s.graph) {
+    throw ScenarioError(origin_of("fp8_scaling"), "fp8_scaling",
+                        "fp8_scaling: delayed keeps the position in its amax history on the host, which a CUDA graph "
+                        "replay would not advance; use fp8_scaling: tensor or rowwise with graph: true");
+  }
+  if (s.is_set("fp8_amax_history") && s.fp8_scaling != "delayed") {
+    throw ScenarioError(origin_of("fp8_amax_history"), "fp8_amax_history",
+                        "fp8_amax_history applies to fp8_scaling: delayed (this scenario's scaling is " +
+                            s.fp8_scaling + ")");
+  }
   if (s.mode != "generate") {
     for (const char* key : {"prompt_tokens", "new_tokens", "kv_cache_dtype"}) {
       if (s.is_set(key)) {

@@ -72,6 +72,21 @@ struct ModelRecord {
   bool operator==(const ModelRecord& o) const;
 };
 
+/// precision: fp8: the recipe that ran, which Linear layers ran in FP8, and MFU against both peaks.
+struct Fp8Record {
+  std::string activation_format = "e4m3", weight_format = "e4m3";
+  std::string grad_format;   ///< e5m2 | e4m3
+  std::string scaling;       ///< tensor | rowwise | delayed
+  int64_t amax_history = 0;  ///< delayed scaling's history length (0 otherwise)
+  std::vector<std::string> converted;  ///< layers whose matrix products ran in FP8 (module names)
+  std::vector<std::string> kept;       ///< "name (why)": layers left in the compute dtype (bf16)
+  /// MFU against the device's dense bf16 peak (the summary's `mfu`) and against its dense FP8 peak (the same
+  /// achieved FLOP/s over the FP8 peak); both peaks in TFLOP/s (0: unknown).
+  double bf16_peak_tflops = 0, fp8_peak_tflops = 0, mfu_bf16_peak = 0, mfu_fp8_peak = 0;
+  std::string fp8_peak_source;  ///< where the FP8 peak comes from
+  bool operator==(const Fp8Record& o) const;
+};
+
 /// How the precision request was carried out on the device.
 struct PrecisionRecord {
   std::string requested;      ///< as in the scenario, e.g. "amp"
@@ -82,6 +97,7 @@ struct PrecisionRecord {
   bool loss_scaling = false;  ///< dynamic loss scaling (fp16)
   std::string memory_format;  ///< contiguous | channels_last
   std::string resolution;     ///< how and why "amp" became `resolved` (empty when the precision was explicit)
+  std::optional<Fp8Record> fp8;  ///< precision: fp8 only (absent from the JSON otherwise)
   bool operator==(const PrecisionRecord& o) const;
 };
 
@@ -260,8 +276,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvironmentRecord, hostname, os,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, train_flops_per_sample,
                                                 attention_flops_per_sample, sample_unit, tokens_per_sample, step,
                                                 scenario_keys)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PrecisionRecord, requested, resolved, autocast_dtype, tf32_matmul,
-                                                tf32_cudnn, loss_scaling, memory_format, resolution)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Fp8Record, activation_format, weight_format, grad_format, scaling,
+                                                amax_history, converted, kept, bf16_peak_tflops, fp8_peak_tflops,
+                                                mfu_bf16_peak, mfu_fp8_peak, fp8_peak_source)
+void to_json(nlohmann::json& j, const PrecisionRecord& p);
+void from_json(const nlohmann::json& j, PrecisionRecord& p);
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FusionRecord, name, implementation, note)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExecutionRecord, mode, graph_requested, graph_fallback,
                                                 optimizer_implementation, kernels, fusions)

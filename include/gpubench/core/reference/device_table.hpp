@@ -12,6 +12,7 @@ struct DeviceSpec {
   std::string name;                  ///< table name, e.g. "NVIDIA H200 SXM"
   std::vector<std::string> match;    ///< device names as drivers report them
   std::optional<double> fp32_tflops, tf32_tflops, bf16_tflops, fp16_tflops;  ///< dense peaks (TFLOP/s)
+  std::optional<double> fp8_tflops;  ///< dense FP8 (e4m3/e5m2) tensor peak with FP32 accumulate (Ada, Hopper)
   std::optional<double> memory_gb, bandwidth_gbs, tdp_w;  ///< GB, GB/s, W
   std::optional<double> launch_price_usd, price_cny;
   std::string source;                ///< where the figures come from

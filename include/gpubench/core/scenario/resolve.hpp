@@ -42,7 +42,15 @@ struct DeviceFacts {
   /// Memory a run there can use, in bytes (0: unknown): the host's MemAvailable on the CPU, the GPU's total memory.
   int64_t memory_bytes = 0;
   std::string memory_source;  ///< what memory_bytes is ("MemAvailable", "total device memory")
+  std::string name;            ///< "NVIDIA H200"; empty where unknown
+  int compute_capability = 0;  ///< CUDA: major * 10 + minor (90 for Hopper); 0 elsewhere or unknown
 };
+
+/// Why a device cannot train in FP8 (precision: fp8), naming it and its compute capability: FP8 tensor cores start
+/// at compute capability 8.9 (Ada, Hopper, Blackwell); the CPU, MPS and ROCm have none gpubench uses. Nothing where
+/// it can.
+std::optional<std::string> fp8_unsupported(const std::string& device_type, const std::string& device_name,
+                                           int capability);
 
 /// What a run needs in memory before anything is built: the model state (fp32 weights, their autocast copies,
 /// gradients, the optimizer's moments) and the activations a step keeps, from the model's declared size. The peak is
@@ -76,13 +84,15 @@ struct ResolveOptions {
   /// A memory estimate above the device's memory refuses the scenario (with `memory_check: refuse`). Off: a note
   /// only (validate checks a file, whatever machine it runs on).
   bool refuse_memory = true;
+  /// precision: fp8 on a device without FP8 tensor cores refuses the scenario. Off: a note (validate).
+  bool refuse_unsupported = true;
 };
 
 /// The scenario a run executes, with what resolution decided.
 struct ResolvedScenario {
   Scenario scenario;                       ///< every key concrete; `output` is the record path
   DeviceFacts device;
-  std::string precision;                   ///< as it resolves on that device: fp32 | tf32 | bf16 | fp16
+  std::string precision;                   ///< as it resolves on that device: fp32 | tf32 | bf16 | fp16 | fp8
   std::vector<std::string> notes;          ///< what the user must know (the CPU bounds); the record keeps them
   std::vector<std::string> record_paths;   ///< one per repeat (`_r1`, `_r2`, ... when repeating)
   std::optional<MemoryEstimate> memory;    ///< checked against the device's memory (`memory_check`)

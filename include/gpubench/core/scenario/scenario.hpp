@@ -50,8 +50,14 @@ struct Scenario {
   /// mode: generate: the KV cache's element type: auto (the weights': bf16 or fp16 under those precisions, else
   /// fp32) | bf16 | fp16 | fp32
   std::string kv_cache_dtype = "auto";
+  /// precision: fp8 (FP8 matrix products in the Linear layers, bf16 autocast around them; engine/fp8.h):
+  std::string fp8_grad_format = "e5m2";  ///< gradients' format: e5m2 (range, default) | e4m3 (precision)
+  std::string fp8_scaling = "tensor";    ///< tensor (current amax, default) | rowwise | delayed (amax history)
+  int64_t fp8_amax_history = 16;         ///< delayed scaling: steps of amax kept
+  bool fp8_lm_head = false;              ///< convert the LM head too
+  bool fp8_classifier = false;           ///< convert a classifier head too
   std::optional<int64_t> batch_size;      ///< samples per step; default from the model (CPU: bounded)
-  std::string precision = "fp32";         ///< fp32 | tf32 | bf16 | fp16 | amp (the device's preferred mixed precision)
+  std::string precision = "fp32";         ///< fp32 | tf32 | bf16 | fp16 | amp (the device's preferred mixed precision) | fp8
   std::string memory_format = "auto";     ///< auto | contiguous | channels_last
   std::string device = "auto";            ///< auto | cpu | cuda | cuda:N | rocm | rocm:N | mps
   int64_t epochs = 1;                     ///< timed epochs
