@@ -268,6 +268,26 @@ void check_unet_fusions(int64_t rows, int64_t in, int64_t n, bool bias, at::Scal
   }
 }
 
+/// Two sets of leaves with `init`'s values (the fused side, the reference side), each requiring a gradient.
+std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> twin_leaves(const std::vector<at::Tensor>& init) {
+  std::vector<at::Tensor> a, b;
+  for (const auto& t : init) {
+    a.push_back(t.clone().requires_grad_(true));
+    b.push_back(t.clone().requires_grad_(true));
+  }
+  return {a, b};
+}
+
+/// Every fused-side leaf's gradient against the reference side's, within `tol` of its largest value.
+void expect_same_grads(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
+                       const std::vector<std::string>& names, double tol, const std::string& shape) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(a[i].grad().defined()) << names[i];
+    EXPECT_EQ(a[i].grad().scalar_type(), b[i].grad().scalar_type()) << names[i];
+    EXPECT_LT(max_diff(a[i].grad(), b[i].grad()), tol * scale(b[i].grad())) << names[i] << " gradient, " << shape;
+  }
+}
+
 /// GPT-2's MLP sub-layer {s, LayerNorm(s)}, s = residual + c_proj(gelu_tanh(c_fc(a))), with Conv1D-style weights
 /// ([in, out], passed transposed as GPT-2 does), both outputs used downstream, against ATen's composition.
 void check_mlp(int64_t rows, int64_t hidden, int64_t inner, at::ScalarType dtype, const at::Device& device,
@@ -278,11 +298,7 @@ void check_mlp(int64_t rows, int64_t hidden, int64_t inner, at::ScalarType dtype
                                torch::randn({inner}, f) * 0.5,           torch::randn({inner, hidden}, f) * 0.1,
                                torch::randn({hidden}, f),                torch::randn({2, rows, hidden}, f),
                                1.0 + 0.1 * torch::randn({hidden}, f),    0.1 * torch::randn({hidden}, f)};
-  std::vector<at::Tensor> a, b;
-  for (const auto& t : init) {
-    a.push_back(t.clone().requires_grad_(true));
-    b.push_back(t.clone().requires_grad_(true));
-  }
+  const auto [a, b] = twin_leaves(init);
   at::Tensor s1, n1, s2, n2;
   {
     AutocastScope scope(device.type(), dtype != at::kFloat ? std::optional<at::ScalarType>(dtype) : std::nullopt);
@@ -299,13 +315,8 @@ void check_mlp(int64_t rows, int64_t hidden, int64_t inner, at::ScalarType dtype
   const at::Tensor ds = torch::randn(s2.sizes(), f), dn = torch::randn(n2.sizes(), f);
   ((s1.to(at::kFloat) * ds).sum() + (n1.to(at::kFloat) * dn).sum()).backward();
   ((s2.to(at::kFloat) * ds).sum() + (n2.to(at::kFloat) * dn).sum()).backward();
-  const char* names[] = {"a", "c_fc weight", "c_fc bias", "c_proj weight", "c_proj bias", "residual", "gamma", "beta"};
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(a[i].grad().defined()) << names[i];
-    EXPECT_EQ(a[i].grad().scalar_type(), at::kFloat) << names[i];
-    EXPECT_LT(max_diff(a[i].grad(), b[i].grad()), tol * scale(b[i].grad()))
-        << names[i] << " gradient, " << rows << "x" << hidden << "x" << inner;
-  }
+  expect_same_grads(a, b, {"a", "c_fc weight", "c_fc bias", "c_proj weight", "c_proj bias", "residual", "gamma", "beta"},
+                    tol, std::to_string(rows) + "x" + std::to_string(hidden) + "x" + std::to_string(inner));
 }
 
 /// Llama's {s, RMSNorm(s) * gamma} with s = residual + y, both outputs used downstream, against ATen's rms_norm.
@@ -314,11 +325,7 @@ void check_rms(int64_t rows, int64_t n, at::ScalarType dtype, const at::Device& 
   const auto f = torch::TensorOptions().device(device);
   std::vector<at::Tensor> init{torch::randn({2, rows, n}, f), torch::randn({2, rows, n}, f),
                                1.0 + 0.1 * torch::randn({n}, f)};
-  std::vector<at::Tensor> a, b;
-  for (const auto& t : init) {
-    a.push_back(t.clone().requires_grad_(true));
-    b.push_back(t.clone().requires_grad_(true));
-  }
+  const auto [a, b] = twin_leaves(init);
   at::Tensor s1, n1, s2, n2;
   {
     AutocastScope scope(device.type(), dtype != at::kFloat ? std::optional<at::ScalarType>(dtype) : std::nullopt);
@@ -333,12 +340,7 @@ void check_rms(int64_t rows, int64_t n, at::ScalarType dtype, const at::Device& 
   const at::Tensor ds = torch::randn(s2.sizes(), f), dn = torch::randn(n2.sizes(), f);
   ((s1.to(at::kFloat) * ds).sum() + (n1.to(at::kFloat) * dn).sum()).backward();
   ((s2.to(at::kFloat) * ds).sum() + (n2.to(at::kFloat) * dn).sum()).backward();
-  const char* names[] = {"y", "residual", "gamma"};
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(a[i].grad().defined()) << names[i];
-    EXPECT_LT(max_diff(a[i].grad(), b[i].grad()), tol * scale(b[i].grad()))
-        << names[i] << " gradient, " << rows << "x" << n;
-  }
+  expect_same_grads(a, b, {"y", "residual", "gamma"}, tol, std::to_string(rows) + "x" + std::to_string(n));
 }
 
 TEST(FusedOpsTest, TransformerSubLayerFusionsEqualTheirAtenCompositionsWithGradientsOnTheCpu) {

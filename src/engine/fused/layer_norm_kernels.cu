@@ -60,6 +60,16 @@ __device__ __forceinline__ void store_v(T* __restrict__ p, int64_t i, const floa
   }
 }
 
+/// f += p[i..i+V) where p is not null (a gradient that reaches a tensor by a second path).
+template <typename T, int V>
+__device__ __forceinline__ void add_if(const T* __restrict__ p, int64_t i, float (&f)[V]) {
+  if (p == nullptr) return;
+  float x[V];
+  load_v<T, V>(p, i, x);
+#pragma unroll
+  for (int k = 0; k < V; ++k) f[k] += x[k];
+}
+
 /// x as the storage type holds it.
 template <typename T>
 __device__ __forceinline__ float rounded(float x) {
@@ -321,12 +331,7 @@ __global__ void __launch_bounds__(kBwdThreads)
         xhat[k] = (sv[k] - m) * rs;
         ds[k] = rs * (gv[k] * dv[k] - a - xhat[k] * b);
       }
-      if (d_extra != nullptr) {
-        float x[V];
-        load_v<T, V>(d_extra, e, x);
-#pragma unroll
-        for (int k = 0; k < V; ++k) ds[k] += x[k];
-      }
+      add_if<T, V>(d_extra, e, ds);
       store_v<T, V>(d_sum, e, ds);
       float dy[V];
       if (keep != nullptr) {
@@ -601,12 +606,7 @@ __global__ void __launch_bounds__(kRmsThreads)
       load_v<float, V>(gamma, j, g);
 #pragma unroll
       for (int k = 0; k < V; ++k) ds[k] = rs * (g[k] * dv[c][k] - xh[c][k] * mean_dot);
-      if (d_extra != nullptr) {
-        float x[V];
-        load_v<T, V>(d_extra, e, x);
-#pragma unroll
-        for (int k = 0; k < V; ++k) ds[k] += x[k];
-      }
+      add_if<T, V>(d_extra, e, ds);
       store_v<T, V>(d_sum, e, ds);
     }
   }
