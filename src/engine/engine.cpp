@@ -99,7 +99,10 @@ Fp8Record describe_fp8(const engine::fp8::Plan& plan, const RunRecord& record) {
   }
   f.kept.insert(f.kept.end(), plan.selection().kept.begin(), plan.selection().kept.end());
   if (const DeviceSpec* spec = find_device_spec(record.environment.device_name)) {
-    const double achieved = record.summary.achieved_tflops;
+    // A data-parallel run's aggregate throughput against the peaks of all its devices, as the summary's MFU.
+    const double devices =
+        record.distributed ? static_cast<double>(std::max<int64_t>(1, record.distributed->world_size)) : 1.0;
+    const double achieved = record.summary.achieved_tflops / devices;
     if (spec->bf16_tflops) {
       f.bf16_peak_tflops = *spec->bf16_tflops;
       f.mfu_bf16_peak = achieved / *spec->bf16_tflops;
