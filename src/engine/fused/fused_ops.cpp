@@ -219,6 +219,17 @@ bool row_kernels_take(int64_t n, bool aligned) {
 #endif
 }
 
+/// Whether the RMSNorm kernels take rows of n (false in a build without them).
+bool rms_kernels_take(int64_t n, bool aligned) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  return rms_norm_kernels_support(n, aligned);
+#else
+  (void)n;
+  (void)aligned;
+  return false;
+#endif
+}
+
 /// The gradient of a weight [out, in] from g [rows, out] and the layer's input x [rows, in]: g^T x, written in fp32
 /// by the GEMM itself where the parameter is fp32 and the product is bf16/fp16 on CUDA (ATen's mm with an output
 /// dtype), which saves the cast autograd would otherwise make; else in the product's dtype.
@@ -461,21 +472,17 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
     const at::Tensor g = gamma.to(at::kFloat).contiguous();
     const int64_t rows = y2.size(0);
     at::Tensor s, out, rstd;
-    bool kernel = on_kernels(y2);
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
-    kernel = kernel && rms_norm_kernels_support(n, aligned16(y2) && aligned16(r) && aligned16(g));
+    const bool kernel = on_kernels(y2) && rms_kernels_take(n, aligned16(y2) && aligned16(r) && aligned16(g));
     if (kernel) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
       s = at::empty_like(y2);
       out = at::empty_like(y2);
       rstd = at::empty({rows}, y2.options().dtype(at::kFloat));
       check(launch_add_rms_norm(y2.data_ptr(), r.data_ptr(), g.data_ptr<float>(), s.data_ptr(), out.data_ptr(),
                                 rstd.data_ptr<float>(), dtype_of(y2), rows, n, static_cast<float>(eps), stream()),
             "add_rms_norm");
-    }
-#else
-    kernel = false;
 #endif
-    if (!kernel) {
+    } else {
       s = y2 + r;
       const at::Tensor sf = s.to(at::kFloat);
       rstd = at::rsqrt(sf.pow(2).mean(-1) + eps);

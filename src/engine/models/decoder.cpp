@@ -189,12 +189,15 @@ Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Options& o)
   mlp_proj = mlp->register_module("c_proj", Conv1D(o.intermediate(), o.hidden));
 }
 
+torch::Tensor Gpt2BlockImpl::attend(const torch::Tensor& a, double p) {
+  const auto qkv = c_attn(a).split(a.size(-1), -1);
+  return merge_heads(attention(heads_view(qkv[0], heads_), heads_view(qkv[1], heads_), heads_view(qkv[2], heads_), {},
+                               p, math_, /*causal=*/true));
+}
+
 torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
   const double p = is_training() ? dropout_ : 0.0;
-  const auto qkv = c_attn(ln_1(x)).split(x.size(-1), -1);
-  const torch::Tensor ctx = attention(heads_view(qkv[0], heads_), heads_view(qkv[1], heads_),
-                                      heads_view(qkv[2], heads_), {}, p, math_, /*causal=*/true);
-  const torch::Tensor h = x + at::dropout(attn_proj(merge_heads(ctx)), p, is_training());
+  const torch::Tensor h = x + at::dropout(attn_proj(attend(ln_1(x), p)), p, is_training());
   const torch::Tensor act = fused_ ? engine::fused::linear_gelu(ln_2(h), c_fc->weight.t(), c_fc->bias, /*tanh=*/true)
                                    : gelu_tanh(c_fc(ln_2(h)));
   return h + at::dropout(mlp_proj(act), p, is_training());
@@ -204,10 +207,7 @@ std::pair<torch::Tensor, torch::Tensor> Gpt2BlockImpl::forward_fused(const torch
                                                                      const torch::nn::LayerNorm& next_ln) {
   namespace f = engine::fused;
   const double p = is_training() ? dropout_ : 0.0;
-  const auto qkv = c_attn(a).split(s.size(-1), -1);
-  const torch::Tensor ctx = attention(heads_view(qkv[0], heads_), heads_view(qkv[1], heads_),
-                                      heads_view(qkv[2], heads_), {}, p, math_, /*causal=*/true);
-  const auto [h, a2] = f::linear_residual_layer_norm(merge_heads(ctx), attn_proj->weight.t(), attn_proj->bias, s,
+  const auto [h, a2] = f::linear_residual_layer_norm(attend(a, p), attn_proj->weight.t(), attn_proj->bias, s,
                                                      ln_2->weight, ln_2->bias, p, ln_2->options.eps());
   return f::mlp_residual_layer_norm(a2, c_fc->weight.t(), c_fc->bias, mlp_proj->weight.t(), mlp_proj->bias, h,
                                     next_ln->weight, next_ln->bias, p, next_ln->options.eps());
@@ -343,28 +343,37 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaOptions& o)
   post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(o.hidden, o.rms_norm_eps));
 }
 
+torch::Tensor LlamaDecoderLayerImpl::attend_fused(const torch::Tensor& n, const torch::Tensor& cos,
+                                                  const torch::Tensor& sin) {
+  // Rotary embeddings on q and k together in one kernel: the projections stay [batch, tokens, heads, head_dim], the
+  // layout the kernel and the attention both read.
+  const int64_t b = n.size(0), t = n.size(1);
+  const auto [q, k] = engine::fused::rotary(linear(q_proj, n).view({b, t, heads_, head_dim_}),
+                                            linear(k_proj, n).view({b, t, kv_heads_, head_dim_}), cos, sin);
+  const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
+  return merge_heads(attention(q.transpose(1, 2), k.transpose(1, 2), v, {}, 0.0, math_, /*causal=*/true));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::mlp(const torch::Tensor& m) {
+  const torch::Tensor act = fused_ ? engine::fused::swiglu(linear(gate_proj, m), linear(up_proj, m))
+                                   : at::silu(linear(gate_proj, m)) * linear(up_proj, m);
+  return linear(down_proj, act);
+}
+
 torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const torch::Tensor n = input_layernorm(x);
+  torch::Tensor ctx;
   if (fused_) {
-    // The same layer with rotary embeddings (q and k together) and SwiGLU as single kernels: the projections stay
-    // [batch, tokens, heads, head_dim], the layout the kernels and the attention both read.
-    const int64_t b = x.size(0), t = x.size(1);
-    const auto [q, k] = engine::fused::rotary(linear(q_proj, n).view({b, t, heads_, head_dim_}),
-                                      linear(k_proj, n).view({b, t, kv_heads_, head_dim_}), cos, sin);
+    ctx = attend_fused(n, cos, sin);
+  } else {
+    const torch::Tensor q = heads_view(linear(q_proj, n), heads_);
+    const torch::Tensor k = heads_view(linear(k_proj, n), kv_heads_);
     const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
-    const torch::Tensor ctx = attention(q.transpose(1, 2), k.transpose(1, 2), v, {}, 0.0, math_, /*causal=*/true);
-    const torch::Tensor h = x + linear(o_proj, merge_heads(ctx));
-    const torch::Tensor m = post_attention_layernorm(h);
-    return h + linear(down_proj, engine::fused::swiglu(linear(gate_proj, m), linear(up_proj, m)));
+    ctx = merge_heads(
+        attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, {}, 0.0, math_, /*causal=*/true));
   }
-  const torch::Tensor q = heads_view(linear(q_proj, n), heads_);
-  const torch::Tensor k = heads_view(linear(k_proj, n), kv_heads_);
-  const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
-  const torch::Tensor ctx =
-      attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, {}, 0.0, math_, /*causal=*/true);
-  const torch::Tensor h = x + linear(o_proj, merge_heads(ctx));
-  const torch::Tensor m = post_attention_layernorm(h);
-  return h + linear(down_proj, at::silu(linear(gate_proj, m)) * linear(up_proj, m));
+  const torch::Tensor h = x + linear(o_proj, ctx);
+  return h + mlp(post_attention_layernorm(h));
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaDecoderLayerImpl::forward_fused(const torch::Tensor& x,
@@ -373,15 +382,9 @@ std::pair<torch::Tensor, torch::Tensor> LlamaDecoderLayerImpl::forward_fused(con
                                                                              const torch::Tensor& sin,
                                                                              const RMSNorm& next_norm) {
   namespace f = engine::fused;
-  const int64_t b = x.size(0), t = x.size(1);
-  const auto [q, k] = f::rotary(linear(q_proj, n).view({b, t, heads_, head_dim_}),
-                                linear(k_proj, n).view({b, t, kv_heads_, head_dim_}), cos, sin);
-  const torch::Tensor v = heads_view(linear(v_proj, n), kv_heads_);
-  const torch::Tensor ctx = attention(q.transpose(1, 2), k.transpose(1, 2), v, {}, 0.0, math_, /*causal=*/true);
-  const auto [h, m] = f::residual_rms_norm(linear(o_proj, merge_heads(ctx)), x, post_attention_layernorm->weight,
-                                           post_attention_layernorm->eps());
-  return f::residual_rms_norm(linear(down_proj, f::swiglu(linear(gate_proj, m), linear(up_proj, m))), h,
-                              next_norm->weight, next_norm->eps());
+  const auto [h, m] = f::residual_rms_norm(linear(o_proj, attend_fused(n, cos, sin)), x,
+                                           post_attention_layernorm->weight, post_attention_layernorm->eps());
+  return f::residual_rms_norm(mlp(m), h, next_norm->weight, next_norm->eps());
 }
 
 torch::Tensor LlamaDecoderLayerImpl::forward_cached(const torch::Tensor& x, const torch::Tensor& cos,
@@ -401,10 +404,7 @@ torch::Tensor LlamaDecoderLayerImpl::forward_cached(const torch::Tensor& x, cons
     ctx = cached_attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, cache, layer, pos, window, math_);
   }
   const torch::Tensor h = x + linear(o_proj, merge_heads(ctx));
-  const torch::Tensor m = post_attention_layernorm(h);
-  const torch::Tensor act = fused_ ? engine::fused::swiglu(linear(gate_proj, m), linear(up_proj, m))
-                                   : at::silu(linear(gate_proj, m)) * linear(up_proj, m);
-  return h + linear(down_proj, act);
+  return h + mlp(post_attention_layernorm(h));
 }
 
 torch::Tensor LlamaDecoderLayerImpl::forward_decode(const torch::Tensor& x, const torch::Tensor& cos_all,

@@ -88,6 +88,10 @@ class Gpt2BlockImpl : public torch::nn::Module {
   Conv1D c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};  ///< attn.c_attn, attn.c_proj, mlp.*
 
  private:
+  /// The causal self-attention of the normalised input `a` (c_attn, attention with dropout `p`), heads merged:
+  /// what attn.c_proj reads.
+  torch::Tensor attend(const torch::Tensor& a, double p);
+
   int64_t heads_;
   double dropout_;
   bool math_, fused_;
@@ -176,6 +180,12 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
 
  private:
+  /// With kernels: fused, the causal self-attention of the normalised input `n` (q and k rotated in one kernel),
+  /// heads merged: what o_proj reads.
+  torch::Tensor attend_fused(const torch::Tensor& n, const torch::Tensor& cos, const torch::Tensor& sin);
+  /// down_proj(silu(gate_proj(m)) * up_proj(m)), SwiGLU in one kernel with kernels: fused.
+  torch::Tensor mlp(const torch::Tensor& m);
+
   int64_t heads_, kv_heads_, head_dim_;
   bool math_, fused_;
 };
