@@ -5,6 +5,13 @@
 
 #include <torch/autograd.h>
 
+#include "fused/kernel_launch.h"
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+
+#include "fused/fp8_kernels.h"
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -52,6 +59,15 @@ at::Tensor amax(const at::Tensor& x, bool rowwise) {
     if (x.dim() != 2) throw std::invalid_argument("fp8 amax: rowwise scaling needs a 2-D tensor");
     return x.abs().amax({1}, /*keepdim=*/true).to(at::kFloat);
   }
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  if (fused::launch::on_kernels(x) && x.is_contiguous()) {  // one read, no |x| temporary
+    at::Tensor out = at::zeros({}, x.options().dtype(at::kFloat));
+    fused::launch::check(fused::launch_fp8_amax(x.data_ptr(), fused::launch::dtype_of(x), x.numel(),
+                                                out.data_ptr<float>(), fused::launch::stream()),
+                         "fp8 amax kernel");
+    return out;
+  }
+#endif
   return x.abs().amax().to(at::kFloat);
 }
 
@@ -63,16 +79,42 @@ Quantized quantize(const at::Tensor& x, Format f, const at::Tensor& scale) {
   return q;
 }
 
+Quantized quantize_from_amax(const at::Tensor& x, Format f, const at::Tensor& amax, bool rows, bool transposed) {
+  if (x.dim() != 2) throw std::invalid_argument("fp8 quantize_from_amax: x must be 2-D");
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  // The kernel's grid has a row of blocks per 64 rows (at most 65,535 of them).
+  if (fused::launch::on_kernels(x) && x.is_contiguous() && amax.numel() == 1 && x.size(0) <= 64 * 65535) {
+    const auto opts = x.options().dtype(dtype(f));
+    Quantized q;
+    if (rows) q.data = at::empty({x.size(0), x.size(1)}, opts);
+    if (transposed) q.data_t = at::empty({x.size(1), x.size(0)}, opts);
+    q.inv_scale = at::empty({}, x.options().dtype(at::kFloat));
+    const at::Tensor a = amax.to(at::kFloat).contiguous();
+    fused::launch::check(
+        fused::launch_fp8_cast(x.data_ptr(), fused::launch::dtype_of(x), x.size(0), x.size(1), f == Format::kE5M2,
+                               a.data_ptr<float>(), rows ? q.data.data_ptr() : nullptr,
+                               transposed ? q.data_t.data_ptr() : nullptr, q.inv_scale.data_ptr<float>(),
+                               fused::launch::stream()),
+        "fp8 cast kernel");
+    return q;
+  }
+#endif
+  Quantized q = quantize(x, f, scale_from_amax(amax, f));
+  if (transposed) q.data_t = q.data.t().contiguous();
+  if (!rows) q.data = at::Tensor();
+  return q;
+}
+
 AmaxHistory::AmaxHistory(int64_t length) : length_(length) {
   if (length < 1) throw std::invalid_argument("fp8 amax history: the length must be at least 1");
 }
 
-at::Tensor AmaxHistory::push_and_scale(const at::Tensor& amax, Format f) {
+at::Tensor AmaxHistory::push(const at::Tensor& amax) {
   const at::Tensor a = amax.to(at::kFloat).reshape({});
   if (!history_.defined() || history_.device() != a.device()) history_ = at::zeros({length_}, a.options());
   history_.select(0, next_ % length_).copy_(a);  // a device copy: no host synchronisation
   ++next_;
-  return scale_from_amax(history_.amax(), f);
+  return history_.amax();
 }
 
 namespace {
@@ -93,46 +135,99 @@ at::Tensor scaled_mm(const at::Tensor& a, const at::Tensor& a_inv, const at::Ten
   return at::_scaled_mm(a, bt.t(), a_inv, b_inv, std::nullopt, std::nullopt, out, fast_accum && a.is_cuda());
 }
 
-/// The scale for `x` under the recipe: current (per tensor or per row) or delayed from `history`.
-at::Tensor scale_for(const at::Tensor& x, Format f, const Recipe& r, bool rowwise_here, AmaxHistory* history) {
-  if (r.scaling == Scaling::kDelayed && history != nullptr) return history->push_and_scale(amax(x, false), f);
-  return scale_from_amax(amax(x, rowwise_here && r.scaling == Scaling::kRowwise), f);
+/// The per-tensor amax that scales `x` under the recipe: its own (current scaling), or the largest of `history`'s
+/// with this one pushed (delayed scaling).
+at::Tensor tensor_amax(const at::Tensor& x, const Recipe& r, AmaxHistory* history) {
+  const at::Tensor a = amax(x, false);
+  return r.scaling == Scaling::kDelayed && history != nullptr ? history->push(a) : a;
 }
+
+/// Whether `t`'s device's current stream is capturing a CUDA graph: nothing computed outside the capture may stand in
+/// for work the replays must repeat.
+bool capturing(const at::Tensor& t) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  return t.is_cuda() && c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+/// The forward input at a per-tensor scale: the values for this product and the transpose for the weight's gradient,
+/// one pass; under current scaling shared through `memo` with the next layers reading the same tensor.
+Quantized quantize_input(const at::Tensor& x2, const Recipe& r, LinearState* state, InputMemo* memo) {
+  const bool share = memo != nullptr && r.scaling == Scaling::kTensor;
+  if (share && memo->source.defined() && memo->source.data_ptr() == x2.data_ptr() &&
+      memo->source.sizes() == x2.sizes() && memo->source.scalar_type() == x2.scalar_type() &&
+      memo->version == x2._version()) {
+    return memo->q;
+  }
+  Quantized q = quantize_from_amax(x2, Format::kE4M3, tensor_amax(x2, r, state ? &state->x : nullptr), true, true);
+  if (share) *memo = InputMemo{x2, x2._version(), q};
+  return q;
+}
+
+/// The weight [out, in] in e4m3 at a per-tensor scale with its transpose [in, out], from the layer's cache while the
+/// weight is unchanged (not while a graph is captured: its replays must quantise each step's weights).
+Quantized quantize_weight(const at::Tensor& weight, const Recipe& r, LinearState* state) {
+  const bool cache = state != nullptr && !capturing(weight);
+  if (cache && state->weight.q.data.defined() && state->weight.ptr == weight.data_ptr() &&
+      state->weight.version == weight._version() && state->weight.q.data.sizes() == weight.sizes()) {
+    return state->weight.q;
+  }
+  AmaxHistory* history = state ? &state->w : nullptr;
+  Quantized q;
+  if (!weight.is_contiguous() && weight.t().is_contiguous()) {  // GPT-2's Conv1D: [in, out] underneath
+    const at::Tensor wt = weight.t();
+    const Quantized t = quantize_from_amax(wt, Format::kE4M3, tensor_amax(wt, r, history), true, true);
+    q = Quantized{t.data_t, t.inv_scale, t.data};
+  } else {
+    const at::Tensor w = weight.contiguous();
+    q = quantize_from_amax(w, Format::kE4M3, tensor_amax(w, r, history), true, true);
+  }
+  if (cache) state->weight = WeightCache{q, weight.data_ptr(), weight._version()};
+  return q;
+}
+
+template <typename T>
+T* from_code(int64_t code) {
+  return reinterpret_cast<T*>(static_cast<intptr_t>(code));
+}
+int64_t to_code(const void* p) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(p)); }
 
 class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                            int64_t grad_format, int64_t scaling, int64_t state_ptr, int64_t out_dtype_code) {
+                            int64_t grad_format, int64_t scaling, int64_t state_code, int64_t memo_code,
+                            int64_t out_dtype_code) {
     const NoAutocast no_autocast;
     Recipe r;
     r.grad_format = static_cast<Format>(grad_format);
     r.scaling = static_cast<Scaling>(scaling);
-    auto* state = reinterpret_cast<LinearState*>(static_cast<intptr_t>(state_ptr));
+    auto* state = from_code<LinearState>(state_code);
     const auto out_dtype = static_cast<at::ScalarType>(out_dtype_code);
     const int64_t in = weight.size(1), out = weight.size(0);
     const at::Tensor x2 = x.reshape({-1, in}).contiguous();
-    const Quantized qx = quantize(x2, Format::kE4M3, scale_for(x2, Format::kE4M3, r, true, state ? &state->x : nullptr));
-    Quantized qw =
-        quantize(weight, Format::kE4M3, scale_for(weight, Format::kE4M3, r, true, state ? &state->w : nullptr));
-    qw.data = qw.data.contiguous();  // a transposed view (GPT-2's Conv1D) becomes the row-major [out, in] it needs
-    // Row-wise scales multiply the product's rows (x's) and columns (the weight's rows): [m, 1] and [1, n]; row-wise
-    // products are bf16 in _scaled_mm.
-    const bool rowwise = r.scaling == Scaling::kRowwise;
-    const at::ScalarType mm_out = rowwise ? at::kBFloat16 : out_dtype;
-    at::Tensor y = scaled_mm(qx.data, qx.inv_scale, qw.data, rowwise ? qw.inv_scale.t() : qw.inv_scale, mm_out,
-                             /*fast_accum=*/true);
+    at::Tensor y;
+    const Quantized qw = quantize_weight(weight, r, state);  // per tensor: the forward's, or rowwise's backward's
+    if (r.scaling == Scaling::kRowwise) {
+      // Row-wise scales multiply the product's rows (x's) and columns (the weight's rows): [m, 1] and [1, n];
+      // row-wise products are bf16 in _scaled_mm. The backward products are per tensor: x is kept in the compute
+      // dtype.
+      const Quantized qx = quantize(x2, Format::kE4M3, scale_from_amax(amax(x2, true), Format::kE4M3));
+      const Quantized rw = quantize(weight, Format::kE4M3, scale_from_amax(amax(weight, true), Format::kE4M3));
+      y = scaled_mm(qx.data, qx.inv_scale, rw.data.contiguous(), rw.inv_scale.t(), at::kBFloat16, /*fast_accum=*/true);
+      ctx->save_for_backward({x2.to(out_dtype), at::Tensor(), qw.data_t, qw.inv_scale});
+    } else {
+      const Quantized qx = quantize_input(x2, r, state, from_code<InputMemo>(memo_code));
+      y = scaled_mm(qx.data, qx.inv_scale, qw.data, qw.inv_scale, out_dtype, /*fast_accum=*/true);
+      ctx->save_for_backward({qx.data_t, qx.inv_scale, qw.data_t, qw.inv_scale});  // x^T and W^T: dW's and dX's
+    }
     if (bias.numel() > 0) y = y + bias.to(y.scalar_type());
     if (y.scalar_type() != out_dtype) y = y.to(out_dtype);
-    if (rowwise) {
-      // The backward products are per tensor: keep x in the compute dtype and the weight at a tensor scale.
-      const Quantized tw = quantize(weight, Format::kE4M3, scale_from_amax(amax(weight, false), Format::kE4M3));
-      ctx->save_for_backward({x2.to(out_dtype), at::Tensor(), tw.data.contiguous(), tw.inv_scale});
-    } else {
-      ctx->save_for_backward({qx.data, qx.inv_scale, qw.data, qw.inv_scale});
-    }
     ctx->saved_data["grad_format"] = grad_format;
     ctx->saved_data["scaling"] = scaling;
-    ctx->saved_data["state"] = state_ptr;
+    ctx->saved_data["state"] = state_code;
     ctx->saved_data["x_sizes"] = x.sizes().vec();
     ctx->saved_data["has_bias"] = bias.numel() > 0;
     std::vector<int64_t> sizes = x.sizes().vec();
@@ -146,32 +241,44 @@ class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
     Recipe r;
     r.grad_format = static_cast<Format>(ctx->saved_data["grad_format"].toInt());
     r.scaling = static_cast<Scaling>(ctx->saved_data["scaling"].toInt());
-    auto* state = reinterpret_cast<LinearState*>(static_cast<intptr_t>(ctx->saved_data["state"].toInt()));
-    const at::Tensor &w8 = saved[2], &w_inv = saved[3];
-    const at::Tensor g2 = grad_out[0].reshape({-1, w8.size(0)}).contiguous();
+    auto* state = from_code<LinearState>(ctx->saved_data["state"].toInt());
+    // The weight's gradient is being computed: an optimizer step may follow, and not every one moves the weight's
+    // version counter (the fused CPU ones, torch::optim's do not), so the next forward pass quantises it afresh.
+    if (state != nullptr) state->weight = WeightCache{};
+    const at::Tensor &w8t = saved[2], &w_inv = saved[3];  // W^T [in, out]
+    const at::Tensor g2 = grad_out[0].reshape({-1, w8t.size(1)}).contiguous();
     const at::ScalarType gdtype = g2.scalar_type();  // the output's dtype: fp32, bf16 or fp16
-    const Quantized qg = quantize(g2, r.grad_format, scale_for(g2, r.grad_format, r, false, state ? &state->g : nullptr));
-    // dX [m, in] = g [m, out] W [out, in]: _scaled_mm wants W column-major, i.e. W^T's rows: a transposed copy.
-    const at::Tensor d_x = scaled_mm(qg.data, qg.inv_scale, w8.t().contiguous(), w_inv, gdtype, false);
     // dW [out, in] = g^T x, reduced over the tokens; _scaled_mm needs that dimension a multiple of 16.
-    at::Tensor x8, x_inv;
+    const int64_t m = g2.size(0);
+    const bool dw_fp8 = m % 16 == 0;
+    const Quantized qg =
+        quantize_from_amax(g2, r.grad_format, tensor_amax(g2, r, state ? &state->g : nullptr), true, dw_fp8);
+    // dX [m, in] = g [m, out] W [out, in]: _scaled_mm wants W column-major, i.e. W^T's rows.
+    const at::Tensor d_x = scaled_mm(qg.data, qg.inv_scale, w8t, w_inv, gdtype, false);
+    at::Tensor x8t, x_inv;
     if (saved[1].defined()) {
-      x8 = saved[0];
+      x8t = saved[0];
       x_inv = saved[1];
-    } else {  // row-wise recipe: x was kept in the compute dtype; quantize it per tensor for this product
-      const Quantized qx = quantize(saved[0], Format::kE4M3, scale_from_amax(amax(saved[0], false), Format::kE4M3));
-      x8 = qx.data;
+    } else {  // row-wise recipe: x was kept in the compute dtype; quantise it per tensor for this product
+      const Quantized qx = quantize_from_amax(saved[0], Format::kE4M3, amax(saved[0], false), false, true);
+      x8t = qx.data_t;
       x_inv = qx.inv_scale;
     }
-    const int64_t m = g2.size(0);
     at::Tensor d_w;
-    if (m % 16 == 0) {
-      d_w = scaled_mm(qg.data.t().contiguous(), qg.inv_scale, x8.t().contiguous(), x_inv, at::kFloat, false);
+    if (dw_fp8) {
+      d_w = scaled_mm(qg.data_t, qg.inv_scale, x8t, x_inv, at::kFloat, false);
     } else {  // too few or odd tokens for the FP8 kernels: the same product from the dequantised operands
-      d_w = at::mm((qg.data.to(at::kFloat) * qg.inv_scale).t(), x8.to(at::kFloat) * x_inv);
+      d_w = at::mm((qg.data.to(at::kFloat) * qg.inv_scale).t(), (x8t.to(at::kFloat) * x_inv).t());
     }
-    const at::Tensor d_b = ctx->saved_data["has_bias"].toBool() ? g2.to(at::kFloat).sum(0) : at::Tensor();
-    return {d_x.view(ctx->saved_data["x_sizes"].toIntVector()), d_w, d_b, at::Tensor(), at::Tensor(), at::Tensor(),
+    const at::Tensor d_b =
+        ctx->saved_data["has_bias"].toBool() ? g2.sum(0, /*keepdim=*/false, at::kFloat) : at::Tensor();
+    return {d_x.view(ctx->saved_data["x_sizes"].toIntVector()),
+            d_w,
+            d_b,
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
             at::Tensor()};
   }
 };
@@ -179,7 +286,7 @@ class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
 }  // namespace
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const Recipe& recipe,
-                  LinearState* state) {
+                  LinearState* state, InputMemo* memo) {
   if (weight.dim() != 2 || x.size(-1) != weight.size(1)) {
     throw std::invalid_argument("fp8 linear: weight must be [out, in] with in = x's last dimension");
   }
@@ -193,8 +300,8 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tenso
   const at::Tensor b = bias.defined() ? bias : at::empty({0}, weight.options());
   const at::ScalarType out = compute_dtype(x);  // autocast's dtype, else x's (fp32, bf16, fp16)
   return Fp8LinearFn::apply(x, weight, b, static_cast<int64_t>(recipe.grad_format),
-                            static_cast<int64_t>(recipe.scaling),
-                            static_cast<int64_t>(reinterpret_cast<intptr_t>(state)), static_cast<int64_t>(out));
+                            static_cast<int64_t>(recipe.scaling), to_code(state), to_code(memo),
+                            static_cast<int64_t>(out));
 }
 
 bool eligible(int64_t in_features, int64_t out_features) {

@@ -49,18 +49,26 @@ at::Tensor amax(const at::Tensor& x, bool rowwise);
 /// x in FP8: x * scale clamped to the format's range (saturating: e4m3 has no inf, and an unclamped cast of a value
 /// beyond 448 gives NaN), with the inverse scale that _scaled_mm takes back.
 struct Quantized {
-  at::Tensor data;       ///< the FP8 values
+  at::Tensor data;       ///< the FP8 values (undefined where only the transpose was asked for)
   at::Tensor inv_scale;  ///< 1 / scale, fp32: a scalar or [rows, 1]
+  at::Tensor data_t;     ///< the FP8 values of a 2-D x transposed, [cols, rows], where asked for
 };
 Quantized quantize(const at::Tensor& x, Format f, const at::Tensor& scale);
+
+/// A 2-D x ([rows, cols]) in FP8 at the per-tensor scale of `amax` (scale_from_amax's): the row-major values where
+/// `rows`, their transpose where `transposed`, the same bytes as quantize. On a CUDA build's GPU (bf16, fp16, fp32)
+/// one kernel pass writes both (the scale computed on the device from amax); elsewhere ATen's form.
+Quantized quantize_from_amax(const at::Tensor& x, Format f, const at::Tensor& amax, bool rows, bool transposed);
 
 /// Delayed scaling's record of amaxes: the scale of a step comes from the largest of the last `length` amaxes (the
 /// current one included once pushed), all on the device. Before any amax was pushed the current one is used.
 class AmaxHistory {
  public:
   explicit AmaxHistory(int64_t length);
-  /// Adds this step's amax (a scalar tensor) and returns the scale from the history including it.
-  at::Tensor push_and_scale(const at::Tensor& amax, Format f);
+  /// Adds this step's amax (a scalar tensor) and returns the largest amax of the history including it.
+  at::Tensor push(const at::Tensor& amax);
+  /// push, and the scale from that amax.
+  at::Tensor push_and_scale(const at::Tensor& amax, Format f) { return scale_from_amax(push(amax), f); }
   const at::Tensor& values() const { return history_; }
 
  private:
@@ -68,19 +76,41 @@ class AmaxHistory {
   at::Tensor history_;
 };
 
-/// The per-layer state of delayed scaling: histories of the input, the weight and the output gradient.
+/// A layer's weight in FP8 ([out, in] and its transpose), kept while the weight is unchanged, so that forward passes
+/// before the next backward pass (checkpointing's recomputation, evaluation) quantise it once. Dropped when the
+/// layer's backward pass runs (an optimizer step may follow, and not all of them move the version counter: the fused
+/// ones on the CPU and torch::optim's do not) and missed when the weight's storage address or version changed.
+struct WeightCache {
+  Quantized q;
+  const void* ptr = nullptr;
+  int64_t version = -1;
+};
+
+/// The per-layer state: histories of the input, the weight and the output gradient (delayed scaling) and the FP8
+/// weight.
 struct LinearState {
   explicit LinearState(int64_t length) : x(length), w(length), g(length) {}
   AmaxHistory x, w, g;
+  WeightCache weight;
   bool used = false;  ///< a forward pass found this layer in its plan (it ran in FP8)
+};
+
+/// The last input a converted layer quantised at a per-tensor current scale: layers reading the same tensor (Llama's
+/// q, k and v; gate and up) share one quantisation. Holds the source, so its address cannot be reused while kept.
+struct InputMemo {
+  at::Tensor source;
+  int64_t version = -1;
+  Quantized q;
 };
 
 /// y = x W^T + b with x and W cast to e4m3 (the recipe's scaling), the product by at::_scaled_mm with fp32
 /// accumulation and the output in x's compute dtype (autocast's, else x's); backward, dX = g W and dW = g^T x with
-/// g in the recipe's gradient format. `state` is needed with delayed scaling (else ignored, may be null). x [..., in]
-/// with in a multiple of 16, weight [out, in] with out a multiple of 16.
+/// g in the recipe's gradient format. `state` is needed with delayed scaling; with it the FP8 weight is kept until
+/// the weight changes (may be null otherwise). `memo`, where given, shares one quantisation between layers reading
+/// the same input (per-tensor current scaling). x [..., in] with in a multiple of 16, weight [out, in] with out a
+/// multiple of 16.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const Recipe& recipe,
-                  LinearState* state = nullptr);
+                  LinearState* state = nullptr, InputMemo* memo = nullptr);
 
 /// Whether a Linear layer of this shape can run in FP8 (_scaled_mm needs both dimensions multiples of 16).
 bool eligible(int64_t in_features, int64_t out_features);
@@ -114,6 +144,8 @@ class Plan {
   /// The converted layers that ran in FP8 so far, in order; a selected layer a model never looked up here (its
   /// product inside a fused operation, or unused) is not among them.
   std::vector<std::string> ran() const;
+  /// The plan's shared input quantisation (see InputMemo).
+  InputMemo* input_memo() const { return &memo_; }
 
  private:
   struct Converted {
@@ -124,6 +156,7 @@ class Plan {
   Recipe recipe_;
   Selection selection_;
   std::vector<Converted> converted_;
+  mutable InputMemo memo_;
 };
 
 /// Makes `plan` the thread's active plan for its lifetime (the previous one restored after).

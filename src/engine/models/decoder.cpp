@@ -168,7 +168,8 @@ Conv1DImpl::Conv1DImpl(int64_t in, int64_t out) {
 torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
   if (const engine::fp8::Plan* plan = engine::fp8::active_plan()) {
     if (engine::fp8::LinearState* state = plan->find(this)) {
-      return engine::fp8::linear(x, weight.t(), bias, plan->recipe(), state);  // weight [in, out]: its transpose
+      return engine::fp8::linear(x, weight.t(), bias, plan->recipe(), state,
+                                  plan->input_memo());  // weight [in, out]: its transpose
     }
   }
   auto sizes = x.sizes().vec();

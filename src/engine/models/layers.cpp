@@ -10,7 +10,7 @@ namespace gpubench::models {
 at::Tensor linear(const torch::nn::Linear& l, const at::Tensor& x) {
   if (const engine::fp8::Plan* plan = engine::fp8::active_plan()) {
     if (engine::fp8::LinearState* state = plan->find(l.get())) {
-      return engine::fp8::linear(x, l->weight, l->bias, plan->recipe(), state);
+      return engine::fp8::linear(x, l->weight, l->bias, plan->recipe(), state, plan->input_memo());
     }
   }
   return at::linear(x, l->weight, l->bias);

@@ -1,0 +1,220 @@
+#include "fused/fp8_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "fused/device_values.cuh"
+
+namespace gpubench::engine::fused {
+
+namespace {
+
+using device::load;
+
+// ---- amax ---------------------------------------------------------------------------------------------------------
+
+constexpr int kAmaxThreads = 256;
+
+/// Eight consecutive elements as fp32, from one 16-byte load (two for fp32).
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float v[8]) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    v[2 * i] = f.x;
+    v[2 * i + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void load8(const __half* p, float v[8]) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const auto* h = reinterpret_cast<const __half2*>(&raw);
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    v[2 * i] = f.x;
+    v[2 * i + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void load8(const float* p, float v[8]) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+
+/// |v| as its bit pattern: for non-negative floats the unsigned order is the numeric order, and a NaN (any payload,
+/// sign cleared) orders above inf, so the maximum of the bits is the amax with NaN propagated.
+__device__ __forceinline__ unsigned abs_bits(float v) { return __float_as_uint(fabsf(v)); }
+
+template <typename T>
+__global__ void __launch_bounds__(kAmaxThreads) amax_kernel(const T* x, int64_t n, bool vectorised, unsigned* out) {
+  unsigned m = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  int64_t done = 0;
+  if (vectorised) {
+    const int64_t vectors = n / 8;
+    for (int64_t i = first; i < vectors; i += stride) {
+      float v[8];
+      load8(x + i * 8, v);
+      for (float f : v) m = max(m, abs_bits(f));
+    }
+    done = vectors * 8;
+  }
+  for (int64_t i = done + first; i < n; i += stride) m = max(m, abs_bits(load(x, i)));
+  m = __reduce_max_sync(0xffffffffu, m);
+  __shared__ unsigned warps[kAmaxThreads / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) warps[warp] = m;
+  __syncthreads();
+  if (warp == 0) {
+    m = lane < kAmaxThreads / 32 ? warps[lane] : 0u;
+    m = __reduce_max_sync(0xffffffffu, m);
+    if (lane == 0) atomicMax(out, m);
+  }
+}
+
+// ---- the scaled saturating cast, with its transpose ----------------------------------------------------------------
+
+constexpr int kTile = 64;           // a block casts a 64 x 64 tile
+constexpr int kCastThreads = 256;   // each thread 4 chunks of 4 elements
+constexpr int kChunksPerRow = kTile / 4;
+
+__device__ __forceinline__ float scale_from(const float* amax, float fmax) {
+  const float a = *amax;
+  return (a > 0.0f && isfinite(a)) ? fmax / a : 1.0f;
+}
+
+__device__ __forceinline__ uint8_t to_fp8(float v, bool e5m2) {
+  return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, e5m2 ? __NV_E5M2 : __NV_E4M3);
+}
+
+/// Four consecutive elements as fp32: one 8-byte load (16 for fp32) where `vector`, else one at a time.
+template <typename T>
+__device__ __forceinline__ void load4(const T* p, bool vector, float v[4]) {
+  if (vector) {
+    if constexpr (sizeof(T) == 4) {
+      const float4 a = *reinterpret_cast<const float4*>(p);
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+    } else {
+      const uint2 raw = *reinterpret_cast<const uint2*>(p);
+      const T* h = reinterpret_cast<const T*>(&raw);
+      for (int j = 0; j < 4; ++j) v[j] = load(h, j);
+    }
+  } else {
+    for (int j = 0; j < 4; ++j) v[j] = load(p, j);
+  }
+}
+
+__device__ __forceinline__ uint32_t pack(const uint8_t b[4]) {
+  return uint32_t{b[0]} | (uint32_t{b[1]} << 8) | (uint32_t{b[2]} << 16) | (uint32_t{b[3]} << 24);
+}
+
+/// One 64 x 64 tile of x: cast, written row-major to `out` and through shared memory transposed to `out_t`.
+/// `aligned`: x's rows and both outputs' rows start at multiples of 4 elements (cols and rows multiples of 4, the
+/// pointers aligned), so whole 4-element chunks move in single loads and stores.
+template <typename T>
+__global__ void __launch_bounds__(kCastThreads)
+    cast_transpose(const T* x, int64_t rows, int64_t cols, bool e5m2, float fmax, const float* amax, bool aligned,
+                   uint8_t* out, uint8_t* out_t, float* inv_scale) {
+  __shared__ uint32_t tile_words[kTile * (kTile + 4) / 4];
+  auto* tile = reinterpret_cast<uint8_t*>(tile_words);  // [kTile][kTile + 4] bytes
+  const float s = scale_from(amax, fmax);
+  if (inv_scale != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *inv_scale = 1.0f / s;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile, c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int cc = (threadIdx.x % kChunksPerRow) * 4;
+  for (int i = 0; i < kTile / (kCastThreads / kChunksPerRow); ++i) {
+    const int r = static_cast<int>(threadIdx.x / kChunksPerRow) + i * (kCastThreads / kChunksPerRow);
+    const int64_t gr = r0 + r, gc = c0 + cc;
+    uint8_t b[4] = {0, 0, 0, 0};
+    if (gr < rows) {
+      const T* src = x + gr * cols + gc;
+      if (gc + 3 < cols) {
+        float v[4];
+        load4(src, aligned, v);
+        for (int j = 0; j < 4; ++j) b[j] = to_fp8(v[j] * s, e5m2);
+      } else {
+        for (int j = 0; j < 4 && gc + j < cols; ++j) b[j] = to_fp8(load(src, j) * s, e5m2);
+      }
+      if (out != nullptr) {
+        uint8_t* dst = out + gr * cols + gc;
+        if (aligned && gc + 3 < cols) {
+          *reinterpret_cast<uint32_t*>(dst) = pack(b);
+        } else {
+          for (int j = 0; j < 4 && gc + j < cols; ++j) dst[j] = b[j];
+        }
+      }
+    }
+    *reinterpret_cast<uint32_t*>(tile + r * (kTile + 4) + cc) = pack(b);
+  }
+  if (out_t == nullptr) return;  // uniform over the block: no barrier is skipped by some threads only
+  __syncthreads();
+  const int rr = (threadIdx.x % kChunksPerRow) * 4;  // four consecutive rows of x: a 4-byte run of out_t's row
+  for (int i = 0; i < kTile / (kCastThreads / kChunksPerRow); ++i) {
+    const int c = static_cast<int>(threadIdx.x / kChunksPerRow) + i * (kCastThreads / kChunksPerRow);
+    const int64_t gc = c0 + c, gr = r0 + rr;
+    if (gc >= cols || gr >= rows) continue;
+    uint8_t b[4];
+    for (int j = 0; j < 4; ++j) b[j] = tile[(rr + j) * (kTile + 4) + c];
+    uint8_t* dst = out_t + gc * rows + gr;
+    if (aligned && gr + 3 < rows) {
+      *reinterpret_cast<uint32_t*>(dst) = pack(b);
+    } else {
+      for (int j = 0; j < 4 && gr + j < rows; ++j) dst[j] = b[j];
+    }
+  }
+}
+
+bool aligned_to(const void* p, size_t bytes) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+template <typename T>
+cudaError_t amax_as(const void* x, int64_t n, float* amax, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const auto* p = static_cast<const T*>(x);
+  const bool vectorised = aligned_to(p, 16);
+  const int64_t work = vectorised ? (n + 7) / 8 : n;
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const int64_t blocks = std::min<int64_t>((work + kAmaxThreads - 1) / kAmaxThreads, std::max(sms, 1) * 8);
+  amax_kernel<T><<<static_cast<unsigned>(blocks), kAmaxThreads, 0, stream>>>(p, n, vectorised,
+                                                                              reinterpret_cast<unsigned*>(amax));
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t cast_as(const void* x, int64_t rows, int64_t cols, bool e5m2, const float* amax, void* out, void* out_t,
+                    float* inv_scale, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  const auto* p = static_cast<const T*>(x);
+  const bool aligned = cols % 4 == 0 && rows % 4 == 0 && aligned_to(p, 4 * sizeof(T)) && aligned_to(out, 4) &&
+                       aligned_to(out_t, 4);
+  const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile));
+  if (grid.y > 65535u) return cudaErrorInvalidConfiguration;
+  cast_transpose<T><<<grid, kCastThreads, 0, stream>>>(p, rows, cols, e5m2, e5m2 ? 57344.0f : 448.0f, amax, aligned,
+                                                       static_cast<uint8_t*>(out), static_cast<uint8_t*>(out_t),
+                                                       inv_scale);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_fp8_amax(const void* x, DType dtype, int64_t n, float* amax, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::kBFloat16: return amax_as<__nv_bfloat16>(x, n, amax, stream);
+    case DType::kFloat16: return amax_as<__half>(x, n, amax, stream);
+    default: return amax_as<float>(x, n, amax, stream);
+  }
+}
+
+cudaError_t launch_fp8_cast(const void* x, DType dtype, int64_t rows, int64_t cols, bool e5m2, const float* amax,
+                            void* out, void* out_t, float* inv_scale, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::kBFloat16: return cast_as<__nv_bfloat16>(x, rows, cols, e5m2, amax, out, out_t, inv_scale, stream);
+    case DType::kFloat16: return cast_as<__half>(x, rows, cols, e5m2, amax, out, out_t, inv_scale, stream);
+    default: return cast_as<float>(x, rows, cols, e5m2, amax, out, out_t, inv_scale, stream);
+  }
+}
+
+}  // namespace gpubench::engine::fused
