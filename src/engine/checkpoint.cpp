@@ -4,6 +4,7 @@
 #include <torch/autograd.h>
 #include <torch/custom_class.h>
 
+#include "fp8.h"
 #include "precision.h"
 
 namespace gpubench::engine {
@@ -17,6 +18,7 @@ struct Replay : torch::CustomClassHolder {
   std::optional<at::ScalarType> autocast;
   at::Generator generator;
   at::Tensor rng_state;
+  const fp8::Plan* fp8_plan = nullptr;  ///< precision: fp8's plan, thread-local in forward; backward runs elsewhere
 };
 
 class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
@@ -56,6 +58,7 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     {
       at::AutoGradMode grad(true);
       AutocastScope autocast(replay->device_type, replay->autocast);
+      const fp8::PlanScope fp8_scope(replay->fp8_plan);  // the rerun's Linear layers in FP8 as the forward's were
       out = replay->fn(inputs);
     }
     {
@@ -81,6 +84,7 @@ at::Tensor checkpoint(const BlockFn& fn, const std::vector<at::Tensor>& inputs) 
     replay->autocast = at::autocast::get_autocast_dtype(device.type());
   }
   replay->generator = at::globalContext().defaultGenerator(device);
+  replay->fp8_plan = fp8::active_plan();
   // As an at::TensorList, so autograd sees the tensors as inputs (a std::vector would pass as an opaque argument).
   return CheckpointFunction::apply(replay, at::TensorList(inputs))[0];
 }

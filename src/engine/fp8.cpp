@@ -14,6 +14,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 namespace gpubench::engine::fp8 {
@@ -54,6 +57,46 @@ at::Tensor scale_from_amax(const at::Tensor& amax, Format f) {
   return at::where(usable, max_value(f) / at::where(usable, a, at::ones_like(a)), at::ones_like(a));
 }
 
+namespace {
+
+/// Whether `t`'s device's current stream is capturing a CUDA graph: nothing computed outside the capture may stand in
+/// for work the replays must repeat.
+bool capturing(const at::Tensor& t) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  return t.is_cuda() && c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+/// The zeroed slots zeroed_amaxes hands out: one buffer per device, replaced (not re-zeroed) when used up, so a slot
+/// still read later (a noted amax) keeps its value. Never freed: it would outlive the CUDA context at exit.
+struct AmaxPool {
+  at::Tensor slots;
+  int64_t next = 0;
+};
+constexpr int64_t kPoolSlots = 1 << 16;
+std::mutex g_pool_mutex;
+auto* g_pools = new std::map<int, AmaxPool>();
+
+}  // namespace
+
+at::Tensor zeroed_amaxes(int64_t n, const at::Tensor& like) {
+  const auto opts = like.options().dtype(at::kFloat);
+  // A captured graph's replays must zero their slots themselves: there, a fill of their own.
+  if (!like.is_cuda() || n > kPoolSlots || capturing(like)) return at::zeros({n}, opts);
+  const std::lock_guard<std::mutex> lock(g_pool_mutex);
+  AmaxPool& pool = (*g_pools)[like.device().index()];
+  if (!pool.slots.defined() || pool.next + n > kPoolSlots) {
+    pool.slots = at::zeros({kPoolSlots}, opts);
+    pool.next = 0;
+  }
+  at::Tensor out = pool.slots.narrow(0, pool.next, n);
+  pool.next += n;
+  return out;
+}
+
 at::Tensor amax(const at::Tensor& x, bool rowwise) {
   if (rowwise) {
     if (x.dim() != 2) throw std::invalid_argument("fp8 amax: rowwise scaling needs a 2-D tensor");
@@ -61,7 +104,7 @@ at::Tensor amax(const at::Tensor& x, bool rowwise) {
   }
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   if (fused::launch::on_kernels(x) && x.is_contiguous()) {  // one read, no |x| temporary
-    at::Tensor out = at::zeros({}, x.options().dtype(at::kFloat));
+    at::Tensor out = zeroed_amaxes(1, x).select(0, 0);
     fused::launch::check(fused::launch_fp8_amax(x.data_ptr(), fused::launch::dtype_of(x), x.numel(),
                                                 out.data_ptr<float>(), fused::launch::stream()),
                          "fp8 amax kernel");
@@ -138,19 +181,9 @@ at::Tensor scaled_mm(const at::Tensor& a, const at::Tensor& a_inv, const at::Ten
 /// The per-tensor amax that scales `x` under the recipe: its own (current scaling), or the largest of `history`'s
 /// with this one pushed (delayed scaling).
 at::Tensor tensor_amax(const at::Tensor& x, const Recipe& r, AmaxHistory* history) {
-  const at::Tensor a = amax(x, false);
+  at::Tensor a = take_amax(x);  // the kernel that wrote x may have computed it
+  if (!a.defined()) a = amax(x, false);
   return r.scaling == Scaling::kDelayed && history != nullptr ? history->push(a) : a;
-}
-
-/// Whether `t`'s device's current stream is capturing a CUDA graph: nothing computed outside the capture may stand in
-/// for work the replays must repeat.
-bool capturing(const at::Tensor& t) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
-  return t.is_cuda() && c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
-#else
-  (void)t;
-  return false;
-#endif
 }
 
 /// The forward input at a per-tensor scale: the values for this product and the transpose for the weight's gradient,
@@ -362,10 +395,42 @@ std::vector<std::string> Plan::ran() const {
 
 namespace {
 thread_local const Plan* g_active = nullptr;
+
+struct Note {
+  at::Tensor tensor, amax;
+  int64_t version;
+};
+std::mutex g_notes_mutex;
+std::deque<Note> g_notes;  // oldest first
+constexpr size_t kMaxNotes = 8;
 }  // namespace
+
+void note_amax(const at::Tensor& t, const at::Tensor& amax) {
+  const std::lock_guard<std::mutex> lock(g_notes_mutex);
+  if (g_notes.size() == kMaxNotes) g_notes.pop_front();
+  g_notes.push_back(Note{t, amax, t._version()});
+}
+
+at::Tensor take_amax(const at::Tensor& t) {
+  const std::lock_guard<std::mutex> lock(g_notes_mutex);
+  for (auto it = g_notes.begin(); it != g_notes.end(); ++it) {
+    if (it->tensor.data_ptr() == t.data_ptr() && it->tensor.numel() == t.numel() &&
+        it->tensor.scalar_type() == t.scalar_type() && it->version == t._version() && t.is_contiguous()) {
+      at::Tensor a = it->amax;
+      g_notes.erase(it);
+      return a;
+    }
+  }
+  return at::Tensor();
+}
 
 PlanScope::PlanScope(const Plan* plan) : previous_(g_active) { g_active = plan; }
 PlanScope::~PlanScope() { g_active = previous_; }
+
+Plan::~Plan() {
+  const std::lock_guard<std::mutex> lock(g_notes_mutex);
+  g_notes.clear();  // notes nobody took (a tensor no FP8 layer read) hold their tensors until here
+}
 const Plan* active_plan() { return g_active; }
 
 std::optional<std::string> unsupported(const std::string& device_type, const std::string& device_name,

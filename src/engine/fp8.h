@@ -43,6 +43,10 @@ double max_value(Format f);
 /// (an all-zero tensor) or a non-finite one gives 1, so a scale is never inf or NaN.
 at::Tensor scale_from_amax(const at::Tensor& amax, Format f);
 
+/// `n` fp32 zeros on `like`'s device for kernels to max amaxes into: on CUDA slots of a pre-zeroed buffer (no fill
+/// kernel per amax), each handed out once.
+at::Tensor zeroed_amaxes(int64_t n, const at::Tensor& like);
+
 /// amax of x: a scalar, or with `rowwise` one per row of a 2-D x ([rows, 1]), in fp32.
 at::Tensor amax(const at::Tensor& x, bool rowwise);
 
@@ -137,6 +141,9 @@ class Plan {
     int64_t in_features, out_features;
   };
   Plan(const std::vector<Layer>& layers, const Recipe& recipe);
+  ~Plan();  ///< drops the amax notes (note_amax) no layer took
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
   const Recipe& recipe() const { return recipe_; }
   const Selection& selection() const { return selection_; }
   /// The layer's state if it is converted (marking it used: the caller runs it in FP8), else null.
@@ -173,6 +180,15 @@ class PlanScope {
 
 /// The thread's active plan, or null.
 const Plan* active_plan();
+
+/// Amaxes a kernel computed while writing a tensor (SwiGLU's output in the forward pass, its two gradients in the
+/// backward), for the FP8 layer that quantises that tensor next: it takes the noted value instead of reading the
+/// tensor once more. Process-wide (the backward pass runs on autograd's threads), a few entries, each holding its
+/// tensor so its address cannot be reused while noted; a Plan's end clears them.
+void note_amax(const at::Tensor& t, const at::Tensor& amax);
+/// The amax noted for t (the same storage address, element count, dtype and version), taken off the notes; undefined
+/// where none is.
+at::Tensor take_amax(const at::Tensor& t);
 
 /// Why `device` cannot train in FP8, naming it and its compute capability (FP8 tensor cores start at 8.9: Ada and
 /// Hopper), or nothing where it can. `capability` is major * 10 + minor for CUDA devices.

@@ -11,7 +11,13 @@
 #include <cmath>
 #include <iostream>
 
+#include "checkpoint.h"
 #include "fp8.h"
+#ifdef GPUBENCH_WITH_GPU_AUGMENT
+#include <c10/cuda/CUDAStream.h>
+
+#include "fused/fused_kernels.h"
+#endif
 #include "gpubench/engine/engine.hpp"
 #include "models/layers.h"
 #include "models/registry.h"
@@ -203,14 +209,40 @@ TEST(Fp8Test, LayersReadingOneInputShareItsQuantisationAndAWeightIsQuantisedOnce
 
 /// A reduced decoder trained `steps` SGD steps on one batch under bf16 autocast, its eligible layers in FP8 where
 /// `plan_on` (through a Plan over models::fp8_candidates), on `device`; the losses, and the plan's selection.
+TEST(Fp8Test, ACheckpointedBlockRerunsItsLayersInFp8) {
+  torch::manual_seed(4);
+  torch::nn::Linear l(torch::nn::LinearOptions(64, 48));
+  const fp8::Plan plan({{"l", l.get(), 64, 48}}, fp8::Recipe{});
+  const at::Tensor x = torch::randn({32, 64});
+  auto weight_grad = [&](bool checkpointed) {
+    l->zero_grad();
+    const at::Tensor xi = x.clone().requires_grad_(true);  // checkpoint needs an input that wants a gradient
+    at::Tensor y;
+    {
+      const fp8::PlanScope scope(&plan);
+      const BlockFn block = [&](const std::vector<at::Tensor>& in) { return models::linear(l, in[0]); };
+      y = checkpointed ? checkpoint(block, {xi}) : block({xi});
+    }
+    y.square().sum().backward();  // outside the scope, as the trainer's backward runs on autograd's threads
+    return l->weight.grad().clone();
+  };
+  const at::Tensor plain = weight_grad(false), rerun = weight_grad(true);
+  EXPECT_TRUE(at::equal(plain, rerun)) << "the rerun's product is the forward's FP8 one";
+  l->zero_grad();
+  at::linear(x, l->weight, l->bias).square().sum().backward();
+  EXPECT_FALSE(at::equal(l->weight.grad(), rerun)) << "and not the full-precision one";
+}
+
 /// `lr`: 0.05 descends within the CPU test's 150 steps; the GPU test's 300 steps take 0.02, a descent over the whole
 /// run rather than a cliff in its first 30 steps, where a shift of one step between two curves reads as several
 /// per cent (the curves themselves agree: at 0.05 the largest difference is at step 14, and it is under 0.1 % by
 /// the end).
 std::vector<double> train_reduced(const std::string& model, bool plan_on, int steps, const at::Device& device,
-                                  fp8::Selection* selection = nullptr, double lr = 0.05) {
+                                  fp8::Selection* selection = nullptr, double lr = 0.05,
+                                  const std::string& kernels = "aten") {
   Scenario s;
   s.model = model;
+  s.kernels = kernels;
   s.model_options = model == "llama"
                         ? std::map<std::string, nlohmann::json>{{"layers", 2}, {"hidden", 32}, {"heads", 2},
                                                                 {"kv_heads", 1}, {"intermediate", 64}, {"vocab", 101},
@@ -244,10 +276,10 @@ std::vector<double> train_reduced(const std::string& model, bool plan_on, int st
 }
 
 void expect_fp8_curve(const std::string& model, const at::Device& device, double tol, int steps = 150,
-                      double lr = 0.05) {
+                      double lr = 0.05, const std::string& kernels = "aten") {
   fp8::Selection sel;
-  const auto fp8_losses = train_reduced(model, true, steps, device, &sel, lr);
-  const auto bf16_losses = train_reduced(model, false, steps, device, nullptr, lr);
+  const auto fp8_losses = train_reduced(model, true, steps, device, &sel, lr, kernels);
+  const auto bf16_losses = train_reduced(model, false, steps, device, nullptr, lr, kernels);
   ASSERT_FALSE(sel.converted.empty()) << model;
   double worst = 0.0;
   for (size_t i = 0; i < fp8_losses.size(); ++i) {
@@ -257,7 +289,7 @@ void expect_fp8_curve(const std::string& model, const at::Device& device, double
     worst = std::max(worst, rel);
     EXPECT_LT(rel, tol) << model << " step " << i << ": fp8 " << fp8_losses[i] << " bf16 " << bf16_losses[i];
   }
-  std::cout << model << ": largest relative difference of the FP8 and bf16 loss curves after step 10: " << worst
+  std::cout << model << " (kernels " << kernels << "): largest relative difference of the FP8 and bf16 loss curves after step 10: " << worst
             << "\n";
   EXPECT_LT(fp8_losses.back(), 0.5 * fp8_losses.front()) << model << ": the loss goes down in FP8";
 }
@@ -290,6 +322,8 @@ TEST(Fp8Test, TheFp8LinearLayerMatchesTheFullPrecisionOneOnTheGpu_CUDA) {
   // reduced decoders in FP8 against bf16 on the GPU, 300 steps (the bound: 2 % after warm-up)
   expect_fp8_curve("llama", dev, 0.02, 300, 0.02);
   expect_fp8_curve("gpt2", dev, 0.02, 300, 0.02);
+  // kernels: fused: SwiGLU's kernels hand their amaxes to down_proj (forward) and gate/up_proj (backward)
+  expect_fp8_curve("llama", dev, 0.02, 300, 0.02, "fused");
 }
 
 TEST(Fp8Test, TheCastKernelsWriteTheBytesOfTheAtenCastAndItsTranspose_CUDA) {
@@ -331,6 +365,50 @@ TEST(Fp8Test, TheCastKernelsWriteTheBytesOfTheAtenCastAndItsTranspose_CUDA) {
                                                       fp8::amax(torch::zeros({16, 16}, cuda), false), true, false);
   EXPECT_EQ(zero.inv_scale.item<float>(), 1.0f);
 }
+
+#ifdef GPUBENCH_WITH_GPU_AUGMENT
+TEST(Fp8Test, SwiGluKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(8);
+  const auto cuda = torch::TensorOptions().device(at::kCUDA);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  // 16-byte aligned (eight elements an access), an odd count (the tail), and one element in (the scalar path)
+  for (const int64_t n : {int64_t{64 * 512}, int64_t{3 * 37}, int64_t{8 * 1000 + 1}}) {
+    for (const bool offset : {false, true}) {
+      for (const at::ScalarType dt : {at::kBFloat16, at::kHalf, at::kFloat}) {
+        const int64_t o = offset ? 1 : 0;
+        const at::Tensor g = (torch::randn({n + o}, cuda) * 4).to(dt), u = (torch::randn({n + o}, cuda) * 4).to(dt),
+                         d = torch::randn({n + o}, cuda).to(dt);
+        at::Tensor out = at::empty({n + o}, cuda.dtype(dt)), dg = at::empty_like(out), du = at::empty_like(out);
+        at::Tensor ref_out = at::empty_like(out), ref_dg = at::empty_like(out), ref_du = at::empty_like(out);
+        const at::Tensor amax = at::zeros({3}, cuda.dtype(at::kFloat));
+        const auto dtype = dt == at::kBFloat16 ? fused::DType::kBFloat16
+                           : dt == at::kHalf   ? fused::DType::kFloat16
+                                               : fused::DType::kFloat32;
+        auto ptr = [&](const at::Tensor& t) { return static_cast<char*>(t.data_ptr()) + o * t.element_size(); };
+        ASSERT_EQ(fused::launch_swiglu_forward(ptr(g), ptr(u), ptr(out), dtype, n, stream, amax.data_ptr<float>()),
+                  cudaSuccess);
+        ASSERT_EQ(fused::launch_swiglu_forward(ptr(g), ptr(u), ptr(ref_out), dtype, n, stream), cudaSuccess);
+        ASSERT_EQ(fused::launch_swiglu_backward(ptr(g), ptr(u), ptr(d), ptr(dg), ptr(du), dtype, n, stream,
+                                                amax.data_ptr<float>() + 1, amax.data_ptr<float>() + 2),
+                  cudaSuccess);
+        ASSERT_EQ(fused::launch_swiglu_backward(ptr(g), ptr(u), ptr(d), ptr(ref_dg), ptr(ref_du), dtype, n, stream),
+                  cudaSuccess);
+        const std::string what = std::to_string(n) + (offset ? " offset " : " ") + c10::toString(dt);
+        auto amax_of = [&](const at::Tensor& t) { return t.narrow(0, o, n).abs().amax().to(at::kFloat).item<float>(); };
+        EXPECT_EQ(amax[0].item<float>(), amax_of(out)) << what;
+        EXPECT_EQ(amax[1].item<float>(), amax_of(dg)) << what;
+        EXPECT_EQ(amax[2].item<float>(), amax_of(du)) << what;
+        EXPECT_TRUE(at::equal(out.narrow(0, o, n), ref_out.narrow(0, o, n))) << what << ": asking for the amax";
+        EXPECT_TRUE(at::equal(dg.narrow(0, o, n), ref_dg.narrow(0, o, n))) << what;
+        // the values against ATen's formula, within the storage type's rounding
+        const at::Tensor gf = g.narrow(0, o, n).to(at::kFloat), uf = u.narrow(0, o, n).to(at::kFloat);
+        EXPECT_LT(rel_diff(out.narrow(0, o, n), at::silu(gf) * uf), 1e-2) << what;
+      }
+    }
+  }
+}
+#endif
 
 /// `gpubench run` of a reduced decoder with precision: fp8 on this GPU: its record.
 RunRecord run_fp8(const std::string& model, const std::string& kernels, const std::string& scaling) {

@@ -13,39 +13,14 @@ namespace gpubench::engine::fused {
 
 namespace {
 
+using device::abs_bits;
+using device::block_amax;
 using device::load;
+using device::load8;
 
 // ---- amax ---------------------------------------------------------------------------------------------------------
 
 constexpr int kAmaxThreads = 256;
-
-/// Eight consecutive elements as fp32, from one 16-byte load (two for fp32).
-__device__ __forceinline__ void load8(const __nv_bfloat16* p, float v[8]) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
-  }
-}
-__device__ __forceinline__ void load8(const __half* p, float v[8]) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const auto* h = reinterpret_cast<const __half2*>(&raw);
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
-  }
-}
-__device__ __forceinline__ void load8(const float* p, float v[8]) {
-  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
-  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-}
-
-/// |v| as its bit pattern: for non-negative floats the unsigned order is the numeric order, and a NaN (any payload,
-/// sign cleared) orders above inf, so the maximum of the bits is the amax with NaN propagated.
-__device__ __forceinline__ unsigned abs_bits(float v) { return __float_as_uint(fabsf(v)); }
 
 template <typename T>
 __global__ void __launch_bounds__(kAmaxThreads) amax_kernel(const T* x, int64_t n, bool vectorised, unsigned* out) {
@@ -63,16 +38,7 @@ __global__ void __launch_bounds__(kAmaxThreads) amax_kernel(const T* x, int64_t 
     done = vectors * 8;
   }
   for (int64_t i = done + first; i < n; i += stride) m = max(m, abs_bits(load(x, i)));
-  m = __reduce_max_sync(0xffffffffu, m);
-  __shared__ unsigned warps[kAmaxThreads / 32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) warps[warp] = m;
-  __syncthreads();
-  if (warp == 0) {
-    m = lane < kAmaxThreads / 32 ? warps[lane] : 0u;
-    m = __reduce_max_sync(0xffffffffu, m);
-    if (lane == 0) atomicMax(out, m);
-  }
+  block_amax(m, out);
 }
 
 // ---- the scaled saturating cast, with its transpose ----------------------------------------------------------------

@@ -11,8 +11,13 @@ namespace gpubench::engine::fused {
 
 namespace {
 
+using device::abs_bits;
+using device::block_amax;
 using device::load;
+using device::load8;
 using device::store;
+using device::store8;
+using device::stored;
 
 // ---- softmax cross-entropy, forward and gradient -----------------------------------------------------------------
 
@@ -84,26 +89,80 @@ __global__ void __launch_bounds__(kXentThreads) softmax_cross_entropy(T* logits,
 
 // ---- SwiGLU ------------------------------------------------------------------------------------------------------
 
+/// silu(g) * u and its two partial derivatives' products with d: the one formula each pass applies per element.
+__device__ __forceinline__ float swiglu_value(float g, float u) { return g / (1.0f + __expf(-g)) * u; }
+__device__ __forceinline__ void swiglu_grads(float g, float u, float d, float& d_gate, float& d_up) {
+  const float sig = 1.0f / (1.0f + __expf(-g));
+  const float silu = g * sig;
+  d_gate = d * u * (sig + silu * (1.0f - sig));
+  d_up = d * silu;
+}
+
+/// `vectorised`: every pointer 16-byte aligned, so eight elements move per access (the tail beyond a multiple of
+/// eight one at a time). With `amax` non-null, the largest |out| as stored is atomicMax-ed into it (FP8's scaling
+/// reads it instead of another pass over out).
 template <typename T>
-__global__ void swiglu_forward(const T* gate, const T* up, T* out, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = load(gate, i);
-    const float silu = g / (1.0f + __expf(-g));
-    store(out, i, silu * load(up, i));
+__global__ void swiglu_forward(const T* gate, const T* up, T* out, int64_t n, bool vectorised, unsigned* amax) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  unsigned m = 0;
+  int64_t done = 0;
+  if (vectorised) {
+    const int64_t vectors = n / 8;
+    for (int64_t i = first; i < vectors; i += stride) {
+      float g[8], u[8], o[8];
+      load8(gate + i * 8, g);
+      load8(up + i * 8, u);
+      for (int j = 0; j < 8; ++j) {
+        o[j] = swiglu_value(g[j], u[j]);
+        m = max(m, abs_bits(stored(o[j], out)));
+      }
+      store8(out + i * 8, o);
+    }
+    done = vectors * 8;
   }
+  for (int64_t i = done + first; i < n; i += stride) {
+    const float o = swiglu_value(load(gate, i), load(up, i));
+    store(out, i, o);
+    m = max(m, abs_bits(stored(o, out)));
+  }
+  if (amax != nullptr) block_amax(m, amax);
 }
 
 template <typename T>
-__global__ void swiglu_backward(const T* gate, const T* up, const T* d_out, T* d_gate, T* d_up, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = load(gate, i), u = load(up, i), d = load(d_out, i);
-    const float sig = 1.0f / (1.0f + __expf(-g));
-    const float silu = g * sig;
-    store(d_gate, i, d * u * (sig + silu * (1.0f - sig)));
-    store(d_up, i, d * silu);
+__global__ void swiglu_backward(const T* gate, const T* up, const T* d_out, T* d_gate, T* d_up, int64_t n,
+                                bool vectorised, unsigned* amax_gate, unsigned* amax_up) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  unsigned mg = 0, mu = 0;
+  int64_t done = 0;
+  if (vectorised) {
+    const int64_t vectors = n / 8;
+    for (int64_t i = first; i < vectors; i += stride) {
+      float g[8], u[8], d[8], dg[8], du[8];
+      load8(gate + i * 8, g);
+      load8(up + i * 8, u);
+      load8(d_out + i * 8, d);
+      for (int j = 0; j < 8; ++j) {
+        swiglu_grads(g[j], u[j], d[j], dg[j], du[j]);
+        mg = max(mg, abs_bits(stored(dg[j], d_gate)));
+        mu = max(mu, abs_bits(stored(du[j], d_up)));
+      }
+      store8(d_gate + i * 8, dg);
+      store8(d_up + i * 8, du);
+    }
+    done = vectors * 8;
   }
+  for (int64_t i = done + first; i < n; i += stride) {
+    float dg, du;
+    swiglu_grads(load(gate, i), load(up, i), load(d_out, i), dg, du);
+    store(d_gate, i, dg);
+    store(d_up, i, du);
+    mg = max(mg, abs_bits(stored(dg, d_gate)));
+    mu = max(mu, abs_bits(stored(du, d_up)));
+  }
+  if (amax_gate != nullptr) block_amax(mg, amax_gate);
+  if (amax_up != nullptr) block_amax(mu, amax_up);
 }
 
 // ---- rotary embeddings for q and k -------------------------------------------------------------------------------
@@ -163,12 +222,16 @@ struct XentLaunch {
   }
 };
 
+bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 template <typename T>
 struct SwigluForwardLaunch {
-  static cudaError_t run(const void* gate, const void* up, void* out, int64_t n, cudaStream_t stream) {
+  static cudaError_t run(const void* gate, const void* up, void* out, int64_t n, float* amax, cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
-    swiglu_forward<T><<<grid_for(n, 256), 256, 0, stream>>>(static_cast<const T*>(gate), static_cast<const T*>(up),
-                                                            static_cast<T*>(out), n);
+    const bool vectorised = aligned16(gate) && aligned16(up) && aligned16(out);
+    swiglu_forward<T><<<grid_for(vectorised ? (n + 7) / 8 : n, 256), 256, 0, stream>>>(
+        static_cast<const T*>(gate), static_cast<const T*>(up), static_cast<T*>(out), n, vectorised,
+        reinterpret_cast<unsigned*>(amax));
     return cudaGetLastError();
   }
 };
@@ -176,11 +239,14 @@ struct SwigluForwardLaunch {
 template <typename T>
 struct SwigluBackwardLaunch {
   static cudaError_t run(const void* gate, const void* up, const void* d_out, void* d_gate, void* d_up, int64_t n,
-                         cudaStream_t stream) {
+                         float* amax_gate, float* amax_up, cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
-    swiglu_backward<T><<<grid_for(n, 256), 256, 0, stream>>>(
+    const bool vectorised =
+        aligned16(gate) && aligned16(up) && aligned16(d_out) && aligned16(d_gate) && aligned16(d_up);
+    swiglu_backward<T><<<grid_for(vectorised ? (n + 7) / 8 : n, 256), 256, 0, stream>>>(
         static_cast<const T*>(gate), static_cast<const T*>(up), static_cast<const T*>(d_out), static_cast<T*>(d_gate),
-        static_cast<T*>(d_up), n);
+        static_cast<T*>(d_up), n, vectorised, reinterpret_cast<unsigned*>(amax_gate),
+        reinterpret_cast<unsigned*>(amax_up));
     return cudaGetLastError();
   }
 };
@@ -209,13 +275,13 @@ cudaError_t launch_softmax_cross_entropy(void* logits, DType dtype, int64_t rows
 }
 
 cudaError_t launch_swiglu_forward(const void* gate, const void* up, void* out, DType dtype, int64_t n,
-                                  cudaStream_t stream) {
-  return dispatch<SwigluForwardLaunch>(dtype, gate, up, out, n, stream);
+                                  cudaStream_t stream, float* amax) {
+  return dispatch<SwigluForwardLaunch>(dtype, gate, up, out, n, amax, stream);
 }
 
 cudaError_t launch_swiglu_backward(const void* gate, const void* up, const void* d_out, void* d_gate, void* d_up,
-                                   DType dtype, int64_t n, cudaStream_t stream) {
-  return dispatch<SwigluBackwardLaunch>(dtype, gate, up, d_out, d_gate, d_up, n, stream);
+                                   DType dtype, int64_t n, cudaStream_t stream, float* amax_gate, float* amax_up) {
+  return dispatch<SwigluBackwardLaunch>(dtype, gate, up, d_out, d_gate, d_up, n, amax_gate, amax_up, stream);
 }
 
 cudaError_t launch_rotary(const void* q, const void* k, void* q_out, void* k_out, const void* cos, const void* sin,

@@ -21,12 +21,15 @@ cudaError_t launch_softmax_cross_entropy(void* logits, DType dtype, int64_t rows
                                          const int64_t* targets, int64_t ignore_index, const float* inv_count,
                                          float* loss_rows, cudaStream_t stream);
 
-/// SwiGLU: out = silu(gate) * up, elementwise over n elements.
+/// SwiGLU: out = silu(gate) * up, elementwise over n elements. With `amax` (an fp32 device value the caller set,
+/// 0 for a fresh one) the largest |out| as stored is max-ed into it, as launch_fp8_amax would (FP8's scaling).
 cudaError_t launch_swiglu_forward(const void* gate, const void* up, void* out, DType dtype, int64_t n,
-                                  cudaStream_t stream);
-/// Its gradient: d_gate = d_out * up * silu'(gate), d_up = d_out * silu(gate).
+                                  cudaStream_t stream, float* amax = nullptr);
+/// Its gradient: d_gate = d_out * up * silu'(gate), d_up = d_out * silu(gate); `amax_gate` and `amax_up` as
+/// `amax` above, for d_gate and d_up.
 cudaError_t launch_swiglu_backward(const void* gate, const void* up, const void* d_out, void* d_gate, void* d_up,
-                                   DType dtype, int64_t n, cudaStream_t stream);
+                                   DType dtype, int64_t n, cudaStream_t stream, float* amax_gate = nullptr,
+                                   float* amax_up = nullptr);
 
 /// Rotary position embeddings applied to q and k in one launch. q is [tokens, q_heads, head_dim] and k [tokens,
 /// k_heads, head_dim], contiguous, with tokens = batch x seq_len (row-major over batch then position); cos and sin

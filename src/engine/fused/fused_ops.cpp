@@ -5,6 +5,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "fp8.h"
 #include "fused/kernel_launch.h"
 #include "precision.h"
 
@@ -123,11 +124,18 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate, const at::Tensor& up) {
     const at::Tensor g = gate.contiguous(), u = up.to(gate.scalar_type()).contiguous();
     ctx->save_for_backward({g, u});
+    // Under FP8 training the output and both gradients feed FP8 layers (down_proj; gate_proj and up_proj backward):
+    // their amaxes come from these passes, noted for those layers.
+    const bool fp8 = fp8::active_plan() != nullptr;
+    ctx->saved_data["fp8"] = fp8;
     if (on_kernels(g)) {
       at::Tensor out = at::empty_like(g);
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-      check(launch_swiglu_forward(g.data_ptr(), u.data_ptr(), out.data_ptr(), dtype_of(g), g.numel(), stream()),
+      const at::Tensor amax = fp8 ? fp8::zeroed_amaxes(1, g) : at::Tensor();
+      check(launch_swiglu_forward(g.data_ptr(), u.data_ptr(), out.data_ptr(), dtype_of(g), g.numel(), stream(),
+                                  fp8 ? amax.data_ptr<float>() : nullptr),
             "swiglu_forward");
+      if (fp8) fp8::note_amax(out, amax.select(0, 0));
 #endif
       return out;
     }
@@ -141,9 +149,16 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
     if (on_kernels(g)) {
       at::Tensor d_gate = at::empty_like(g), d_up = at::empty_like(u);
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
+      const bool fp8 = ctx->saved_data["fp8"].toBool();
+      const at::Tensor amaxes = fp8 ? fp8::zeroed_amaxes(2, g) : at::Tensor();
       check(launch_swiglu_backward(g.data_ptr(), u.data_ptr(), d.data_ptr(), d_gate.data_ptr(), d_up.data_ptr(),
-                                   dtype_of(g), g.numel(), stream()),
+                                   dtype_of(g), g.numel(), stream(), fp8 ? amaxes.data_ptr<float>() : nullptr,
+                                   fp8 ? amaxes.data_ptr<float>() + 1 : nullptr),
             "swiglu_backward");
+      if (fp8) {
+        fp8::note_amax(d_gate, amaxes.select(0, 0));
+        fp8::note_amax(d_up, amaxes.select(0, 1));
+      }
 #endif
       return {d_gate, d_up};
     }
