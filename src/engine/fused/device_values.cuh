@@ -69,9 +69,11 @@ __device__ __forceinline__ void store8(float* p, const float v[8]) {
 __device__ __forceinline__ unsigned abs_bits(float v) { return __float_as_uint(fabsf(v)); }
 
 /// The block's largest `m` (abs_bits values) into *out by one atomicMax; every thread of the block calls it (blockDim.x
-/// a multiple of 32, at most 1,024).
+/// a multiple of 32, at most 1,024). A kernel may call it more than once: the first barrier keeps a later call's
+/// writes from the shared slots until warp 0 has read the earlier call's.
 __device__ __forceinline__ void block_amax(unsigned m, unsigned* out) {
   __shared__ unsigned warps[32];
+  __syncthreads();
   m = __reduce_max_sync(0xffffffffu, m);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (lane == 0) warps[warp] = m;
