@@ -21,6 +21,18 @@ ProfileEvent ev(Kind kind, std::string name, int64_t start_us, int64_t end_us, i
 TEST(KernelCategoryTest, NamesTheKernelsOfOurWorkloads) {
   // Real kernel names from CUDA traces of ResNet-50, BERT and the UNet (cuBLAS, cuDNN, ATen, flash attention, NCCL).
   EXPECT_EQ(kernel_category("nvjet_tst_192x192_64x3_2x1_v_bz_coopB_TNT"), "gemm_conv");
+  // precision: fp8 on the H200: the forward products (e4m3 x e4m3, bf16 out), the backward ones (e4m3 x e5m2), and a
+  // bf16 product beside them (the LM head)
+  EXPECT_EQ(kernel_category("nvjet_sm90_qqtst_256x128_128x4_1x2_h_bz_coopA_TNT"), "gemm_fp8");
+  EXPECT_EQ(kernel_category("nvjet_sm90_qrtst_128x128_128x6_2x1_v_bz_coopA_algo2_TNT"), "gemm_fp8");
+  EXPECT_EQ(kernel_category("nvjet_sm90_qrsss_144x128_128x6_1x2_h_bz_coopA_algo2_TNN"), "gemm_fp8");
+  EXPECT_EQ(kernel_category("nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT"), "gemm_conv");
+  EXPECT_EQ(kernel_category("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"), "gemm_conv");
+  EXPECT_EQ(kernel_category("void gpubench::engine::fused::cast_transpose<__nv_bfloat16>(...)"), "elementwise");
+  EXPECT_EQ(kernel_category("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+                            "direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1} c10::Float8_e4m3fn>"),
+            "elementwise");
+  EXPECT_EQ(kernel_category("void gpubench::engine::fused::swiglu_forward<__nv_bfloat16>(...)"), "elementwise");
   EXPECT_EQ(kernel_category("void nvjpeg::rgba2rgb<(nvjpegOutputFormat_t)5, nvjpeg::RGBAToRGBConversion::LaunchParams<32, 8>>(...)"),
             "input");
   EXPECT_EQ(kernel_category("gpubench::engine::(anonymous namespace)::crop_resize_normalize(...)"), "input");

@@ -121,6 +121,30 @@ std::string category_display_name(const std::string& id) {
   return id;
 }
 
+namespace {
+/// cuBLASLt's nvjet kernels name their types after the architecture: nvjet_[smNN_]<types>_<tile>..., one letter a
+/// type (h fp16, t bf16, s fp32; q e4m3 and r e5m2, read off an FP8 run's profile on the H200: qqtst for the forward
+/// products, qrtst and qrsss for the backward ones).
+bool nvjet_fp8(const std::string& n) {
+  const size_t at = n.find("nvjet_");
+  if (at == std::string::npos) return false;
+  size_t pos = at + 6;
+  while (pos < n.size()) {
+    const size_t end = std::min(n.find('_', pos), n.size());
+    const std::string token = n.substr(pos, end - pos);
+    const bool arch = token.size() > 2 && token.compare(0, 2, "sm") == 0 &&
+                      std::all_of(token.begin() + 2, token.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!arch) {
+      return !token.empty() &&
+             std::all_of(token.begin(), token.end(), [](char c) { return c >= 'a' && c <= 'z'; }) &&
+             token.find_first_of("qr") != std::string::npos;
+    }
+    pos = end + 1;
+  }
+  return false;
+}
+}  // namespace
+
 std::string kernel_category(const std::string& raw) {
   const std::string n = lower(raw);
   if (has_any(n, {"nccl", "gloo", "allreduce", "all_reduce", "allgather", "all_gather", "reducescatter",
@@ -142,7 +166,12 @@ std::string kernel_category(const std::string& raw) {
     return "normalization";
   }
   // FP8 matrix products (precision: fp8): cuBLASLt's kernels name their FP8 operand types; ATen's op is _scaled_mm.
-  if (has_any(n, {"e4m3", "e5m2", "f8f8", "fp8", "float8", "_scaled_mm"})) return "gemm_fp8";
+  // A GEMM naming an FP8 type (ATen's elementwise casts to FP8 name the type too, and are not GEMMs).
+  const bool fp8_type = has_any(n, {"e4m3", "e5m2", "f8f8", "fp8", "float8"});
+  if ((fp8_type && has_any(n, {"gemm", "nvjet", "cutlass", "xmma", "cublas", "matmul", "tensorop"})) ||
+      has_any(n, {"_scaled_mm"}) || nvjet_fp8(n)) {
+    return "gemm_fp8";
+  }
   if (has_any(n, {"gemm", "nvjet", "cutlass", "xmma", "conv", "cudnn", "wgrad", "dgrad", "fprop", "cublas", "winograd",
                   "tensorop", "mkldnn", "onednn", "matmul", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
                   "aten::linear"})) {
@@ -153,7 +182,9 @@ std::string kernel_category(const std::string& raw) {
     return "reduction";
   }
   if (has_any(n, {"autograd::engine", "backward0", "backward1"})) return "other";  // autograd's bookkeeping (CPU)
+  // gpubench's own memory passes (fused kernels, FP8's amax and casts) are elementwise work too.
   if (has_any(n, {"elementwise", "vectorized", "unrolled", "gelu", "relu", "silu", "sigmoid", "tanh", "dropout",
+                  "swiglu", "rotary", "amax_kernel", "cast_transpose",
                   "add", "mul", "div", "sub", "copy", "fill", "where", "threshold", "clamp", "cat", "masked", "index",
                   "embedding", "scatter", "gather", "pow", "sqrt", "exp", "neg", "cast", "to_copy", "zero", "bernoulli",
                   "rand", "uniform", "pool"})) {
