@@ -324,6 +324,18 @@ TEST_F(RecordFileTest, AnFp8RecordKeepsItsRecipeAndLayersAndOtherRecordsHaveNoFp
   EXPECT_EQ(back.scenario.fp8_amax_history, 8);
   EXPECT_TRUE(back.scenario.fp8_lm_head);
   EXPECT_TRUE(back.scenario.model_options.empty()) << "the FP8 keys are the scenario's, not a model's";
+  // Its MFU against the bf16 peak is a metric beside the summary's (against the FP8 peak), as a bf16 run's MFU is.
+  ASSERT_NE(find_metric(run_metrics(back), "mfu_bf16_peak"), nullptr);
+  EXPECT_DOUBLE_EQ(find_metric(run_metrics(back), "mfu_bf16_peak")->value, 0.6);
+  RunRecord bf16 = sample_record();
+  bf16.precision.resolved = "bf16";
+  bf16.summary.mfu = 0.45;
+  ASSERT_NE(find_metric(run_metrics(bf16), "mfu_bf16_peak"), nullptr);
+  EXPECT_DOUBLE_EQ(find_metric(run_metrics(bf16), "mfu_bf16_peak")->value, 0.45);
+  RunRecord fp32 = sample_record();
+  fp32.precision.resolved = "fp32";
+  fp32.summary.mfu = 0.2;
+  EXPECT_EQ(find_metric(run_metrics(fp32), "mfu_bf16_peak"), nullptr) << "an fp32 run's peak is not bf16's";
   // A record of another precision carries no FP8 keys (its scenario identity is as before FP8 existed) ...
   const nlohmann::json plain = sample_record();
   EXPECT_FALSE(plain["precision"].contains("fp8"));

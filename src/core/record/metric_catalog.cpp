@@ -134,6 +134,15 @@ const std::vector<Entry>& catalog() {
        [](const RunRecord& r) { return positive(r.summary.achieved_tflops); }},
       {{"mfu", "MFU", "fraction", Better::kHigher, false, true, "model FLOP utilisation: achieved / dense peak"},
        nullptr, [](const RunRecord& r) { return r.summary.mfu; }},
+      // An FP8 run's `mfu` is against the FP8 peak (twice bf16's on Hopper); this one puts FP8 and 16-bit runs of a
+      // model on one footing.
+      {{"mfu_bf16_peak", "MFU (bf16 peak)", "fraction", Better::kHigher, false, true,
+        "achieved / the dense bf16 peak: comparable between fp8, bf16 and fp16 runs"},
+       nullptr, [](const RunRecord& r) -> Value {
+         if (r.precision.fp8) return positive(r.precision.fp8->mfu_bf16_peak);
+         const std::string& p = r.precision.resolved;
+         return p == "bf16" || p == "fp16" ? r.summary.mfu : std::nullopt;
+       }},
       {{"peak_allocated_bytes", "peak allocated", "bytes", Better::kLower, true, true, "device memory held by tensors"},
        [](const RunRecord&, const EpochRecord& e) { return bytes(e.peak_allocated_bytes); },
        [](const RunRecord& r) { return bytes(r.summary.peak_allocated_bytes); }},
