@@ -196,7 +196,8 @@ Quantized quantize_input(const at::Tensor& x2, const Recipe& r, LinearState* sta
     return memo->q;
   }
   Quantized q = quantize_from_amax(x2, Format::kE4M3, tensor_amax(x2, r, state ? &state->x : nullptr), true, true);
-  if (share) *memo = InputMemo{x2, x2._version(), q};
+  // detach(): the same storage and version counter, without holding the autograd graph that made x2
+  if (share) *memo = InputMemo{x2.detach(), x2._version(), q};
   return q;
 }
 
@@ -408,7 +409,7 @@ constexpr size_t kMaxNotes = 8;
 void note_amax(const at::Tensor& t, const at::Tensor& amax) {
   const std::lock_guard<std::mutex> lock(g_notes_mutex);
   if (g_notes.size() == kMaxNotes) g_notes.pop_front();
-  g_notes.push_back(Note{t, amax, t._version()});
+  g_notes.push_back(Note{t.detach(), amax, t._version()});  // detached: the note holds no autograd graph
 }
 
 at::Tensor take_amax(const at::Tensor& t) {
