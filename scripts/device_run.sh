@@ -13,6 +13,8 @@
 # brings them back); records are bundled into records.tar.gz. Pass GPUBENCH_GIT_REVISION=<the commit here>: the copy
 # there carries an earlier commit's .git, so without it the records would name that commit (with -dirty).
 # Python wheels the machine lacks (diffusers, torchao) travel in .whl/ (carry [".whl"]) and are installed first.
+# The device tool brings back only a handful of files from $OUT (eight on 2026-12-02, top level first): the records
+# travel in records.tar.gz; a wrapper script with many logs should bundle them too (results/2026-12-02-h200-fp8-kernels/run2.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/device-out}"
