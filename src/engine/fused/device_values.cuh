@@ -1,11 +1,15 @@
 #pragma once
-// What gpubench's CUDA kernels (fused_kernels.cu, decode_kernels.cu, fp8_kernels.cu) share: loading and storing one
-// element, or eight from one 16-byte access, of any storage type as fp32, the type they all compute in; and the
-// amax reduction (as bits) FP8's scaling reads.
+// What gpubench's CUDA kernels (fused_kernels.cu, layer_norm_kernels.cu, decode_kernels.cu, fp8_kernels.cu) share:
+// loading and storing one element, or a vector of them in 16-byte words, of any storage type as fp32, the type they
+// all compute in; the amax reduction (as bits) FP8's scaling reads; and their launchers' alignment and SM-count
+// questions.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
 #include <cstdint>
 
 namespace gpubench::engine::fused::device {
@@ -17,51 +21,45 @@ __device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; 
 __device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
 __device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half(v); }
 
-/// v as the storage type keeps it (rounded to nearest), back in fp32.
-__device__ __forceinline__ float stored(float v, const float*) { return v; }
-__device__ __forceinline__ float stored(float v, const __nv_bfloat16*) { return __bfloat162float(__float2bfloat16(v)); }
-__device__ __forceinline__ float stored(float v, const __half*) { return __half2float(__float2half(v)); }
-
-/// Eight consecutive elements as fp32 from one 16-byte load (two for fp32); p 16-byte aligned.
-__device__ __forceinline__ void load8(const __nv_bfloat16* p, float v[8]) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
-  }
-}
-__device__ __forceinline__ void load8(const __half* p, float v[8]) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const auto* h = reinterpret_cast<const __half2*>(&raw);
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
-  }
-}
-__device__ __forceinline__ void load8(const float* p, float v[8]) {
-  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
-  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+/// x as the storage type holds it.
+template <typename T>
+__device__ __forceinline__ float rounded(float x) {
+  T t;
+  store(&t, 0, x);
+  return load(&t, 0);
 }
 
-/// Eight consecutive elements stored (rounded to nearest) with one 16-byte store (two for fp32); p 16-byte aligned.
-__device__ __forceinline__ void store8(__nv_bfloat16* p, const float v[8]) {
-  uint4 raw;
-  auto* h = reinterpret_cast<__nv_bfloat162*>(&raw);
-  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-  *reinterpret_cast<uint4*>(p) = raw;
+/// V consecutive elements p[i..i+V) as fp32: whole 16-byte words for V > 1 (p + i 16-byte aligned).
+template <typename T, int V>
+__device__ __forceinline__ void load_v(const T* __restrict__ p, int64_t i, float (&f)[V]) {
+  if constexpr (V == 1) {
+    f[0] = load(p, i);
+  } else {
+    static_assert(V * sizeof(T) % 16 == 0, "whole 16-byte words");
+    constexpr int kWords = V * static_cast<int>(sizeof(T)) / 16;
+    uint4 w[kWords];
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) w[k] = reinterpret_cast<const uint4*>(p + i)[k];
+    const T* e = reinterpret_cast<const T*>(w);
+#pragma unroll
+    for (int k = 0; k < V; ++k) f[k] = load(e, k);
+  }
 }
-__device__ __forceinline__ void store8(__half* p, const float v[8]) {
-  uint4 raw;
-  auto* h = reinterpret_cast<__half2*>(&raw);
-  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-  *reinterpret_cast<uint4*>(p) = raw;
-}
-__device__ __forceinline__ void store8(float* p, const float v[8]) {
-  reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-  reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+
+/// f stored (rounded to nearest) to p[i..i+V), as load_v reads.
+template <typename T, int V>
+__device__ __forceinline__ void store_v(T* __restrict__ p, int64_t i, const float (&f)[V]) {
+  if constexpr (V == 1) {
+    store(p, i, f[0]);
+  } else {
+    constexpr int kWords = V * static_cast<int>(sizeof(T)) / 16;
+    uint4 w[kWords];
+    T* e = reinterpret_cast<T*>(w);
+#pragma unroll
+    for (int k = 0; k < V; ++k) store(e, k, f[k]);
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) reinterpret_cast<uint4*>(p + i)[k] = w[k];
+  }
 }
 
 /// |v| as its bit pattern: for non-negative floats the unsigned order is the numeric order, and a NaN (any payload,
@@ -83,6 +81,17 @@ __device__ __forceinline__ void block_amax(unsigned m, unsigned* out) {
     m = __reduce_max_sync(0xffffffffu, m);
     if (lane == 0) atomicMax(out, m);
   }
+}
+
+/// Whether p (null counts) is aligned to `bytes`.
+inline bool aligned(const void* p, size_t bytes) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+inline bool aligned16(const void* p) { return aligned(p, 16); }
+
+/// The current device's multiprocessor count (132 where it cannot be asked).
+inline int multiprocessors() {
+  int dev = 0, sms = 132;
+  if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  return sms;
 }
 
 }  // namespace gpubench::engine::fused::device

@@ -14,9 +14,12 @@ namespace gpubench::engine::fused {
 namespace {
 
 using device::abs_bits;
+using device::aligned;
+using device::aligned16;
 using device::block_amax;
 using device::load;
-using device::load8;
+using device::load_v;
+using device::multiprocessors;
 
 // ---- amax ---------------------------------------------------------------------------------------------------------
 
@@ -32,7 +35,7 @@ __global__ void __launch_bounds__(kAmaxThreads) amax_kernel(const T* x, int64_t 
     const int64_t vectors = n / 8;
     for (int64_t i = first; i < vectors; i += stride) {
       float v[8];
-      load8(x + i * 8, v);
+      load_v<T, 8>(x, i * 8, v);
       for (float f : v) m = max(m, abs_bits(f));
     }
     done = vectors * 8;
@@ -78,11 +81,11 @@ __device__ __forceinline__ uint32_t pack(const uint8_t b[4]) {
 }
 
 /// One 64 x 64 tile of x: cast, written row-major to `out` and through shared memory transposed to `out_t`.
-/// `aligned`: x's rows and both outputs' rows start at multiples of 4 elements (cols and rows multiples of 4, the
+/// `whole`: x's rows and both outputs' rows start at multiples of 4 elements (cols and rows multiples of 4, the
 /// pointers aligned), so whole 4-element chunks move in single loads and stores.
 template <typename T>
 __global__ void __launch_bounds__(kCastThreads)
-    cast_transpose(const T* x, int64_t rows, int64_t cols, bool e5m2, float fmax, const float* amax, bool aligned,
+    cast_transpose(const T* x, int64_t rows, int64_t cols, bool e5m2, float fmax, const float* amax, bool whole,
                    uint8_t* out, uint8_t* out_t, float* inv_scale) {
   __shared__ uint32_t tile_words[kTile * (kTile + 4) / 4];
   auto* tile = reinterpret_cast<uint8_t*>(tile_words);  // [kTile][kTile + 4] bytes
@@ -98,14 +101,14 @@ __global__ void __launch_bounds__(kCastThreads)
       const T* src = x + gr * cols + gc;
       if (gc + 3 < cols) {
         float v[4];
-        load4(src, aligned, v);
+        load4(src, whole, v);
         for (int j = 0; j < 4; ++j) b[j] = to_fp8(v[j] * s, e5m2);
       } else {
         for (int j = 0; j < 4 && gc + j < cols; ++j) b[j] = to_fp8(load(src, j) * s, e5m2);
       }
       if (out != nullptr) {
         uint8_t* dst = out + gr * cols + gc;
-        if (aligned && gc + 3 < cols) {
+        if (whole && gc + 3 < cols) {
           *reinterpret_cast<uint32_t*>(dst) = pack(b);
         } else {
           for (int j = 0; j < 4 && gc + j < cols; ++j) dst[j] = b[j];
@@ -124,7 +127,7 @@ __global__ void __launch_bounds__(kCastThreads)
     uint8_t b[4];
     for (int j = 0; j < 4; ++j) b[j] = tile[(rr + j) * (kTile + 4) + c];
     uint8_t* dst = out_t + gc * rows + gr;
-    if (aligned && gr + 3 < rows) {
+    if (whole && gr + 3 < rows) {
       *reinterpret_cast<uint32_t*>(dst) = pack(b);
     } else {
       for (int j = 0; j < 4 && gr + j < rows; ++j) dst[j] = b[j];
@@ -132,18 +135,13 @@ __global__ void __launch_bounds__(kCastThreads)
   }
 }
 
-bool aligned_to(const void* p, size_t bytes) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
 template <typename T>
 cudaError_t amax_as(const void* x, int64_t n, float* amax, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const auto* p = static_cast<const T*>(x);
-  const bool vectorised = aligned_to(p, 16);
+  const bool vectorised = aligned16(p);
   const int64_t work = vectorised ? (n + 7) / 8 : n;
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const int64_t blocks = std::min<int64_t>((work + kAmaxThreads - 1) / kAmaxThreads, std::max(sms, 1) * 8);
+  const int64_t blocks = std::min<int64_t>((work + kAmaxThreads - 1) / kAmaxThreads, multiprocessors() * 8);
   amax_kernel<T><<<static_cast<unsigned>(blocks), kAmaxThreads, 0, stream>>>(p, n, vectorised,
                                                                               reinterpret_cast<unsigned*>(amax));
   return cudaGetLastError();
@@ -154,11 +152,11 @@ cudaError_t cast_as(const void* x, int64_t rows, int64_t cols, bool e5m2, const 
                     float* inv_scale, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   const auto* p = static_cast<const T*>(x);
-  const bool aligned = cols % 4 == 0 && rows % 4 == 0 && aligned_to(p, 4 * sizeof(T)) && aligned_to(out, 4) &&
-                       aligned_to(out_t, 4);
+  const bool whole = cols % 4 == 0 && rows % 4 == 0 && aligned(p, 4 * sizeof(T)) && aligned(out, 4) &&
+                     aligned(out_t, 4);
   const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile));
   if (grid.y > 65535u) return cudaErrorInvalidConfiguration;
-  cast_transpose<T><<<grid, kCastThreads, 0, stream>>>(p, rows, cols, e5m2, e5m2 ? 57344.0f : 448.0f, amax, aligned,
+  cast_transpose<T><<<grid, kCastThreads, 0, stream>>>(p, rows, cols, e5m2, e5m2 ? 57344.0f : 448.0f, amax, whole,
                                                        static_cast<uint8_t*>(out), static_cast<uint8_t*>(out_t),
                                                        inv_scale);
   return cudaGetLastError();

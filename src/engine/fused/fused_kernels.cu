@@ -12,12 +12,13 @@ namespace gpubench::engine::fused {
 namespace {
 
 using device::abs_bits;
+using device::aligned16;
 using device::block_amax;
 using device::load;
-using device::load8;
+using device::load_v;
+using device::rounded;
 using device::store;
-using device::store8;
-using device::stored;
+using device::store_v;
 
 // ---- softmax cross-entropy, forward and gradient -----------------------------------------------------------------
 
@@ -111,20 +112,20 @@ __global__ void swiglu_forward(const T* gate, const T* up, T* out, int64_t n, bo
     const int64_t vectors = n / 8;
     for (int64_t i = first; i < vectors; i += stride) {
       float g[8], u[8], o[8];
-      load8(gate + i * 8, g);
-      load8(up + i * 8, u);
+      load_v<T, 8>(gate, i * 8, g);
+      load_v<T, 8>(up, i * 8, u);
       for (int j = 0; j < 8; ++j) {
         o[j] = swiglu_value(g[j], u[j]);
-        m = max(m, abs_bits(stored(o[j], out)));
+        m = max(m, abs_bits(rounded<T>(o[j])));
       }
-      store8(out + i * 8, o);
+      store_v<T, 8>(out, i * 8, o);
     }
     done = vectors * 8;
   }
   for (int64_t i = done + first; i < n; i += stride) {
     const float o = swiglu_value(load(gate, i), load(up, i));
     store(out, i, o);
-    m = max(m, abs_bits(stored(o, out)));
+    m = max(m, abs_bits(rounded<T>(o)));
   }
   if (amax != nullptr) block_amax(m, amax);
 }
@@ -140,16 +141,16 @@ __global__ void swiglu_backward(const T* gate, const T* up, const T* d_out, T* d
     const int64_t vectors = n / 8;
     for (int64_t i = first; i < vectors; i += stride) {
       float g[8], u[8], d[8], dg[8], du[8];
-      load8(gate + i * 8, g);
-      load8(up + i * 8, u);
-      load8(d_out + i * 8, d);
+      load_v<T, 8>(gate, i * 8, g);
+      load_v<T, 8>(up, i * 8, u);
+      load_v<T, 8>(d_out, i * 8, d);
       for (int j = 0; j < 8; ++j) {
         swiglu_grads(g[j], u[j], d[j], dg[j], du[j]);
-        mg = max(mg, abs_bits(stored(dg[j], d_gate)));
-        mu = max(mu, abs_bits(stored(du[j], d_up)));
+        mg = max(mg, abs_bits(rounded<T>(dg[j])));
+        mu = max(mu, abs_bits(rounded<T>(du[j])));
       }
-      store8(d_gate + i * 8, dg);
-      store8(d_up + i * 8, du);
+      store_v<T, 8>(d_gate, i * 8, dg);
+      store_v<T, 8>(d_up, i * 8, du);
     }
     done = vectors * 8;
   }
@@ -158,8 +159,8 @@ __global__ void swiglu_backward(const T* gate, const T* up, const T* d_out, T* d
     swiglu_grads(load(gate, i), load(up, i), load(d_out, i), dg, du);
     store(d_gate, i, dg);
     store(d_up, i, du);
-    mg = max(mg, abs_bits(stored(dg, d_gate)));
-    mu = max(mu, abs_bits(stored(du, d_up)));
+    mg = max(mg, abs_bits(rounded<T>(dg)));
+    mu = max(mu, abs_bits(rounded<T>(du)));
   }
   if (amax_gate != nullptr) block_amax(mg, amax_gate);
   if (amax_up != nullptr) block_amax(mu, amax_up);
@@ -221,8 +222,6 @@ struct XentLaunch {
     return cudaGetLastError();
   }
 };
-
-bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename T>
 struct SwigluForwardLaunch {

@@ -18,47 +18,18 @@ namespace gpubench::engine::fused {
 
 namespace {
 
+using device::aligned16;
 using device::load;
+using device::load_v;
+using device::multiprocessors;
+using device::rounded;
 using device::store;
+using device::store_v;
 
 constexpr int kRowThreads = 256;  // eight warps, a row each at a time
 constexpr int kRowWarps = kRowThreads / 32;
 constexpr int kBwdThreads = 128;  // the backward pass: four warps, each with its column sums in shared memory
 constexpr int kBwdWarps = kBwdThreads / 32;
-
-// ---- vectors of V elements as fp32
-// --------------------------------------------------------------------------------
-
-template <typename T, int V>
-__device__ __forceinline__ void load_v(const T* __restrict__ p, int64_t i, float (&f)[V]) {
-  if constexpr (V == 1) {
-    f[0] = load(p, i);
-  } else {
-    static_assert(V * sizeof(T) % 16 == 0, "whole 16-byte words");
-    constexpr int kWords = V * static_cast<int>(sizeof(T)) / 16;
-    uint4 w[kWords];
-#pragma unroll
-    for (int k = 0; k < kWords; ++k) w[k] = reinterpret_cast<const uint4*>(p + i)[k];
-    const T* e = reinterpret_cast<const T*>(w);
-#pragma unroll
-    for (int k = 0; k < V; ++k) f[k] = load(e, k);
-  }
-}
-
-template <typename T, int V>
-__device__ __forceinline__ void store_v(T* __restrict__ p, int64_t i, const float (&f)[V]) {
-  if constexpr (V == 1) {
-    store(p, i, f[0]);
-  } else {
-    constexpr int kWords = V * static_cast<int>(sizeof(T)) / 16;
-    uint4 w[kWords];
-    T* e = reinterpret_cast<T*>(w);
-#pragma unroll
-    for (int k = 0; k < V; ++k) store(e, k, f[k]);
-#pragma unroll
-    for (int k = 0; k < kWords; ++k) reinterpret_cast<uint4*>(p + i)[k] = w[k];
-  }
-}
 
 /// f += p[i..i+V) where p is not null (a gradient that reaches a tensor by a second path).
 template <typename T, int V>
@@ -68,14 +39,6 @@ __device__ __forceinline__ void add_if(const T* __restrict__ p, int64_t i, float
   load_v<T, V>(p, i, x);
 #pragma unroll
   for (int k = 0; k < V; ++k) f[k] += x[k];
-}
-
-/// x as the storage type holds it.
-template <typename T>
-__device__ __forceinline__ float rounded(float x) {
-  T t;
-  store(&t, 0, x);
-  return load(&t, 0);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -250,12 +213,6 @@ __global__ void __launch_bounds__(kRowThreads)
 
 // ---- its backward pass
 // --------------------------------------------------------------------------------------------
-
-int multiprocessors() {
-  int dev = 0, sms = 132;
-  if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  return sms;
-}
 
 /// The most blocks the backward pass launches for `rows` (six an SM): each block's column sums are one partial row
 /// of scratch, so the scratch is sized by this bound; the launch takes what fits on the device at once.
@@ -624,8 +581,6 @@ int rms_backward_blocks(int64_t rows) {
 
 // ---- dispatch
 // -----------------------------------------------------------------------------------------------------
-
-bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 /// The vector width and per-lane vector count for rows of n, or {0, 0} where the kernels do not
 /// take them.
