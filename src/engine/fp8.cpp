@@ -186,15 +186,19 @@ at::Tensor tensor_amax(const at::Tensor& x, const Recipe& r, AmaxHistory* histor
   return r.scaling == Scaling::kDelayed && history != nullptr ? history->push(a) : a;
 }
 
+/// Whether `t` holds the values `held` held at `version`: the same storage address, shape and dtype, and no write since
+/// (every in-place write moves the shared version counter on). `held` is kept alive by its holder, so its address
+/// cannot have been reused.
+bool same_values(const at::Tensor& held, int64_t version, const at::Tensor& t) {
+  return held.defined() && held.data_ptr() == t.data_ptr() && held.sizes() == t.sizes() &&
+         held.scalar_type() == t.scalar_type() && version == t._version();
+}
+
 /// The forward input at a per-tensor scale: the values for this product and the transpose for the weight's gradient,
 /// one pass; under current scaling shared through `memo` with the next layers reading the same tensor.
 Quantized quantize_input(const at::Tensor& x2, const Recipe& r, LinearState* state, InputMemo* memo) {
   const bool share = memo != nullptr && r.scaling == Scaling::kTensor;
-  if (share && memo->source.defined() && memo->source.data_ptr() == x2.data_ptr() &&
-      memo->source.sizes() == x2.sizes() && memo->source.scalar_type() == x2.scalar_type() &&
-      memo->version == x2._version()) {
-    return memo->q;
-  }
+  if (share && same_values(memo->source, memo->version, x2)) return memo->q;
   Quantized q = quantize_from_amax(x2, Format::kE4M3, tensor_amax(x2, r, state ? &state->x : nullptr), true, true);
   // detach(): the same storage and version counter, without holding the autograd graph that made x2
   if (share) *memo = InputMemo{x2.detach(), x2._version(), q};
@@ -205,10 +209,7 @@ Quantized quantize_input(const at::Tensor& x2, const Recipe& r, LinearState* sta
 /// weight is unchanged (not while a graph is captured: its replays must quantise each step's weights).
 Quantized quantize_weight(const at::Tensor& weight, const Recipe& r, LinearState* state) {
   const bool cache = state != nullptr && !capturing(weight);
-  if (cache && state->weight.q.data.defined() && state->weight.ptr == weight.data_ptr() &&
-      state->weight.version == weight._version() && state->weight.q.data.sizes() == weight.sizes()) {
-    return state->weight.q;
-  }
+  if (cache && same_values(state->weight.source, state->weight.version, weight)) return state->weight.q;
   AmaxHistory* history = state ? &state->w : nullptr;
   Quantized q;
   if (!weight.is_contiguous() && weight.t().is_contiguous()) {  // GPT-2's Conv1D: [in, out] underneath
@@ -219,7 +220,7 @@ Quantized quantize_weight(const at::Tensor& weight, const Recipe& r, LinearState
     const at::Tensor w = weight.contiguous();
     q = quantize_from_amax(w, Format::kE4M3, tensor_amax(w, r, history), true, true);
   }
-  if (cache) state->weight = WeightCache{q, weight.data_ptr(), weight._version()};
+  if (cache) state->weight = WeightCache{q, weight.detach(), weight._version()};
   return q;
 }
 
@@ -409,14 +410,15 @@ constexpr size_t kMaxNotes = 8;
 void note_amax(const at::Tensor& t, const at::Tensor& amax) {
   const std::lock_guard<std::mutex> lock(g_notes_mutex);
   if (g_notes.size() == kMaxNotes) g_notes.pop_front();
-  g_notes.push_back(Note{t.detach(), amax, t._version()});  // detached: the note holds no autograd graph
+  // detached: the note holds no autograd graph; flat: see take_amax
+  g_notes.push_back(Note{t.detach().reshape({-1}), amax, t._version()});
 }
 
 at::Tensor take_amax(const at::Tensor& t) {
   const std::lock_guard<std::mutex> lock(g_notes_mutex);
   for (auto it = g_notes.begin(); it != g_notes.end(); ++it) {
-    if (it->tensor.data_ptr() == t.data_ptr() && it->tensor.numel() == t.numel() &&
-        it->tensor.scalar_type() == t.scalar_type() && it->version == t._version() && t.is_contiguous()) {
+    // flat on both sides: noted as written ([..., n]), asked for as the [rows, n] the FP8 layer reads
+    if (t.is_contiguous() && same_values(it->tensor, it->version, t.reshape({-1}))) {
       at::Tensor a = it->amax;
       g_notes.erase(it);
       return a;

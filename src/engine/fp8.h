@@ -86,7 +86,7 @@ class AmaxHistory {
 /// ones on the CPU and torch::optim's do not) and missed when the weight's storage address or version changed.
 struct WeightCache {
   Quantized q;
-  const void* ptr = nullptr;
+  at::Tensor source;  ///< the weight, detached (same storage and version counter)
   int64_t version = -1;
 };
 

@@ -209,6 +209,23 @@ TEST(Fp8Test, LayersReadingOneInputShareItsQuantisationAndAWeightIsQuantisedOnce
 
 /// A reduced decoder trained `steps` SGD steps on one batch under bf16 autocast, its eligible layers in FP8 where
 /// `plan_on` (through a Plan over models::fp8_candidates), on `device`; the losses, and the plan's selection.
+TEST(Fp8Test, AnAmaxNotedByTheKernelThatWroteATensorIsTakenOnceForThatTensorOnly) {
+  const at::Tensor act = torch::randn({2, 3, 16}), amax = torch::tensor(7.0f);
+  fp8::note_amax(act, amax);
+  EXPECT_FALSE(fp8::take_amax(torch::randn({6, 16})).defined()) << "another tensor";
+  EXPECT_FALSE(fp8::take_amax(act.reshape({6, 16}).t()).defined()) << "a transposed view is not what was noted";
+  const at::Tensor taken = fp8::take_amax(act.reshape({6, 16}));  // as the FP8 layer asks: [rows, in]
+  ASSERT_TRUE(taken.defined());
+  EXPECT_EQ(taken.item<float>(), 7.0f);
+  EXPECT_FALSE(fp8::take_amax(act.reshape({6, 16})).defined()) << "taken once";
+  fp8::note_amax(act, amax);
+  {
+    const at::NoGradGuard no_grad;
+    act.mul_(2);  // written since: the noted amax no longer describes it
+  }
+  EXPECT_FALSE(fp8::take_amax(act.reshape({6, 16})).defined());
+}
+
 TEST(Fp8Test, ACheckpointedBlockRerunsItsLayersInFp8) {
   torch::manual_seed(4);
   torch::nn::Linear l(torch::nn::LinearOptions(64, 48));
