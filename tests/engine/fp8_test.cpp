@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "checkpoint.h"
@@ -351,11 +352,19 @@ TEST(Fp8Test, TheCastKernelsWriteTheBytesOfTheAtenCastAndItsTranspose_CUDA) {
     int64_t rows, cols;
     at::ScalarType dtype;
   };
-  // odd shapes (chunks cut by the edges, rows and columns not multiples of 4), tiles in full, every storage type
+  // odd shapes (chunks cut by the edges, rows and columns not multiples of 4), tiles in full, every storage type;
+  // multiples of 8 take the wide kernel (64 x 128 tiles), here also with tiles cut by both edges; a negative row count
+  // puts x at an odd address (the narrow kernel again)
   for (const Case c : {Case{37, 50, at::kBFloat16}, Case{130, 2048, at::kHalf}, Case{64, 96, at::kFloat},
-                       Case{1, 16, at::kBFloat16}, Case{8192, 256, at::kBFloat16}, Case{203, 13, at::kFloat}}) {
-    const at::Tensor x = (torch::randn({c.rows, c.cols}, cuda) * 3.0).to(c.dtype);
-    const std::string what = std::to_string(c.rows) + " x " + std::to_string(c.cols) + " " + c10::toString(c.dtype);
+                       Case{1, 16, at::kBFloat16}, Case{8192, 256, at::kBFloat16}, Case{203, 13, at::kFloat},
+                       Case{136, 200, at::kBFloat16}, Case{72, 2056, at::kFloat}, Case{8, 8, at::kHalf},
+                       Case{256, 384, at::kBFloat16}, Case{-64, 128, at::kBFloat16}}) {
+    const bool odd_address = c.rows < 0;
+    const int64_t rows = std::abs(c.rows);
+    const at::Tensor flat = (torch::randn({rows * c.cols + 1}, cuda) * 3.0).to(c.dtype);
+    const at::Tensor x = flat.narrow(0, odd_address ? 1 : 0, rows * c.cols).view({rows, c.cols});
+    const std::string what = std::to_string(rows) + " x " + std::to_string(c.cols) + " " + c10::toString(c.dtype) +
+                             (odd_address ? " at an odd address" : "");
     const at::Tensor a = fp8::amax(x, false);
     EXPECT_EQ(a.item<float>(), x.abs().amax().to(at::kFloat).item<float>()) << what;
     for (const Format f : {Format::kE4M3, Format::kE5M2}) {
@@ -372,7 +381,10 @@ TEST(Fp8Test, TheCastKernelsWriteTheBytesOfTheAtenCastAndItsTranspose_CUDA) {
     }
     const fp8::Quantized only_t = fp8::quantize_from_amax(x, Format::kE4M3, a, false, true);
     EXPECT_FALSE(only_t.data.defined());
-    EXPECT_EQ(only_t.data_t.sizes(), (std::vector<int64_t>{c.cols, c.rows}));
+    EXPECT_EQ(only_t.data_t.sizes(), (std::vector<int64_t>{c.cols, rows}));
+    EXPECT_TRUE(at::equal(only_t.data_t.view(at::kByte),
+                          fp8::quantize_from_amax(x, Format::kE4M3, a, true, true).data_t.view(at::kByte)))
+        << what << ": the transpose alone";
   }
   // NaN reaches the amax (and so the run's non-finite check), an all-zero tensor scales by 1
   at::Tensor bad = torch::ones({64, 64}, cuda).to(at::kBFloat16);
@@ -421,6 +433,84 @@ TEST(Fp8Test, SwiGluKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUDA) {
         // the values against ATen's formula, within the storage type's rounding
         const at::Tensor gf = g.narrow(0, o, n).to(at::kFloat), uf = u.narrow(0, o, n).to(at::kFloat);
         EXPECT_LT(rel_diff(out.narrow(0, o, n), at::silu(gf) * uf), 1e-2) << what;
+      }
+    }
+  }
+}
+#endif
+
+#ifdef GPUBENCH_WITH_GPU_AUGMENT
+TEST(Fp8Test, RmsNormAndRotaryKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(10);
+  const auto cuda = torch::TensorOptions().device(at::kCUDA);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  auto dtype_of = [](at::ScalarType dt) {
+    return dt == at::kBFloat16 ? fused::DType::kBFloat16
+           : dt == at::kHalf   ? fused::DType::kFloat16
+                               : fused::DType::kFloat32;
+  };
+  auto amax_of = [](const at::Tensor& t) { return t.abs().amax().to(at::kFloat).item<float>(); };
+  for (const at::ScalarType dt : {at::kBFloat16, at::kHalf, at::kFloat}) {
+    // RMSNorm: TinyLlama's width (eight a load) and an odd one (one a load), many rows and one
+    for (const auto& [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{3000, 2048}, {1, 2048}, {77, 100}}) {
+      const std::string what = std::to_string(rows) + " x " + std::to_string(n) + " " + c10::toString(dt);
+      const at::Tensor y = (torch::randn({rows, n}, cuda) * 2).to(dt), r = torch::randn({rows, n}, cuda).to(dt);
+      const at::Tensor gamma = torch::rand({n}, cuda) + 0.5;
+      at::Tensor sum = at::empty_like(y), out = at::empty_like(y), ref = at::empty_like(y);
+      const at::Tensor rstd = at::empty({rows}, cuda.dtype(at::kFloat)), amax = at::zeros({2}, cuda.dtype(at::kFloat));
+      for (at::Tensor* dst : {&out, &ref}) {
+        ASSERT_EQ(fused::launch_add_rms_norm(y.data_ptr(), r.data_ptr(), gamma.data_ptr<float>(), sum.data_ptr(),
+                                             dst->data_ptr(), rstd.data_ptr<float>(), dtype_of(dt), rows, n, 1e-5f,
+                                             stream, dst == &out ? amax.data_ptr<float>() : nullptr),
+                  cudaSuccess);
+      }
+      EXPECT_EQ(amax[0].item<float>(), amax_of(out)) << what;
+      EXPECT_TRUE(at::equal(out, ref)) << what << ": asking for the amax";
+      const at::Tensor d_out = torch::randn({rows, n}, cuda).to(dt), d_extra = torch::randn({rows, n}, cuda).to(dt);
+      at::Tensor d_sum = at::empty_like(y), d_ref = at::empty_like(y);
+      const at::Tensor scratch = at::empty({fused::rms_norm_backward_scratch_floats(rows, n)}, cuda.dtype(at::kFloat));
+      const at::Tensor d_gamma = at::empty({n}, cuda.dtype(at::kFloat));
+      for (at::Tensor* dst : {&d_sum, &d_ref}) {
+        ASSERT_EQ(fused::launch_add_rms_norm_backward(d_out.data_ptr(), d_extra.data_ptr(), sum.data_ptr(),
+                                                      gamma.data_ptr<float>(), rstd.data_ptr<float>(), dst->data_ptr(),
+                                                      scratch.data_ptr<float>(), d_gamma.data_ptr<float>(),
+                                                      dtype_of(dt), rows, n, stream,
+                                                      dst == &d_sum ? amax.data_ptr<float>() + 1 : nullptr),
+                  cudaSuccess);
+      }
+      EXPECT_EQ(amax[1].item<float>(), amax_of(d_sum)) << what << ": the gradient";
+      EXPECT_TRUE(at::equal(d_sum, d_ref)) << what;
+    }
+    // rotary: Llama's head_dim 64 (eight a load) and 12 (one a load), both ways
+    for (const int64_t hd : {int64_t{64}, int64_t{12}}) {
+      const int64_t b = 2, t = 33, hq = 8, hk = 2;
+      const at::Tensor freqs = at::outer(at::arange(t, torch::kFloat), at::rand({hd / 2}));
+      const at::Tensor emb = at::cat({freqs, freqs}, -1).to(at::kCUDA);
+      const at::Tensor cos = emb.cos().to(dt), sin = emb.sin().to(dt);
+      const at::Tensor q = (torch::randn({b, t, hq, hd}, cuda) * 3).to(dt);
+      const at::Tensor k = torch::randn({b, t, hk, hd}, cuda).to(dt);
+      for (const bool inverse : {false, true}) {
+        const std::string what =
+            "rotary head_dim " + std::to_string(hd) + (inverse ? " backward " : " ") + c10::toString(dt);
+        at::Tensor qo = at::empty_like(q), ko = at::empty_like(k);
+        const at::Tensor amax = at::zeros({2}, cuda.dtype(at::kFloat));
+        ASSERT_EQ(fused::launch_rotary(q.data_ptr(), k.data_ptr(), qo.data_ptr(), ko.data_ptr(), cos.data_ptr(),
+                                       sin.data_ptr(), dtype_of(dt), b * t, t, hq, hk, hd, inverse, stream,
+                                       amax.data_ptr<float>(), amax.data_ptr<float>() + 1),
+                  cudaSuccess);
+        EXPECT_EQ(amax[0].item<float>(), amax_of(qo)) << what;
+        EXPECT_EQ(amax[1].item<float>(), amax_of(ko)) << what;
+        // against ATen's formula: x cos + rotate_half(x) sin, or its transpose, x cos + rotate_half^T(x sin)
+        const at::Tensor cb = cos.to(at::kFloat).unsqueeze(1), sb = sin.to(at::kFloat).unsqueeze(1);
+        auto expected = [&](const at::Tensor& x) {
+          const at::Tensor xf = x.to(at::kFloat);
+          const at::Tensor rot = inverse ? xf * sb : xf;
+          const at::Tensor lo = rot.narrow(-1, 0, hd / 2), hi = rot.narrow(-1, hd / 2, hd / 2);
+          return inverse ? xf * cb + at::cat({hi, -lo}, -1) : xf * cb + at::cat({-hi, lo}, -1) * sb;
+        };
+        EXPECT_LT(rel_diff(qo, expected(q)), 1e-2) << what;
+        EXPECT_LT(rel_diff(ko, expected(k)), 1e-2) << what;
       }
     }
   }

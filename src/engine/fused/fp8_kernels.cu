@@ -26,14 +26,26 @@ using device::multiprocessors;
 constexpr int kAmaxThreads = 256;
 
 template <typename T>
-__global__ void __launch_bounds__(kAmaxThreads) amax_kernel(const T* x, int64_t n, bool vectorised, unsigned* out) {
+__global__ void __launch_bounds__(kAmaxThreads) amax_kernel(const T* __restrict__ x, int64_t n, bool vectorised,
+                                                            unsigned* out) {
   unsigned m = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   int64_t done = 0;
   if (vectorised) {
     const int64_t vectors = n / 8;
-    for (int64_t i = first; i < vectors; i += stride) {
+    int64_t i = first;
+    // four 16-byte loads in flight a thread, then the rest one at a time
+    for (; i + 3 * stride < vectors; i += 4 * stride) {
+      float v[4][8];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) load_v<T, 8>(x, (i + u * stride) * 8, v[u]);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        for (float f : v[u]) m = max(m, abs_bits(f));
+      }
+    }
+    for (; i < vectors; i += stride) {
       float v[8];
       load_v<T, 8>(x, i * 8, v);
       for (float f : v) m = max(m, abs_bits(f));
@@ -135,6 +147,72 @@ __global__ void __launch_bounds__(kCastThreads)
   }
 }
 
+// ---- the same cast for whole 8 x 8 blocks: 64 x 128 tiles, eight elements an access -------------------------------
+// Rows and columns multiples of 8 and x 16-byte aligned (the shapes training hands it): each thread loads four
+// 16-byte runs (all in flight before any is used), writes eight FP8 bytes a store to `out`, and for the transpose
+// reads an 8 x 4 block of the tile's bytes and writes four 8-byte runs of out_t's rows. The tile's words are
+// XOR-swizzled by row group, so those reads (8 rows apart, 4 words wide a warp) hit 32 distinct banks.
+
+constexpr int kWideRows = 64, kWideCols = 128;
+constexpr int kWideChunks = kWideCols / 8;                              // 8-element chunks a tile row
+constexpr int kWidePerThread = kWideRows * kWideChunks / kCastThreads;  // 4
+constexpr int kWideWords = kWideCols / 4;                               // 32 words of bytes a tile row
+
+/// The tile word holding bytes [4 w, 4 w + 4) of tile row r.
+__device__ __forceinline__ int tile_word(int r, int w) { return r * kWideWords + (w ^ ((r >> 3) << 2)); }
+
+template <typename T>
+__global__ void __launch_bounds__(kCastThreads)
+    cast_transpose_wide(const T* __restrict__ x, int64_t rows, int64_t cols, bool e5m2, float fmax,
+                        const float* __restrict__ amax, uint8_t* __restrict__ out, uint8_t* __restrict__ out_t,
+                        float* __restrict__ inv_scale) {
+  __shared__ uint32_t tile[kWideRows * kWideWords];  // 8 KiB
+  const float s = scale_from(amax, fmax);
+  if (inv_scale != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *inv_scale = 1.0f / s;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kWideRows, c0 = static_cast<int64_t>(blockIdx.x) * kWideCols;
+  float v[kWidePerThread][8];
+#pragma unroll
+  for (int i = 0; i < kWidePerThread; ++i) {
+    const int idx = static_cast<int>(threadIdx.x) + i * kCastThreads;
+    const int64_t gr = r0 + idx / kWideChunks, gc = c0 + (idx % kWideChunks) * 8;
+    if (gr < rows && gc < cols) load_v<T, 8>(x, gr * cols + gc, v[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < kWidePerThread; ++i) {
+    const int idx = static_cast<int>(threadIdx.x) + i * kCastThreads;
+    const int r = idx / kWideChunks, chunk = idx % kWideChunks;
+    const int64_t gr = r0 + r, gc = c0 + chunk * 8;
+    uint2 b = make_uint2(0u, 0u);
+    if (gr < rows && gc < cols) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        b.x |= uint32_t{to_fp8(v[i][j] * s, e5m2)} << (8 * j);
+        b.y |= uint32_t{to_fp8(v[i][j + 4] * s, e5m2)} << (8 * j);
+      }
+      if (out != nullptr) *reinterpret_cast<uint2*>(out + gr * cols + gc) = b;
+    }
+    *reinterpret_cast<uint2*>(&tile[tile_word(r, chunk * 2)]) = b;  // the pair stays adjacent: the XOR keeps bit 0
+  }
+  if (out_t == nullptr) return;  // uniform over the block: no barrier is skipped by some threads only
+  __syncthreads();
+  const int rg = static_cast<int>(threadIdx.x) % 8, cg = static_cast<int>(threadIdx.x) / 8;  // 8 x 32 blocks of 8 x 4
+  const int64_t gr = r0 + rg * 8, gc = c0 + cg * 4;
+  if (gr >= rows || gc >= cols) return;
+  uint32_t w[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) w[j] = tile[tile_word(rg * 8 + j, cg)];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {  // column gc + k of x: byte k of each of the eight rows' words
+    uint2 b = make_uint2(0u, 0u);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      b.x |= ((w[j] >> (8 * k)) & 0xffu) << (8 * j);
+      b.y |= ((w[j + 4] >> (8 * k)) & 0xffu) << (8 * j);
+    }
+    *reinterpret_cast<uint2*>(out_t + (gc + k) * rows + gr) = b;
+  }
+}
+
 template <typename T>
 cudaError_t amax_as(const void* x, int64_t n, float* amax, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
@@ -152,11 +230,20 @@ cudaError_t cast_as(const void* x, int64_t rows, int64_t cols, bool e5m2, const 
                     float* inv_scale, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   const auto* p = static_cast<const T*>(x);
+  const float fmax = e5m2 ? 57344.0f : 448.0f;
+  if (rows % 8 == 0 && cols % 8 == 0 && aligned16(p) && aligned(out, 8) && aligned(out_t, 8)) {
+    const dim3 grid(static_cast<unsigned>((cols + kWideCols - 1) / kWideCols),
+                    static_cast<unsigned>((rows + kWideRows - 1) / kWideRows));
+    if (grid.y > 65535u) return cudaErrorInvalidConfiguration;
+    cast_transpose_wide<T><<<grid, kCastThreads, 0, stream>>>(
+        p, rows, cols, e5m2, fmax, amax, static_cast<uint8_t*>(out), static_cast<uint8_t*>(out_t), inv_scale);
+    return cudaGetLastError();
+  }
   const bool whole = cols % 4 == 0 && rows % 4 == 0 && aligned(p, 4 * sizeof(T)) && aligned(out, 4) &&
                      aligned(out_t, 4);
   const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile));
   if (grid.y > 65535u) return cudaErrorInvalidConfiguration;
-  cast_transpose<T><<<grid, kCastThreads, 0, stream>>>(p, rows, cols, e5m2, e5m2 ? 57344.0f : 448.0f, amax, whole,
+  cast_transpose<T><<<grid, kCastThreads, 0, stream>>>(p, rows, cols, e5m2, fmax, amax, whole,
                                                        static_cast<uint8_t*>(out), static_cast<uint8_t*>(out_t),
                                                        inv_scale);
   return cudaGetLastError();

@@ -168,32 +168,65 @@ __global__ void swiglu_backward(const T* gate, const T* up, const T* d_out, T* d
 
 // ---- rotary embeddings for q and k -------------------------------------------------------------------------------
 
-template <typename T>
-__global__ void rotary(const T* q, const T* k, T* q_out, T* k_out, const T* cos, const T* sin, int64_t tokens,
-                       int64_t seq_len, int64_t q_heads, int64_t k_heads, int64_t head_dim, bool inverse) {
-  const int64_t half = head_dim / 2;
+/// One element pair (d, d + half) of a head: x * cos + rotate_half(x) * sin, or with `inverse` the transpose of that
+/// map (the gradient with respect to x).
+__device__ __forceinline__ void rotate_pair(float x1, float x2, float c1, float c2, float s1, float s2, bool inverse,
+                                            float& y1, float& y2) {
+  if (!inverse) {  // rotate_half(x) = (-x2, x1)
+    y1 = x1 * c1 - x2 * s1;
+    y2 = x2 * c2 + x1 * s2;
+  } else {
+    y1 = x1 * c1 + x2 * s2;
+    y2 = x2 * c2 - x1 * s1;
+  }
+}
+
+/// V consecutive pairs a thread: V = 8 moves 16-byte words (half a multiple of 8, every pointer 16-byte aligned),
+/// V = 1 single elements. Items run over (token, head, d / V), d fastest, so a warp reads whole heads. With
+/// amax_q / amax_k non-null, the largest |q_out| and |k_out| as stored are atomicMax-ed into them (FP8's scaling of
+/// the gradients that reach q_proj and k_proj reads them instead of another pass).
+template <typename T, int V>
+__global__ void rotary(const T* __restrict__ q, const T* __restrict__ k, T* __restrict__ q_out, T* __restrict__ k_out,
+                       const T* __restrict__ cos, const T* __restrict__ sin, int64_t tokens, int64_t seq_len,
+                       int64_t q_heads, int64_t k_heads, int64_t head_dim, bool inverse, unsigned* amax_q,
+                       unsigned* amax_k) {
+  const int64_t half = head_dim / 2, vectors = half / V;
   const int64_t heads = q_heads + k_heads;
-  const int64_t total = tokens * heads * half;
+  const int64_t total = tokens * heads * vectors;
+  unsigned mq = 0, mk = 0;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t d = i % half;
-    const int64_t head = (i / half) % heads;
-    const int64_t token = i / (half * heads);
+    const int64_t d = (i % vectors) * V;
+    const int64_t head = (i / vectors) % heads;
+    const int64_t token = i / (vectors * heads);
     const int64_t pos = token % seq_len;
     const bool is_q = head < q_heads;
-    const T* x = is_q ? q + (token * q_heads + head) * head_dim : k + (token * k_heads + head - q_heads) * head_dim;
-    T* y = is_q ? q_out + (token * q_heads + head) * head_dim : k_out + (token * k_heads + head - q_heads) * head_dim;
-    const float x1 = load(x, d), x2 = load(x, d + half);
-    const float c1 = load(cos, pos * head_dim + d), c2 = load(cos, pos * head_dim + d + half);
-    const float s1 = load(sin, pos * head_dim + d), s2 = load(sin, pos * head_dim + d + half);
-    if (!inverse) {  // y = x * cos + rotate_half(x) * sin, rotate_half(x) = (-x2, x1)
-      store(y, d, x1 * c1 - x2 * s1);
-      store(y, d + half, x2 * c2 + x1 * s2);
-    } else {  // the transpose of that map: the gradient with respect to x
-      store(y, d, x1 * c1 + x2 * s2);
-      store(y, d + half, x2 * c2 - x1 * s1);
+    const int64_t at = is_q ? (token * q_heads + head) * head_dim : (token * k_heads + head - q_heads) * head_dim;
+    const T* x = is_q ? q : k;
+    T* y = is_q ? q_out : k_out;
+    float x1[V], x2[V], c1[V], c2[V], s1[V], s2[V], y1[V], y2[V];
+    load_v<T, V>(x, at + d, x1);
+    load_v<T, V>(x, at + d + half, x2);
+    load_v<T, V>(cos, pos * head_dim + d, c1);
+    load_v<T, V>(cos, pos * head_dim + d + half, c2);
+    load_v<T, V>(sin, pos * head_dim + d, s1);
+    load_v<T, V>(sin, pos * head_dim + d + half, s2);
+    unsigned m = 0;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      rotate_pair(x1[j], x2[j], c1[j], c2[j], s1[j], s2[j], inverse, y1[j], y2[j]);
+      m = max(m, max(abs_bits(rounded<T>(y1[j])), abs_bits(rounded<T>(y2[j]))));
+    }
+    store_v<T, V>(y, at + d, y1);
+    store_v<T, V>(y, at + d + half, y2);
+    if (is_q) {
+      mq = max(mq, m);
+    } else {
+      mk = max(mk, m);
     }
   }
+  if (amax_q != nullptr) block_amax(mq, amax_q);
+  if (amax_k != nullptr) block_amax(mk, amax_k);
 }
 
 /// A grid for an elementwise kernel over n items: enough blocks to fill the device, each thread looping.
@@ -254,13 +287,26 @@ template <typename T>
 struct RotaryLaunch {
   static cudaError_t run(const void* q, const void* k, void* q_out, void* k_out, const void* cos, const void* sin,
                          int64_t tokens, int64_t seq_len, int64_t q_heads, int64_t k_heads, int64_t head_dim,
-                         bool inverse, cudaStream_t stream) {
+                         bool inverse, float* amax_q, float* amax_k, cudaStream_t stream) {
     const int64_t n = tokens * (q_heads + k_heads) * (head_dim / 2);
     if (n == 0) return cudaSuccess;
-    rotary<T><<<grid_for(n, 256), 256, 0, stream>>>(static_cast<const T*>(q), static_cast<const T*>(k),
-                                                    static_cast<T*>(q_out), static_cast<T*>(k_out),
-                                                    static_cast<const T*>(cos), static_cast<const T*>(sin), tokens,
-                                                    seq_len, q_heads, k_heads, head_dim, inverse);
+    const bool vectorised = (head_dim / 2) % 8 == 0 && aligned16(q) && aligned16(k) && aligned16(q_out) &&
+                            aligned16(k_out) && aligned16(cos) && aligned16(sin);
+    auto* aq = reinterpret_cast<unsigned*>(amax_q);
+    auto* ak = reinterpret_cast<unsigned*>(amax_k);
+    const auto* qt = static_cast<const T*>(q);
+    const auto* kt = static_cast<const T*>(k);
+    const auto* ct = static_cast<const T*>(cos);
+    const auto* st = static_cast<const T*>(sin);
+    auto* qo = static_cast<T*>(q_out);
+    auto* ko = static_cast<T*>(k_out);
+    if (vectorised) {
+      rotary<T, 8><<<grid_for(n / 8, 256), 256, 0, stream>>>(qt, kt, qo, ko, ct, st, tokens, seq_len, q_heads, k_heads,
+                                                             head_dim, inverse, aq, ak);
+    } else {
+      rotary<T, 1><<<grid_for(n, 256), 256, 0, stream>>>(qt, kt, qo, ko, ct, st, tokens, seq_len, q_heads, k_heads,
+                                                         head_dim, inverse, aq, ak);
+    }
     return cudaGetLastError();
   }
 };
@@ -285,9 +331,9 @@ cudaError_t launch_swiglu_backward(const void* gate, const void* up, const void*
 
 cudaError_t launch_rotary(const void* q, const void* k, void* q_out, void* k_out, const void* cos, const void* sin,
                           DType dtype, int64_t tokens, int64_t seq_len, int64_t q_heads, int64_t k_heads,
-                          int64_t head_dim, bool inverse, cudaStream_t stream) {
+                          int64_t head_dim, bool inverse, cudaStream_t stream, float* amax_q, float* amax_k) {
   return dispatch<RotaryLaunch>(dtype, q, k, q_out, k_out, cos, sin, tokens, seq_len, q_heads, k_heads, head_dim,
-                                inverse, stream);
+                                inverse, amax_q, amax_k, stream);
 }
 
 }  // namespace gpubench::engine::fused

@@ -35,10 +35,13 @@ cudaError_t launch_swiglu_backward(const void* gate, const void* up, const void*
 /// k_heads, head_dim], contiguous, with tokens = batch x seq_len (row-major over batch then position); cos and sin
 /// are [seq_len, head_dim] (the two halves equal, as transformers builds them). out = x * cos + rotate_half(x) * sin,
 /// written to q_out and k_out. `inverse` applies the transpose instead (the backward pass: x * cos - rotate_half(x) *
-/// sin with the halves' roles swapped).
+/// sin with the halves' roles swapped). Eight elements an access where head_dim / 2 is a multiple of 8 and every
+/// pointer 16-byte aligned. With `amax_q` / `amax_k` (fp32 slots holding a value, 0 for fresh ones), the largest
+/// |q_out| and |k_out| as stored are maxed into them in the same pass (FP8's scaling).
 cudaError_t launch_rotary(const void* q, const void* k, void* q_out, void* k_out, const void* cos, const void* sin,
                           DType dtype, int64_t tokens, int64_t seq_len, int64_t q_heads, int64_t k_heads,
-                          int64_t head_dim, bool inverse, cudaStream_t stream);
+                          int64_t head_dim, bool inverse, cudaStream_t stream, float* amax_q = nullptr,
+                          float* amax_k = nullptr);
 
 // ---- BERT's sub-layer outputs (layer_norm_kernels.cu) --------------------------------------------------------------
 
@@ -89,18 +92,21 @@ cudaError_t launch_dropout_add_layer_norm_backward(const void* d_out, const void
 bool rms_norm_kernels_support(int64_t n, bool aligned);
 
 /// s = y + residual (rounded to the storage type, written to `sum`) and out = s * rstd * gamma over rows of n, with
-/// rstd = 1 / sqrt(mean(s^2) + eps) (fp32, written to `rstd`): one pass.
+/// rstd = 1 / sqrt(mean(s^2) + eps) (fp32, written to `rstd`): one pass. With `amax` (an fp32 slot holding a value,
+/// 0 for a fresh one) the largest |out| as stored is maxed into it in the same pass (FP8's scaling).
 cudaError_t launch_add_rms_norm(const void* y, const void* residual, const float* gamma, void* sum, void* out,
-                                float* rstd, DType dtype, int64_t rows, int64_t n, float eps, cudaStream_t stream);
+                                float* rstd, DType dtype, int64_t rows, int64_t n, float eps, cudaStream_t stream,
+                                float* amax = nullptr);
 
 /// The fp32 scratch the backward pass below needs: floats(rows, n) elements.
 int64_t rms_norm_backward_scratch_floats(int64_t rows, int64_t n);
 
 /// Its gradient in one pass over the rows: d_sum = RMSNorm's input gradient of d_out (+ d_extra where not null: the
-/// stream's own gradient), and d_gamma [n] (fp32) = the column sums of d_out * s * rstd.
+/// stream's own gradient), and d_gamma [n] (fp32) = the column sums of d_out * s * rstd. With `amax`, the largest
+/// |d_sum| as stored is maxed into it, as launch_add_rms_norm's.
 cudaError_t launch_add_rms_norm_backward(const void* d_out, const void* d_extra, const void* sum, const float* gamma,
                                          const float* rstd, void* d_sum, float* scratch, float* d_gamma, DType dtype,
-                                         int64_t rows, int64_t n, cudaStream_t stream);
+                                         int64_t rows, int64_t n, cudaStream_t stream, float* amax = nullptr);
 
 /// The fp32 scratch launch_gelu_backward_bias needs: floats(rows, n) elements.
 int64_t gelu_backward_scratch_floats(int64_t rows, int64_t n);

@@ -177,28 +177,37 @@ class RotaryFn : public torch::autograd::Function<RotaryFn> {
     const at::Tensor qc = q.contiguous(), kc = k.to(q.scalar_type()).contiguous();
     const at::Tensor c = cos.to(q.scalar_type()).contiguous(), s = sin.to(q.scalar_type()).contiguous();
     ctx->save_for_backward({c, s});
-    return rotate(qc, kc, c, s, /*inverse=*/false);
+    // Under FP8 training q's and k's gradients reach q_proj and k_proj: their amaxes come from the backward pass.
+    ctx->saved_data["fp8"] = fp8::active_plan() != nullptr;
+    return rotate(qc, kc, c, s, /*inverse=*/false, /*amaxes=*/false);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& c = saved[0];
     const at::Tensor gq = grad_out[0].to(c.scalar_type()).contiguous(), gk = grad_out[1].to(c.scalar_type()).contiguous();
-    tensor_list g = rotate(gq, gk, c, saved[1], /*inverse=*/true);
+    tensor_list g = rotate(gq, gk, c, saved[1], /*inverse=*/true, ctx->saved_data["fp8"].toBool());
     return {g[0], g[1], at::Tensor(), at::Tensor()};
   }
 
  private:
   /// x * cos + rotate_half(x) * sin for q and k (or its transpose), tables [seq, head_dim] over [b, seq, heads, d].
+  /// `amaxes`: the kernel also gives both outputs' amaxes, noted for the FP8 layers that quantise them next.
   static tensor_list rotate(const at::Tensor& q, const at::Tensor& k, const at::Tensor& c, const at::Tensor& s,
-                            bool inverse) {
+                            bool inverse, bool amaxes) {
     if (on_kernels(q)) {
       at::Tensor q_out = at::empty_like(q), k_out = at::empty_like(k);
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
+      const at::Tensor amax = amaxes ? fp8::zeroed_amaxes(2, q) : at::Tensor();
       check(launch_rotary(q.data_ptr(), k.data_ptr(), q_out.data_ptr(), k_out.data_ptr(), c.data_ptr(), s.data_ptr(),
                           dtype_of(q), q.size(0) * q.size(1), q.size(1), q.size(2), k.size(2), q.size(3), inverse,
-                          stream()),
+                          stream(), amaxes ? amax.data_ptr<float>() : nullptr,
+                          amaxes ? amax.data_ptr<float>() + 1 : nullptr),
             "rotary");
+      if (amaxes) {
+        fp8::note_amax(q_out, amax.select(0, 0));
+        fp8::note_amax(k_out, amax.select(0, 1));
+      }
 #endif
       return {q_out, k_out};
     }
@@ -488,14 +497,21 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
     const int64_t rows = y2.size(0);
     at::Tensor s, out, rstd;
     const bool kernel = on_kernels(y2) && rms_kernels_take(n, aligned16(y2) && aligned16(r) && aligned16(g));
+    // Under FP8 training the normalised output feeds FP8 layers (q/k/v, gate/up) and the stream's gradient o_proj's
+    // and down_proj's backward products: the kernels give their amaxes, noted for those layers.
+    const bool fp8 = fp8::active_plan() != nullptr;
+    ctx->saved_data["fp8"] = fp8;
     if (kernel) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
       s = at::empty_like(y2);
       out = at::empty_like(y2);
       rstd = at::empty({rows}, y2.options().dtype(at::kFloat));
+      const at::Tensor amax = fp8 ? fp8::zeroed_amaxes(1, y2) : at::Tensor();
       check(launch_add_rms_norm(y2.data_ptr(), r.data_ptr(), g.data_ptr<float>(), s.data_ptr(), out.data_ptr(),
-                                rstd.data_ptr<float>(), dtype_of(y2), rows, n, static_cast<float>(eps), stream()),
+                                rstd.data_ptr<float>(), dtype_of(y2), rows, n, static_cast<float>(eps), stream(),
+                                fp8 ? amax.data_ptr<float>() : nullptr),
             "add_rms_norm");
+      if (fp8) fp8::note_amax(out, amax.select(0, 0));
 #endif
     } else {
       s = y2 + r;
@@ -524,11 +540,14 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
       const auto f32 = s.options().dtype(at::kFloat);
       at::Tensor scratch = at::empty({rms_norm_backward_scratch_floats(rows, n)}, f32);
       d_gamma = at::empty({n}, f32);
+      const bool fp8 = ctx->saved_data["fp8"].toBool();
+      const at::Tensor amax = fp8 ? fp8::zeroed_amaxes(1, s) : at::Tensor();
       check(launch_add_rms_norm_backward(d_out.data_ptr(), d_extra.defined() ? d_extra.data_ptr() : nullptr,
                                          s.data_ptr(), g.data_ptr<float>(), rstd.data_ptr<float>(), d_s.data_ptr(),
                                          scratch.data_ptr<float>(), d_gamma.data_ptr<float>(), dtype_of(s), rows, n,
-                                         stream()),
+                                         stream(), fp8 ? amax.data_ptr<float>() : nullptr),
             "add_rms_norm_backward");
+      if (fp8) fp8::note_amax(d_s, amax.select(0, 0));
 #endif
     } else {
       const at::Tensor xhat = s.to(at::kFloat) * rstd.unsqueeze(1), df = d_out.to(at::kFloat);

@@ -18,7 +18,9 @@ namespace gpubench::engine::fused {
 
 namespace {
 
+using device::abs_bits;
 using device::aligned16;
+using device::block_amax;
 using device::load;
 using device::load_v;
 using device::multiprocessors;
@@ -483,9 +485,10 @@ template <typename T, int V, int C>
 __global__ void __launch_bounds__(kRmsThreads)
     add_rms_norm_fwd(const T* __restrict__ y, const T* __restrict__ res, const float* __restrict__ gamma,
                      T* __restrict__ sum, T* __restrict__ out, float* __restrict__ rstd_out, int64_t rows, int n,
-                     float eps) {
+                     float eps, unsigned* amax) {
   __shared__ float red[kRmsWarps];
   const float inv_n = 1.0f / static_cast<float>(n);
+  unsigned m = 0;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     float v[C][V];
     float sq = 0.0f;
@@ -512,11 +515,15 @@ __global__ void __launch_bounds__(kRmsThreads)
       float g[V], o[V];
       load_v<float, V>(gamma, j, g);
 #pragma unroll
-      for (int k = 0; k < V; ++k) o[k] = v[c][k] * rstd * g[k];
+      for (int k = 0; k < V; ++k) {
+        o[k] = v[c][k] * rstd * g[k];
+        m = max(m, abs_bits(rounded<T>(o[k])));
+      }
       store_v<T, V>(out, row * n + j, o);
     }
     if (threadIdx.x == 0) rstd_out[row] = rstd;
   }
+  if (amax != nullptr) block_amax(m, amax);
 }
 
 /// d_sum = RMSNorm's input gradient of d_out (+ d_extra), and the block's partial column sums of d_out * xhat (the
@@ -525,9 +532,10 @@ template <typename T, int V, int C>
 __global__ void __launch_bounds__(kRmsThreads)
     add_rms_norm_bwd(const T* __restrict__ d_out, const T* __restrict__ d_extra, const T* __restrict__ sum,
                      const float* __restrict__ gamma, const float* __restrict__ rstd, T* __restrict__ d_sum,
-                     float* __restrict__ scratch, int64_t rows, int n) {
+                     float* __restrict__ scratch, int64_t rows, int n, unsigned* amax) {
   __shared__ float red[kRmsWarps];
   const float inv_n = 1.0f / static_cast<float>(n);
+  unsigned m = 0;
   float acc[C][V];
 #pragma unroll
   for (int c = 0; c < C; ++c) {
@@ -565,8 +573,11 @@ __global__ void __launch_bounds__(kRmsThreads)
       for (int k = 0; k < V; ++k) ds[k] = rs * (g[k] * dv[c][k] - xh[c][k] * mean_dot);
       add_if<T, V>(d_extra, e, ds);
       store_v<T, V>(d_sum, e, ds);
+#pragma unroll
+      for (int k = 0; k < V; ++k) m = max(m, abs_bits(rounded<T>(ds[k])));
     }
   }
+  if (amax != nullptr) block_amax(m, amax);
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     const int j = rms_column<V>(c);
@@ -869,13 +880,14 @@ struct RmsForward {
   int64_t rows;
   int n;
   float eps;
+  unsigned* amax;
   unsigned blocks;
   cudaStream_t stream;
   template <typename T, int V, int C>
   cudaError_t run() const {
     add_rms_norm_fwd<T, V, C><<<blocks, kRmsThreads, 0, stream>>>(static_cast<const T*>(y), static_cast<const T*>(res),
                                                                  gamma, static_cast<T*>(sum), static_cast<T*>(out),
-                                                                 rstd, rows, n, eps);
+                                                                 rstd, rows, n, eps, amax);
     return cudaGetLastError();
   }
 };
@@ -887,13 +899,14 @@ struct RmsBackward {
   float* scratch;
   int64_t rows;
   int n;
+  unsigned* amax;
   unsigned blocks;
   cudaStream_t stream;
   template <typename T, int V, int C>
   cudaError_t run() const {
     add_rms_norm_bwd<T, V, C><<<blocks, kRmsThreads, 0, stream>>>(
         static_cast<const T*>(d_out), static_cast<const T*>(d_extra), static_cast<const T*>(sum), gamma, rstd,
-        static_cast<T*>(d_sum), scratch, rows, n);
+        static_cast<T*>(d_sum), scratch, rows, n, amax);
     return cudaGetLastError();
   }
 };
@@ -902,13 +915,17 @@ struct RmsBackward {
 bool rms_norm_kernels_support(int64_t n, bool aligned) { return rms_shape(n, aligned).v != 0; }
 
 cudaError_t launch_add_rms_norm(const void* y, const void* residual, const float* gamma, void* sum, void* out,
-                                float* rstd, DType dtype, int64_t rows, int64_t n, float eps, cudaStream_t stream) {
+                                float* rstd, DType dtype, int64_t rows, int64_t n, float eps, cudaStream_t stream,
+                                float* amax) {
   const bool aligned = aligned16(y) && aligned16(residual) && aligned16(gamma) && aligned16(sum) && aligned16(out);
   const Shape shape = rms_shape(n, aligned);
   if (shape.v == 0) return cudaErrorInvalidValue;
   if (rows == 0) return cudaSuccess;
-  const auto blocks = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
-  const RmsForward launch{y, residual, gamma, sum, out, rstd, rows, static_cast<int>(n), eps, blocks, stream};
+  // With an amax each block ends in one atomicMax: a few blocks an SM looping over the rows, not a block a row.
+  const int64_t most = amax != nullptr ? 8 * static_cast<int64_t>(multiprocessors()) : 65535;
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>(rows, most));
+  const RmsForward launch{y,   residual, gamma, sum, out, rstd, rows, static_cast<int>(n), eps,
+                          reinterpret_cast<unsigned*>(amax), blocks, stream};
   return with_type(dtype, [&](auto tag) { return with_rms_shape<decltype(tag)>(shape, launch); });
 }
 
@@ -916,7 +933,7 @@ int64_t rms_norm_backward_scratch_floats(int64_t rows, int64_t n) { return rms_b
 
 cudaError_t launch_add_rms_norm_backward(const void* d_out, const void* d_extra, const void* sum, const float* gamma,
                                          const float* rstd, void* d_sum, float* scratch, float* d_gamma, DType dtype,
-                                         int64_t rows, int64_t n, cudaStream_t stream) {
+                                         int64_t rows, int64_t n, cudaStream_t stream, float* amax) {
   const bool aligned = aligned16(d_out) && aligned16(d_extra) && aligned16(sum) && aligned16(gamma) &&
                        aligned16(d_sum) && aligned16(scratch);
   const Shape shape = rms_shape(n, aligned);
@@ -924,7 +941,7 @@ cudaError_t launch_add_rms_norm_backward(const void* d_out, const void* d_extra,
   if (rows == 0) return cudaMemsetAsync(d_gamma, 0, n * sizeof(float), stream);
   const int blocks = rms_backward_blocks(rows);
   const RmsBackward launch{d_out, d_extra, sum, gamma, rstd, d_sum, scratch, rows, static_cast<int>(n),
-                           static_cast<unsigned>(blocks), stream};
+                           reinterpret_cast<unsigned*>(amax), static_cast<unsigned>(blocks), stream};
   const cudaError_t e = with_type(dtype, [&](auto tag) { return with_rms_shape<decltype(tag)>(shape, launch); });
   if (e != cudaSuccess) return e;
   return launch_column_sums(scratch, 1, blocks, n, d_gamma, stream);
