@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Call 1 on the H200 (issue #30), build bd5d7d5 and later: the RMSNorm and rotary kernels giving the amaxes of what
+# they write to the FP8 layers, rotary vectorised, the wide cast-transpose. Build, the FP8 and fused-op CUDA tests,
+# TinyLlama bs 4 x 2048 FP8 and bf16 (kernels: fused) alternating for two rounds, then a profiled FP8 and bf16 run.
+# Everything is bundled into one archive (the device tool brings back only a few files).
+# Run from the repository root: OUT=... GPUBENCH_GIT_REVISION=<commit> results/2026-12-02-h200-fp8-amax/run.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-$PWD/device-out}"
+W="$OUT/call1"
+mkdir -p "$W/records"
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$W/session.log"; }
+finish() { tar -C "$OUT" -czf "$OUT/call1.tar.gz" call1 && rm -rf "$W"; }
+trap finish EXIT
+GPUBENCH_BUILD_TARGETS="gpubench engine_tests" OUT="$W" scripts/device_run.sh build > "$W/build_phase.log" 2>&1 \
+  || { tail -30 "$W/build.log"; exit 1; }
+GB=build-device/gpubench
+log "FP8 and fused-op CUDA tests"
+timeout 150 build-device/tests/engine_tests --gtest_filter='Fp8Test.*_CUDA:FusedOps*_CUDA' > "$W/cuda_tests.log" 2>&1
+log "exit $?"
+grep -E "^\[       OK|FAILED|largest|Failure|Expected|Which is|error" "$W/cuda_tests.log" | head -40 | tee -a "$W/session.log"
+cat > "$W/llama.yaml" <<'YAML'
+model: llama
+precision: fp8
+batch_size: 4
+dataset_size: 320
+warmup_steps: 10
+YAML
+for round in 1 2; do
+  for v in fp8 bf16; do
+    log "round $round $v: $GB run --config $W/llama.yaml --kernels fused --precision $v"
+    timeout 90 "$GB" run --config "$W/llama.yaml" --kernels fused --precision "$v" --quiet \
+      --output "$W/records/gpubench_llama_${v}-fused_r$round.json" > "$W/llama_${v}_r$round.log" 2>&1
+    log "exit $?"
+    grep -E "^total|loss" "$W/llama_${v}_r$round.log" | tail -2 | tee -a "$W/session.log"
+  done
+done
+for v in fp8 bf16; do
+  log "profiled $v run"
+  timeout 60 "$GB" run --config "$W/llama.yaml" --kernels fused --precision "$v" --dataset-size 64 --profile true \
+    --quiet --output "$W/records/profile_$v.json" > "$W/profile_${v}_run.log" 2>&1
+  log "exit $?"
+  "$GB" trace "$W/records/profile_$v.trace.json" > "$W/profile_${v}_kernels.txt" 2>&1
+  gzip -f "$W/records/profile_$v.trace.json"
+  head -30 "$W/profile_${v}_kernels.txt"
+done
