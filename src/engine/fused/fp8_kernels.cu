@@ -147,43 +147,39 @@ __global__ void __launch_bounds__(kCastThreads)
   }
 }
 
-// ---- the same cast for whole 8 x 8 blocks: 128 x 128 tiles, eight elements an access ------------------------------
-// Rows and columns multiples of 8 and x 16-byte aligned (the shapes training hands it). A tile 128 wide and 128 tall
-// reads and writes whole 128-byte lines of all three tensors (a 64-row tile wrote out_t in 64-byte pieces and ran at
-// 2.8 TB/s on the H200, as the 64 x 64 one before it). Each thread loads four 16-byte runs (all in flight before any
-// is used) and writes eight FP8 bytes a store to `out`; for the transpose it reads an 8 x 4 block of the tile's bytes
-// and writes four 8-byte runs of out_t's rows. The tile's words are XOR-swizzled by row group, so those reads (8 rows
-// apart, 4 words wide a warp) hit 32 distinct banks.
+// ---- the same cast for whole 8 x 8 blocks: 64 x 128 tiles, eight elements an access -------------------------------
+// Rows and columns multiples of 8 and x 16-byte aligned (the shapes training hands it): each thread loads four
+// 16-byte runs (all in flight before any is used), writes eight FP8 bytes a store to `out`, and for the transpose
+// reads an 8 x 4 block of the tile's bytes and writes four 8-byte runs of out_t's rows. The tile's words are
+// XOR-swizzled by row group, so those reads (8 rows apart, 4 words wide a warp) hit 32 distinct banks.
 
-constexpr int kWideThreads = 512;
-constexpr int kWideRows = 128, kWideCols = 128;
+constexpr int kWideRows = 64, kWideCols = 128;
 constexpr int kWideChunks = kWideCols / 8;                              // 8-element chunks a tile row
-constexpr int kWidePerThread = kWideRows * kWideChunks / kWideThreads;  // 4
+constexpr int kWidePerThread = kWideRows * kWideChunks / kCastThreads;  // 4
 constexpr int kWideWords = kWideCols / 4;                               // 32 words of bytes a tile row
-static_assert(kWideRows / 8 * kWideWords == kWideThreads, "one 8 x 4 block of the transpose a thread");
 
 /// The tile word holding bytes [4 w, 4 w + 4) of tile row r.
-__device__ __forceinline__ int tile_word(int r, int w) { return r * kWideWords + (w ^ (((r >> 3) & 7) << 2)); }
+__device__ __forceinline__ int tile_word(int r, int w) { return r * kWideWords + (w ^ ((r >> 3) << 2)); }
 
 template <typename T>
-__global__ void __launch_bounds__(kWideThreads)
+__global__ void __launch_bounds__(kCastThreads)
     cast_transpose_wide(const T* __restrict__ x, int64_t rows, int64_t cols, bool e5m2, float fmax,
                         const float* __restrict__ amax, uint8_t* __restrict__ out, uint8_t* __restrict__ out_t,
                         float* __restrict__ inv_scale) {
-  __shared__ uint32_t tile[kWideRows * kWideWords];  // 16 KiB
+  __shared__ uint32_t tile[kWideRows * kWideWords];  // 8 KiB
   const float s = scale_from(amax, fmax);
   if (inv_scale != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *inv_scale = 1.0f / s;
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kWideRows, c0 = static_cast<int64_t>(blockIdx.x) * kWideCols;
   float v[kWidePerThread][8];
 #pragma unroll
   for (int i = 0; i < kWidePerThread; ++i) {
-    const int idx = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    const int idx = static_cast<int>(threadIdx.x) + i * kCastThreads;
     const int64_t gr = r0 + idx / kWideChunks, gc = c0 + (idx % kWideChunks) * 8;
     if (gr < rows && gc < cols) load_v<T, 8>(x, gr * cols + gc, v[i]);
   }
 #pragma unroll
   for (int i = 0; i < kWidePerThread; ++i) {
-    const int idx = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    const int idx = static_cast<int>(threadIdx.x) + i * kCastThreads;
     const int r = idx / kWideChunks, chunk = idx % kWideChunks;
     const int64_t gr = r0 + r, gc = c0 + chunk * 8;
     uint2 b = make_uint2(0u, 0u);
@@ -199,10 +195,7 @@ __global__ void __launch_bounds__(kWideThreads)
   }
   if (out_t == nullptr) return;  // uniform over the block: no barrier is skipped by some threads only
   __syncthreads();
-  // 16 x 32 blocks of 8 x 4: a warp takes 8 row groups of 4 columns (the reads' banks), the block's halves the
-  // tile's top and bottom 64 rows
-  const int t = static_cast<int>(threadIdx.x);
-  const int rg = (t / 256) * 8 + t % 8, cg = (t / 8) % 32;
+  const int rg = static_cast<int>(threadIdx.x) % 8, cg = static_cast<int>(threadIdx.x) / 8;  // 8 x 32 blocks of 8 x 4
   const int64_t gr = r0 + rg * 8, gc = c0 + cg * 4;
   if (gr >= rows || gc >= cols) return;
   uint32_t w[8];
@@ -242,7 +235,7 @@ cudaError_t cast_as(const void* x, int64_t rows, int64_t cols, bool e5m2, const 
     const dim3 grid(static_cast<unsigned>((cols + kWideCols - 1) / kWideCols),
                     static_cast<unsigned>((rows + kWideRows - 1) / kWideRows));
     if (grid.y > 65535u) return cudaErrorInvalidConfiguration;
-    cast_transpose_wide<T><<<grid, kWideThreads, 0, stream>>>(
+    cast_transpose_wide<T><<<grid, kCastThreads, 0, stream>>>(
         p, rows, cols, e5m2, fmax, amax, static_cast<uint8_t*>(out), static_cast<uint8_t*>(out_t), inv_scale);
     return cudaGetLastError();
   }
