@@ -179,9 +179,10 @@ at::Tensor scaled_mm(const at::Tensor& a, const at::Tensor& a_inv, const at::Ten
 }
 
 /// The per-tensor amax that scales `x` under the recipe: its own (current scaling), or the largest of `history`'s
-/// with this one pushed (delayed scaling).
-at::Tensor tensor_amax(const at::Tensor& x, const Recipe& r, AmaxHistory* history) {
-  at::Tensor a = take_amax(x);  // the kernel that wrote x may have computed it
+/// with this one pushed (delayed scaling). `noted`: x may have been written by a kernel that noted its amax (an
+/// activation or a gradient; a weight never is, and is not looked up).
+at::Tensor tensor_amax(const at::Tensor& x, const Recipe& r, AmaxHistory* history, bool noted = true) {
+  at::Tensor a = noted ? take_amax(x) : at::Tensor();  // the kernel that wrote x may have computed it
   if (!a.defined()) a = amax(x, false);
   return r.scaling == Scaling::kDelayed && history != nullptr ? history->push(a) : a;
 }
@@ -214,11 +215,11 @@ Quantized quantize_weight(const at::Tensor& weight, const Recipe& r, LinearState
   Quantized q;
   if (!weight.is_contiguous() && weight.t().is_contiguous()) {  // GPT-2's Conv1D: [in, out] underneath
     const at::Tensor wt = weight.t();
-    const Quantized t = quantize_from_amax(wt, Format::kE4M3, tensor_amax(wt, r, history), true, true);
+    const Quantized t = quantize_from_amax(wt, Format::kE4M3, tensor_amax(wt, r, history, false), true, true);
     q = Quantized{t.data_t, t.inv_scale, t.data};
   } else {
     const at::Tensor w = weight.contiguous();
-    q = quantize_from_amax(w, Format::kE4M3, tensor_amax(w, r, history), true, true);
+    q = quantize_from_amax(w, Format::kE4M3, tensor_amax(w, r, history, false), true, true);
   }
   if (cache) state->weight = WeightCache{q, weight.detach(), weight._version()};
   return q;
@@ -415,10 +416,16 @@ void note_amax(const at::Tensor& t, const at::Tensor& amax) {
 }
 
 at::Tensor take_amax(const at::Tensor& t) {
+  if (!t.is_contiguous()) return at::Tensor();
+  // flat on both sides: noted as written ([..., n]), asked for as the [rows, n] the FP8 layer reads; compared without
+  // making a flat view per note (this runs for every FP8 product, forward and backward)
+  const void* data = t.data_ptr();
+  const int64_t numel = t.numel(), version = t._version();
+  const at::ScalarType type = t.scalar_type();
   const std::lock_guard<std::mutex> lock(g_notes_mutex);
   for (auto it = g_notes.begin(); it != g_notes.end(); ++it) {
-    // flat on both sides: noted as written ([..., n]), asked for as the [rows, n] the FP8 layer reads
-    if (t.is_contiguous() && same_values(it->tensor, it->version, t.reshape({-1}))) {
+    const at::Tensor& held = it->tensor;  // flat
+    if (held.data_ptr() == data && held.numel() == numel && held.scalar_type() == type && it->version == version) {
       at::Tensor a = it->amax;
       g_notes.erase(it);
       return a;
