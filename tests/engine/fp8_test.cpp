@@ -396,6 +396,15 @@ TEST(Fp8Test, TheCastKernelsWriteTheBytesOfTheAtenCastAndItsTranspose_CUDA) {
 }
 
 #ifdef GPUBENCH_WITH_GPU_AUGMENT
+/// The kernels' name for an ATen storage type.
+fused::DType kernel_dtype(at::ScalarType dt) {
+  if (dt == at::kBFloat16) return fused::DType::kBFloat16;
+  return dt == at::kHalf ? fused::DType::kFloat16 : fused::DType::kFloat32;
+}
+
+/// A kernel-written tensor's amax as ATen computes it, for comparing with what the kernel gave.
+float aten_amax(const at::Tensor& t) { return t.abs().amax().to(at::kFloat).item<float>(); }
+
 TEST(Fp8Test, SwiGluKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(8);
@@ -411,9 +420,7 @@ TEST(Fp8Test, SwiGluKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUDA) {
         at::Tensor out = at::empty({n + o}, cuda.dtype(dt)), dg = at::empty_like(out), du = at::empty_like(out);
         at::Tensor ref_out = at::empty_like(out), ref_dg = at::empty_like(out), ref_du = at::empty_like(out);
         const at::Tensor amax = at::zeros({3}, cuda.dtype(at::kFloat));
-        const auto dtype = dt == at::kBFloat16 ? fused::DType::kBFloat16
-                           : dt == at::kHalf   ? fused::DType::kFloat16
-                                               : fused::DType::kFloat32;
+        const fused::DType dtype = kernel_dtype(dt);
         auto ptr = [&](const at::Tensor& t) { return static_cast<char*>(t.data_ptr()) + o * t.element_size(); };
         ASSERT_EQ(fused::launch_swiglu_forward(ptr(g), ptr(u), ptr(out), dtype, n, stream, amax.data_ptr<float>()),
                   cudaSuccess);
@@ -424,7 +431,7 @@ TEST(Fp8Test, SwiGluKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUDA) {
         ASSERT_EQ(fused::launch_swiglu_backward(ptr(g), ptr(u), ptr(d), ptr(ref_dg), ptr(ref_du), dtype, n, stream),
                   cudaSuccess);
         const std::string what = std::to_string(n) + (offset ? " offset " : " ") + c10::toString(dt);
-        auto amax_of = [&](const at::Tensor& t) { return t.narrow(0, o, n).abs().amax().to(at::kFloat).item<float>(); };
+        auto amax_of = [&](const at::Tensor& t) { return aten_amax(t.narrow(0, o, n)); };
         EXPECT_EQ(amax[0].item<float>(), amax_of(out)) << what;
         EXPECT_EQ(amax[1].item<float>(), amax_of(dg)) << what;
         EXPECT_EQ(amax[2].item<float>(), amax_of(du)) << what;
@@ -437,20 +444,12 @@ TEST(Fp8Test, SwiGluKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUDA) {
     }
   }
 }
-#endif
 
-#ifdef GPUBENCH_WITH_GPU_AUGMENT
 TEST(Fp8Test, RmsNormAndRotaryKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(10);
   const auto cuda = torch::TensorOptions().device(at::kCUDA);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-  auto dtype_of = [](at::ScalarType dt) {
-    return dt == at::kBFloat16 ? fused::DType::kBFloat16
-           : dt == at::kHalf   ? fused::DType::kFloat16
-                               : fused::DType::kFloat32;
-  };
-  auto amax_of = [](const at::Tensor& t) { return t.abs().amax().to(at::kFloat).item<float>(); };
   for (const at::ScalarType dt : {at::kBFloat16, at::kHalf, at::kFloat}) {
     // RMSNorm: TinyLlama's width (eight a load) and an odd one (one a load), many rows and one
     for (const auto& [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{3000, 2048}, {1, 2048}, {77, 100}}) {
@@ -461,11 +460,11 @@ TEST(Fp8Test, RmsNormAndRotaryKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUD
       const at::Tensor rstd = at::empty({rows}, cuda.dtype(at::kFloat)), amax = at::zeros({2}, cuda.dtype(at::kFloat));
       for (at::Tensor* dst : {&out, &ref}) {
         ASSERT_EQ(fused::launch_add_rms_norm(y.data_ptr(), r.data_ptr(), gamma.data_ptr<float>(), sum.data_ptr(),
-                                             dst->data_ptr(), rstd.data_ptr<float>(), dtype_of(dt), rows, n, 1e-5f,
+                                             dst->data_ptr(), rstd.data_ptr<float>(), kernel_dtype(dt), rows, n, 1e-5f,
                                              stream, dst == &out ? amax.data_ptr<float>() : nullptr),
                   cudaSuccess);
       }
-      EXPECT_EQ(amax[0].item<float>(), amax_of(out)) << what;
+      EXPECT_EQ(amax[0].item<float>(), aten_amax(out)) << what;
       EXPECT_TRUE(at::equal(out, ref)) << what << ": asking for the amax";
       const at::Tensor d_out = torch::randn({rows, n}, cuda).to(dt), d_extra = torch::randn({rows, n}, cuda).to(dt);
       at::Tensor d_sum = at::empty_like(y), d_ref = at::empty_like(y);
@@ -475,11 +474,11 @@ TEST(Fp8Test, RmsNormAndRotaryKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUD
         ASSERT_EQ(fused::launch_add_rms_norm_backward(d_out.data_ptr(), d_extra.data_ptr(), sum.data_ptr(),
                                                       gamma.data_ptr<float>(), rstd.data_ptr<float>(), dst->data_ptr(),
                                                       scratch.data_ptr<float>(), d_gamma.data_ptr<float>(),
-                                                      dtype_of(dt), rows, n, stream,
+                                                      kernel_dtype(dt), rows, n, stream,
                                                       dst == &d_sum ? amax.data_ptr<float>() + 1 : nullptr),
                   cudaSuccess);
       }
-      EXPECT_EQ(amax[1].item<float>(), amax_of(d_sum)) << what << ": the gradient";
+      EXPECT_EQ(amax[1].item<float>(), aten_amax(d_sum)) << what << ": the gradient";
       EXPECT_TRUE(at::equal(d_sum, d_ref)) << what;
     }
     // rotary: Llama's head_dim 64 (eight a load) and 12 (one a load), both ways
@@ -496,11 +495,11 @@ TEST(Fp8Test, RmsNormAndRotaryKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUD
         at::Tensor qo = at::empty_like(q), ko = at::empty_like(k);
         const at::Tensor amax = at::zeros({2}, cuda.dtype(at::kFloat));
         ASSERT_EQ(fused::launch_rotary(q.data_ptr(), k.data_ptr(), qo.data_ptr(), ko.data_ptr(), cos.data_ptr(),
-                                       sin.data_ptr(), dtype_of(dt), b * t, t, hq, hk, hd, inverse, stream,
+                                       sin.data_ptr(), kernel_dtype(dt), b * t, t, hq, hk, hd, inverse, stream,
                                        amax.data_ptr<float>(), amax.data_ptr<float>() + 1),
                   cudaSuccess);
-        EXPECT_EQ(amax[0].item<float>(), amax_of(qo)) << what;
-        EXPECT_EQ(amax[1].item<float>(), amax_of(ko)) << what;
+        EXPECT_EQ(amax[0].item<float>(), aten_amax(qo)) << what;
+        EXPECT_EQ(amax[1].item<float>(), aten_amax(ko)) << what;
         // against ATen's formula: x cos + rotate_half(x) sin, or its transpose, x cos + rotate_half^T(x sin)
         const at::Tensor cb = cos.to(at::kFloat).unsqueeze(1), sb = sin.to(at::kFloat).unsqueeze(1);
         auto expected = [&](const at::Tensor& x) {
