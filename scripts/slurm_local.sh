@@ -30,6 +30,8 @@ case "$cmd" in
   start)
     command -v slurmctld > /dev/null && command -v slurmd > /dev/null || { echo "slurm-wlm is not installed" >&2; exit 3; }
     mkdir -p "$dir/state" "$dir/spool"
+    # The node's CPUs as slurmd counts them (the online ones): not nproc, which OMP_NUM_THREADS lowers (under
+    # OMP_NUM_THREADS=1 a one-CPU node could never start the tests' two-task steps; srun queued them until timeout).
     cat > "$dir/slurm.conf" <<CONF
 ClusterName=gpubench-test
 SlurmctldHost=$host(127.0.0.1)
@@ -56,7 +58,7 @@ SelectTypeParameters=CR_CPU
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(getconf _NPROCESSORS_ONLN) State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 CONF
     export SLURM_CONF="$dir/slurm.conf"
