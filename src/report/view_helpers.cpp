@@ -107,6 +107,21 @@ void add_profile(Document& d, const ProfileRecord& p) {
     k.put(row, mean, Cell::num(x.mean_us));
   }
   d.table(std::move(k));
+  if (!p.idle_gaps.empty()) {
+    Table g;
+    g.id = "profile_idle_gaps";
+    g.title = "Where the device waited: idle gaps by the kernels around them";
+    const Column after = Column::text("after", "after"), before = Column::text("before", "before"),
+                 count{"gaps_per_step", "gaps/step", "", Better::kNeither};
+    for (const auto& x : p.idle_gaps) {
+      auto& row = g.add_row();
+      g.put(row, after, Cell::str(x.after));
+      g.put(row, before, Cell::str(x.before));
+      g.put(row, count, Cell::num(x.gaps_per_step));
+      g.put(row, ms, Cell::num(x.ms_per_step));
+    }
+    d.table(std::move(g));
+  }
   d.paragraph("profiled: " + p.when + (p.trace_path.empty() ? std::string() : "; trace: " + p.trace_path));
 }
 }  // namespace gpubench::views

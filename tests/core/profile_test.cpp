@@ -132,6 +132,17 @@ TEST(ProfileSummaryTest, BusyIdleCategoriesAndTopKernels) {
   EXPECT_NEAR(p.kernels_per_step, 3.0, 1e-9);
   EXPECT_NEAR(p.gaps_per_step, 1.5, 1e-9);  // between kernels: 8->9, 9.5->11 and 18->19 ms, in two steps
   EXPECT_NEAR(p.launch_api_ms_per_step, 0.02, 1e-9);
+  // where the device waited: after GELU before the copy (1 ms in each step), after the copy before the next GEMM
+  // (1.5 ms, once); the time before the first kernel is not a gap between kernels
+  ASSERT_EQ(p.idle_gaps.size(), 2u);
+  EXPECT_EQ(p.idle_gaps[0].after, "vectorized_elementwise_kernel<Gelu>");
+  EXPECT_EQ(p.idle_gaps[0].before, short_kernel_name("Memcpy DtoD (Device -> Device)"));
+  EXPECT_NEAR(p.idle_gaps[0].ms_per_step, 1.0, 1e-9);
+  EXPECT_NEAR(p.idle_gaps[0].gaps_per_step, 1.0, 1e-9);
+  EXPECT_EQ(p.idle_gaps[1].after, short_kernel_name("Memcpy DtoD (Device -> Device)"));
+  EXPECT_EQ(p.idle_gaps[1].before, "nvjet_tst_gemm");
+  EXPECT_NEAR(p.idle_gaps[1].ms_per_step, 0.75, 1e-9);
+  EXPECT_NEAR(p.idle_gaps[1].gaps_per_step, 0.5, 1e-9);
   ASSERT_EQ(p.categories.size(), 3u);  // in display order, only those with time
   EXPECT_EQ(p.categories[0].category, "gemm_conv");
   EXPECT_NEAR(p.categories[0].ms_per_step, 6.0, 1e-9);
@@ -178,6 +189,7 @@ TEST(ProfileSummaryTest, OverlappingStreamsCountOnceAsBusy) {
   EXPECT_NEAR(p.busy_ms_per_step, 10.0, 1e-9);
   EXPECT_NEAR(p.busy_fraction, 1.0, 1e-9);
   EXPECT_NEAR(p.gaps_per_step, 0.0, 1e-9);
+  EXPECT_TRUE(p.idle_gaps.empty());
   ASSERT_EQ(p.categories.size(), 2u);
   EXPECT_EQ(p.categories[1].category, "communication");
   EXPECT_NEAR(p.categories[1].fraction, 0.5, 1e-9);  // of kernel time (12 ms), which exceeds the busy time
@@ -204,6 +216,25 @@ TEST(ProfileSummaryTest, CpuOperatorsCountTheirSelfTime) {
   double total = 0;
   for (const auto& c : p.categories) total += c.ms_per_step;
   EXPECT_NEAR(total, 12.0, 1e-9);  // self times add up to the busy time: nothing counted twice
+  EXPECT_TRUE(p.idle_gaps.empty());  // on the CPU the gaps are framework overhead, not a device waiting
+}
+
+TEST(ProfileSummaryTest, AGapAfterOverlappingKernelsIsTheOneThatEndedLast) {
+  // two streams: a long GEMM on one and short kernels on the other; the device waits only once all are done
+  ProfileInputs in;
+  in.steps = 1;
+  const ProfileRecord p = summarize_profile({ev(Kind::kStep, "gpubench::profiled_step", 0, 10000),
+                                             ev(Kind::kKernel, "nvjet_long", 0, 5000, 1),
+                                             ev(Kind::kKernel, "amax_kernel<float>", 1000, 2000, 2),
+                                             ev(Kind::kKernel, "cast_transpose<float>", 6000, 7000, 2),
+                                             ev(Kind::kKernel, "nvjet_short", 9000, 10000, 1)},
+                                            in);
+  ASSERT_EQ(p.idle_gaps.size(), 2u);
+  EXPECT_EQ(p.idle_gaps[0].after, "cast_transpose<float>");  // 7 -> 9 ms
+  EXPECT_EQ(p.idle_gaps[0].before, "nvjet_short");
+  EXPECT_NEAR(p.idle_gaps[0].ms_per_step, 2.0, 1e-9);
+  EXPECT_EQ(p.idle_gaps[1].after, "nvjet_long");  // 5 -> 6 ms: the GEMM reached furthest, not the amax
+  EXPECT_EQ(p.idle_gaps[1].before, "cast_transpose<float>");
 }
 
 TEST(ProfileSummaryTest, NoEventsNoSummary) {
@@ -348,6 +379,9 @@ TEST(BottleneckTest, AnIdleDeviceBetweenKernelsIsLaunchBound) {
   EXPECT_EQ(v.bounded_by, "launch");
   EXPECT_NE(v.evidence.find("only 45 %"), std::string::npos);
   EXPECT_NE(v.evidence.find("--cuda-graph"), std::string::npos);
+  r.profile->idle_gaps = {ProfileGap{"amax_kernel<float>", "nvjet_qqtst", 4.2, 22}};
+  EXPECT_NE(diagnose_bottleneck(r).evidence.find("after amax_kernel<float> and before nvjet_qqtst"), std::string::npos)
+      << diagnose_bottleneck(r).evidence;
 }
 
 TEST(BottleneckTest, ProfilerOverheadDoesNotMakeAGpuBoundStepLookLaunchBound) {

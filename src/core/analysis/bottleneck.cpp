@@ -96,6 +96,11 @@ BottleneckVerdict from_profile(const RunRecord& r, const ProfileRecord& p) {
     if (p.launch_api_ms_per_step > 0) ev += ", " + num("%.2f ms", p.launch_api_ms_per_step) + " in launch calls";
     ev += cpu ? "): framework overhead between operators"
               : "): the host does not keep it fed; --cuda-graph removes launch gaps";
+    if (!cpu && !p.idle_gaps.empty()) {
+      const ProfileGap& g = p.idle_gaps.front();
+      ev += "; the longest waits (" + num("%.2f ms", g.ms_per_step) + " per step) come after " + g.after +
+            " and before " + g.before;
+    }
     return {"launch", ev};
   }
   double matrix = 0, memory = 0;

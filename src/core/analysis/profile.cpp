@@ -222,6 +222,42 @@ std::string short_kernel_name(const std::string& name) {
   return s;
 }
 
+namespace {
+
+/// The idle gaps over 1 us between consecutive device work within [lo, hi], summed by the work that ran last before
+/// each gap (the one reaching furthest) and the work that ended it, by short name; the `most` largest, most first.
+std::vector<ProfileGap> idle_gaps(std::vector<Work> work, int64_t lo, int64_t hi, double steps, size_t most) {
+  std::sort(work.begin(), work.end(), [](const Work& a, const Work& b) { return a.start_ns < b.start_ns; });
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> by_pair;  // total ns, count
+  const std::string* last = nullptr;
+  int64_t reach = 0;
+  for (const auto& w : work) {
+    const int64_t s = std::max(w.start_ns, lo), e = std::min(w.end_ns, hi);
+    if (e <= s) continue;
+    if (last != nullptr && s - reach > 1000) {
+      auto& g = by_pair[{short_kernel_name(*last), short_kernel_name(*w.name)}];
+      g.first += s - reach;
+      ++g.second;
+    }
+    if (last == nullptr || e > reach) {
+      reach = e;
+      last = w.name;
+    }
+  }
+  std::vector<ProfileGap> out;
+  for (const auto& [names, total] : by_pair) {
+    out.push_back(ProfileGap{names.first, names.second, static_cast<double>(total.first) / 1e6 / steps,
+                             static_cast<double>(total.second) / steps});
+  }
+  std::sort(out.begin(), out.end(), [](const ProfileGap& a, const ProfileGap& b) {
+    return std::tie(b.ms_per_step, a.after, a.before) < std::tie(a.ms_per_step, b.after, b.before);
+  });
+  if (out.size() > most) out.resize(most);
+  return out;
+}
+
+}  // namespace
+
 ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const ProfileInputs& in) {
   ProfileRecord p;
   p.steps = in.steps;
@@ -236,7 +272,8 @@ ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const P
     work.push_back(Work{&e.name, e.start_ns, e.end_ns, static_cast<double>(e.end_ns - e.start_ns)});
     busy.push_back({e.start_ns, e.end_ns});
   }
-  if (work.empty()) cpu_operator_work(events, work, busy);
+  const bool device_work = !work.empty();
+  if (!device_work) cpu_operator_work(events, work, busy);
 
   // The window: the step markers, stretched to the last device event (the device finishes after the host's marker).
   int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -288,6 +325,7 @@ ProfileRecord summarize_profile(const std::vector<ProfileEvent>& events, const P
   }
   p.kernels_per_step = static_cast<double>(count) / steps;
   p.gaps_per_step = static_cast<double>(gaps) / steps;
+  if (device_work) p.idle_gaps = idle_gaps(work, lo, hi, steps, 5);
   for (const auto& e : events) {
     if (e.kind == ProfileEvent::Kind::kLaunchApi && e.start_ns >= lo && e.start_ns < hi) {
       p.launch_api_ms_per_step += static_cast<double>(e.end_ns - e.start_ns) / 1e6 / steps;

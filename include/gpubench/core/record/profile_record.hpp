@@ -31,6 +31,16 @@ struct ProfileKernel {
   bool operator==(const ProfileKernel& o) const;
 };
 
+/// Where the device waited: the idle gaps (over 1 us) between consecutive device work, summed by the kernel that ran
+/// last before the gap and the one that started it (short names). A host that cannot keep the device fed shows here
+/// (e.g. many short kernels whose launches take longer than they run).
+struct ProfileGap {
+  std::string after, before;   ///< the kernels on either side
+  double ms_per_step = 0;      ///< idle time in these gaps per step (ms)
+  double gaps_per_step = 0;    ///< how many such gaps per step
+  bool operator==(const ProfileGap& o) const;
+};
+
 struct ProfileRecord {
   int64_t steps = 0;                  ///< steps profiled
   std::string when;                   ///< when they ran, e.g. after the timed epochs, and that they were not timed
@@ -48,6 +58,7 @@ struct ProfileRecord {
   double kernels_per_step = 0;        ///< kernels, copies and memsets per step
   double gaps_per_step = 0;           ///< idle gaps longer than 1 us between consecutive device work, per step
   double launch_api_ms_per_step = 0;  ///< host time in kernel-launch calls per step (CUDA; 0 on the CPU)
+  std::vector<ProfileGap> idle_gaps;  ///< the largest of the device's idle gaps by their kernels, most first (device runs)
   std::vector<ProfileCategory> categories;  ///< every category with time, in kernel_categories() order
   std::vector<ProfileKernel> top_kernels;   ///< the kernels with most time, most first
   std::optional<double> matrix_tflops;      ///< model FLOPs per step / time in GEMM, convolution and attention kernels
@@ -62,10 +73,11 @@ struct ProfileRecord {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileCategory, category, ms_per_step, fraction, kernels_per_step)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileKernel, name, category, calls_per_step, ms_per_step, mean_us,
                                                 fraction)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileGap, after, before, ms_per_step, gaps_per_step)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileRecord, steps, when, source, trace_path, wall_ms_per_step,
                                                 busy_ms_per_step, idle_ms_per_step, busy_fraction, timed_step_ms,
                                                 busy_fraction_of_timed_step, kernels_per_step,
-                                                gaps_per_step, launch_api_ms_per_step, categories, top_kernels,
+                                                gaps_per_step, launch_api_ms_per_step, idle_gaps, categories, top_kernels,
                                                 matrix_tflops, gemm_tflops, attention_tflops, matrix_peak_fraction,
                                                 peak_source)
 
