@@ -58,7 +58,6 @@ struct ProfileRecord {
   double kernels_per_step = 0;        ///< kernels, copies and memsets per step
   double gaps_per_step = 0;           ///< idle gaps longer than 1 us between consecutive device work, per step
   double launch_api_ms_per_step = 0;  ///< host time in kernel-launch calls per step (CUDA; 0 on the CPU)
-  std::vector<ProfileGap> idle_gaps;  ///< the largest of the device's idle gaps by their kernels, most first (device runs)
   std::vector<ProfileCategory> categories;  ///< every category with time, in kernel_categories() order
   std::vector<ProfileKernel> top_kernels;   ///< the kernels with most time, most first
   std::optional<double> matrix_tflops;      ///< model FLOPs per step / time in GEMM, convolution and attention kernels
@@ -67,6 +66,9 @@ struct ProfileRecord {
   std::optional<double> gemm_tflops, attention_tflops;
   std::optional<double> matrix_peak_fraction;  ///< matrix_tflops / the precision's dense peak
   std::string peak_source;            ///< where that peak comes from (the run's peak_source)
+  /// The largest of the device's idle gaps by the kernels around them, most first (device runs; last here so that
+  /// positional initialisers of the fields above stay valid).
+  std::vector<ProfileGap> idle_gaps;
   bool operator==(const ProfileRecord& o) const;
 };
 
