@@ -411,20 +411,18 @@ constexpr size_t kMaxNotes = 8;
 void note_amax(const at::Tensor& t, const at::Tensor& amax) {
   const std::lock_guard<std::mutex> lock(g_notes_mutex);
   if (g_notes.size() == kMaxNotes) g_notes.pop_front();
-  // detached: the note holds no autograd graph; flat: see take_amax
-  g_notes.push_back(Note{t.detach().reshape({-1}), amax, t._version()});
+  g_notes.push_back(Note{t.detach(), amax, t._version()});  // detached: the note holds no autograd graph
 }
 
 at::Tensor take_amax(const at::Tensor& t) {
   if (!t.is_contiguous()) return at::Tensor();
-  // flat on both sides: noted as written ([..., n]), asked for as the [rows, n] the FP8 layer reads; compared without
-  // making a flat view per note (this runs for every FP8 product, forward and backward)
+  // Element counts, not shapes: noted as written ([..., n]), asked for as the [rows, n] the FP8 layer reads.
   const void* data = t.data_ptr();
   const int64_t numel = t.numel(), version = t._version();
   const at::ScalarType type = t.scalar_type();
   const std::lock_guard<std::mutex> lock(g_notes_mutex);
   for (auto it = g_notes.begin(); it != g_notes.end(); ++it) {
-    const at::Tensor& held = it->tensor;  // flat
+    const at::Tensor& held = it->tensor;
     if (held.data_ptr() == data && held.numel() == numel && held.scalar_type() == type && it->version == version) {
       at::Tensor a = it->amax;
       g_notes.erase(it);
@@ -432,6 +430,16 @@ at::Tensor take_amax(const at::Tensor& t) {
     }
   }
   return at::Tensor();
+}
+
+KernelAmaxes::KernelAmaxes(bool on, int64_t n, const at::Tensor& like) {
+  if (on) slots_ = zeroed_amaxes(n, like);
+}
+
+float* KernelAmaxes::slot(int64_t i) const { return slots_.defined() ? slots_.data_ptr<float>() + i : nullptr; }
+
+void KernelAmaxes::note(int64_t i, const at::Tensor& written) const {
+  if (slots_.defined()) note_amax(written, slots_.select(0, i));
 }
 
 PlanScope::PlanScope(const Plan* plan) : previous_(g_active) { g_active = plan; }

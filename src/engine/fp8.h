@@ -181,14 +181,26 @@ class PlanScope {
 /// The thread's active plan, or null.
 const Plan* active_plan();
 
-/// Amaxes a kernel computed while writing a tensor (SwiGLU's output in the forward pass, its two gradients in the
-/// backward), for the FP8 layer that quantises that tensor next: it takes the noted value instead of reading the
+/// Amaxes a kernel computed while writing a tensor (SwiGLU's and the residual add + RMSNorm's outputs and gradients,
+/// rotary's gradients), for the FP8 layer that quantises that tensor next: it takes the noted value instead of reading the
 /// tensor once more. Process-wide (the backward pass runs on autograd's threads), a few entries, each holding its
 /// tensor so its address cannot be reused while noted; a Plan's end clears them.
 void note_amax(const at::Tensor& t, const at::Tensor& amax);
 /// The amax noted for t (the same storage address, element count, dtype and version), taken off the notes; undefined
 /// where none is.
 at::Tensor take_amax(const at::Tensor& t);
+
+/// The amax slots of one kernel launch that writes `n` tensors FP8 layers read next (zeroed_amaxes), or none where
+/// FP8 is off, and the notes of what it wrote: slot(i) is null when off, note(i, t) does nothing then.
+class KernelAmaxes {
+ public:
+  KernelAmaxes(bool on, int64_t n, const at::Tensor& like);
+  float* slot(int64_t i) const;
+  void note(int64_t i, const at::Tensor& written) const;
+
+ private:
+  at::Tensor slots_;  ///< undefined when off
+};
 
 /// Why `device` cannot train in FP8, naming it and its compute capability (FP8 tensor cores start at 8.9: Ada and
 /// Hopper), or nothing where it can. `capability` is major * 10 + minor for CUDA devices.

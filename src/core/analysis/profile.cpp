@@ -29,6 +29,9 @@ bool is_device(ProfileEvent::Kind k) {
   return k == ProfileEvent::Kind::kKernel || k == ProfileEvent::Kind::kMemcpy || k == ProfileEvent::Kind::kMemset;
 }
 
+/// Idle time between device work shorter than this is not a gap (launch latency between back-to-back kernels).
+constexpr int64_t kGapNs = 1000;
+
 struct Interval {
   int64_t start, end;
 };
@@ -48,7 +51,7 @@ std::pair<int64_t, int64_t> union_length(std::vector<Interval> v, int64_t lo, in
     }
     if (open) {
       total += cur_e - cur_s;
-      if (s - cur_e > 1000) ++gaps;
+      if (s - cur_e > kGapNs) ++gaps;
     }
     cur_s = s;
     cur_e = e;
@@ -234,7 +237,7 @@ std::vector<ProfileGap> idle_gaps(std::vector<Work> work, int64_t lo, int64_t hi
   for (const auto& w : work) {
     const int64_t s = std::max(w.start_ns, lo), e = std::min(w.end_ns, hi);
     if (e <= s) continue;
-    if (last != nullptr && s - reach > 1000) {
+    if (last != nullptr && s - reach > kGapNs) {
       auto& g = by_pair[{short_kernel_name(*last), short_kernel_name(*w.name)}];
       g.first += s - reach;
       ++g.second;

@@ -66,6 +66,12 @@ __device__ __forceinline__ void store_v(T* __restrict__ p, int64_t i, const floa
 /// sign cleared) orders above inf, so the maximum of the bits is the amax with NaN propagated.
 __device__ __forceinline__ unsigned abs_bits(float v) { return __float_as_uint(fabsf(v)); }
 
+/// m = max(m, |v| as the storage type T holds it): the amax of what a kernel writes, as FP8's scaling must see it.
+template <typename T>
+__device__ __forceinline__ void max_stored(unsigned& m, float v) {
+  m = max(m, abs_bits(rounded<T>(v)));
+}
+
 /// The block's largest `m` (abs_bits values) into *out by one atomicMax; every thread of the block calls it (blockDim.x
 /// a multiple of 32, at most 1,024). A kernel may call it more than once: the first barrier keeps a later call's
 /// writes from the shared slots until warp 0 has read the earlier call's.

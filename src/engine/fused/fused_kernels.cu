@@ -11,12 +11,11 @@ namespace gpubench::engine::fused {
 
 namespace {
 
-using device::abs_bits;
 using device::aligned16;
 using device::block_amax;
+using device::max_stored;
 using device::load;
 using device::load_v;
-using device::rounded;
 using device::store;
 using device::store_v;
 
@@ -116,7 +115,7 @@ __global__ void swiglu_forward(const T* gate, const T* up, T* out, int64_t n, bo
       load_v<T, 8>(up, i * 8, u);
       for (int j = 0; j < 8; ++j) {
         o[j] = swiglu_value(g[j], u[j]);
-        m = max(m, abs_bits(rounded<T>(o[j])));
+        max_stored<T>(m, o[j]);
       }
       store_v<T, 8>(out, i * 8, o);
     }
@@ -125,7 +124,7 @@ __global__ void swiglu_forward(const T* gate, const T* up, T* out, int64_t n, bo
   for (int64_t i = done + first; i < n; i += stride) {
     const float o = swiglu_value(load(gate, i), load(up, i));
     store(out, i, o);
-    m = max(m, abs_bits(rounded<T>(o)));
+    max_stored<T>(m, o);
   }
   if (amax != nullptr) block_amax(m, amax);
 }
@@ -146,8 +145,8 @@ __global__ void swiglu_backward(const T* gate, const T* up, const T* d_out, T* d
       load_v<T, 8>(d_out, i * 8, d);
       for (int j = 0; j < 8; ++j) {
         swiglu_grads(g[j], u[j], d[j], dg[j], du[j]);
-        mg = max(mg, abs_bits(rounded<T>(dg[j])));
-        mu = max(mu, abs_bits(rounded<T>(du[j])));
+        max_stored<T>(mg, dg[j]);
+        max_stored<T>(mu, du[j]);
       }
       store_v<T, 8>(d_gate, i * 8, dg);
       store_v<T, 8>(d_up, i * 8, du);
@@ -159,8 +158,8 @@ __global__ void swiglu_backward(const T* gate, const T* up, const T* d_out, T* d
     swiglu_grads(load(gate, i), load(up, i), load(d_out, i), dg, du);
     store(d_gate, i, dg);
     store(d_up, i, du);
-    mg = max(mg, abs_bits(rounded<T>(dg)));
-    mu = max(mu, abs_bits(rounded<T>(du)));
+    max_stored<T>(mg, dg);
+    max_stored<T>(mu, du);
   }
   if (amax_gate != nullptr) block_amax(mg, amax_gate);
   if (amax_up != nullptr) block_amax(mu, amax_up);
@@ -215,7 +214,8 @@ __global__ void rotary(const T* __restrict__ q, const T* __restrict__ k, T* __re
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       rotate_pair(x1[j], x2[j], c1[j], c2[j], s1[j], s2[j], inverse, y1[j], y2[j]);
-      m = max(m, max(abs_bits(rounded<T>(y1[j])), abs_bits(rounded<T>(y2[j]))));
+      max_stored<T>(m, y1[j]);
+      max_stored<T>(m, y2[j]);
     }
     store_v<T, V>(y, at + d, y1);
     store_v<T, V>(y, at + d + half, y2);

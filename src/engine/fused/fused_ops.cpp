@@ -131,11 +131,11 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
     if (on_kernels(g)) {
       at::Tensor out = at::empty_like(g);
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-      const at::Tensor amax = fp8 ? fp8::zeroed_amaxes(1, g) : at::Tensor();
+      const fp8::KernelAmaxes amax(fp8, 1, g);
       check(launch_swiglu_forward(g.data_ptr(), u.data_ptr(), out.data_ptr(), dtype_of(g), g.numel(), stream(),
-                                  fp8 ? amax.data_ptr<float>() : nullptr),
+                                  amax.slot(0)),
             "swiglu_forward");
-      if (fp8) fp8::note_amax(out, amax.select(0, 0));
+      amax.note(0, out);
 #endif
       return out;
     }
@@ -149,16 +149,12 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
     if (on_kernels(g)) {
       at::Tensor d_gate = at::empty_like(g), d_up = at::empty_like(u);
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-      const bool fp8 = ctx->saved_data["fp8"].toBool();
-      const at::Tensor amaxes = fp8 ? fp8::zeroed_amaxes(2, g) : at::Tensor();
+      const fp8::KernelAmaxes amax(ctx->saved_data["fp8"].toBool(), 2, g);
       check(launch_swiglu_backward(g.data_ptr(), u.data_ptr(), d.data_ptr(), d_gate.data_ptr(), d_up.data_ptr(),
-                                   dtype_of(g), g.numel(), stream(), fp8 ? amaxes.data_ptr<float>() : nullptr,
-                                   fp8 ? amaxes.data_ptr<float>() + 1 : nullptr),
+                                   dtype_of(g), g.numel(), stream(), amax.slot(0), amax.slot(1)),
             "swiglu_backward");
-      if (fp8) {
-        fp8::note_amax(d_gate, amaxes.select(0, 0));
-        fp8::note_amax(d_up, amaxes.select(0, 1));
-      }
+      amax.note(0, d_gate);
+      amax.note(1, d_up);
 #endif
       return {d_gate, d_up};
     }
@@ -198,16 +194,13 @@ class RotaryFn : public torch::autograd::Function<RotaryFn> {
     if (on_kernels(q)) {
       at::Tensor q_out = at::empty_like(q), k_out = at::empty_like(k);
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-      const at::Tensor amax = amaxes ? fp8::zeroed_amaxes(2, q) : at::Tensor();
+      const fp8::KernelAmaxes amax(amaxes, 2, q);
       check(launch_rotary(q.data_ptr(), k.data_ptr(), q_out.data_ptr(), k_out.data_ptr(), c.data_ptr(), s.data_ptr(),
                           dtype_of(q), q.size(0) * q.size(1), q.size(1), q.size(2), k.size(2), q.size(3), inverse,
-                          stream(), amaxes ? amax.data_ptr<float>() : nullptr,
-                          amaxes ? amax.data_ptr<float>() + 1 : nullptr),
+                          stream(), amax.slot(0), amax.slot(1)),
             "rotary");
-      if (amaxes) {
-        fp8::note_amax(q_out, amax.select(0, 0));
-        fp8::note_amax(k_out, amax.select(0, 1));
-      }
+      amax.note(0, q_out);
+      amax.note(1, k_out);
 #endif
       return {q_out, k_out};
     }
@@ -506,12 +499,12 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
       s = at::empty_like(y2);
       out = at::empty_like(y2);
       rstd = at::empty({rows}, y2.options().dtype(at::kFloat));
-      const at::Tensor amax = fp8 ? fp8::zeroed_amaxes(1, y2) : at::Tensor();
+      const fp8::KernelAmaxes amax(fp8, 1, y2);
       check(launch_add_rms_norm(y2.data_ptr(), r.data_ptr(), g.data_ptr<float>(), s.data_ptr(), out.data_ptr(),
                                 rstd.data_ptr<float>(), dtype_of(y2), rows, n, static_cast<float>(eps), stream(),
-                                fp8 ? amax.data_ptr<float>() : nullptr),
+                                amax.slot(0)),
             "add_rms_norm");
-      if (fp8) fp8::note_amax(out, amax.select(0, 0));
+      amax.note(0, out);
 #endif
     } else {
       s = y2 + r;
@@ -540,14 +533,13 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
       const auto f32 = s.options().dtype(at::kFloat);
       at::Tensor scratch = at::empty({rms_norm_backward_scratch_floats(rows, n)}, f32);
       d_gamma = at::empty({n}, f32);
-      const bool fp8 = ctx->saved_data["fp8"].toBool();
-      const at::Tensor amax = fp8 ? fp8::zeroed_amaxes(1, s) : at::Tensor();
+      const fp8::KernelAmaxes amax(ctx->saved_data["fp8"].toBool(), 1, s);
       check(launch_add_rms_norm_backward(d_out.data_ptr(), d_extra.defined() ? d_extra.data_ptr() : nullptr,
                                          s.data_ptr(), g.data_ptr<float>(), rstd.data_ptr<float>(), d_s.data_ptr(),
                                          scratch.data_ptr<float>(), d_gamma.data_ptr<float>(), dtype_of(s), rows, n,
-                                         stream(), fp8 ? amax.data_ptr<float>() : nullptr),
+                                         stream(), amax.slot(0)),
             "add_rms_norm_backward");
-      if (fp8) fp8::note_amax(d_s, amax.select(0, 0));
+      amax.note(0, d_s);
 #endif
     } else {
       const at::Tensor xhat = s.to(at::kFloat) * rstd.unsqueeze(1), df = d_out.to(at::kFloat);

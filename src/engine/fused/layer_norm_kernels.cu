@@ -18,9 +18,9 @@ namespace gpubench::engine::fused {
 
 namespace {
 
-using device::abs_bits;
 using device::aligned16;
 using device::block_amax;
+using device::max_stored;
 using device::load;
 using device::load_v;
 using device::multiprocessors;
@@ -517,7 +517,7 @@ __global__ void __launch_bounds__(kRmsThreads)
 #pragma unroll
       for (int k = 0; k < V; ++k) {
         o[k] = v[c][k] * rstd * g[k];
-        m = max(m, abs_bits(rounded<T>(o[k])));
+        max_stored<T>(m, o[k]);
       }
       store_v<T, V>(out, row * n + j, o);
     }
@@ -574,7 +574,7 @@ __global__ void __launch_bounds__(kRmsThreads)
       add_if<T, V>(d_extra, e, ds);
       store_v<T, V>(d_sum, e, ds);
 #pragma unroll
-      for (int k = 0; k < V; ++k) m = max(m, abs_bits(rounded<T>(ds[k])));
+      for (int k = 0; k < V; ++k) max_stored<T>(m, ds[k]);
     }
   }
   if (amax != nullptr) block_amax(m, amax);
