@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Call 1 on the H200 (issue #30), a fresh machine: the FP8 step as a CUDA graph. Build; the FP8, fused-op and
+# whole-step graph CUDA tests (326e079's mend of the amax call sites had not run on a GPU; FP8 under a graph had no
+# test); then TinyLlama bs 4 x 2048 with --kernels fused, FP8 and bf16, eager and --cuda-graph, alternating for two
+# rounds. Bundled into one archive.
+# Run from the repository root: OUT=... GPUBENCH_GIT_REVISION=<commit> results/2026-12-02-h200-fp8-graph/run.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-$PWD/device-out}"
+W="$OUT/call1"
+mkdir -p "$W/records"
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$W/session.log"; }
+finish() { tar -C "$OUT" -czf "$OUT/call1.tar.gz" call1 && rm -rf "$W"; }
+trap finish EXIT
+GPUBENCH_BUILD_TARGETS="gpubench engine_tests" OUT="$W" scripts/device_run.sh build > "$W/build_phase.log" 2>&1 \
+  || { tail -30 "$W/build.log"; exit 1; }
+GB=build-device/gpubench
+log "FP8, fused-op and graph CUDA tests"
+timeout 150 build-device/tests/engine_tests \
+  --gtest_filter='Fp8Test.*_CUDA:FusedOps*_CUDA:TrainerTest.CudaGraph*_CUDA' > "$W/cuda_tests.log" 2>&1
+log "exit $?"
+grep -E "^\[       OK|FAILED|largest|Failure|Expected|Which is|error" "$W/cuda_tests.log" | head -40 | tee -a "$W/session.log"
+cat > "$W/llama.yaml" <<'YAML'
+model: llama
+precision: fp8
+batch_size: 4
+dataset_size: 320
+warmup_steps: 10
+YAML
+for round in 1 2; do
+  for v in fp8 bf16; do
+    for g in eager graph; do
+      flags=(--kernels fused --precision "$v")
+      [ "$g" = graph ] && flags+=(--cuda-graph)
+      log "round $round $v $g: $GB run --config $W/llama.yaml ${flags[*]}"
+      timeout 50 "$GB" run --config "$W/llama.yaml" "${flags[@]}" --quiet \
+        --output "$W/records/gpubench_llama_${v}-fused-${g}_r$round.json" > "$W/llama_${v}_${g}_r$round.log" 2>&1
+      log "exit $?"
+      grep -E "^total|graph" "$W/llama_${v}_${g}_r$round.log" | tail -2 | tee -a "$W/session.log"
+    done
+  done
+done
