@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Call 1 on the H200 (issue #30), a fresh machine: the FP8 step as a CUDA graph. Build; the FP8, fused-op and
 # whole-step graph CUDA tests (326e079's mend of the amax call sites had not run on a GPU; FP8 under a graph had no
-# test); then TinyLlama bs 4 x 2048 with --kernels fused, FP8 and bf16, eager and --cuda-graph, alternating for two
-# rounds. Bundled into one archive.
+# test; the plan's step-start weight quantisation is new); then TinyLlama bs 4 x 2048 with --kernels fused, FP8 and bf16, eager and --cuda-graph, alternating for two
+# rounds; one profiled FP8 eager run. Bundled into one archive.
 # Run from the repository root: OUT=... GPUBENCH_GIT_REVISION=<commit> results/2026-12-02-h200-fp8-graph/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,3 +40,7 @@ for round in 1 2; do
     done
   done
 done
+log "profile: FP8 eager"
+timeout 80 "$GB" run --config "$W/llama.yaml" --kernels fused --precision fp8 --profile --quiet \
+  --output "$W/records/gpubench_llama_fp8-fused-eager_profile.json" > "$W/llama_fp8_profile.log" 2>&1
+log "exit $?"

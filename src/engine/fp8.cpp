@@ -207,10 +207,16 @@ Quantized quantize_input(const at::Tensor& x2, const Recipe& r, LinearState* sta
 }
 
 /// The weight [out, in] in e4m3 at a per-tensor scale with its transpose [in, out], from the layer's cache while the
-/// weight is unchanged (not while a graph is captured: its replays must quantise each step's weights).
+/// weight is unchanged. While a graph is captured only from a cache filled inside that capture (Plan::quantize_weights
+/// at the captured step's start: its replays redo it), and one filled there is not used outside it (the capture ran
+/// no kernel: those buffers hold an earlier step's values).
 Quantized quantize_weight(const at::Tensor& weight, const Recipe& r, LinearState* state) {
-  const bool cache = state != nullptr && !capturing(weight);
-  if (cache && same_values(state->weight.source, state->weight.version, weight)) return state->weight.q;
+  const bool capture = capturing(weight);
+  if (state != nullptr && state->weight.captured == capture &&
+      same_values(state->weight.source, state->weight.version, weight)) {
+    return state->weight.q;
+  }
+  const bool cache = state != nullptr && !capture;
   AmaxHistory* history = state ? &state->w : nullptr;
   Quantized q;
   if (!weight.is_contiguous() && weight.t().is_contiguous()) {  // GPT-2's Conv1D: [in, out] underneath
@@ -280,7 +286,8 @@ class Fp8LinearFn : public torch::autograd::Function<Fp8LinearFn> {
     auto* state = from_code<LinearState>(ctx->saved_data["state"].toInt());
     // The weight's gradient is being computed: an optimizer step may follow, and not every one moves the weight's
     // version counter (the fused CPU ones, torch::optim's do not), so the next forward pass quantises it afresh.
-    if (state != nullptr) state->weight = WeightCache{};
+    // (A weight Plan::quantize_weights prepared stays for the step's other micro-batches: the next step replaces it.)
+    if (state != nullptr && !state->weight.prepared) state->weight = WeightCache{};
     const at::Tensor &w8t = saved[2], &w_inv = saved[3];  // W^T [in, out]
     const at::Tensor g2 = grad_out[0].reshape({-1, w8t.size(1)}).contiguous();
     const at::ScalarType gdtype = g2.scalar_type();  // the output's dtype: fp32, bf16 or fp16
@@ -373,7 +380,7 @@ Plan::Plan(const std::vector<Layer>& layers, const Recipe& recipe) : recipe_(rec
   selection_ = select(shapes, recipe);
   for (const auto& l : layers) {
     if (std::find(selection_.converted.begin(), selection_.converted.end(), l.name) != selection_.converted.end()) {
-      converted_.push_back({l.name, l.module, std::make_unique<LinearState>(recipe.amax_history)});
+      converted_.push_back({l.name, l.module, std::make_unique<LinearState>(recipe.amax_history), l.weight});
     }
   }
 }
@@ -394,6 +401,81 @@ std::vector<std::string> Plan::ran() const {
     if (c.state->used) out.push_back(c.name);
   }
   return out;
+}
+
+int64_t Plan::quantize_weights() const {
+  // Last step's prepared weights are not this step's: a layer this call leaves out quantises in its forward pass.
+  for (const auto& c : converted_) {
+    if (c.state->weight.prepared) c.state->weight = WeightCache{};
+  }
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  if (recipe_.scaling == Scaling::kDelayed) return 0;
+  // The weights the many-tensor kernels take: contiguous [out, in] (cast to data, transposed to data_t) or
+  // contiguous underneath as [in, out] (GPT-2's Conv1D: cast to data_t, transposed to data), all of one dtype.
+  std::vector<size_t> layers;
+  std::vector<at::Tensor> sources;  // what the kernels read, row-major
+  std::optional<at::ScalarType> kind;
+  for (size_t i = 0; i < converted_.size(); ++i) {
+    const at::Tensor& w = converted_[i].weight;
+    if (!w.defined() || !fused::launch::on_kernels(w)) continue;
+    const at::Tensor src = w.is_contiguous() ? w : w.t();
+    if (!src.is_contiguous() || src.size(0) % 8 != 0 || src.size(1) % 8 != 0 ||
+        reinterpret_cast<uintptr_t>(src.data_ptr()) % 16 != 0 || src.dim() != 2) {
+      continue;
+    }
+    if (!kind) kind = src.scalar_type();
+    if (src.scalar_type() != *kind) continue;
+    layers.push_back(i);
+    sources.push_back(src);
+  }
+  if (layers.empty()) return 0;
+  std::vector<const void*> addresses;
+  for (const auto& t : sources) addresses.push_back(t.data_ptr());
+  const bool capture = capturing(sources.front());
+  if (addresses != jobs_.sources || layers != jobs_.layers || *kind != jobs_.dtype) {
+    if (capture) return 0;  // the table is copied from the host: not inside a capture (its warm-up built it)
+    WeightJobs j;
+    j.sources = addresses;
+    j.layers = layers;
+    j.dtype = *kind;
+    const auto dev = sources.front().options();
+    j.amaxes = at::zeros({static_cast<int64_t>(layers.size())}, dev.dtype(at::kFloat));
+    std::vector<fused::Fp8CastJob> table;
+    for (size_t k = 0; k < layers.size(); ++k) {
+      const at::Tensor& src = sources[k];
+      const bool transposed = !converted_[layers[k]].weight.is_contiguous();
+      const int64_t rows = src.size(0), cols = src.size(1);
+      const auto f8 = dev.dtype(dtype(Format::kE4M3));
+      Quantized q;  // data [out, in], data_t [in, out], whichever way the source lies
+      at::Tensor rows_major = at::empty({rows, cols}, f8), cols_major = at::empty({cols, rows}, f8);
+      q.data = transposed ? cols_major : rows_major;
+      q.data_t = transposed ? rows_major : cols_major;
+      q.inv_scale = at::empty({}, dev.dtype(at::kFloat));
+      table.push_back(fused::Fp8CastJob{src.data_ptr(), rows, cols, j.amaxes.data_ptr<float>() + k,
+                                        rows_major.data_ptr(), cols_major.data_ptr(), q.inv_scale.data_ptr<float>(),
+                                        j.amax_blocks, j.tiles});
+      j.amax_blocks += fused::fp8_many_amax_blocks(rows * cols);
+      j.tiles += fused::fp8_many_tiles(rows, cols);
+      j.buffers.push_back(q);
+    }
+    const auto bytes = static_cast<int64_t>(table.size() * sizeof(fused::Fp8CastJob));
+    j.table = at::from_blob(table.data(), {bytes}, at::TensorOptions().dtype(at::kByte)).to(dev.dtype(at::kByte));
+    jobs_ = std::move(j);
+  }
+  jobs_.amaxes.zero_();
+  fused::launch::check(fused::launch_fp8_amax_cast_many(
+                           reinterpret_cast<const fused::Fp8CastJob*>(jobs_.table.data_ptr()),
+                           static_cast<int>(jobs_.layers.size()), jobs_.amax_blocks, jobs_.tiles,
+                           fused::launch::dtype_of(sources.front()), /*e5m2=*/false, fused::launch::stream()),
+                       "fp8 weights' amax and cast kernels");
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const at::Tensor& w = converted_[layers[k]].weight;
+    converted_[layers[k]].state->weight = WeightCache{jobs_.buffers[k], w.detach(), w._version(), true, capture};
+  }
+  return static_cast<int64_t>(layers.size());
+#else
+  return 0;
+#endif
 }
 
 namespace {

@@ -84,10 +84,14 @@ class AmaxHistory {
 /// before the next backward pass (checkpointing's recomputation, evaluation) quantise it once. Dropped when the
 /// layer's backward pass runs (an optimizer step may follow, and not all of them move the version counter: the fused
 /// ones on the CPU and torch::optim's do not) and missed when the weight's storage address or version changed.
+/// Weights a Plan quantised for the whole step (Plan::quantize_weights) are `prepared`: kept through the step's
+/// backward passes (its micro-batches all read them) until the next step's quantize_weights.
 struct WeightCache {
   Quantized q;
   at::Tensor source;  ///< the weight, detached (same storage and version counter)
   int64_t version = -1;
+  bool prepared = false;  ///< by Plan::quantize_weights, for this step
+  bool captured = false;  ///< prepared while a CUDA graph was captured: its replays redo it
 };
 
 /// The per-layer state: histories of the input, the weight and the output gradient (delayed scaling) and the FP8
@@ -139,6 +143,7 @@ class Plan {
     std::string name;
     const void* module;
     int64_t in_features, out_features;
+    at::Tensor weight;  ///< [out, in] as the layer hands it to fp8::linear (a transposed view for GPT-2's Conv1D)
   };
   Plan(const std::vector<Layer>& layers, const Recipe& recipe);
   ~Plan();  ///< drops the amax notes (note_amax) no layer took
@@ -154,16 +159,36 @@ class Plan {
   /// The plan's shared input quantisation (see InputMemo).
   InputMemo* input_memo() const { return &memo_; }
 
+  /// Quantises every converted layer's weight for the coming step in two kernel launches (all amaxes, then all
+  /// casts with their transposes), into buffers the plan keeps, instead of two launches per layer in its forward
+  /// pass; the layers' caches then hold them as `prepared`. Called at the start of each training step (captured with
+  /// it under a CUDA graph). Does nothing off CUDA builds' GPUs, under delayed scaling (each weight's history), and
+  /// for weights the kernels do not take (another dtype than the first's, unaligned); those quantise in their forward
+  /// pass as before. Returns how many weights it quantised.
+  int64_t quantize_weights() const;
+
  private:
   struct Converted {
     std::string name;
     const void* module;
     std::unique_ptr<LinearState> state;
+    at::Tensor weight;
   };
   Recipe recipe_;
   Selection selection_;
   std::vector<Converted> converted_;
   mutable InputMemo memo_;
+  /// quantize_weights' job table on the device (fused::Fp8CastJob bytes), the amax slots, and the weights' addresses
+  /// it was built for (rebuilt when one moves).
+  struct WeightJobs {
+    at::Tensor table, amaxes;
+    std::vector<const void*> sources;
+    std::vector<size_t> layers;       ///< converted_ indices, in table order
+    std::vector<Quantized> buffers;   ///< each one's FP8 weight, kept from step to step
+    at::ScalarType dtype = at::kFloat;
+    int64_t amax_blocks = 0, tiles = 0;
+  };
+  mutable WeightJobs jobs_;
 };
 
 /// Makes `plan` the thread's active plan for its lifetime (the previous one restored after).

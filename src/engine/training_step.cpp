@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cuda_graph.h"
+#include "fp8.h"
 
 namespace gpubench::engine {
 
@@ -26,6 +27,8 @@ at::Tensor StepRunner::run() {
   } else {
     opt_.zero_grad();
   }
+  // precision: fp8: every converted layer's weight in FP8 for this step, in two launches rather than two a layer.
+  if (const fp8::Plan* fp8_plan = fp8::active_plan()) fp8_plan->quantize_weights();
   const int64_t k = plan_.scenario.grad_accumulation;
   const int64_t micro = *plan_.scenario.batch_size;
   at::Tensor loss_sum;

@@ -21,6 +21,7 @@
 #include "fused/fused_kernels.h"
 #endif
 #include "gpubench/engine/engine.hpp"
+#include "models/decoder.h"
 #include "models/layers.h"
 #include "models/registry.h"
 #include "optimizers.h"
@@ -231,7 +232,7 @@ TEST(Fp8Test, AnAmaxNotedByTheKernelThatWroteATensorIsTakenOnceForThatTensorOnly
 TEST(Fp8Test, ACheckpointedBlockRerunsItsLayersInFp8) {
   torch::manual_seed(4);
   torch::nn::Linear l(torch::nn::LinearOptions(64, 48));
-  const fp8::Plan plan({{"l", l.get(), 64, 48}}, fp8::Recipe{});
+  const fp8::Plan plan({{"l", l.get(), 64, 48, l->weight}}, fp8::Recipe{});
   const at::Tensor x = torch::randn({32, 64});
   auto weight_grad = [&](bool checkpointed) {
     l->zero_grad();
@@ -563,6 +564,59 @@ TEST(Fp8Test, ACapturedFp8LayerScalesEachReplayByItsOwnAmax_CUDA) {
     w.mul_(30.0);
   }
   eager("the weight 30 times larger");
+}
+
+/// A plan's step-start quantisation of all its weights (two launches) writes the bytes each layer's own cast writes:
+/// a Linear's [out, in] weight, GPT-2's Conv1D weight stored [in, out], shapes cut by the kernels' 64 x 128 tiles and
+/// by their amax blocks. The layers then use those weights in their forward passes and keep them through backward.
+TEST(Fp8Test, APlanQuantisesItsWeightsTogetherToTheBytesOfEachLayersOwnCast_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(12);
+  torch::nn::Linear a(torch::nn::LinearOptions(128, 96)), b(torch::nn::LinearOptions(2048, 4112));
+  models::Conv1D c(64, 48);
+  a->to(at::kCUDA);
+  b->to(at::kCUDA);
+  c->to(at::kCUDA);
+  {
+    const at::NoGradGuard no_grad;
+    b->weight.mul_(40.0);  // amaxes far apart: each tensor its own scale
+    c->weight.mul_(1e-3);
+  }
+  const fp8::Plan plan({{"a", a.get(), 128, 96, a->weight}, {"b", b.get(), 2048, 4112, b->weight},
+                        {"c", c.get(), 64, 48, c->weight.t()}},
+                       fp8::Recipe{});
+  auto expect_prepared = [&](const std::string& when) {
+    ASSERT_EQ(plan.quantize_weights(), 3) << when;
+    const std::vector<std::pair<const void*, at::Tensor>> layers = {
+        {a.get(), a->weight}, {b.get(), b->weight}, {c.get(), c->weight.t()}};
+    for (const auto& [module, weight] : layers) {
+      const fp8::LinearState* st = plan.find(module);
+      ASSERT_NE(st, nullptr);
+      ASSERT_TRUE(st->weight.prepared) << when;
+      const at::Tensor w = weight.detach().contiguous();
+      const fp8::Quantized ref = fp8::quantize_from_amax(w, Format::kE4M3, fp8::amax(w, false), true, true);
+      const fp8::Quantized& got = st->weight.q;
+      ASSERT_EQ(got.data.sizes(), ref.data.sizes()) << when;
+      EXPECT_TRUE(at::equal(got.data.view(at::kByte), ref.data.view(at::kByte))) << when << " " << w.sizes();
+      EXPECT_TRUE(at::equal(got.data_t.view(at::kByte), ref.data_t.view(at::kByte))) << when << " " << w.sizes();
+      EXPECT_EQ(got.inv_scale.item<float>(), ref.inv_scale.item<float>()) << when << " " << w.sizes();
+    }
+  };
+  expect_prepared("first step");
+  // A forward pass takes the prepared weight (its bytes, no cast of its own) and the backward pass keeps it.
+  fp8::LinearState* sa = plan.find(a.get());
+  const void* prepared = sa->weight.q.data.data_ptr();
+  const at::Tensor x = torch::randn({64, 128}, torch::TensorOptions().device(at::kCUDA)).to(at::kBFloat16);
+  const at::Tensor y = fp8::linear(x, a->weight, a->bias, plan.recipe(), sa);
+  EXPECT_TRUE(at::equal(y, fp8::linear(x, a->weight, a->bias, plan.recipe())));
+  y.to(at::kFloat).sum().backward();
+  EXPECT_EQ(sa->weight.q.data.data_ptr(), prepared) << "kept through backward for the step's other micro-batches";
+  {
+    const at::NoGradGuard no_grad;
+    a->weight.mul_(-3.0);  // an optimizer step
+    b->weight.add_(1.0);
+  }
+  expect_prepared("after the weights changed");
 }
 
 /// `gpubench run` of a reduced decoder with precision: fp8 on this GPU: its record.

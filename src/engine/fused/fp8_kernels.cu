@@ -161,15 +161,12 @@ constexpr int kWideWords = kWideCols / 4;                               // 32 wo
 /// The tile word holding bytes [4 w, 4 w + 4) of tile row r.
 __device__ __forceinline__ int tile_word(int r, int w) { return r * kWideWords + (w ^ ((r >> 3) << 2)); }
 
+/// One 64 x 128 tile of x at rows [r0, r0 + 64) and columns [c0, c0 + 128), cast at scale s; `tile` the block's
+/// shared words. Called by every thread of the block (it holds a barrier where out_t is asked for).
 template <typename T>
-__global__ void __launch_bounds__(kCastThreads)
-    cast_transpose_wide(const T* __restrict__ x, int64_t rows, int64_t cols, bool e5m2, float fmax,
-                        const float* __restrict__ amax, uint8_t* __restrict__ out, uint8_t* __restrict__ out_t,
-                        float* __restrict__ inv_scale) {
-  __shared__ uint32_t tile[kWideRows * kWideWords];  // 8 KiB
-  const float s = scale_from(amax, fmax);
-  if (inv_scale != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *inv_scale = 1.0f / s;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kWideRows, c0 = static_cast<int64_t>(blockIdx.x) * kWideCols;
+__device__ __forceinline__ void cast_tile_wide(const T* __restrict__ x, int64_t rows, int64_t cols, bool e5m2, float s,
+                                               int64_t r0, int64_t c0, uint8_t* __restrict__ out,
+                                               uint8_t* __restrict__ out_t, uint32_t* tile) {
   float v[kWidePerThread][8];
 #pragma unroll
   for (int i = 0; i < kWidePerThread; ++i) {
@@ -214,6 +211,91 @@ __global__ void __launch_bounds__(kCastThreads)
 }
 
 template <typename T>
+__global__ void __launch_bounds__(kCastThreads)
+    cast_transpose_wide(const T* __restrict__ x, int64_t rows, int64_t cols, bool e5m2, float fmax,
+                        const float* __restrict__ amax, uint8_t* __restrict__ out, uint8_t* __restrict__ out_t,
+                        float* __restrict__ inv_scale) {
+  __shared__ uint32_t tile[kWideRows * kWideWords];  // 8 KiB
+  const float s = scale_from(amax, fmax);
+  if (inv_scale != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *inv_scale = 1.0f / s;
+  cast_tile_wide(x, rows, cols, e5m2, s, static_cast<int64_t>(blockIdx.y) * kWideRows,
+                 static_cast<int64_t>(blockIdx.x) * kWideCols, out, out_t, tile);
+}
+
+// ---- many tensors in two launches: the amaxes, then the casts ----------------------------------------------------
+// A block finds its tensor by a binary search over the jobs' first blocks (thread 0, shared with the block).
+
+constexpr int64_t kManyAmaxChunk = int64_t{kAmaxThreads} * 8 * 4;  // elements a block of the amax launch reads
+
+template <int64_t Fp8CastJob::*First>
+__device__ __forceinline__ int job_of_block(const Fp8CastJob* jobs, int n) {
+  __shared__ int found;
+  if (threadIdx.x == 0) {
+    int lo = 0, hi = n - 1;  // the last job whose first block is at or before this one
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (jobs[mid].*First <= static_cast<int64_t>(blockIdx.x)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    found = lo;
+  }
+  __syncthreads();
+  return found;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kAmaxThreads) amax_many_kernel(const Fp8CastJob* __restrict__ jobs, int n) {
+  const Fp8CastJob& j = jobs[job_of_block<&Fp8CastJob::amax_first>(jobs, n)];
+  const auto* x = static_cast<const T*>(j.x);
+  const int64_t numel = j.rows * j.cols;  // a multiple of 8: rows and cols are
+  const int64_t begin = (static_cast<int64_t>(blockIdx.x) - j.amax_first) * kManyAmaxChunk;
+  const int64_t end = min(numel, begin + kManyAmaxChunk);
+  unsigned m = 0;
+  float v[4][8];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const int64_t i = begin + (static_cast<int64_t>(u) * kAmaxThreads + threadIdx.x) * 8;
+    if (i < end) load_v<T, 8>(x, i, v[u]);
+  }
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const int64_t i = begin + (static_cast<int64_t>(u) * kAmaxThreads + threadIdx.x) * 8;
+    if (i < end) {
+      for (float f : v[u]) m = max(m, abs_bits(f));
+    }
+  }
+  block_amax(m, reinterpret_cast<unsigned*>(j.amax));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kCastThreads) cast_many_kernel(const Fp8CastJob* __restrict__ jobs, int n, bool e5m2,
+                                                                 float fmax) {
+  __shared__ uint32_t tile[kWideRows * kWideWords];
+  const Fp8CastJob& j = jobs[job_of_block<&Fp8CastJob::tile_first>(jobs, n)];
+  const int64_t t = static_cast<int64_t>(blockIdx.x) - j.tile_first;
+  const int64_t tiles_x = (j.cols + kWideCols - 1) / kWideCols;
+  const float s = scale_from(j.amax, fmax);
+  if (j.inv_scale != nullptr && t == 0 && threadIdx.x == 0) *j.inv_scale = 1.0f / s;
+  cast_tile_wide(static_cast<const T*>(j.x), j.rows, j.cols, e5m2, s, (t / tiles_x) * kWideRows,
+                 (t % tiles_x) * kWideCols, static_cast<uint8_t*>(j.out), static_cast<uint8_t*>(j.out_t), tile);
+}
+
+template <typename T>
+cudaError_t many_as(const Fp8CastJob* jobs, int n, int64_t amax_blocks, int64_t tiles, bool e5m2,
+                    cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  if (amax_blocks > 0x7fffffff || tiles > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  amax_many_kernel<T><<<static_cast<unsigned>(amax_blocks), kAmaxThreads, 0, stream>>>(jobs, n);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  cast_many_kernel<T><<<static_cast<unsigned>(tiles), kCastThreads, 0, stream>>>(jobs, n, e5m2,
+                                                                               e5m2 ? 57344.0f : 448.0f);
+  return cudaGetLastError();
+}
+
+template <typename T>
 cudaError_t amax_as(const void* x, int64_t n, float* amax, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const auto* p = static_cast<const T*>(x);
@@ -250,6 +332,21 @@ cudaError_t cast_as(const void* x, int64_t rows, int64_t cols, bool e5m2, const 
 }
 
 }  // namespace
+
+int64_t fp8_many_amax_blocks(int64_t numel) { return (numel + kManyAmaxChunk - 1) / kManyAmaxChunk; }
+
+int64_t fp8_many_tiles(int64_t rows, int64_t cols) {
+  return ((rows + kWideRows - 1) / kWideRows) * ((cols + kWideCols - 1) / kWideCols);
+}
+
+cudaError_t launch_fp8_amax_cast_many(const Fp8CastJob* jobs, int n, int64_t amax_blocks, int64_t tiles, DType dtype,
+                                      bool e5m2, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::kBFloat16: return many_as<__nv_bfloat16>(jobs, n, amax_blocks, tiles, e5m2, stream);
+    case DType::kFloat16: return many_as<__half>(jobs, n, amax_blocks, tiles, e5m2, stream);
+    default: return many_as<float>(jobs, n, amax_blocks, tiles, e5m2, stream);
+  }
+}
 
 cudaError_t launch_fp8_amax(const void* x, DType dtype, int64_t n, float* amax, cudaStream_t stream) {
   switch (dtype) {

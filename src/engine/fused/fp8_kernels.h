@@ -22,4 +22,27 @@ cudaError_t launch_fp8_amax(const void* x, DType dtype, int64_t n, float* amax, 
 cudaError_t launch_fp8_cast(const void* x, DType dtype, int64_t rows, int64_t cols, bool e5m2, const float* amax,
                             void* out, void* out_t, float* inv_scale, cudaStream_t stream);
 
+/// One tensor of a many-tensor amax-and-cast (launch_fp8_amax_cast_many): x [rows, cols] row-major (rows and cols
+/// multiples of 8, x 16-byte aligned, out and out_t 8-byte aligned), its amax slot (zeroed by the caller), its FP8
+/// bytes and their transpose (either may be null), its inverse scale; and where its blocks start in each launch
+/// (running sums of fp8_many_amax_blocks and fp8_many_tiles over the jobs before it).
+struct Fp8CastJob {
+  const void* x;
+  int64_t rows, cols;
+  float* amax;
+  void* out;
+  void* out_t;
+  float* inv_scale;
+  int64_t amax_first, tile_first;
+};
+
+/// The blocks a job of `numel` elements takes in the amax launch, and the tiles a [rows, cols] job takes in the cast.
+int64_t fp8_many_amax_blocks(int64_t numel);
+int64_t fp8_many_tiles(int64_t rows, int64_t cols);
+
+/// launch_fp8_amax and then launch_fp8_cast for each of `n` jobs (a device array, all of `dtype`), as two launches:
+/// the same bytes as the one-tensor kernels give. `amax_blocks` and `tiles`: the totals over the jobs.
+cudaError_t launch_fp8_amax_cast_many(const Fp8CastJob* jobs, int n, int64_t amax_blocks, int64_t tiles, DType dtype,
+                                      bool e5m2, cudaStream_t stream);
+
 }  // namespace gpubench::engine::fused

@@ -21,9 +21,9 @@ std::vector<engine::fp8::Plan::Layer> fp8_candidates(const torch::nn::Module& mo
   for (const auto& item : model.named_modules("", /*include_self=*/false)) {
     const torch::nn::Module* m = item.value().get();
     if (const auto* l = dynamic_cast<const torch::nn::LinearImpl*>(m)) {
-      out.push_back({item.key(), l, l->weight.size(1), l->weight.size(0)});
+      out.push_back({item.key(), l, l->weight.size(1), l->weight.size(0), l->weight});
     } else if (const auto* c = dynamic_cast<const Conv1DImpl*>(m)) {
-      out.push_back({item.key(), c, c->weight.size(0), c->weight.size(1)});
+      out.push_back({item.key(), c, c->weight.size(0), c->weight.size(1), c->weight.t()});
     }
   }
   return out;
