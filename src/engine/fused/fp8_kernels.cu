@@ -162,7 +162,9 @@ constexpr int kWideWords = kWideCols / 4;                               // 32 wo
 __device__ __forceinline__ int tile_word(int r, int w) { return r * kWideWords + (w ^ ((r >> 3) << 2)); }
 
 /// One 64 x 128 tile of x at rows [r0, r0 + 64) and columns [c0, c0 + 128), cast at scale s; `tile` the block's
-/// shared words. Called by every thread of the block (it holds a barrier where out_t is asked for).
+/// shared words, 8-byte aligned (uint2 stores; a kernel with other shared variables must ask for it: call 1 of
+/// results/2026-12-02-h200-fp8-graph found the many-tensor kernel's tile 4 bytes off). Called by every thread of
+/// the block (it holds a barrier where out_t is asked for).
 template <typename T>
 __device__ __forceinline__ void cast_tile_wide(const T* __restrict__ x, int64_t rows, int64_t cols, bool e5m2, float s,
                                                int64_t r0, int64_t c0, uint8_t* __restrict__ out,
@@ -215,7 +217,7 @@ __global__ void __launch_bounds__(kCastThreads)
     cast_transpose_wide(const T* __restrict__ x, int64_t rows, int64_t cols, bool e5m2, float fmax,
                         const float* __restrict__ amax, uint8_t* __restrict__ out, uint8_t* __restrict__ out_t,
                         float* __restrict__ inv_scale) {
-  __shared__ uint32_t tile[kWideRows * kWideWords];  // 8 KiB
+  __shared__ __align__(16) uint32_t tile[kWideRows * kWideWords];  // 8 KiB
   const float s = scale_from(amax, fmax);
   if (inv_scale != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *inv_scale = 1.0f / s;
   cast_tile_wide(x, rows, cols, e5m2, s, static_cast<int64_t>(blockIdx.y) * kWideRows,
@@ -273,7 +275,7 @@ __global__ void __launch_bounds__(kAmaxThreads) amax_many_kernel(const Fp8CastJo
 template <typename T>
 __global__ void __launch_bounds__(kCastThreads) cast_many_kernel(const Fp8CastJob* __restrict__ jobs, int n, bool e5m2,
                                                                  float fmax) {
-  __shared__ uint32_t tile[kWideRows * kWideWords];
+  __shared__ __align__(16) uint32_t tile[kWideRows * kWideWords];
   const Fp8CastJob& j = jobs[job_of_block<&Fp8CastJob::tile_first>(jobs, n)];
   const int64_t t = static_cast<int64_t>(blockIdx.x) - j.tile_first;
   const int64_t tiles_x = (j.cols + kWideCols - 1) / kWideCols;
