@@ -1,7 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "fused/fused_ops.h"
+#include "gpubench/engine/engine.hpp"
 #include "models/registry.h"
 #include "models/resnet.h"
+#include "precision.h"
 
 namespace gpubench::engine {
 namespace {
@@ -73,6 +79,161 @@ TEST(ResNet50Test, AnalyticFlopsMatchThePublishedCount) {
   Scenario s;
   auto w = find_model("resnet50").make(s);
   EXPECT_DOUBLE_EQ(w->train_flops_per_sample(), 3.0 * 2.0 * 4'089'184'256.0);
+}
+
+double rel_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).norm().item<double>() /
+         (b.to(at::kDouble).norm().item<double>() + 1e-30);
+}
+
+/// Two ResNet-50s with the same weights, `kernels: fused` and not.
+std::pair<models::ResNet, models::ResNet> twin_resnets(int64_t classes, const at::Device& device) {
+  models::ResNetOptions o;
+  o.num_classes = classes;
+  torch::manual_seed(21);
+  models::ResNet plain(o);
+  o.fused = true;
+  models::ResNet fused(o);
+  {
+    const torch::NoGradGuard no_grad;
+    const auto from = plain->named_parameters();
+    for (auto& p : fused->named_parameters()) p.value().copy_(from[p.key()]);
+  }
+  plain->to(device);
+  fused->to(device);
+  return {plain, fused};
+}
+
+/// Where gpubench's kernels do not run (the CPU here), the fused path is BatchNorm2d's own computation with the add
+/// and the ReLU: the same outputs, gradients, running statistics and batch counts, bit for bit.
+TEST(ResNet50Test, TheFusedPathComputesWhatTheModulesDoWhereItRunsAten) {
+  auto [plain, fused] = twin_resnets(10, at::kCPU);
+  const at::Tensor x = torch::randn({2, 3, 64, 64}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor y1 = plain->forward(x), y2 = fused->forward(x);
+  EXPECT_TRUE(at::equal(y1, y2));
+  y1.square().sum().backward();
+  y2.square().sum().backward();
+  const auto b1 = plain->named_buffers(), b2 = fused->named_buffers();
+  for (const auto& b : b1) EXPECT_TRUE(at::equal(b.value(), b2[b.key()])) << b.key();
+  EXPECT_EQ(b2["bn1.num_batches_tracked"].item<int64_t>(), 1);
+  const auto g1 = plain->named_parameters();
+  for (const auto& p : fused->named_parameters()) EXPECT_TRUE(at::equal(p.value().grad(), g1[p.key()].grad())) << p.key();
+  plain->eval();
+  fused->eval();
+  const torch::NoGradGuard no_grad;
+  EXPECT_TRUE(at::equal(plain->forward(x), fused->forward(x))) << "evaluation: the running statistics";
+}
+
+/// `gpubench run resnet50 --kernels fused` off CUDA: the record names both fusions as ATen's, with why, and a note.
+TEST(ResNet50Test, AFusedRunOnTheCpuRecordsThatItsFusionsRanAsAten) {
+  Scenario s;
+  s.model = "resnet50";
+  s.device = "cpu";
+  s.kernels = "fused";
+  s.model_options = {{"image_size", 32}, {"num_classes", 10}};
+  s.batch_size = 2;
+  s.dataset_size = 4;
+  s.warmup_steps = 1;
+  s.telemetry = false;
+  RunObserver quiet;
+  const RunRecord r = run_benchmark(s, quiet, RunOptions{});
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
+  ASSERT_EQ(r.execution.fusions.size(), 2u);
+  EXPECT_EQ(r.execution.fusions[0].name, "batch_norm_relu");
+  EXPECT_EQ(r.execution.fusions[1].name, "batch_norm_add_relu");
+  for (const auto& f : r.execution.fusions) {
+    EXPECT_EQ(f.implementation, "aten") << f.name;
+    EXPECT_NE(f.note.find("no kernel for cpu"), std::string::npos) << f.note;
+  }
+  bool noted = false;
+  for (const auto& n : r.notes) noted = noted || n.find("batch_norm_relu, batch_norm_add_relu ran as ATen") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+/// The kernels against ATen's batch_norm + add + relu on channels-last tensors: the output, the running
+/// statistics, and the gradients of the input, the residual, the scale and the shift, in fp32, bf16 and fp16, over
+/// ResNet's channel counts (64 at 56 x 56: many row splits; 2048 at 7 x 7: many channel blocks) and 24 (three
+/// channel lanes a block); an NCHW tensor takes ATen's form and says why.
+TEST(ResNet50Test, FusedBatchNormReluKernelsMatchAtenOnTheGpu_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  if (!fused::cuda_kernels_compiled()) GTEST_SKIP() << "built without gpubench's kernels";
+  const auto cuda = torch::TensorOptions().device(at::kCUDA);
+  const std::vector<std::vector<int64_t>> shapes = {{8, 64, 56, 56}, {3, 2048, 7, 7}, {2, 24, 9, 11}};
+  for (const auto dt : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    const double tol = dt == at::kFloat ? 1e-4 : dt == at::kHalf ? 1e-2 : 2e-2;
+    for (const auto& shape : shapes) {
+      for (const bool residual : {false, true}) {
+        torch::manual_seed(5);
+        const int64_t c = shape[1];
+        const at::Tensor x0 = (torch::randn(shape, cuda) * 2 + 0.5).to(dt).contiguous(at::MemoryFormat::ChannelsLast);
+        const at::Tensor z0 = torch::randn(shape, cuda).to(dt).contiguous(at::MemoryFormat::ChannelsLast);
+        const at::Tensor w0 = torch::rand({c}, cuda) + 0.5, b0 = torch::randn({c}, cuda);
+        const at::Tensor dy = torch::randn(shape, cuda).to(dt).contiguous(at::MemoryFormat::ChannelsLast);
+        std::vector<at::Tensor> got, ref;
+        for (const bool kernels : {true, false}) {
+          at::Tensor x = x0.clone().requires_grad_(true), z = z0.clone().requires_grad_(true);
+          at::Tensor w = w0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+          at::Tensor rm = torch::randn({c}, cuda) * 0.1, rv = torch::rand({c}, cuda) + 1.0;
+          at::Tensor y = kernels ? fused::batch_norm_relu(x, residual ? z : at::Tensor(), w, b, rm, rv, true, 0.1, 1e-5)
+                                 : (at::batch_norm(x, w, b, rm, rv, true, 0.1, 1e-5, true) +
+                                    (residual ? z : at::zeros_like(z)))
+                                       .relu();
+          y.backward(dy);
+          (kernels ? got : ref) = {y, rm, rv, x.grad(), residual ? z.grad() : at::zeros({1}, cuda), w.grad(), b.grad()};
+        }
+        const char* names[] = {"output", "running mean", "running var", "d input", "d residual", "d scale", "d shift"};
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_LT(rel_diff(got[i], ref[i]), tol)
+              << names[i] << " " << c10::toString(dt) << " C " << c << (residual ? " with residual" : "");
+        }
+      }
+    }
+  }
+  EXPECT_EQ(fused::batch_norm_declined(), "") << "every call above took the kernels";
+  const at::Tensor nchw = torch::randn({2, 16, 4, 4}, cuda);
+  const at::Tensor w = torch::ones({16}, cuda), b = torch::zeros({16}, cuda);
+  const at::Tensor y = fused::batch_norm_relu(nchw, {}, w, b, {}, {}, true, 0.1, 1e-5);
+  EXPECT_LT(rel_diff(y, at::batch_norm(nchw, w, b, {}, {}, true, 0.1, 1e-5, true).relu()), 1e-6);
+  EXPECT_NE(fused::batch_norm_declined().find("channels-last"), std::string::npos) << fused::batch_norm_declined();
+}
+
+/// A ResNet-50 (10 classes, 64-pixel images, channels-last, bf16 autocast, SGD with momentum) trained 200 steps on
+/// one batch on both paths: the same loss curve (within 5 % of the first loss at every step) going down.
+TEST(ResNet50Test, FusedAndAtenPathsTrainToTheSameLossCurveOnTheGpu_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  if (!fused::cuda_kernels_compiled()) GTEST_SKIP() << "built without gpubench's kernels";
+  auto [plain, fused_net] = twin_resnets(10, at::kCUDA);  // channels-last input: cuDNN keeps the layout
+  torch::manual_seed(3);
+  const auto cuda = torch::TensorOptions().device(at::kCUDA);
+  const at::Tensor x = torch::randn({16, 3, 64, 64}, cuda).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor t = torch::randint(0, 10, {16}, cuda.dtype(at::kLong));
+  auto curve = [&](models::ResNet& net) {
+    torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.02).momentum(0.9));
+    std::vector<double> losses;
+    for (int step = 0; step < 200; ++step) {
+      opt.zero_grad();
+      at::Tensor loss;
+      {
+        AutocastScope autocast(at::kCUDA, at::kBFloat16);
+        loss = torch::nn::functional::cross_entropy(net->forward(x), t);
+      }
+      loss.backward();
+      opt.step();
+      losses.push_back(loss.item<double>());
+    }
+    return losses;
+  };
+  const auto a = curve(plain), f = curve(fused_net);
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(f[i])) << "step " << i;
+    worst = std::max(worst, std::abs(f[i] - a[i]) / a[0]);
+  }
+  std::cout << "resnet50 fused vs aten: largest loss difference over 200 steps, relative to the first loss: " << worst
+            << "\n";
+  EXPECT_LT(worst, 0.05);
+  EXPECT_LT(f.back(), 0.5 * f.front());
+  EXPECT_EQ(fused::batch_norm_declined(), "");
 }
 
 TEST(ModelRegistryTest, UnknownModelListsTheKnownOnes) {

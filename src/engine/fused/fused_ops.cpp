@@ -853,7 +853,14 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
     } else {
       f.implementation = kernels ? "cuda kernel" : "aten";
       const std::string what =
-          n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
+          n == "batch_norm_relu" || n == "batch_norm_add_relu"
+              ? std::string(n == "batch_norm_relu" ? "batch-norm and ReLU" : "batch-norm, the residual add and ReLU") +
+                    " in training, channels-last: the batch statistics in one read, the output in one pass; "
+                    "backward, the two per-channel sums in one read and the input's" +
+                    (n == "batch_norm_relu" ? "" : " and the residual's") +
+                    " gradients in one pass (evaluation, NCHW tensors or channel counts not a multiple of 8: "
+                    "ATen's batch_norm, add and relu)"
+          : n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
           : n == "rotary" ? "q and k rotated together, one pass each way"
           : n == "geglu" ? "a * gelu(gate) over the two halves of the projection and its gradient, one pass each "
                            "(the gradient written as one tensor, no concatenation)"
@@ -883,7 +890,9 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                 "stream), the residual add and LayerNorm in one pass writing the compute dtype (the residual stream "
                 "stays in it, no fp32 copies); backward, one pass giving the input, residual, gamma, beta and bias "
                 "gradients (rows of up to 1,536 elements; ATen's operations beyond)";
-      f.note = kernels ? what : why + ": the ATen operations, in one autograd node";
+      f.note = kernels ? what
+                       : why + (n.rfind("batch_norm_", 0) == 0 ? ": ATen's batch_norm, add and relu"
+                                                                : ": the ATen operations, in one autograd node");
     }
     out.push_back(std::move(f));
   }
@@ -893,6 +902,14 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
 std::string describe_after_run(std::vector<FusionRecord>& fusions) {
   std::string note;
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
+  if (const std::string bn = batch_norm_declined(); !bn.empty()) {
+    for (auto& f : fusions) {
+      if (f.name.rfind("batch_norm_", 0) == 0 && f.implementation == "cuda kernel") {
+        f.note += "; this run: some calls ran ATen's operations: " + bn;
+      }
+    }
+    note = "kernels: fused: batch-norm + ReLU ran ATen's operations where " + bn;
+  }
   const std::string declined = lt::declined();
   for (auto& f : fusions) {
     if (f.name != "mlp_add_layer_norm" || f.implementation != "cuda kernel") continue;

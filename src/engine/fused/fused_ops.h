@@ -85,6 +85,20 @@ std::vector<at::Tensor> linear_qkv(const at::Tensor& x, const at::Tensor& wq, co
                                    const at::Tensor& wk, const at::Tensor& bk, const at::Tensor& wv,
                                    const at::Tensor& bv);
 
+/// ResNet's batch-norm and ReLU, with the residual `z` added before the ReLU where defined (torchvision's
+/// Bottleneck: relu(bn3(conv3(out)) + identity)): relu(batch_norm(x) + z). In training on CUDA, for channels-last
+/// [N, C, H, W] tensors with C a multiple of 8 (bf16, fp16 or fp32; z of x's shape, dtype and layout), gpubench's
+/// kernels (batch_norm_kernels.cu): statistics, then the output in one pass; backward, two passes giving the input's,
+/// the residual's, the scale's and the shift's gradients. Running statistics as BatchNorm2d keeps them (momentum,
+/// unbiased variance). Elsewhere (the CPU, evaluation, NCHW tensors) ATen's batch_norm, add and relu: the record
+/// says which ran, and describe_after_run why a CUDA call did not take the kernels.
+at::Tensor batch_norm_relu(const at::Tensor& x, const at::Tensor& z, const at::Tensor& weight, const at::Tensor& bias,
+                           const at::Tensor& running_mean, const at::Tensor& running_var, bool training,
+                           double momentum, double eps);
+
+/// The first reason a training call of batch_norm_relu on a CUDA device ran ATen's form, or "" (describe_after_run).
+std::string batch_norm_declined();
+
 /// (Each computes and returns in compute_dtype (precision.h) of its weight: autocast's dtype, else the weight's.)
 
 /// How each of `names` runs on `device`, for the record (execution.fusions).

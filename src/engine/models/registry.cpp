@@ -45,6 +45,10 @@ class ImageClassification final : public Workload {
 
   int64_t image_size() const override { return image_size_; }
   int64_t num_classes() const override { return options_.num_classes; }
+  std::vector<std::string> fusions() const override {
+    if (!options_.fused) return {};
+    return {"batch_norm_relu", "batch_norm_add_relu"};
+  }
 
  private:
   models::ResNet model_;
@@ -579,6 +583,7 @@ const std::vector<ModelEntry>& model_registry() {
        [](const Scenario& s) -> std::unique_ptr<Workload> {
          models::ResNetOptions o;
          o.num_classes = required<int64_t>(s, "num_classes");
+         o.fused = fused_kernels(s);
          return std::make_unique<ImageClassification>(models::ResNet(o), o, required<int64_t>(s, "image_size"));
        }),
       entry(ModelInfo{"bert-base", "BERT-base fine-tuning as transformers' BertForSequenceClassification (109.5M parameters)",

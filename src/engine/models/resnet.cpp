@@ -2,6 +2,8 @@
 
 #include <torch/nn/init.h>
 
+#include "fused/fused_ops.h"
+
 namespace gpubench::models {
 
 namespace {
@@ -9,9 +11,26 @@ torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride, int64
   return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, k).stride(stride).padding(pad).bias(false));
 }
 int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad) { return (in + 2 * pad - k) / stride + 1; }
+
+/// relu(bn(x) (+ z)): BatchNorm2d's forward (its batch counter, momentum and eps) with the add and the ReLU, as one
+/// fused operation (engine/fused/fused_ops.h), or as the module and ATen's ops where not `fused`.
+torch::Tensor bn_relu(torch::nn::BatchNorm2d& bn, const torch::Tensor& x, const torch::Tensor& z, bool fused) {
+  if (!fused) {
+    torch::Tensor y = bn(x);
+    if (z.defined()) y += z;
+    return y.relu_();
+  }
+  const auto& o = bn->options;
+  const bool training = bn->is_training();
+  if (training && o.track_running_stats()) bn->num_batches_tracked += 1;
+  const double momentum = o.momentum().value_or(0.0);  // torchvision's 0.1; a cumulative average is not used
+  return engine::fused::batch_norm_relu(x, z, bn->weight, bn->bias, bn->running_mean, bn->running_var,
+                                        training || !o.track_running_stats(), momentum, o.eps());
+}
 }  // namespace
 
-BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride, bool with_downsample) {
+BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride, bool with_downsample, bool fused)
+    : fused_(fused) {
   // Registration order = torchvision's attribute order, so parameters enumerate identically.
   conv1 = register_module("conv1", conv(inplanes, planes, 1, 1, 0));
   bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
@@ -27,15 +46,13 @@ BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride,
 }
 
 torch::Tensor BottleneckImpl::forward(torch::Tensor x) {
-  torch::Tensor identity = downsample ? downsample->forward(x) : x;
-  torch::Tensor out = bn1(conv1(x)).relu_();
-  out = bn2(conv2(out)).relu_();
-  out = bn3(conv3(out));
-  out += identity;
-  return out.relu_();
+  const torch::Tensor identity = downsample ? downsample->forward(x) : x;
+  torch::Tensor out = bn_relu(bn1, conv1(x), {}, fused_);
+  out = bn_relu(bn2, conv2(out), {}, fused_);
+  return bn_relu(bn3, conv3(out), identity, fused_);
 }
 
-ResNetImpl::ResNetImpl(const ResNetOptions& options) {
+ResNetImpl::ResNetImpl(const ResNetOptions& options) : fused_(options.fused) {
   conv1 = register_module("conv1", conv(3, 64, 7, 2, 3));
   bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
   layer1 = make_stage(64, options.layers[0], 1, "layer1");
@@ -60,14 +77,14 @@ torch::nn::Sequential ResNetImpl::make_stage(int64_t planes, int64_t blocks, int
                                              const std::string& name) {
   torch::nn::Sequential stage;
   const bool down = stride != 1 || inplanes_ != planes * BottleneckImpl::kExpansion;
-  stage->push_back(Bottleneck(inplanes_, planes, stride, down));
+  stage->push_back(Bottleneck(inplanes_, planes, stride, down, fused_));
   inplanes_ = planes * BottleneckImpl::kExpansion;
-  for (int64_t i = 1; i < blocks; ++i) stage->push_back(Bottleneck(inplanes_, planes, 1, false));
+  for (int64_t i = 1; i < blocks; ++i) stage->push_back(Bottleneck(inplanes_, planes, 1, false, fused_));
   return register_module(name, stage);
 }
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
-  x = bn1(conv1(x)).relu_();
+  x = bn_relu(bn1, conv1(x), {}, fused_);
   x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
   x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
   x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);

@@ -17,10 +17,12 @@ namespace gpubench::models {
 class BottleneckImpl : public torch::nn::Module {
  public:
   static constexpr int64_t kExpansion = 4;
-  BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride, bool downsample);
+  /// `fused`: batch-norm + ReLU and batch-norm + residual add + ReLU as fused operations (kernels: fused).
+  BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride, bool downsample, bool fused = false);
   torch::Tensor forward(torch::Tensor x);
 
  private:
+  bool fused_ = false;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   torch::nn::Sequential downsample{nullptr};
@@ -31,6 +33,7 @@ TORCH_MODULE(Bottleneck);
 struct ResNetOptions {
   std::array<int64_t, 4> layers{3, 4, 6, 3};  ///< blocks per stage (ResNet-50)
   int64_t num_classes = 1000;
+  bool fused = false;  ///< kernels: fused: the BN + ReLU and BN + add + ReLU passes as fused operations
 };
 
 class ResNetImpl : public torch::nn::Module {
@@ -41,6 +44,7 @@ class ResNetImpl : public torch::nn::Module {
  private:
   torch::nn::Sequential make_stage(int64_t planes, int64_t blocks, int64_t stride, const std::string& name);
   int64_t inplanes_ = 64;
+  bool fused_ = false;
   torch::nn::Conv2d conv1{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
