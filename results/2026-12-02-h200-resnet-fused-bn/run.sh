@@ -45,7 +45,7 @@ run "bf16-fused_r1" --kernels fused --precision bf16
 run "bf16-aten_r1" --precision bf16
 run "amp-fused_profile" --kernels fused --profile
 log "torchvision resnet50 under torch.compile (fused SGD), the same recipe"
-PYTHONUNBUFFERED=1 timeout 170 python3 scripts/pytorch_reference.py --config "$W/resnet.yaml" --fused --compile \
+PYTHONUNBUFFERED=1 timeout 150 python3 scripts/pytorch_reference.py --config "$W/resnet.yaml" --fused --compile \
   --json "$W/records/pytorch_resnet50_compile.json" > "$W/pytorch_compile.log" 2>&1
 log "exit $?"
 tail -3 "$W/pytorch_compile.log" | tee -a "$W/session.log"

@@ -179,7 +179,9 @@ TEST(ResNet50Test, FusedBatchNormReluKernelsMatchAtenOnTheGpu_CUDA) {
                                     (residual ? z : at::zeros_like(z)))
                                        .relu();
           y.backward(dy);
-          (kernels ? got : ref) = {y, rm, rv, x.grad(), residual ? z.grad() : at::zeros({1}, cuda), w.grad(), b.grad()};
+          std::vector<at::Tensor> out = {y, rm, rv, x.grad(), residual ? z.grad() : at::zeros({1}, cuda), w.grad(),
+                                         b.grad()};
+          (kernels ? got : ref) = std::move(out);
         }
         const char* names[] = {"output", "running mean", "running var", "d input", "d residual", "d scale", "d shift"};
         for (size_t i = 0; i < got.size(); ++i) {
