@@ -34,7 +34,8 @@ using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
 /// Why the kernels do not take this call on a CUDA device; "" when they do.
-std::string refusal(const at::Tensor& x, const at::Tensor& z, const at::Tensor& weight, bool training) {
+std::string refusal(const at::Tensor& x, const at::Tensor& z, const at::Tensor& weight, const at::Tensor& bias,
+                    bool training) {
   if (!training) return "evaluation uses the running statistics: ATen's batch_norm";
   if (!launch::on_kernels(x)) return "the kernels take bf16, fp16 or fp32";
   if (x.dim() != 4 || !x.is_contiguous(at::MemoryFormat::ChannelsLast)) {
@@ -46,14 +47,17 @@ std::string refusal(const at::Tensor& x, const at::Tensor& z, const at::Tensor& 
                       !z.is_contiguous(at::MemoryFormat::ChannelsLast))) {
     return "the residual differs from the normalised tensor in shape, dtype or layout";
   }
-  if (weight.defined() && weight.scalar_type() != at::kFloat) return "the kernels take fp32 scale and shift";
+  if (!weight.defined() || !bias.defined()) return "the kernels take an affine batch-norm (a scale and a shift)";
+  if (weight.scalar_type() != at::kFloat || bias.scalar_type() != at::kFloat) {
+    return "the kernels take fp32 scale and shift";
+  }
   const auto aligned = [](const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
   if (!aligned(x) || (z.defined() && !aligned(z))) return "the kernels take 16-byte aligned tensors";
   return "";
 }
 
-/// A float pointer into t, or null where t is undefined.
-float* ptr(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+/// A float pointer into t, or null where t is undefined or empty (an absent input).
+float* ptr(const at::Tensor& t) { return t.defined() && t.numel() > 0 ? t.data_ptr<float>() : nullptr; }
 
 class BatchNormReluFn : public torch::autograd::Function<BatchNormReluFn> {
  public:
@@ -67,14 +71,15 @@ class BatchNormReluFn : public torch::autograd::Function<BatchNormReluFn> {
     const at::Tensor ws = at::empty({batch_norm_workspace(rows, c)}, f32);
     const at::Tensor w = weight.defined() ? weight.detach().contiguous() : at::Tensor();
     const at::Tensor b = bias.defined() ? bias.detach().contiguous() : at::Tensor();
-    launch::check(launch_batch_norm_forward(x.data_ptr(), z.defined() ? z.data_ptr() : nullptr, y.data_ptr(),
+    const bool residual = z.numel() > 0;
+    launch::check(launch_batch_norm_forward(x.data_ptr(), residual ? z.data_ptr() : nullptr, y.data_ptr(),
                                             launch::dtype_of(x), rows, c, /*relu=*/true, ptr(w), ptr(b),
                                             ptr(running_mean), ptr(running_var), static_cast<float>(momentum),
                                             static_cast<float>(eps), mean.data_ptr<float>(),
                                             invstd.data_ptr<float>(), ws.data_ptr<float>(), launch::stream()),
                   "batch-norm + ReLU kernels");
     ctx->save_for_backward({x, y, w, mean, invstd});
-    ctx->saved_data["residual"] = z.defined();
+    ctx->saved_data["residual"] = residual;
     ctx->saved_data["affine"] = weight.defined();
     return y;
   }
@@ -108,8 +113,13 @@ at::Tensor batch_norm_relu(const at::Tensor& x, const at::Tensor& z, const at::T
                            double momentum, double eps) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   if (x.is_cuda()) {
-    const std::string why = refusal(x, z, weight, training);
-    if (why.empty()) return BatchNormReluFn::apply(x, z, weight, bias, running_mean, running_var, momentum, eps);
+    const std::string why = refusal(x, z, weight, bias, training);
+    if (why.empty()) {
+      // An autograd Function's inputs must be defined tensors: an absent one travels as an empty tensor.
+      const auto given = [&](const at::Tensor& t) { return t.defined() ? t : at::empty({0}, x.options()); };
+      return BatchNormReluFn::apply(x, given(z), weight, bias, given(running_mean), given(running_var), momentum,
+                                    eps);
+    }
     if (training) {
       const std::lock_guard<std::mutex> lock(g_mutex);
       if (g_declined.empty()) g_declined = why;
