@@ -51,6 +51,30 @@ __device__ __forceinline__ void merge(float& n, float& mean, float& m2, float nb
   n = total;
 }
 
+/// Where a thread of a partial-sums block (stats_partial, grad_partial) works: lane tx of the block's `lanes` channel
+/// vectors, channel vector v, row lane ty of `row_lanes` (rows r0 + ty, r0 + ty + row_lanes, ... below r1); `active`
+/// where both are real, and `at` where its split's sums for v start in the partial arrays.
+struct Place {
+  int lanes, row_lanes, tx, ty;
+  int64_t v, r0, r1, at;
+  bool active;
+};
+
+__device__ __forceinline__ Place place_of(int64_t rows, int64_t c, int64_t rows_per_split) {
+  Place p{};
+  const int64_t vecs = c / kVec;
+  p.lanes = static_cast<int>(vecs < kMaxLanes ? vecs : kMaxLanes);
+  p.row_lanes = kThreads / p.lanes;
+  p.tx = static_cast<int>(threadIdx.x) % p.lanes;
+  p.ty = static_cast<int>(threadIdx.x) / p.lanes;
+  p.v = static_cast<int64_t>(blockIdx.x) * p.lanes + p.tx;
+  p.r0 = static_cast<int64_t>(blockIdx.y) * rows_per_split;
+  p.r1 = min(rows, p.r0 + rows_per_split);
+  p.at = static_cast<int64_t>(blockIdx.y) * c + p.v * kVec;
+  p.active = p.ty < p.row_lanes && p.v < vecs;
+  return p;
+}
+
 /// Per split and channel: the count-weighted mean and the sum of squared deviations of its rows.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) stats_partial(const T* __restrict__ x, int64_t rows, int64_t c,
@@ -59,20 +83,14 @@ __global__ void __launch_bounds__(kThreads) stats_partial(const T* __restrict__ 
   __shared__ float s_n[kThreads];
   __shared__ float s_mean[kThreads * kVec];
   __shared__ float s_m2[kThreads * kVec];
-  const int64_t vecs = c / kVec;
-  const int lanes = static_cast<int>(vecs < kMaxLanes ? vecs : kMaxLanes);
-  const int row_lanes = kThreads / lanes;
-  const int tx = static_cast<int>(threadIdx.x) % lanes, ty = static_cast<int>(threadIdx.x) / lanes;
-  const int64_t v = static_cast<int64_t>(blockIdx.x) * lanes + tx;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_split;
-  const int64_t r1 = min(rows, r0 + rows_per_split);
+  const Place p = place_of(rows, c, rows_per_split);
   float n = 0.0f, mean[kVec], m2[kVec];
 #pragma unroll
   for (int j = 0; j < kVec; ++j) mean[j] = m2[j] = 0.0f;
-  if (ty < row_lanes && v < vecs) {
-    for (int64_t r = r0 + ty; r < r1; r += row_lanes) {
+  if (p.active) {
+    for (int64_t r = p.r0 + p.ty; r < p.r1; r += p.row_lanes) {
       float f[kVec];
-      load_v<T, kVec>(x, r * c + v * kVec, f);
+      load_v<T, kVec>(x, r * c + p.v * kVec, f);
       n += 1.0f;
       const float inv = 1.0f / n;
 #pragma unroll
@@ -90,9 +108,9 @@ __global__ void __launch_bounds__(kThreads) stats_partial(const T* __restrict__ 
     s_m2[threadIdx.x * kVec + j] = m2[j];
   }
   __syncthreads();
-  if (ty != 0 || v >= vecs) return;
-  for (int t = 1; t < row_lanes; ++t) {
-    const int o = t * lanes + tx;
+  if (p.ty != 0 || !p.active) return;
+  for (int t = 1; t < p.row_lanes; ++t) {
+    const int o = t * p.lanes + p.tx;
     const float nb = s_n[o];
 #pragma unroll
     for (int j = 0; j < kVec; ++j) {
@@ -101,11 +119,10 @@ __global__ void __launch_bounds__(kThreads) stats_partial(const T* __restrict__ 
       if (j == kVec - 1) n = nn;
     }
   }
-  const int64_t at = static_cast<int64_t>(blockIdx.y) * c + v * kVec;
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
-    p_mean[at + j] = mean[j];
-    p_m2[at + j] = m2[j];
+    p_mean[p.at + j] = mean[j];
+    p_m2[p.at + j] = m2[j];
   }
 }
 
@@ -188,21 +205,15 @@ __global__ void __launch_bounds__(kThreads) grad_partial(const T* __restrict__ d
                                                          float* __restrict__ p_sum, float* __restrict__ p_dot) {
   __shared__ float s_sum[kThreads * kVec];
   __shared__ float s_dot[kThreads * kVec];
-  const int64_t vecs = c / kVec;
-  const int lanes = static_cast<int>(vecs < kMaxLanes ? vecs : kMaxLanes);
-  const int row_lanes = kThreads / lanes;
-  const int tx = static_cast<int>(threadIdx.x) % lanes, ty = static_cast<int>(threadIdx.x) / lanes;
-  const int64_t v = static_cast<int64_t>(blockIdx.x) * lanes + tx;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_split;
-  const int64_t r1 = min(rows, r0 + rows_per_split);
+  const Place p = place_of(rows, c, rows_per_split);
   float sum[kVec], dot[kVec], mean[kVec];
 #pragma unroll
   for (int j = 0; j < kVec; ++j) sum[j] = dot[j] = mean[j] = 0.0f;
-  if (ty < row_lanes && v < vecs) {
+  if (p.active) {
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) mean[j] = save_mean[v * kVec + j];
-    for (int64_t r = r0 + ty; r < r1; r += row_lanes) {
-      const int64_t i = r * c + v * kVec;
+    for (int j = 0; j < kVec; ++j) mean[j] = save_mean[p.v * kVec + j];
+    for (int64_t r = p.r0 + p.ty; r < p.r1; r += p.row_lanes) {
+      const int64_t i = r * c + p.v * kVec;
       float g[kVec], f[kVec];
       load_v<T, kVec>(dy, i, g);
       load_v<T, kVec>(x, i, f);
@@ -220,20 +231,19 @@ __global__ void __launch_bounds__(kThreads) grad_partial(const T* __restrict__ d
     s_dot[threadIdx.x * kVec + j] = dot[j];
   }
   __syncthreads();
-  if (ty != 0 || v >= vecs) return;
-  for (int t = 1; t < row_lanes; ++t) {
-    const int o = (t * lanes + tx) * kVec;
+  if (p.ty != 0 || !p.active) return;
+  for (int t = 1; t < p.row_lanes; ++t) {
+    const int o = (t * p.lanes + p.tx) * kVec;
 #pragma unroll
     for (int j = 0; j < kVec; ++j) {
       sum[j] += s_sum[o + j];
       dot[j] += s_dot[o + j];
     }
   }
-  const int64_t at = static_cast<int64_t>(blockIdx.y) * c + v * kVec;
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
-    p_sum[at + j] = sum[j];
-    p_dot[at + j] = dot[j];
+    p_sum[p.at + j] = sum[j];
+    p_dot[p.at + j] = dot[j];
   }
 }
 
