@@ -417,10 +417,10 @@ int64_t Plan::quantize_weights() const {
   std::optional<at::ScalarType> kind;
   for (size_t i = 0; i < converted_.size(); ++i) {
     const at::Tensor& w = converted_[i].weight;
-    if (!w.defined() || !fused::launch::on_kernels(w)) continue;
+    if (!w.defined() || w.dim() != 2 || !fused::launch::on_kernels(w)) continue;
     const at::Tensor src = w.is_contiguous() ? w : w.t();
     if (!src.is_contiguous() || src.size(0) % 8 != 0 || src.size(1) % 8 != 0 ||
-        reinterpret_cast<uintptr_t>(src.data_ptr()) % 16 != 0 || src.dim() != 2) {
+        reinterpret_cast<uintptr_t>(src.data_ptr()) % 16 != 0) {
       continue;
     }
     if (!kind) kind = src.scalar_type();

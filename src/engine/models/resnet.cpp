@@ -23,7 +23,11 @@ torch::Tensor bn_relu(torch::nn::BatchNorm2d& bn, const torch::Tensor& x, const 
   const auto& o = bn->options;
   const bool training = bn->is_training();
   if (training && o.track_running_stats()) bn->num_batches_tracked += 1;
-  const double momentum = o.momentum().value_or(0.0);  // torchvision's 0.1; a cumulative average is not used
+  // torchvision's 0.1; without a momentum, BatchNorm2d's cumulative average (1 / batches seen; a host read)
+  const double momentum = o.momentum() ? *o.momentum()
+                          : training && o.track_running_stats()
+                              ? 1.0 / bn->num_batches_tracked.item<double>()
+                              : 0.0;
   return engine::fused::batch_norm_relu(x, z, bn->weight, bn->bias, bn->running_mean, bn->running_var,
                                         training || !o.track_running_stats(), momentum, o.eps());
 }
