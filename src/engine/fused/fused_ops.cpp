@@ -859,7 +859,8 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                     "backward, the two per-channel sums in one read and the input's" +
                     (n == "batch_norm_relu" ? "" : " and the residual's") +
                     " gradients in one pass (evaluation, NCHW tensors or channel counts not a multiple of 8: "
-                    "ATen's batch_norm, add and relu)"
+                    "ATen's batch_norm, add and relu; the downsample shortcuts' batch-norms, with no ReLU, stay "
+                    "ATen's)"
           : n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
           : n == "rotary" ? "q and k rotated together, one pass each way"
           : n == "geglu" ? "a * gelu(gate) over the two halves of the projection and its gradient, one pass each "
