@@ -47,6 +47,7 @@ void record_kernels(const Scenario& s, const engine::Workload& workload, const e
                     RunObserver& observer, RunRecord& record) {
   record.execution.kernels = s.kernels;
   if (s.kernels != "fused") return;
+  engine::fused::begin_run();  // the fallbacks reported after this run are its own
   std::vector<std::string> names = workload.fusions();
   if (s.mode == "generate") {  // no loss in generation: the LM head and its loss in one does not run
     names.erase(std::remove(names.begin(), names.end(), "linear_cross_entropy"), names.end());

@@ -457,6 +457,7 @@ int64_t Plan::quantize_weights() const {
       j.amax_blocks += fused::fp8_many_amax_blocks(rows * cols);
       j.tiles += fused::fp8_many_tiles(rows, cols);
       j.buffers.push_back(q);
+      j.held.push_back(converted_[layers[k]].weight.detach());
     }
     const auto bytes = static_cast<int64_t>(table.size() * sizeof(fused::Fp8CastJob));
     j.table = at::from_blob(table.data(), {bytes}, at::TensorOptions().dtype(at::kByte)).to(dev.dtype(at::kByte));
@@ -468,9 +469,9 @@ int64_t Plan::quantize_weights() const {
                            static_cast<int>(jobs_.layers.size()), jobs_.amax_blocks, jobs_.tiles,
                            fused::launch::dtype_of(sources.front()), /*e5m2=*/false, fused::launch::stream()),
                        "fp8 weights' amax and cast kernels");
-  for (size_t k = 0; k < layers.size(); ++k) {
-    const at::Tensor& w = converted_[layers[k]].weight;
-    converted_[layers[k]].state->weight = WeightCache{jobs_.buffers[k], w.detach(), w._version(), true, capture};
+  for (size_t k = 0; k < layers.size(); ++k) {  // the held weight shares the weight's version counter
+    const at::Tensor& w = jobs_.held[k];
+    converted_[layers[k]].state->weight = WeightCache{jobs_.buffers[k], w, w._version(), true, capture};
   }
   return static_cast<int64_t>(layers.size());
 #else

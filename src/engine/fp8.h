@@ -185,6 +185,7 @@ class Plan {
     std::vector<const void*> sources;
     std::vector<size_t> layers;       ///< converted_ indices, in table order
     std::vector<Quantized> buffers;   ///< each one's FP8 weight, kept from step to step
+    std::vector<at::Tensor> held;     ///< each one's weight as its layer hands it, detached once (the caches' source)
     at::ScalarType dtype = at::kFloat;
     int64_t amax_blocks = 0, tiles = 0;
   };

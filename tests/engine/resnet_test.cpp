@@ -132,6 +132,7 @@ TEST(ResNet50Test, TheFusedPathComputesWhatTheModulesDoWhereItRunsAten) {
 TEST(ResNet50Test, FusedBatchNormReluKernelsMatchAtenOnTheGpu_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   if (!fused::cuda_kernels_compiled()) GTEST_SKIP() << "built without gpubench's kernels";
+  fused::begin_run();  // the fallbacks asked about below are this test's
   const auto cuda = torch::TensorOptions().device(at::kCUDA);
   const std::vector<std::vector<int64_t>> shapes = {{8, 64, 56, 56}, {3, 2048, 7, 7}, {2, 24, 9, 11}};
   for (const auto dt : {at::kFloat, at::kBFloat16, at::kHalf}) {
@@ -170,7 +171,7 @@ TEST(ResNet50Test, FusedBatchNormReluKernelsMatchAtenOnTheGpu_CUDA) {
     }
   }
   EXPECT_EQ(fused::batch_norm_declined(), "") << "every call above took the kernels";
-  // (The reason is kept process-wide, the first one: this NCHW call sets it for the tests that follow.)
+  // (The reason is kept until the next begin_run: this NCHW call sets it for what follows in this process.)
   const at::Tensor nchw = torch::randn({2, 16, 4, 4}, cuda);
   const at::Tensor w = torch::ones({16}, cuda), b = torch::zeros({16}, cuda);
   const at::Tensor y = fused::batch_norm_relu(nchw, {}, w, b, {}, {}, true, 0.1, 1e-5);

@@ -134,4 +134,9 @@ std::string batch_norm_declined() {
   return g_declined;
 }
 
+void forget_batch_norm_declined() {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_declined.clear();
+}
+
 }  // namespace gpubench::engine::fused

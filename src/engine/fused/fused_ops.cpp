@@ -900,6 +900,13 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
   return out;
 }
 
+void begin_run() {
+  forget_batch_norm_declined();
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  lt::forget_run();
+#endif
+}
+
 std::string describe_after_run(std::vector<FusionRecord>& fusions) {
   std::string note;
 #ifdef GPUBENCH_WITH_FUSED_KERNELS

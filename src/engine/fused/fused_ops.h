@@ -96,13 +96,19 @@ at::Tensor batch_norm_relu(const at::Tensor& x, const at::Tensor& z, const at::T
                            const at::Tensor& running_mean, const at::Tensor& running_var, bool training,
                            double momentum, double eps);
 
-/// The first reason a training call of batch_norm_relu on a CUDA device ran ATen's form, or "" (describe_after_run).
+/// The first reason a training call of batch_norm_relu on a CUDA device ran ATen's form in this run, or ""
+/// (describe_after_run).
 std::string batch_norm_declined();
+void forget_batch_norm_declined();  ///< (begin_run's part for batch_norm_relu)
 
 /// (Each computes and returns in compute_dtype (precision.h) of its weight: autocast's dtype, else the weight's.)
 
 /// How each of `names` runs on `device`, for the record (execution.fusions).
 std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device);
+
+/// Before a run: forgets what earlier runs in this process found (the fallbacks describe_after_run reports are
+/// this run's: `run --repeat` runs several in one process).
+void begin_run();
 
 /// After a run: adds to `fusions` what only running could tell (whether cuBLASLt took the MLP's epilogues, and if
 /// not, why). Returns a note for the record where an operation ran other than described, else "".

@@ -198,4 +198,10 @@ std::string declined() {
 
 bool used() { return g_used.load(); }
 
+void forget_run() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_declined.clear();
+  g_used = false;
+}
+
 }  // namespace gpubench::engine::fused::lt

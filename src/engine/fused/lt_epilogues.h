@@ -23,10 +23,14 @@ enum class Epilogue {
 bool gemm(Epilogue e, const at::Tensor& x, const at::Tensor& w, const at::Tensor& out, const at::Tensor& bias,
           const at::Tensor& aux);
 
-/// For the record: "" while every call has run on cuBLASLt's epilogues, else the first reason one did not.
+/// For the record: "" while every call of this run has run on cuBLASLt's epilogues, else the first reason one did not.
 std::string declined();
 
-/// Whether any call has run on cuBLASLt's epilogues in this process.
+/// Whether any call has run on cuBLASLt's epilogues since the last forget_run().
 bool used();
+
+/// Starts a run's account afresh: declined() and used() then speak of this run only (a process runs several:
+/// `run --repeat`). The algorithms chosen per shape are kept.
+void forget_run();
 
 }  // namespace gpubench::engine::fused::lt
