@@ -853,14 +853,21 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
     } else {
       f.implementation = kernels ? "cuda kernel" : "aten";
       const std::string what =
-          n == "batch_norm_relu" || n == "batch_norm_add_relu"
-              ? std::string(n == "batch_norm_relu" ? "batch-norm and ReLU" : "batch-norm, the residual add and ReLU") +
-                    " in training, channels-last: the batch statistics in one read, the output in one pass; "
-                    "backward, the two per-channel sums in one read and the input's" +
-                    (n == "batch_norm_relu" ? "" : " and the residual's") +
+          n == "batch_norm_relu" || n == "batch_norm_add_relu" || n == "batch_norm"
+              ? std::string(n == "batch_norm_relu" ? "batch-norm and ReLU"
+                            : n == "batch_norm"    ? "the downsample shortcuts' batch-norm (no ReLU)"
+                                                   : "batch-norm, the residual add and ReLU") +
+                    " in training, channels-last: the batch statistics in one read (fp64 sums across blocks, no "
+                    "finalising launch), the output in one pass" +
+                    (n == "batch_norm" ? "" : " writing the ReLU's mask as one byte per 8 elements") +
+                    "; backward, the two per-channel sums in one read and the input's" +
+                    (n == "batch_norm_add_relu" ? " and the residual's" : "") +
                     " gradients in one pass (evaluation, NCHW tensors or channel counts not a multiple of 8: "
-                    "ATen's batch_norm, add and relu; the downsample shortcuts' batch-norms, with no ReLU, stay "
-                    "ATen's)"
+                    "ATen's batch_norm" + (n == "batch_norm" ? "" : ", add and relu") + ")"
+          : n == "max_pool"
+              ? "the stem's 3 x 3 max pool, channels-last: the forward pass keeps each maximum's window position "
+                "as one byte, the backward pass gathers each input's gradient from the windows that chose it (no "
+                "scatter, no atomics; NCHW tensors: ATen's max_pool2d)"
           : n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
           : n == "rotary" ? "q and k rotated together, one pass each way"
           : n == "geglu" ? "a * gelu(gate) over the two halves of the projection and its gradient, one pass each "
@@ -892,7 +899,8 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                 "stays in it, no fp32 copies); backward, one pass giving the input, residual, gamma, beta and bias "
                 "gradients (rows of up to 1,536 elements; ATen's operations beyond)";
       f.note = kernels ? what
-                       : why + (n.rfind("batch_norm_", 0) == 0 ? ": ATen's batch_norm, add and relu"
+                       : why + (n == "max_pool"                   ? ": ATen's max_pool2d"
+                                : n.rfind("batch_norm", 0) == 0 ? ": ATen's batch_norm, add and relu"
                                                                 : ": the ATen operations, in one autograd node");
     }
     out.push_back(std::move(f));
@@ -912,11 +920,11 @@ std::string describe_after_run(std::vector<FusionRecord>& fusions) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   if (const std::string bn = batch_norm_declined(); !bn.empty()) {
     for (auto& f : fusions) {
-      if (f.name.rfind("batch_norm_", 0) == 0 && f.implementation == "cuda kernel") {
+      if ((f.name.rfind("batch_norm", 0) == 0 || f.name == "max_pool") && f.implementation == "cuda kernel") {
         f.note += "; this run: some calls ran ATen's operations: " + bn;
       }
     }
-    note = "kernels: fused: batch-norm + ReLU ran ATen's operations where " + bn;
+    note = "kernels: fused: ResNet's batch-norm / max-pool operations ran ATen's where " + bn;
   }
   const std::string declined = lt::declined();
   for (auto& f : fusions) {

@@ -96,10 +96,21 @@ at::Tensor batch_norm_relu(const at::Tensor& x, const at::Tensor& z, const at::T
                            const at::Tensor& running_mean, const at::Tensor& running_var, bool training,
                            double momentum, double eps);
 
-/// The first reason a training call of batch_norm_relu on a CUDA device ran ATen's form in this run, or ""
-/// (describe_after_run).
+/// The downsample shortcuts' batch_norm(x) alone (no add, no ReLU), by the same kernels where they run.
+at::Tensor batch_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                      const at::Tensor& running_mean, const at::Tensor& running_var, bool training, double momentum,
+                      double eps);
+
+/// ResNet's stem max pool (a kernel x kernel window at `stride`, `padding`; ATen's max_pool2d semantics, floor mode):
+/// on CUDA for channels-last tensors with C a multiple of 8, gpubench's kernels, the forward pass keeping each
+/// maximum's window position as one byte and the backward pass gathering each input's gradient from the windows that
+/// chose it; elsewhere ATen's max_pool2d.
+at::Tensor max_pool2d(const at::Tensor& x, int64_t kernel, int64_t stride, int64_t padding);
+
+/// The first reason a training call of batch_norm_relu or batch_norm, or a call of max_pool2d, on a CUDA device ran
+/// ATen's form in this run, or "" (describe_after_run).
 std::string batch_norm_declined();
-void forget_batch_norm_declined();  ///< (begin_run's part for batch_norm_relu)
+void forget_batch_norm_declined();  ///< (begin_run's part for ResNet's operations)
 
 /// (Each computes and returns in compute_dtype (precision.h) of its weight: autocast's dtype, else the weight's.)
 

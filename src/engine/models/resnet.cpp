@@ -12,13 +12,15 @@ torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride, int64
 }
 int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad) { return (in + 2 * pad - k) / stride + 1; }
 
-/// relu(bn(x) (+ z)): BatchNorm2d's forward (its batch counter, momentum and eps) with the add and the ReLU, as one
-/// fused operation (engine/fused/fused_ops.h), or as the module and ATen's ops where not `fused`.
-torch::Tensor bn_relu(torch::nn::BatchNorm2d& bn, const torch::Tensor& x, const torch::Tensor& z, bool fused) {
+/// relu(bn(x) (+ z)), or bn(x) alone where not `relu`: BatchNorm2d's forward (its batch counter, momentum and eps)
+/// with the add and the ReLU, as one fused operation (engine/fused/fused_ops.h), or as the module and ATen's ops
+/// where not `fused`.
+torch::Tensor bn_relu(torch::nn::BatchNorm2d& bn, const torch::Tensor& x, const torch::Tensor& z, bool fused,
+                      bool relu = true) {
   if (!fused) {
     torch::Tensor y = bn(x);
     if (z.defined()) y += z;
-    return y.relu_();
+    return relu ? y.relu_() : y;
   }
   const auto& o = bn->options;
   const bool training = bn->is_training();
@@ -28,8 +30,11 @@ torch::Tensor bn_relu(torch::nn::BatchNorm2d& bn, const torch::Tensor& x, const 
                           : training && o.track_running_stats()
                               ? 1.0 / bn->num_batches_tracked.item<double>()
                               : 0.0;
-  return engine::fused::batch_norm_relu(x, z, bn->weight, bn->bias, bn->running_mean, bn->running_var,
-                                        training || !o.track_running_stats(), momentum, o.eps());
+  const bool batch_stats = training || !o.track_running_stats();
+  return relu ? engine::fused::batch_norm_relu(x, z, bn->weight, bn->bias, bn->running_mean, bn->running_var,
+                                               batch_stats, momentum, o.eps())
+              : engine::fused::batch_norm(x, bn->weight, bn->bias, bn->running_mean, bn->running_var, batch_stats,
+                                          momentum, o.eps());
 }
 }  // namespace
 
@@ -50,7 +55,14 @@ BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride,
 }
 
 torch::Tensor BottleneckImpl::forward(torch::Tensor x) {
-  const torch::Tensor identity = downsample ? downsample->forward(x) : x;
+  torch::Tensor identity = x;
+  if (downsample && fused_) {  // the shortcut's batch-norm by the same kernels (no ReLU)
+    torch::nn::BatchNorm2d shortcut_bn(std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(downsample->ptr(1)));
+    const auto shortcut_conv = std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(downsample->ptr(0));
+    identity = bn_relu(shortcut_bn, shortcut_conv->forward(x), {}, true, /*relu=*/false);
+  } else if (downsample) {
+    identity = downsample->forward(x);
+  }
   torch::Tensor out = bn_relu(bn1, conv1(x), {}, fused_);
   out = bn_relu(bn2, conv2(out), {}, fused_);
   return bn_relu(bn3, conv3(out), identity, fused_);
@@ -89,7 +101,8 @@ torch::nn::Sequential ResNetImpl::make_stage(int64_t planes, int64_t blocks, int
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   x = bn_relu(bn1, conv1(x), {}, fused_);
-  x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
+  x = fused_ ? engine::fused::max_pool2d(x, /*kernel=*/3, /*stride=*/2, /*padding=*/1)
+             : torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
   x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
   x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
   return at::linear(x, fc->weight, fc->bias);  // as nn.Linear (addmm), see layers.h
