@@ -475,7 +475,7 @@ TEST(FusedOpsTest, TheRecordNamesTheKernelPathAndHowEachFusionRan) {
   expect_fusions("sd-unet", {{"layers", 1}, {"width", 32}, {"heads", 2}, {"latent_size", 8}},
                  {"linear_add_layer_norm", "geglu"});
   expect_fusions("resnet50", {{"image_size", 32}, {"num_classes", 10}},
-                 {"stem_conv", "batch_norm_relu", "batch_norm_add_relu", "batch_norm", "max_pool"});
+                 {"batch_norm_relu", "batch_norm_add_relu", "batch_norm", "max_pool"});
 }
 
 // ---- the CUDA kernels --------------------------------------------------------------------------------------------

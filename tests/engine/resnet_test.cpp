@@ -147,8 +147,9 @@ TEST(ResNet50Test, FusedBatchNormKernelsMatchAtenOnTheGpu_CUDA) {
     const double tol = dt == at::kFloat ? 1e-4 : dt == at::kHalf ? 4e-3 : 2e-2;
     for (const auto& [shape, offset] : cases) {
       // relu(bn(x)), relu(bn(x) + z), bn(x); the far-off mean without the ReLU only: the statistics are what it
-      // tests, and the ReLU's mask of an output that fp32 rounding moves across zero (the input's 60 carries
-      // errors of 4e-6) would turn a whole gradient element on or off.
+      // tests, and the kernels' x scale + shift form carries fp32 errors of ~4e-6 in the output there (see
+      // batch_norm_apply), which move a few outputs across zero and turn their whole gradient on or off under
+      // the ReLU (2026-12-02 call 2: d shift 0.7 % off at fp32).
       for (const int form : offset > 1.0 ? std::vector<int>{2} : std::vector<int>{0, 1, 2}) {
         const bool residual = form == 1, relu = form != 2;
         torch::manual_seed(5);
@@ -230,24 +231,6 @@ TEST(ResNet50Test, MaxPoolKernelsEqualAtensOnTheGpu_CUDA) {
     }
   }
   EXPECT_EQ(fused::batch_norm_declined(), "") << "every call above took the kernels";
-}
-
-/// The fused path's stem pads the image and the weight from 3 to 8 channels (zeros): the same convolution. In
-/// evaluation both ResNets run ATen's batch-norms, so the stem is the only difference.
-TEST(ResNet50Test, ThePaddedStemComputesTheThreeChannelConvolution_CUDA) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  auto [plain, fused_net] = twin_resnets(10, at::kCUDA);
-  plain->eval();
-  fused_net->eval();
-  torch::manual_seed(4);
-  const at::Tensor x = torch::randn({4, 3, 64, 64}, torch::TensorOptions().device(at::kCUDA))
-                           .contiguous(at::MemoryFormat::ChannelsLast);
-  const torch::NoGradGuard no_grad;
-  for (const auto dt : {at::kFloat, at::kBFloat16}) {
-    AutocastScope autocast(at::kCUDA, dt == at::kFloat ? std::nullopt : std::optional<at::ScalarType>(dt));
-    const at::Tensor a = plain->forward(x).to(at::kFloat), b = fused_net->forward(x).to(at::kFloat);
-    EXPECT_LT(rel_diff(b, a), dt == at::kFloat ? 5e-3 : 3e-2) << c10::toString(dt);
-  }
 }
 
 /// A ResNet-50 (10 classes, 64-pixel images, channels-last, SGD with momentum) trained 200 steps on one batch: the

@@ -3,8 +3,6 @@
 
 #include <torch/autograd.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -221,14 +219,6 @@ at::Tensor max_pool2d(const at::Tensor& x, int64_t kernel, int64_t stride, int64
   }
 #endif
   return at::max_pool2d(x, {kernel, kernel}, {stride, stride}, {padding, padding});
-}
-
-bool pad_resnet_stem() {
-  static const bool pad = [] {
-    const char* e = std::getenv("GPUBENCH_RESNET_STEM_PAD");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
-  return pad;
 }
 
 std::string batch_norm_declined() {

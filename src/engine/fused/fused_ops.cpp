@@ -864,10 +864,6 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                     (n == "batch_norm_add_relu" ? " and the residual's" : "") +
                     " gradients in one pass (evaluation, NCHW tensors or channel counts not a multiple of 8: "
                     "ATen's batch_norm" + (n == "batch_norm" ? "" : ", add and relu") + ")"
-          : n == "stem_conv"
-              ? "the stem's 7 x 7 convolution by cuDNN over the image (in the compute dtype) and its weight "
-                "zero-padded from 3 to 8 channels: the same sums, by cuDNN's implicit-GEMM kernels for 16-byte "
-                "channel rows instead of its 3-channel ones (GPUBENCH_RESNET_STEM_PAD=0: unpadded)"
           : n == "max_pool"
               ? "the stem's 3 x 3 max pool, channels-last: the forward pass keeps each maximum's window position "
                 "as one byte, the backward pass gathers each input's gradient from the windows that chose it (no "
@@ -902,17 +898,8 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                 "stream), the residual add and LayerNorm in one pass writing the compute dtype (the residual stream "
                 "stays in it, no fp32 copies); backward, one pass giving the input, residual, gamma, beta and bias "
                 "gradients (rows of up to 1,536 elements; ATen's operations beyond)";
-      if (kernels && n == "stem_conv") {
-        f.implementation = pad_resnet_stem() ? "cudnn (padded input)" : "aten";
-        if (!pad_resnet_stem()) {
-          f.note = "GPUBENCH_RESNET_STEM_PAD=0: the 3-channel convolution";
-          out.push_back(std::move(f));
-          continue;
-        }
-      }
       f.note = kernels ? what
                        : why + (n == "max_pool"                   ? ": ATen's max_pool2d"
-                                : n == "stem_conv"              ? ": the 3-channel convolution"
                                 : n.rfind("batch_norm", 0) == 0 ? ": ATen's batch_norm, add and relu"
                                                                 : ": the ATen operations, in one autograd node");
     }

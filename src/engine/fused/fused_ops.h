@@ -107,10 +107,6 @@ at::Tensor batch_norm(const at::Tensor& x, const at::Tensor& weight, const at::T
 /// chose it; elsewhere ATen's max_pool2d.
 at::Tensor max_pool2d(const at::Tensor& x, int64_t kernel, int64_t stride, int64_t padding);
 
-/// Whether ResNet's fused path pads the stem's image and weight to 8 channels (models/resnet.cpp): yes unless
-/// GPUBENCH_RESNET_STEM_PAD=0 (read once).
-bool pad_resnet_stem();
-
 /// The first reason a training call of batch_norm_relu or batch_norm, or a call of max_pool2d, on a CUDA device ran
 /// ATen's form in this run, or "" (describe_after_run).
 std::string batch_norm_declined();

@@ -47,7 +47,7 @@ class ImageClassification final : public Workload {
   int64_t num_classes() const override { return options_.num_classes; }
   std::vector<std::string> fusions() const override {
     if (!options_.fused) return {};
-    return {"stem_conv", "batch_norm_relu", "batch_norm_add_relu", "batch_norm", "max_pool"};
+    return {"batch_norm_relu", "batch_norm_add_relu", "batch_norm", "max_pool"};
   }
 
  private:

@@ -3,7 +3,6 @@
 #include <torch/nn/init.h>
 
 #include "fused/fused_ops.h"
-#include "precision.h"
 
 namespace gpubench::models {
 
@@ -36,25 +35,6 @@ torch::Tensor bn_relu(torch::nn::BatchNorm2d& bn, const torch::Tensor& x, const 
                                                batch_stats, momentum, o.eps())
               : engine::fused::batch_norm(x, bn->weight, bn->bias, bn->running_mean, bn->running_var, batch_stats,
                                           momentum, o.eps());
-}
-
-/// The stem's 7 x 7 convolution. Where `fused`, on CUDA, for a 3-channel image that needs no gradient: the image (in
-/// the compute dtype) and the weight zero-padded to 8 channels first, the same sums, so that cuDNN runs its
-/// implicit-GEMM kernels for 16-byte channel rows (for bf16 and 3 channels it picked a CUTLASS kernel at 1.5 ms
-/// forward and 0.9 ms for the weight gradient on the H200, against ~0.5 ms each for fp16's first-layer kernels).
-/// GPUBENCH_RESNET_STEM_PAD=0 keeps the 3-channel convolution (for comparisons).
-torch::Tensor stem_conv(torch::nn::Conv2d& conv, const torch::Tensor& x, bool fused) {
-  if (!fused || !engine::fused::pad_resnet_stem() || !engine::fused::cuda_kernels_compiled() || !x.is_cuda() ||
-      x.dim() != 4 || x.size(1) != 3 || x.requires_grad()) {
-    return conv(x);
-  }
-  constexpr int64_t kPadded = 8;
-  at::Tensor image = at::empty({x.size(0), kPadded, x.size(2), x.size(3)},
-                               x.options().dtype(engine::compute_dtype(conv->weight)), at::MemoryFormat::ChannelsLast);
-  image.narrow(1, 0, 3).copy_(x);
-  image.narrow(1, 3, kPadded - 3).zero_();
-  const at::Tensor weight = at::constant_pad_nd(conv->weight, {0, 0, 0, 0, 0, kPadded - 3});
-  return at::conv2d(image, weight, {}, /*stride=*/2, /*padding=*/3);
 }
 }  // namespace
 
@@ -120,7 +100,7 @@ torch::nn::Sequential ResNetImpl::make_stage(int64_t planes, int64_t blocks, int
 }
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
-  x = bn_relu(bn1, stem_conv(conv1, x, fused_), {}, fused_);
+  x = bn_relu(bn1, conv1(x), {}, fused_);
   x = fused_ ? engine::fused::max_pool2d(x, /*kernel=*/3, /*stride=*/2, /*padding=*/1)
              : torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
   x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
