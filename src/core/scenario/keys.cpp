@@ -162,7 +162,7 @@ const std::vector<Field>& fields() {
     add("kernels", "--kernels", "aten|fused",
         "aten (the operations PyTorch eager runs, default: like for like with published eager figures) | fused "
         "(gpubench's fused kernels where the model has them: gpt2 and llama's LM head with its loss, llama's SwiGLU "
-        "and rotary embeddings, resnet50's batch-norm + (residual add +) ReLU; in mode: generate, the decode step's GEMVs, norms and cache writes; the record lists "
+        "and rotary embeddings, resnet50's batch-norms (+ residual add + ReLU) and max pool; in mode: generate, the decode step's GEMVs, norms and cache writes; the record lists "
         "each and how it ran)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.kernels = as_enum(n, c, {"aten", "fused"}); });
     add("memory_check", "--memory-check", "refuse|warn",
