@@ -15,6 +15,14 @@ DecodeChoice choose_decode(const std::string& requested, int64_t workers, bool c
     c.reason = "decode: gpu was asked for";
     return c;
   }
+  if (requested == "mixed") {
+    c.try_gpu = true;
+    c.mixed = true;
+    c.reason = "decode: mixed was asked for: each batch split between the " + std::to_string(workers) +
+               " workers (libjpeg-turbo) and nvJPEG, the workers' share raised while the device never waits for "
+               "them and lowered when it does";
+    return c;
+  }
   const auto can_deliver = static_cast<int64_t>(std::lround(static_cast<double>(workers) * kImagesPerCpuWorker));
   if (!cuda_device) {
     c.reason = "decode: auto: the CPU (no CUDA device for nvJPEG)";

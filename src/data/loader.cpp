@@ -15,6 +15,8 @@
 #include <thread>
 #include <utility>
 
+#include "gpubench/data/decode_split.hpp"
+
 namespace gpubench::data {
 
 namespace {
@@ -107,6 +109,7 @@ struct FolderLoader::State {
   std::unique_ptr<std::atomic<uint8_t>[]> bad;  // per sample of the folder: known unreadable
   std::vector<SkippedFile> skipped;
   int64_t skipped_total = 0;
+  std::atomic<int64_t> cpu_per_batch{0};  // bytes mode: the first samples of a batch decoded here (set_cpu_share)
 
   bool claimable(int64_t batch_size) const {
     if (stop || !error.empty() || next_pos >= batches * batch_size) return false;
@@ -235,6 +238,7 @@ void FolderLoader::worker() {
     st_->stats.bytes_read += local.bytes_read;
     st_->stats.files_skipped += local.files_skipped;
     st_->stats.cpu_decoded += local.cpu_decoded;
+    st_->stats.cpu_shared += local.cpu_shared;
     if (!ok && st_->error.empty()) {
       st_->error = "no readable JPEG found for sample " + std::to_string(pos) + " of the epoch after " +
                    std::to_string(kMaxAttempts) + " candidate files (" + std::to_string(st_->skipped_total) +
@@ -270,9 +274,12 @@ bool FolderLoader::process(int64_t epoch, int64_t pos, HostBatch& slot, int64_t 
     Rng rng(options_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(pos) * kMaxAttempts + static_cast<uint64_t>(attempt));
     CropParams crop;
     if (ok) crop = random_resized_crop(info.width, info.height, rng);
-    bool on_gpu = false;
+    bool on_gpu = false, shared = false;
     if (ok && options_.bytes_mode && options_.gpu_can_decode && options_.gpu_can_decode(info, bytes.data(), bytes.size()) && has_end_marker(bytes)) {
-      on_gpu = true;
+      shared = i < st_->cpu_per_batch.load(std::memory_order_relaxed);
+      on_gpu = !shared;
+    }
+    if (on_gpu) {
       slot.files[ui].assign(bytes.begin(), bytes.end());
     } else if (ok) {
       ok = decode_and_augment(bytes, crop, options_.out_size, slot.pixels + ui * sample_bytes(), err);
@@ -294,12 +301,16 @@ bool FolderLoader::process(int64_t epoch, int64_t pos, HostBatch& slot, int64_t 
       slot.on_cpu[ui] = on_gpu ? 0 : 1;
       if (!on_gpu) {
         slot.files[ui].clear();
-        ++local.cpu_decoded;
+        ++(shared ? local.cpu_shared : local.cpu_decoded);
       }
     }
     return true;
   }
   return false;
+}
+
+void FolderLoader::set_cpu_share(double share) {
+  st_->cpu_per_batch.store(DecodeSplit::cpu_samples(share, options_.batch_size), std::memory_order_relaxed);
 }
 
 bool FolderLoader::decode_on_cpu(HostBatch& batch, int64_t i, int64_t fallback) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gpubench/data/decode_choice.hpp"
+#include "gpubench/data/decode_split.hpp"
 #include "gpubench/data/loader.hpp"
 
 #ifdef GPUBENCH_WITH_CUDA
@@ -70,6 +71,8 @@ struct InputPipeline::Impl {
   std::unique_ptr<data::FolderLoader> loader;
   at::Device device = at::kCPU;
   bool cuda = false, gpu_decode = false;
+  bool mixed = false;       ///< decode: mixed: `split` steers the workers' share of each batch
+  data::DecodeSplit split;
   int64_t batch = 0, out_size = 224, take = 0;
   int64_t workers = 0;
   DataRecord record;
@@ -119,8 +122,16 @@ struct InputPipeline::Impl {
       data::HostBatch* hb = nullptr;
       std::string err;
       double stage_s = 0;
+      double share = -1;
       try {
+        const auto w0 = Clock::now();
         hb = loader->next();
+        if (mixed && hb != nullptr) {
+          // A pass's first batch always waits for workers that just started: it says nothing about the split.
+          share = hb->index == 0 ? split.share()
+                                 : split.update(std::chrono::duration<double>(Clock::now() - w0).count());
+          loader->set_cpu_share(share);
+        }
         const auto t0 = Clock::now();
         if (hb != nullptr) prepare(*hb, slots[static_cast<size_t>(r)]);
         stage_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -133,6 +144,10 @@ struct InputPipeline::Impl {
       if (hb != nullptr && err.empty()) {
         pass.stage_busy_s += stage_s;
         pass.stage_images += batch;
+        if (share >= 0) {
+          pass.cpu_share_sum += share;
+          ++pass.cpu_share_batches;
+        }
       }
       if (!err.empty()) error = err;
       if (hb != nullptr && err.empty() && g == gen) {
@@ -324,11 +339,16 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
       why_not_gpu = "this gpubench was built without nvcc, so without the GPU crop kernel";
 #endif
     }
-    if (!m.gpu_decode && s.decode == "gpu") throw std::runtime_error("decode: gpu is not possible here: " + why_not_gpu);
+    if (!m.gpu_decode && (s.decode == "gpu" || s.decode == "mixed")) {
+      throw std::runtime_error("decode: " + s.decode + " is not possible here: " + why_not_gpu);
+    }
     if (!m.gpu_decode) r.decode_reason += "; nvJPEG is not usable here, so the CPU decodes";
   }
-  if (s.decode == "gpu" && !m.cuda) throw std::runtime_error("decode: gpu is not possible here: " + why_not_gpu);
-  r.decode = m.gpu_decode ? "gpu" : "cpu";
+  if ((s.decode == "gpu" || s.decode == "mixed") && !m.cuda) {
+    throw std::runtime_error("decode: " + s.decode + " is not possible here: " + why_not_gpu);
+  }
+  m.mixed = m.gpu_decode && choice.mixed;
+  r.decode = m.mixed ? "mixed" : m.gpu_decode ? "gpu" : "cpu";
 #ifdef GPUBENCH_WITH_CUDA
   if (m.gpu_decode) {
     r.decoder = "nvJPEG " + m.decoder->backend() + " backend (" + m.decoder->library() + "), crop/resize/normalise "
@@ -395,6 +415,7 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   if (m.cuda) m.side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.device.index());
 #endif
   m.loader = std::make_unique<data::FolderLoader>(m.folder, lo);
+  if (m.mixed) m.loader->set_cpu_share(m.split.share());
   m.thread = std::thread([&m] { m.prefetch_loop(); });
 }
 
@@ -489,6 +510,7 @@ InputPassStats InputPipeline::take_pass_stats() {
   p.worker_busy_s = ls.worker_busy_s;
   p.files_skipped = ls.files_skipped;
   p.cpu_decoded = ls.cpu_decoded + m.fallback_decodes;
+  p.cpu_shared = ls.cpu_shared;
   p.device_wait_s = p.wait_s;  // the CPU is the device
 #ifdef GPUBENCH_WITH_CUDA
   if (m.cuda) {  // the caller synchronised the device: every event has completed
@@ -501,6 +523,8 @@ InputPassStats InputPipeline::take_pass_stats() {
   m.pass.wait_s = 0;
   m.pass.stage_busy_s = 0;
   m.pass.stage_images = 0;
+  m.pass.cpu_share_sum = 0;
+  m.pass.cpu_share_batches = 0;
   return p;
 }
 

@@ -3,7 +3,9 @@
 // (data/loader.hpp), moves them to the device on a side stream and turns them into the model's input there:
 //  - decode: cpu — workers decoded and augmented; the uint8 crops are copied from pinned memory and normalised;
 //  - decode: gpu — nvJPEG decodes the files (hardware decoder where there is one) and one kernel crops, resizes,
-//    flips and normalises the whole batch.
+//    flips and normalises the whole batch;
+//  - decode: mixed — as gpu, with a share of each batch decoded by the workers instead (data/decode_split.hpp steers
+//    it by whether this thread waits for them); the crop kernel takes both kinds of sample in one batch.
 // The step copies the finished batch into its fixed input tensors (so CUDA graphs replay on fresh data) and the
 // time it waited for it is the epoch's input wait.
 
@@ -34,6 +36,9 @@ struct InputPassStats {
   int64_t workers = 0;
   int64_t files_skipped = 0;
   int64_t cpu_decoded = 0;       ///< GPU decode: samples the decoder could not take
+  int64_t cpu_shared = 0;        ///< decode: mixed: samples nvJPEG could take that the split gave the workers
+  double cpu_share_sum = 0;      ///< decode: mixed: the workers' share of each batch, summed over the pass
+  int64_t cpu_share_batches = 0;
   double stage_busy_s = 0;       ///< the device stage (copy, GPU decode, crop kernel), one thread
   int64_t stage_images = 0;
   /// Images per second the pipeline could deliver if never blocked: the slower of the workers (images x workers /

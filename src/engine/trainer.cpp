@@ -498,9 +498,17 @@ class TrainingRun {
       set_metric(m, Metric{"loader_img_per_s", "loader capacity (workers' time)", "images/s", Better::kHigher, capacity});
     }
     set_metric(m, Metric{"files_skipped", "files skipped", "count", Better::kLower, static_cast<double>(p.files_skipped)});
-    if (record_.data && record_.data->decode == "gpu") {
+    if (record_.data && (record_.data->decode == "gpu" || record_.data->decode == "mixed")) {
       set_metric(m, Metric{"cpu_decoded_images", "images the GPU decoder left to the CPU", "count", Better::kLower,
                            static_cast<double>(p.cpu_decoded)});
+    }
+    if (record_.data && record_.data->decode == "mixed") {
+      set_metric(m, Metric{"cpu_shared_images", "images the split gave the CPU workers", "count", Better::kNeither,
+                           static_cast<double>(p.cpu_shared)});
+      if (p.cpu_share_batches > 0) {
+        set_metric(m, Metric{"cpu_share", "the workers' mean share of a batch", "fraction", Better::kNeither,
+                             p.cpu_share_sum / static_cast<double>(p.cpu_share_batches)});
+      }
     }
     if (page_cache >= 0) {
       set_metric(m, Metric{"page_cache_fraction", "files in the page cache at epoch start", "fraction",

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "common/temp_dir.h"
 #include "gpubench/data/augment.hpp"
 #include "gpubench/data/decode_choice.hpp"
+#include "gpubench/data/decode_split.hpp"
 #include "gpubench/data/image_folder.hpp"
 #include "gpubench/data/jpeg.hpp"
 #include "gpubench/data/loader.hpp"
@@ -416,6 +418,99 @@ TEST(Loader, RestartingAnEpochMidwayIsSafeAndAFolderOfBadFilesFailsClearly) {
   }
 }
 
+/// decode: mixed's loader side: with a CPU share, the first samples of every batch are decoded by the workers into
+/// the pixel buffer (as pixel mode decodes them, byte for byte), the others travel as files for nvJPEG; the counts say
+/// which were the split's and which the decoder's own refusals.
+TEST(Loader, BytesModeDecodesTheCpuShareOfEachBatchOnTheWorkers) {
+  testing::TempDir tmp("data");
+  SynthOptions so;
+  so.images = 24;
+  so.classes = 3;
+  so.threads = 2;
+  make_synthetic_dataset((tmp.path() / "set").string(), so);
+  const ImageFolder f = scan_image_folder((tmp.path() / "set").string());
+  LoaderOptions o;
+  o.workers = 2;
+  o.batch_size = 8;
+  o.out_size = 32;
+  o.seed = 3;
+  FolderLoader pixels(f, o);
+  o.bytes_mode = true;
+  o.gpu_can_decode = [](const JpegInfo&, const uint8_t*, size_t) { return true; };
+  FolderLoader bytes(f, o);
+  bytes.set_cpu_share(0.3);  // 2.4 of 8: the first 2 samples of each batch
+  pixels.start_epoch(0, 3, 24);
+  bytes.start_epoch(0, 3, 24);
+  const size_t sample = pixels.sample_bytes();
+  int batches = 0;
+  while (HostBatch* b = bytes.next()) {
+    HostBatch* p = pixels.next();
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(b->labels, p->labels);
+    for (size_t i = 0; i < 8; ++i) {
+      EXPECT_EQ(b->on_cpu[i], i < 2 ? 1 : 0) << "batch " << batches << " sample " << i;
+      EXPECT_EQ(b->files[i].empty(), i < 2) << "batch " << batches << " sample " << i;
+      if (i < 2) {
+        EXPECT_EQ(std::memcmp(b->pixels + i * sample, p->pixels + i * sample, sample), 0)
+            << "the workers decode a shared sample as pixel mode does: batch " << batches << " sample " << i;
+      }
+    }
+    ++batches;
+    bytes.release(b);
+    pixels.release(p);
+  }
+  EXPECT_EQ(batches, 3);
+  LoaderStats st = bytes.take_stats();
+  EXPECT_EQ(st.cpu_shared, 6);
+  EXPECT_EQ(st.cpu_decoded, 0);
+  bytes.set_cpu_share(0.0);
+  bytes.start_epoch(1, 3, 24);
+  while (HostBatch* b = bytes.next()) {
+    for (uint8_t c : b->on_cpu) EXPECT_EQ(c, 0);
+    bytes.release(b);
+  }
+  EXPECT_EQ(bytes.take_stats().cpu_shared, 0);
+}
+
+/// The split's rule: up by a step after each batch the device stage did not wait for, down by a factor after one it
+/// waited for, within [0, 1]; against workers that keep up with 60 % of each batch and no more, it settles there.
+TEST(DecodeSplit, TheWorkersShareRisesWhileTheDeviceNeverWaitsAndBacksOffWhenItDoes) {
+  DecodeSplit s;
+  EXPECT_DOUBLE_EQ(s.share(), DecodeSplit::kStart);
+  for (int i = 0; i < 10; ++i) s.update(0.0);
+  EXPECT_NEAR(s.share(), 0.5 + 10 * DecodeSplit::kRaise, 1e-12);
+  s.update(DecodeSplit::kWaitedS / 2);  // a lock or a wake-up, not a wait
+  EXPECT_NEAR(s.share(), 0.5 + 11 * DecodeSplit::kRaise, 1e-12);
+  const double before = s.share();
+  s.update(1e-3);
+  EXPECT_NEAR(s.share(), before * DecodeSplit::kBackOff, 1e-12);
+  for (int i = 0; i < 100; ++i) s.update(0.0);
+  EXPECT_DOUBLE_EQ(s.share(), 1.0);
+  for (int i = 0; i < 100; ++i) s.update(1.0);
+  EXPECT_LT(s.share(), 1e-6);
+  EXPECT_GE(s.share(), 0.0);
+
+  DecodeSplit sim;
+  double sum = 0;
+  int n = 0;
+  for (int batch = 0; batch < 600; ++batch) {
+    const double waited = sim.share() > 0.6 ? 5e-3 : 0.0;  // the workers fall behind above 60 %
+    sim.update(waited);
+    if (batch >= 100) {
+      sum += sim.share();
+      ++n;
+      EXPECT_GT(sim.share(), 0.6 * DecodeSplit::kBackOff - 1e-9) << "batch " << batch;
+      EXPECT_LT(sim.share(), 0.6 + DecodeSplit::kRaise + 1e-9) << "batch " << batch;
+    }
+  }
+  EXPECT_GT(sum / n, 0.5);  // most of what the workers can take, on average
+
+  EXPECT_EQ(DecodeSplit::cpu_samples(0.5, 256), 128);
+  EXPECT_EQ(DecodeSplit::cpu_samples(0.3, 8), 2);
+  EXPECT_EQ(DecodeSplit::cpu_samples(1.5, 8), 8);
+  EXPECT_EQ(DecodeSplit::cpu_samples(-0.5, 8), 0);
+}
+
 TEST(SyntheticDataset, IsDeterministicForASeedAndLooksLikeImageNet) {
   testing::TempDir tmp("data");
   SynthOptions o;
@@ -458,6 +553,11 @@ TEST(DecodeChoice, AutoPicksThePathTheH200MeasuredFasterAndSaysWhy) {
   EXPECT_TRUE(choose_decode("gpu", 64, true).try_gpu);
   EXPECT_FALSE(choose_decode("cpu", 1, true).try_gpu);
   EXPECT_EQ(choose_decode("cpu", 1, true).reason, "decode: cpu was asked for");
+  const DecodeChoice mixed = choose_decode("mixed", 15, true);
+  EXPECT_TRUE(mixed.try_gpu);
+  EXPECT_TRUE(mixed.mixed);
+  EXPECT_NE(mixed.reason.find("split between the 15 workers"), std::string::npos) << mixed.reason;
+  EXPECT_FALSE(choose_decode("auto", 7, true).mixed);
 }
 
 }  // namespace

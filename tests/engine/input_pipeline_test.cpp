@@ -156,11 +156,14 @@ TEST(InputPipeline, ImpossibleRequestsAreFailedRecordsWithTheReason) {
   EXPECT_NE(r.reason.find("num_classes"), std::string::npos) << r.reason;
 
   if (!torch::cuda::is_available()) {
-    Scenario gpu = folder_run(f.root);
-    gpu.decode = "gpu";
-    r = run_benchmark(gpu, obs, {});
-    EXPECT_EQ(r.status, RunStatus::kFailed);
-    EXPECT_NE(r.reason.find("decode: gpu is nvJPEG, which needs a CUDA device"), std::string::npos) << r.reason;
+    for (const std::string decode : {"gpu", "mixed"}) {
+      Scenario gpu = folder_run(f.root);
+      gpu.decode = decode;
+      r = run_benchmark(gpu, obs, {});
+      EXPECT_EQ(r.status, RunStatus::kFailed);
+      EXPECT_NE(r.reason.find("decode: " + decode + " uses nvJPEG, which needs a CUDA device"), std::string::npos)
+          << r.reason;
+    }
   }
 }
 
@@ -168,7 +171,7 @@ TEST(InputPipeline, GpuDecodeTrainsAndAgreesWithTheCpuPath_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   Folder f(64);
   RunObserver obs;
-  for (const std::string decode : {"cpu", "auto"}) {
+  for (const std::string decode : {"cpu", "auto", "mixed"}) {
     Scenario s = folder_run(f.root, "cuda");
     s.decode = decode;
     s.batch_size = 16;
@@ -181,6 +184,12 @@ TEST(InputPipeline, GpuDecodeTrainsAndAgreesWithTheCpuPath_CUDA) {
       // nvJPEG ships beside torch (torchvision.libs) on GPU machines; if it is not found, the record says why.
       EXPECT_TRUE(r.data->decode == "gpu" || !r.data->decode_fallback.empty()) << r.data->decoder;
       EXPECT_NE(r.data->decode_reason.find("decode: auto: the GPU, 2 workers"), std::string::npos) << r.data->decode_reason;
+    }
+    if (decode == "mixed") {  // the split's share and the images it gave the workers are in each epoch's metrics
+      EXPECT_EQ(r.data->decode, "mixed") << r.data->decode_fallback;
+      bool share = false;
+      for (const auto& m : r.epochs[1].metrics) share |= m.tag == "cpu_share" && m.value >= 0 && m.value <= 1;
+      EXPECT_TRUE(share) << "epoch 2 records the workers' share";
     }
     EXPECT_TRUE(std::isfinite(r.epochs[1].loss_last));
   }

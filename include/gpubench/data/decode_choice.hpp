@@ -19,10 +19,11 @@ inline constexpr double kImagesPerCpuWorker = 465.0;
 
 struct DecodeChoice {
   bool try_gpu = false;  ///< open nvJPEG (it may still fail; then the CPU decodes and says why)
+  bool mixed = false;    ///< split each batch between the workers and nvJPEG (decode_split.hpp)
   std::string reason;    ///< why this decoder, for the record (data.decode_reason)
 };
 
-/// The decoder for `requested` (auto | cpu | gpu) with `workers` decode threads, on a CUDA device or not.
+/// The decoder for `requested` (auto | cpu | gpu | mixed) with `workers` decode threads, on a CUDA device or not.
 DecodeChoice choose_decode(const std::string& requested, int64_t workers, bool cuda_device);
 
 }  // namespace gpubench::data

@@ -43,7 +43,8 @@ struct HostBatch {
   std::vector<std::vector<uint8_t>> files;  ///< each sample's file (empty where on_cpu)
   std::vector<CropParams> crops;            ///< full-resolution crop and flip per sample
   std::vector<JpegInfo> infos;
-  std::vector<uint8_t> on_cpu;              ///< 1: decoded on the CPU into `pixels` (the GPU decoder cannot take it)
+  std::vector<uint8_t> on_cpu;              ///< 1: decoded on the CPU into `pixels` (the GPU decoder cannot take it,
+                                            ///< or set_cpu_share gave it to the workers)
   std::vector<int64_t> sample_ids;          ///< index into the folder's samples, per slot entry
 };
 
@@ -54,6 +55,7 @@ struct LoaderStats {
   int64_t bytes_read = 0;
   int64_t files_skipped = 0;     ///< unreadable or undecodable files met (each counted once per epoch it was met)
   int64_t cpu_decoded = 0;       ///< bytes mode: samples the GPU decoder could not take
+  int64_t cpu_shared = 0;        ///< bytes mode: samples the GPU could take that set_cpu_share gave the workers
 };
 
 /// A skipped file and why.
@@ -82,6 +84,10 @@ class FolderLoader {
   /// corrupt, replaced by a copy of sample `fallback` (decoded here too) and counted as skipped. Returns false when
   /// neither could be decoded.
   bool decode_on_cpu(HostBatch& batch, int64_t i, int64_t fallback);
+
+  /// Bytes mode (`decode: mixed`): of each batch the workers claim from now on, the first `share` (rounded) of its
+  /// samples are decoded here even where the GPU decoder could take them (data/decode_split.hpp). Default 0.
+  void set_cpu_share(double share);
 
   /// Stops the workers and wakes a consumer blocked in next() (which then returns nullptr). The destructor does
   /// this too; call it first when another thread may be inside next().

@@ -145,8 +145,8 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) { s.data_path = as_path(n, c); });
     add("data_workers", "--data-workers", "INT", "data: folder: decoding threads per rank (default 0: the cores less one, shared by the ranks)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.data_workers = as_int(n, c, 0, 1024); });
-    add("decode", "--decode", "auto|cpu|gpu", "data: folder: cpu (libjpeg-turbo on the workers) | gpu (nvJPEG, hardware decoder where the GPU has one) | auto (gpu where it works, default)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.decode = as_enum(n, c, {"auto", "cpu", "gpu"}); });
+    add("decode", "--decode", "auto|cpu|gpu|mixed", "data: folder: cpu (libjpeg-turbo on the workers) | gpu (nvJPEG, hardware decoder where the GPU has one) | mixed (each batch split between the two, the workers' share steered by whether the device waits for them) | auto (the rule in data/decode_choice.hpp, default)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.decode = as_enum(n, c, {"auto", "cpu", "gpu", "mixed"}); });
     add("prefetch", "--prefetch", "INT", "data: folder: batches prepared ahead of the step (default 3)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.prefetch = as_int(n, c, 1, 64); });
     add_bool("data_only", "--data-only", "BOOL", "data: folder: time the input pipeline alone, no model step (true/false)",

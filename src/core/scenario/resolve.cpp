@@ -318,9 +318,9 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
     throw ScenarioError(origin_of(s, "data"), "data",
                         "data: folder feeds image classifiers; " + s.model + " takes no images");
   }
-  if (s.data == "folder" && s.decode == "gpu" && device.type != "cuda") {
+  if (s.data == "folder" && (s.decode == "gpu" || s.decode == "mixed") && device.type != "cuda") {
     throw ScenarioError(origin_of(s, "decode"), "decode",
-                        "decode: gpu is nvJPEG, which needs a CUDA device; this run is on " + device.id +
+                        "decode: " + s.decode + " uses nvJPEG, which needs a CUDA device; this run is on " + device.id +
                             " (use cpu, or auto: the GPU where it works)");
   }
   r.memory = estimate_memory(s, *model, r.precision, device);

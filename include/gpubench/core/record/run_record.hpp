@@ -151,7 +151,7 @@ struct DataRecord {
   int64_t images = 0, classes = 0;
   int64_t other_files = 0;               ///< files in the class folders that are not JPEGs by name (not used)
   int64_t links_outside = 0;             ///< links leading out of the folder: skipped (not used), counted
-  std::string decode;                    ///< cpu | gpu
+  std::string decode;                    ///< cpu | gpu | mixed
   std::string decoder;                   ///< library, backend, workers
   std::string decode_fallback;           ///< why the GPU decoder was not used (decode: auto), or failed on a batch
   std::string decode_reason;             ///< why this decoder: asked for, or decode: auto's rule and its figures
