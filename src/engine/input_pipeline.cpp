@@ -235,8 +235,12 @@ struct InputPipeline::Impl {
         on_gpu.clear();
       }
     }
-    const bool any_cpu = static_cast<int64_t>(on_gpu.size()) < batch;
-    if (any_cpu) slot.staging.copy_(host, /*non_blocking=*/true);
+    // The workers' samples (decode: mixed puts its share first) travel up to the last one, not the whole buffer.
+    int64_t cpu_end = 0;
+    for (int64_t i = 0; i < batch; ++i) {
+      if (hb.on_cpu[static_cast<size_t>(i)] != 0) cpu_end = i + 1;
+    }
+    if (cpu_end > 0) slot.staging.narrow(0, 0, cpu_end).copy_(host.narrow(0, 0, cpu_end), /*non_blocking=*/true);
     auto* d = reinterpret_cast<CropDesc*>(slot.descs_pinned.data_ptr<uint8_t>());
     const int64_t sample_bytes = out_size * out_size * 3;
     for (int64_t i = 0; i < batch; ++i) {
