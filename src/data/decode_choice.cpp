@@ -11,13 +11,12 @@ DecodeChoice choose_decode(const std::string& requested, int64_t workers, bool c
     return c;
   }
   if (requested == "gpu") {
-    c.try_gpu = true;
+    c.try_gpu = c.required = true;
     c.reason = "decode: gpu was asked for";
     return c;
   }
   if (requested == "mixed") {
-    c.try_gpu = true;
-    c.mixed = true;
+    c.try_gpu = c.mixed = c.required = true;
     c.reason = "decode: mixed was asked for: each batch split between the " + std::to_string(workers) +
                " workers (libjpeg-turbo) and nvJPEG, the workers' share raised while the device never waits for "
                "them and lowered when it does";

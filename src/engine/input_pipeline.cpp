@@ -343,14 +343,12 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
       why_not_gpu = "this gpubench was built without nvcc, so without the GPU crop kernel";
 #endif
     }
-    if (!m.gpu_decode && (s.decode == "gpu" || s.decode == "mixed")) {
+    if (!m.gpu_decode && choice.required) {
       throw std::runtime_error("decode: " + s.decode + " is not possible here: " + why_not_gpu);
     }
     if (!m.gpu_decode) r.decode_reason += "; nvJPEG is not usable here, so the CPU decodes";
   }
-  if ((s.decode == "gpu" || s.decode == "mixed") && !m.cuda) {
-    throw std::runtime_error("decode: " + s.decode + " is not possible here: " + why_not_gpu);
-  }
+  if (choice.required && !m.cuda) throw std::runtime_error("decode: " + s.decode + " is not possible here: " + why_not_gpu);
   m.mixed = m.gpu_decode && choice.mixed;
   r.decode = m.mixed ? "mixed" : m.gpu_decode ? "gpu" : "cpu";
 #ifdef GPUBENCH_WITH_CUDA

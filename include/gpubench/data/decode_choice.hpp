@@ -20,6 +20,7 @@ inline constexpr double kImagesPerCpuWorker = 465.0;
 struct DecodeChoice {
   bool try_gpu = false;  ///< open nvJPEG (it may still fail; then the CPU decodes and says why)
   bool mixed = false;    ///< split each batch between the workers and nvJPEG (decode_split.hpp)
+  bool required = false; ///< asked for (gpu, mixed): where nvJPEG cannot run the run fails instead of falling back
   std::string reason;    ///< why this decoder, for the record (data.decode_reason)
 };
 

@@ -808,6 +808,11 @@ std::vector<at::Tensor> linear_qkv(const at::Tensor& x, const at::Tensor& wq, co
   return LinearQkvFn::apply(x, wq, bq, wk, bk, wv, bv, static_cast<int64_t>(compute_dtype(wq)));
 }
 
+namespace {
+/// ResNet's operations (batch_norm_ops.cpp), whose CUDA fallbacks batch_norm_declined() reports.
+bool resnet_op(const std::string& name) { return name.rfind("batch_norm", 0) == 0 || name == "max_pool"; }
+}  // namespace
+
 std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device) {
   std::vector<FusionRecord> out;
   const bool kernels = device.is_cuda() && cuda_kernels_compiled();
@@ -899,9 +904,9 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                 "stays in it, no fp32 copies); backward, one pass giving the input, residual, gamma, beta and bias "
                 "gradients (rows of up to 1,536 elements; ATen's operations beyond)";
       f.note = kernels ? what
-                       : why + (n == "max_pool"                   ? ": ATen's max_pool2d"
-                                : n.rfind("batch_norm", 0) == 0 ? ": ATen's batch_norm, add and relu"
-                                                                : ": the ATen operations, in one autograd node");
+                       : why + (n == "max_pool"    ? ": ATen's max_pool2d"
+                                : resnet_op(n) ? ": ATen's batch_norm, add and relu"
+                                               : ": the ATen operations, in one autograd node");
     }
     out.push_back(std::move(f));
   }
@@ -920,7 +925,7 @@ std::string describe_after_run(std::vector<FusionRecord>& fusions) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   if (const std::string bn = batch_norm_declined(); !bn.empty()) {
     for (auto& f : fusions) {
-      if ((f.name.rfind("batch_norm", 0) == 0 || f.name == "max_pool") && f.implementation == "cuda kernel") {
+      if (resnet_op(f.name) && f.implementation == "cuda kernel") {
         f.note += "; this run: some calls ran ATen's operations: " + bn;
       }
     }

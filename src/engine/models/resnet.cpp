@@ -48,21 +48,16 @@ BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride,
   conv3 = register_module("conv3", conv(planes, planes * kExpansion, 1, 1, 0));
   bn3 = register_module("bn3", torch::nn::BatchNorm2d(planes * kExpansion));
   if (with_downsample) {
-    downsample = register_module(
-        "downsample", torch::nn::Sequential(conv(inplanes, planes * kExpansion, 1, stride, 0),
-                                            torch::nn::BatchNorm2d(planes * kExpansion)));
+    shortcut_conv_ = conv(inplanes, planes * kExpansion, 1, stride, 0);
+    shortcut_bn_ = torch::nn::BatchNorm2d(planes * kExpansion);
+    downsample = register_module("downsample", torch::nn::Sequential(shortcut_conv_, shortcut_bn_));
   }
 }
 
 torch::Tensor BottleneckImpl::forward(torch::Tensor x) {
-  torch::Tensor identity = x;
-  if (downsample && fused_) {  // the shortcut's batch-norm by the same kernels (no ReLU)
-    torch::nn::BatchNorm2d shortcut_bn(std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(downsample->ptr(1)));
-    const auto shortcut_conv = std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(downsample->ptr(0));
-    identity = bn_relu(shortcut_bn, shortcut_conv->forward(x), {}, true, /*relu=*/false);
-  } else if (downsample) {
-    identity = downsample->forward(x);
-  }
+  // downsample's forward: its batch-norm (no ReLU) by the same kernels as the others where fused
+  const torch::Tensor identity =
+      downsample ? bn_relu(shortcut_bn_, shortcut_conv_(x), {}, fused_, /*relu=*/false) : x;
   torch::Tensor out = bn_relu(bn1, conv1(x), {}, fused_);
   out = bn_relu(bn2, conv2(out), {}, fused_);
   return bn_relu(bn3, conv3(out), identity, fused_);

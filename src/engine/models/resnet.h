@@ -26,6 +26,9 @@ class BottleneckImpl : public torch::nn::Module {
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   torch::nn::Sequential downsample{nullptr};
+  // The shortcut's two modules, held (not registered again) so forward runs them through bn_relu on both paths.
+  torch::nn::Conv2d shortcut_conv_{nullptr};
+  torch::nn::BatchNorm2d shortcut_bn_{nullptr};
 };
 TORCH_MODULE(Bottleneck);
 
