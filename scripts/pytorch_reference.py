@@ -417,6 +417,15 @@ def main(argv):
         capturable = {"capturable": True} if cfg["graph"] else {}
         opt = torch.optim.AdamW(model.parameters(), lr=o["lr"], weight_decay=o["weight_decay"], **fused, **capturable)
     if cfg["compile"]:
+        # torch 2.11's AOTAutograd cache keys a graph by whether autocast is on, not by its dtype (pytorch/pytorch
+        # #181564, #191110): a bf16 run after an fp16 one with the same model reuses the fp16 graph and measures fp16
+        # (seen on the H200: results/2026-12-02-h200-resnet-pipeline). One inductor cache folder per autocast dtype
+        # keeps warm re-runs of the same precision and never crosses them; a folder the user set is left alone.
+        if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+            from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+            tag = str(autocast_dtype).replace("torch.", "") if autocast_dtype is not None else "fp32"
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default_cache_dir()}-autocast-{tag}"
         # Every forward above calls `model` when it runs (late binding): they all run the compiled module now, with
         # each model's own loss (transformers' ForCausalLMLoss for the decoders).
         model = torch.compile(model)
@@ -513,6 +522,7 @@ def main(argv):
         "scenario": {k: v for k, v in cfg.items() if k not in ("json", "trace", "trace_steps")},
         "precision_resolved": precision,
         "mode": "cuda_graph" if cfg["graph"] else ("compile" if cfg["compile"] else "eager"),
+        "compile_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR") if cfg["compile"] else None,
         "optimizer_implementation": "none" if inference else "fused" if cfg["fused"] else "foreach",
         "channels_last": channels_last,
         "world_size": world,

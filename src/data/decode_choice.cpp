@@ -33,10 +33,11 @@ DecodeChoice choose_decode(const std::string& requested, int64_t workers, bool c
                "step ~1.6 ms per 256 images (H200: ResNet-50 at 0.982 of synthetic on the CPU path, 0.932 on nvJPEG, fp16)";
     return c;
   }
-  c.try_gpu = true;
-  c.reason = "decode: auto: the GPU, " + std::to_string(workers) + " workers (about " + std::to_string(can_deliver) +
+  c.try_gpu = c.mixed = true;
+  c.reason = "decode: auto: mixed, " + std::to_string(workers) + " workers (about " + std::to_string(can_deliver) +
              " images/s) are fewer than the " + std::to_string(kCpuDecodeWorkers) +
-             " that keep a fast GPU fed; set decode: cpu to keep the GPU for the step";
+             " that keep a fast GPU fed: they decode what they keep up with and nvJPEG the rest of each batch; set "
+             "decode: cpu to keep the GPU for the step";
   return c;
 }
 

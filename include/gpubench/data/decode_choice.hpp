@@ -5,7 +5,9 @@
 // On that host 15 workers delivered 7,000-11,000 images/s (at least ~465 per worker) and ResNet-50 trained at
 // 0.990 / 0.982 of synthetic (bf16 / fp16) from them, against 0.957 / 0.932 with GPU decoding. So: decode on the CPU
 // when the workers can deliver the H200's fastest ResNet-50 rate (fp16, 6,132 images/s) at that per-worker rate,
-// i.e. with 14 workers or more; else on the GPU where nvJPEG works. Torch-free, so the rule is tested anywhere.
+// i.e. with 14 workers or more; else `mixed` where nvJPEG works: the workers decode the share of each batch they
+// keep up with, nvJPEG the rest (decode_split.hpp; H200, 7 workers: results/2026-12-02-h200-resnet-pipeline).
+// Torch-free, so the rule is tested anywhere.
 
 #include <cstdint>
 #include <string>
