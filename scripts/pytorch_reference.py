@@ -35,6 +35,15 @@ import os
 import sys
 import time
 
+# Read before torch is imported: importing it may call inductor's cache_dir(), which fills the variable in.
+USER_INDUCTOR_CACHE_DIR = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+
+def inductor_cache_dir(autocast_tag, user_dir, default_dir):
+    """torch.compile's cache folder for a run under autocast to `autocast_tag` (bfloat16, float16, fp32): the user's
+    TORCHINDUCTOR_CACHE_DIR where set, else one folder per autocast dtype beside inductor's default (torch 2.11's
+    AOTAutograd cache does not key the dtype, so one folder for both would hand a bf16 run the fp16 graph)."""
+    return user_dir if user_dir else f"{default_dir}-autocast-{autocast_tag}"
+
 
 def load_scenario(path):
     if not path:
@@ -421,11 +430,11 @@ def main(argv):
         # #181564, #191110): a bf16 run after an fp16 one with the same model reuses the fp16 graph and measures fp16
         # (seen on the H200: results/2026-12-02-h200-resnet-pipeline). One inductor cache folder per autocast dtype
         # keeps warm re-runs of the same precision and never crosses them; a folder the user set is left alone.
-        if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-            from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+        # (Call 2 there showed the reverse too: an fp16 run after a bf16 one measured bf16.)
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
-            tag = str(autocast_dtype).replace("torch.", "") if autocast_dtype is not None else "fp32"
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default_cache_dir()}-autocast-{tag}"
+        tag = str(autocast_dtype).replace("torch.", "") if autocast_dtype is not None else "fp32"
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(tag, USER_INDUCTOR_CACHE_DIR, default_cache_dir())
         # Every forward above calls `model` when it runs (late binding): they all run the compiled module now, with
         # each model's own loss (transformers' ForCausalLMLoss for the decoders).
         model = torch.compile(model)

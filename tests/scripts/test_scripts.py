@@ -76,6 +76,14 @@ class ReferenceArgumentsTest(unittest.TestCase):
         with self.assertRaises(SystemExit):
             pytorch_reference.parse_args(["--model", "resnet50", "--mode", "generate"])
 
+    def test_compile_caches_never_cross_autocast_dtypes(self):
+        # torch 2.11's AOTAutograd cache reused an fp16 graph for a bf16 run (H200, 2026-12-02): one folder per dtype.
+        bf16 = pytorch_reference.inductor_cache_dir("bfloat16", None, "/tmp/torchinductor_u")
+        fp16 = pytorch_reference.inductor_cache_dir("float16", None, "/tmp/torchinductor_u")
+        self.assertNotEqual(bf16, fp16)
+        self.assertEqual(bf16, pytorch_reference.inductor_cache_dir("bfloat16", None, "/tmp/torchinductor_u"))
+        self.assertEqual(pytorch_reference.inductor_cache_dir("float16", "/mine", "/tmp/torchinductor_u"), "/mine")
+
     def test_graph_implies_fused_and_refuses_fp16(self):
         self.assertTrue(pytorch_reference.parse_args(["--graph"])["fused"])
         with self.assertRaises(SystemExit):
