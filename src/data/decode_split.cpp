@@ -7,8 +7,9 @@ namespace gpubench::data {
 
 DecodeSplit::DecodeSplit(double start) : share_(std::clamp(start, 0.0, 1.0)) {}
 
-double DecodeSplit::update(double waited_s) {
-  share_ = waited_s > kWaitedS ? share_ * kBackOff : std::min(1.0, share_ + kRaise);
+double DecodeSplit::update(double waited_s, int64_t queued_batches) {
+  const bool short_of_workers = waited_s > kWaitedS && queued_batches == 0;
+  share_ = short_of_workers ? share_ * kBackOff : std::min(1.0, share_ + kRaise);
   return share_;
 }
 

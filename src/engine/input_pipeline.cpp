@@ -128,8 +128,13 @@ struct InputPipeline::Impl {
         hb = loader->next();
         if (mixed && hb != nullptr) {
           // A pass's first batch always waits for workers that just started: it says nothing about the split.
-          share = hb->index == 0 ? split.share()
-                                 : split.update(std::chrono::duration<double>(Clock::now() - w0).count());
+          const double waited = std::chrono::duration<double>(Clock::now() - w0).count();
+          int64_t queued = 0;
+          {
+            std::lock_guard<std::mutex> lk(mu);
+            queued = static_cast<int64_t>(ready.size());
+          }
+          share = hb->index == 0 ? split.share() : split.update(waited, queued);
           loader->set_cpu_share(share);
         }
         const auto t0 = Clock::now();
@@ -187,20 +192,31 @@ struct InputPipeline::Impl {
 #endif
   }
 
+  /// The width and height nvJPEG writes for sample `i`: its crop window where decoding regions of interest, else
+  /// the whole image.
+  static std::pair<int64_t, int64_t> decoded_extent(const data::HostBatch& hb, size_t i, bool roi) {
+    if (roi) return {hb.crops[i].box.w, hb.crops[i].box.h};
+    return {hb.infos[i].width, hb.infos[i].height};
+  }
+
   void prepare_gpu(data::HostBatch& hb, Slot& slot, const at::Tensor& host) {
 #if defined(GPUBENCH_WITH_CUDA) && defined(GPUBENCH_WITH_GPU_AUGMENT)
     std::vector<int64_t> on_gpu;
     for (int64_t i = 0; i < batch; ++i) {
       if (hb.on_cpu[static_cast<size_t>(i)] == 0) on_gpu.push_back(i);
     }
+    // Only each crop's window is decoded where nvJPEG takes regions of interest (the crop kernel reads nothing
+    // outside it); where a ROI batch fails, that batch and all after it are decoded whole.
+    bool roi = !on_gpu.empty() && decoder->roi_available();
     std::vector<int64_t> offset(static_cast<size_t>(batch), 0);
-    int64_t total = 0;
-    for (int64_t i : on_gpu) {
-      const auto& info = hb.infos[static_cast<size_t>(i)];
-      offset[static_cast<size_t>(i)] = total;
-      total += (static_cast<int64_t>(info.width) * info.height * 3 + 255) / 256 * 256;
-    }
-    if (!on_gpu.empty()) {
+    while (!on_gpu.empty()) {
+      int64_t total = 0;
+      for (int64_t i : on_gpu) {
+        const auto ui = static_cast<size_t>(i);
+        const auto [w, h] = decoded_extent(hb, ui, roi);
+        offset[ui] = total;
+        total += (w * h * 3 + 255) / 256 * 256;
+      }
       if (!arena.defined() || arena.numel() < total) {
         arena = at::empty({total + total / 4}, at::TensorOptions().dtype(at::kByte).device(device));
       }
@@ -209,31 +225,39 @@ struct InputPipeline::Impl {
       std::vector<const uint8_t*> data;
       std::vector<size_t> sizes, pitch;
       std::vector<uint8_t*> dst;
+      std::vector<NvjpegDecoder::Roi> rois;
       for (int64_t i : on_gpu) {
         const auto ui = static_cast<size_t>(i);
         data.push_back(hb.files[ui].data());
         sizes.push_back(hb.files[ui].size());
         dst.push_back(arena.data_ptr<uint8_t>() + offset[ui]);
-        pitch.push_back(static_cast<size_t>(hb.infos[ui].width) * 3);
+        pitch.push_back(static_cast<size_t>(decoded_extent(hb, ui, roi).first) * 3);
+        const auto& box = hb.crops[ui].box;
+        rois.push_back({static_cast<int>(box.x), static_cast<int>(box.y), static_cast<int>(box.w), static_cast<int>(box.h)});
       }
       std::string why;
-      if (!decoder->decode(data, sizes, dst, pitch, side->stream(), why)) {
-        // A file the decoder refused mid-batch: decode this batch on the CPU (a corrupt file is skipped there).
-        if (!decode_failure_noted) {
-          decode_failure_noted = true;
-          std::lock_guard<std::mutex> lk(mu);
-          record.decode_fallback = "nvJPEG failed on a batch (" + why + "); such batches are decoded on the CPU";
-        }
-        for (int64_t i : on_gpu) {
-          int64_t fb = -1;
-          for (int64_t j : on_gpu) {
-            if (j != i && !hb.files[static_cast<size_t>(j)].empty()) fb = j;
-          }
-          if (!loader->decode_on_cpu(hb, i, fb)) throw std::runtime_error("a batch with no decodable JPEG");
-          ++fallback_decodes;
-        }
-        on_gpu.clear();
+      if (decoder->decode(data, sizes, dst, pitch, side->stream(), why, roi ? &rois : nullptr)) break;
+      if (roi) {
+        std::lock_guard<std::mutex> lk(mu);
+        record.decoder += "; ROI decoding failed (" + why + "): whole images decoded from then on";
+        roi = false;
+        continue;
       }
+      // A file the decoder refused mid-batch: decode this batch on the CPU (a corrupt file is skipped there).
+      if (!decode_failure_noted) {
+        decode_failure_noted = true;
+        std::lock_guard<std::mutex> lk(mu);
+        record.decode_fallback = "nvJPEG failed on a batch (" + why + "); such batches are decoded on the CPU";
+      }
+      for (int64_t i : on_gpu) {
+        int64_t fb = -1;
+        for (int64_t j : on_gpu) {
+          if (j != i && !hb.files[static_cast<size_t>(j)].empty()) fb = j;
+        }
+        if (!loader->decode_on_cpu(hb, i, fb)) throw std::runtime_error("a batch with no decodable JPEG");
+        ++fallback_decodes;
+      }
+      on_gpu.clear();
     }
     // The workers' samples (decode: mixed puts its share first) travel up to the last one, not the whole buffer.
     int64_t cpu_end = 0;
@@ -252,15 +276,15 @@ struct InputPipeline::Impl {
         c.pitch = static_cast<int32_t>(out_size * 3);
         c.w = c.h = static_cast<float>(out_size);
       } else {
-        const auto& info = hb.infos[ui];
         const auto& crop = hb.crops[ui];
+        const auto [w, h] = decoded_extent(hb, ui, roi);
         c.src = reinterpret_cast<uint64_t>(arena.data_ptr<uint8_t>() + offset[ui]);
-        c.width = info.width;
-        c.height = info.height;
-        c.pitch = info.width * 3;
+        c.width = static_cast<int32_t>(w);
+        c.height = static_cast<int32_t>(h);
+        c.pitch = static_cast<int32_t>(w * 3);
         c.flip = crop.flip ? 1 : 0;
-        c.x = static_cast<float>(crop.box.x);
-        c.y = static_cast<float>(crop.box.y);
+        c.x = roi ? 0.0f : static_cast<float>(crop.box.x);  // a ROI starts at the crop's corner
+        c.y = roi ? 0.0f : static_cast<float>(crop.box.y);
         c.w = static_cast<float>(crop.box.w);
         c.h = static_cast<float>(crop.box.h);
       }
@@ -353,8 +377,11 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   r.decode = m.mixed ? "mixed" : m.gpu_decode ? "gpu" : "cpu";
 #ifdef GPUBENCH_WITH_CUDA
   if (m.gpu_decode) {
-    r.decoder = "nvJPEG " + m.decoder->backend() + " backend (" + m.decoder->library() + "), crop/resize/normalise "
-                "in one CUDA kernel; files the decoder cannot take decoded by " + data::jpeg_library_version();
+    r.decoder = "nvJPEG " + m.decoder->backend() + " backend (" + m.decoder->library() + "), " +
+                (m.decoder->roi_available() ? std::string("the crop window only (regions of interest)")
+                                            : "whole images (" + m.decoder->roi_off_reason() + ")") +
+                ", crop/resize/normalise in one CUDA kernel; files the decoder cannot take decoded by " +
+                data::jpeg_library_version();
   }
 #endif
   if (!m.gpu_decode) {

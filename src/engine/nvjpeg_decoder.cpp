@@ -150,6 +150,13 @@ struct NvjpegDecoder::Api {
   Status (*stream_destroy)(void*) = nullptr;
   Status (*stream_parse_header)(void*, const unsigned char*, size_t, void*) = nullptr;
   Status (*batched_supported)(void*, void*, int*) = nullptr;
+  // Optional: regions of interest (nvjpegDecodeBatchedEx with one nvjpegDecodeParams_t per image).
+  Status (*params_create)(void*, void**) = nullptr;
+  Status (*params_destroy)(void*) = nullptr;
+  Status (*params_output_format)(void*, int) = nullptr;
+  Status (*params_roi)(void*, int, int, int, int) = nullptr;
+  Status (*batched_ex)(void*, void*, const unsigned char* const*, const size_t*, NvImage*, void**, cudaStream_t) =
+      nullptr;
 };
 
 std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why) {
@@ -183,6 +190,14 @@ std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why) {
   sym("nvjpegJpegStreamDestroy", a.stream_destroy);
   sym("nvjpegJpegStreamParseHeader", a.stream_parse_header);
   sym("nvjpegDecodeBatchedSupported", a.batched_supported);
+  const bool roi_calls = sym("nvjpegDecodeParamsCreate", a.params_create) &&
+                         sym("nvjpegDecodeParamsDestroy", a.params_destroy) &&
+                         sym("nvjpegDecodeParamsSetOutputFormat", a.params_output_format) &&
+                         sym("nvjpegDecodeParamsSetROI", a.params_roi) && sym("nvjpegDecodeBatchedEx", a.batched_ex);
+  const char* roi_env = std::getenv("GPUBENCH_NVJPEG_ROI");
+  d->roi_ok_ = roi_calls && !(roi_env != nullptr && std::string(roi_env) == "0");
+  if (!roi_calls) d->roi_off_reason_ = "this nvJPEG has no batched ROI decoding (nvjpegDecodeBatchedEx)";
+  if (roi_calls && !d->roi_ok_) d->roi_off_reason_ = "GPUBENCH_NVJPEG_ROI=0";
   std::string errors;
   for (auto [backend, name] : {std::pair{kHardware, "hardware"}, std::pair{kGpuHybrid, "gpu_hybrid"},
                                std::pair{kDefault, "hybrid"}}) {
@@ -207,6 +222,7 @@ std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why) {
 
 NvjpegDecoder::~NvjpegDecoder() {
   if (api_) {
+    for (void* p : params_) api_->params_destroy(p);
     if (state_ != nullptr) api_->state_destroy(state_);
     if (handle_ != nullptr) api_->destroy(handle_);
   }
@@ -246,7 +262,7 @@ bool NvjpegDecoder::can_decode(const data::JpegInfo& info, const uint8_t* data, 
 
 bool NvjpegDecoder::decode(const std::vector<const uint8_t*>& data, const std::vector<size_t>& sizes,
                            const std::vector<uint8_t*>& dst, const std::vector<size_t>& pitch, cudaStream_t stream,
-                           std::string& error) {
+                           std::string& error, const std::vector<Roi>* roi) {
   const int n = static_cast<int>(data.size());
   if (n == 0) return true;
   if (n != initialized_batch_) {
@@ -262,6 +278,35 @@ bool NvjpegDecoder::decode(const std::vector<const uint8_t*>& data, const std::v
     std::memset(&out[i], 0, sizeof(NvImage));
     out[i].channel[0] = dst[i];
     out[i].pitch[0] = pitch[i];
+  }
+  if (roi != nullptr) {
+    if (!roi_ok_ || roi->size() != data.size()) {
+      error = roi_ok_ ? "one region of interest per file is needed" : "ROI decoding is off: " + roi_off_reason_;
+      return false;
+    }
+    // Any failure here turns ROI decoding off for the decoder's life; the caller decodes the batch whole instead.
+    auto off = [&](const char* call, Status s) {
+      error = std::string(call) + ": " + status_text(s);
+      roi_ok_ = false;
+      roi_off_reason_ = error;
+      initialized_batch_ = -1;
+      return false;
+    };
+    const Api& a = *api_;
+    while (params_.size() < out.size()) {
+      void* p = nullptr;
+      if (const Status s = a.params_create(handle_, &p); s != 0) return off("nvjpegDecodeParamsCreate", s);
+      params_.push_back(p);
+      if (const Status s = a.params_output_format(p, kOutputRGBI); s != 0) {
+        return off("nvjpegDecodeParamsSetOutputFormat", s);
+      }
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Roi& r = (*roi)[i];
+      if (const Status s = a.params_roi(params_[i], r.x, r.y, r.w, r.h); s != 0) return off("nvjpegDecodeParamsSetROI", s);
+    }
+    const Status s = a.batched_ex(handle_, state_, data.data(), sizes.data(), out.data(), params_.data(), stream);
+    return s == 0 || off("nvjpegDecodeBatchedEx", s);
   }
   if (const Status s = api_->batched(handle_, state_, data.data(), sizes.data(), out.data(), stream); s != 0) {
     error = "nvjpegDecodeBatched: " + status_text(s);

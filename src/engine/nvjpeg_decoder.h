@@ -30,10 +30,19 @@ class NvjpegDecoder {
   /// Whether the batched decoder takes this stream (baseline Huffman, 1 or 3 components, a supported subsampling,
   /// and nvJPEG's own check where it has one). Thread-safe.
   bool can_decode(const data::JpegInfo& info, const uint8_t* data, size_t size) const;
-  /// Decodes the files into `dst[i]` (device, interleaved RGB with `pitch[i]` bytes per row) on `stream`.
+  /// A region of interest: the pixels [x, x + w) x [y, y + h) of an image.
+  struct Roi {
+    int x = 0, y = 0, w = 0, h = 0;
+  };
+  /// Decodes the files into `dst[i]` (device, interleaved RGB with `pitch[i]` bytes per row) on `stream`. With
+  /// `roi`, only `(*roi)[i]` of each file is written (its top-left pixel at dst[i]), by nvjpegDecodeBatchedEx.
   bool decode(const std::vector<const uint8_t*>& data, const std::vector<size_t>& sizes,
               const std::vector<uint8_t*>& dst, const std::vector<size_t>& pitch, cudaStream_t stream,
-              std::string& error);
+              std::string& error, const std::vector<Roi>* roi = nullptr);
+  /// Whether decode() takes regions of interest: this nvJPEG has the batched ROI calls, GPUBENCH_NVJPEG_ROI is not
+  /// 0, and no ROI batch has failed yet (the first failure turns it off for the decoder's life: `roi_off_reason`).
+  bool roi_available() const { return roi_ok_; }
+  const std::string& roi_off_reason() const { return roi_off_reason_; }
 
  private:
   NvjpegDecoder() = default;
@@ -43,6 +52,9 @@ class NvjpegDecoder {
   void* handle_ = nullptr;
   void* state_ = nullptr;
   int initialized_batch_ = -1;
+  std::vector<void*> params_;  ///< nvjpegDecodeParams_t, one per image of the largest ROI batch so far
+  bool roi_ok_ = false;
+  std::string roi_off_reason_;
   std::string backend_, library_;
 };
 
