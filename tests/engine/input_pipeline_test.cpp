@@ -171,19 +171,19 @@ TEST(InputPipeline, GpuDecodeTrainsAndAgreesWithTheCpuPath_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   Folder f(64);
   RunObserver obs;
-  for (const std::string decode : {"cpu", "auto", "mixed"}) {
+  for (const std::string decode : {"cpu", "gpu", "auto", "mixed"}) {
     Scenario s = folder_run(f.root, "cuda");
     s.decode = decode;
     s.batch_size = 16;
-    if (decode == "auto") s.data_workers = 2;  // fewer workers than keep a GPU fed: auto's rule picks nvJPEG
+    if (decode == "auto") s.data_workers = 2;  // fewer workers than keep a GPU fed: auto's rule picks mixed
     const RunRecord r = run_benchmark(s, obs, {});
     ASSERT_EQ(r.status, RunStatus::kOk) << decode << ": " << r.reason;
     ASSERT_TRUE(r.data.has_value());
     EXPECT_EQ(r.epochs[0].samples, 64);
     if (decode == "auto") {
       // nvJPEG ships beside torch (torchvision.libs) on GPU machines; if it is not found, the record says why.
-      EXPECT_TRUE(r.data->decode == "gpu" || !r.data->decode_fallback.empty()) << r.data->decoder;
-      EXPECT_NE(r.data->decode_reason.find("decode: auto: the GPU, 2 workers"), std::string::npos) << r.data->decode_reason;
+      EXPECT_TRUE(r.data->decode == "mixed" || !r.data->decode_fallback.empty()) << r.data->decoder;
+      EXPECT_NE(r.data->decode_reason.find("decode: auto: mixed, 2 workers"), std::string::npos) << r.data->decode_reason;
     }
     if (decode == "mixed") {  // the split's share and the images it gave the workers are in each epoch's metrics
       EXPECT_EQ(r.data->decode, "mixed") << r.data->decode_fallback;
