@@ -232,8 +232,8 @@ struct InputPipeline::Impl {
         sizes.push_back(hb.files[ui].size());
         dst.push_back(arena.data_ptr<uint8_t>() + offset[ui]);
         pitch.push_back(static_cast<size_t>(decoded_extent(hb, ui, roi).first) * 3);
-        const auto& box = hb.crops[ui].box;
-        rois.push_back({static_cast<int>(box.x), static_cast<int>(box.y), static_cast<int>(box.w), static_cast<int>(box.h)});
+        const data::Box& box = hb.crops[ui].box;
+        rois.push_back({box.x, box.y, box.w, box.h});
       }
       std::string why;
       if (decoder->decode(data, sizes, dst, pitch, side->stream(), why, roi ? &rois : nullptr)) break;

@@ -303,7 +303,9 @@ bool NvjpegDecoder::decode(const std::vector<const uint8_t*>& data, const std::v
     }
     for (size_t i = 0; i < out.size(); ++i) {
       const Roi& r = (*roi)[i];
-      if (const Status s = a.params_roi(params_[i], r.x, r.y, r.w, r.h); s != 0) return off("nvjpegDecodeParamsSetROI", s);
+      if (const Status s = a.params_roi(params_[i], r.x, r.y, r.w, r.h); s != 0) {
+        return off("nvjpegDecodeParamsSetROI", s);
+      }
     }
     const Status s = a.batched_ex(handle_, state_, data.data(), sizes.data(), out.data(), params_.data(), stream);
     return s == 0 || off("nvjpegDecodeBatchedEx", s);

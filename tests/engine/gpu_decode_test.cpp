@@ -66,7 +66,9 @@ TEST(GpuDecode, NvjpegAndTheCropKernelMatchTheCpuPath_CUDA) {
   at::Tensor whole_out;
   for (const bool roi : {false, true}) {
     SCOPED_TRACE(roi ? "regions of interest" : "whole images");
-    if (roi && !decoder->roi_available()) GTEST_SKIP() << "nvJPEG decodes no regions of interest here: " << decoder->roi_off_reason();
+    if (roi && !decoder->roi_available()) {
+      GTEST_SKIP() << "nvJPEG decodes no regions of interest here: " << decoder->roi_off_reason();
+    }
     std::vector<const uint8_t*> data;
     std::vector<size_t> sizes, pitch;
     std::vector<uint8_t*> dst;

@@ -183,7 +183,8 @@ TEST(InputPipeline, GpuDecodeTrainsAndAgreesWithTheCpuPath_CUDA) {
     if (decode == "auto") {
       // nvJPEG ships beside torch (torchvision.libs) on GPU machines; if it is not found, the record says why.
       EXPECT_TRUE(r.data->decode == "mixed" || !r.data->decode_fallback.empty()) << r.data->decoder;
-      EXPECT_NE(r.data->decode_reason.find("decode: auto: mixed, 2 workers"), std::string::npos) << r.data->decode_reason;
+      EXPECT_NE(r.data->decode_reason.find("decode: auto: mixed, 2 workers"), std::string::npos)
+          << r.data->decode_reason;
     }
     if (decode == "mixed") {  // the split's share and the images it gave the workers are in each epoch's metrics
       EXPECT_EQ(r.data->decode, "mixed") << r.data->decode_fallback;
