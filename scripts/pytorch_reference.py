@@ -38,6 +38,7 @@ import time
 # Read before torch is imported: importing it may call inductor's cache_dir(), which fills the variable in.
 USER_INDUCTOR_CACHE_DIR = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 
+
 def inductor_cache_dir(autocast_tag, user_dir, default_dir):
     """torch.compile's cache folder for a run under autocast to `autocast_tag` (bfloat16, float16, fp32): the user's
     TORCHINDUCTOR_CACHE_DIR where set, else one folder per autocast dtype beside inductor's default (torch 2.11's
