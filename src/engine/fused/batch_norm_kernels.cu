@@ -246,6 +246,23 @@ __device__ __forceinline__ Grad<T> load_gradient(const T* __restrict__ dy,
           mask != nullptr ? unsigned{mask[r * p.vecs + p.v]} : 0xffu};
 }
 
+/// The backward passes' loads: kUnroll rows from r (row_lanes apart, up to the split's end) of the
+/// masked gradient and of x, all issued before either is used.
+template <typename T>
+__device__ __forceinline__ void load_gradient_rows(const T* __restrict__ dy,
+                                                   const uint8_t* __restrict__ mask,
+                                                   const T* __restrict__ x, int64_t r, const Place& p,
+                                                   int64_t c, Grad<T> (&g)[kUnroll],
+                                                   Raw<T> (&f)[kUnroll]) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t ru = r + int64_t{u} * p.row_lanes;
+    if (ru >= p.r1) continue;
+    g[u] = load_gradient(dy, mask, ru, p, c);
+    f[u] = load_raw(x, ru * c + p.v * kVec);
+  }
+}
+
 /// Backward sums: per channel, sum g and sum g (x - mean), g the masked gradient.
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 3)
@@ -263,13 +280,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     for (int64_t r = p.r0 + p.ty; r < p.r1; r += int64_t{kUnroll} * p.row_lanes) {
       Grad<T> g[kUnroll];
       Raw<T> f[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int64_t ru = r + int64_t{u} * p.row_lanes;
-        if (ru >= p.r1) continue;
-        g[u] = load_gradient(dy, mask, ru, p, c);
-        f[u] = load_raw(x, ru * c + p.v * kVec);
-      }
+      load_gradient_rows(dy, mask, x, r, p, c, g, f);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if (r + int64_t{u} * p.row_lanes >= p.r1) break;
@@ -318,13 +329,7 @@ __global__ void __launch_bounds__(kThreads, 3)
   for (int64_t r = p.r0 + p.ty; r < p.r1; r += int64_t{kUnroll} * p.row_lanes) {
     Grad<T> g[kUnroll];
     Raw<T> f[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t ru = r + int64_t{u} * p.row_lanes;
-      if (ru >= p.r1) continue;
-      g[u] = load_gradient(dy, mask, ru, p, c);
-      f[u] = load_raw(x, ru * c + p.v * kVec);
-    }
+    load_gradient_rows(dy, mask, x, r, p, c, g, f);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t ru = r + int64_t{u} * p.row_lanes;
