@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
 #include "fused/decode_ops.h"
@@ -63,6 +64,17 @@ TEST(DecodeOpsTest, QkvToCacheRotatesAsTheFusedRotaryAndWritesOnlyThePosition) {
                std::invalid_argument);
 }
 
+/// The one-launch q/k/v product into the cache is a kernel only: on the CPU it hands the work back (undefined), and
+/// the caller's two steps run.
+TEST(DecodeOpsTest, QkvProductIntoTheCacheIsLeftToTheTwoStepsOffTheGpu) {
+  const at::Tensor x = torch::randn({1, 16}), w = torch::randn({32, 16});
+  at::Tensor kc = torch::zeros({1, 4, 1, 8}), vc = torch::zeros_like(kc);
+  const at::Tensor pos = torch::full({1}, 1, torch::kLong);
+  const at::Tensor q = fused::decode_qkv_linear_to_cache(x, {w}, {}, {}, 2, 1, {}, {}, pos, kc, vc, {});
+  EXPECT_FALSE(q.defined());
+  EXPECT_EQ(kc.abs().sum().item<double>(), 0.0) << "nothing written";
+}
+
 /// A reduced decoder generating with kernels: fused on the CPU: the record lists the decode operations, run by ATen
 /// here (and says so); gpt2 generates with them too.
 TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
@@ -104,7 +116,7 @@ TEST(DecodeOpsTest, DecodeGemvMatchesItsAtenFormForEveryEpilogueAndRowCount_CUDA
   const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
   for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
     const double tol = dtype == at::kBFloat16 ? 1.6e-2 : 4e-3;  // of the output's largest value: one rounding
-    for (const int64_t m : {1, 2, 5, 8, 9}) {          // 9: more than the kernel's rows, cuBLAS
+    for (const int64_t m : {1, 2, 4, 5, 8, 9}) {  // sm_90: up to 4 the streamed GEMV; 9: more than 8 rows, cuBLAS
       for (const int64_t k : {64, 72, 1024, 2056, 100}) {  // 1, 2 and 4 warps per output; 100: ATen
         torch::manual_seed(m * 1000 + k);
         const at::Tensor x = torch::randn({m, k}).to(dtype), r = torch::randn({m, 45}).to(dtype);
@@ -189,6 +201,90 @@ TEST(DecodeOpsTest, DecodeNormAndQkvToCacheMatchTheirAtenForms_CUDA) {
   }
 }
 
+/// Whether the streamed GEMV (sm_90 and later) runs on this GPU.
+bool streamed_here() { return kernels_here() && at::cuda::getCurrentDeviceProperties()->major >= 9; }
+
+/// The streamed GEMV over products long enough that every block's ring of slots wraps round (a q/k/v-sized plain
+/// product with its residual, SwiGLU over TinyLlama's 5,632-wide input with an RMSNorm, three rows of GELU with a
+/// LayerNorm and bias), against the ATen form in fp32 of the same inputs.
+TEST(DecodeOpsTest, StreamedGemvMatchesItsAtenFormWhenItsRingWrapsRound_CUDA) {
+  if (!streamed_here()) GTEST_SKIP() << "no sm_90 GPU or no kernels in this build";
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  struct Case {
+    int64_t m, n, k;
+    DecodeAct act;
+    bool norm;
+  };
+  for (const Case& c : {Case{1, 4096, 2048, DecodeAct::kNone, false}, Case{1, 1024, 5632, DecodeAct::kSwiglu, true},
+                        Case{3, 2000, 768, DecodeAct::kGeluTanh, true}, Case{4, 33000, 256, DecodeAct::kNone, true}}) {
+    torch::manual_seed(c.n + c.k);
+    const at::ScalarType dtype = at::kBFloat16;
+    const at::Tensor x = torch::randn({c.m, c.k}).to(dtype);
+    const at::Tensor w1 = (torch::randn({c.n, c.k}) / std::sqrt(c.k)).to(dtype);
+    const at::Tensor w2 = (torch::randn({c.n, c.k}) / std::sqrt(c.k)).to(dtype);
+    const at::Tensor nw = torch::randn({c.k}).to(dtype), nb = torch::randn({c.k}).to(dtype);
+    const at::Tensor bias = torch::randn({c.n}).to(dtype), res = torch::randn({c.m, c.n}).to(dtype);
+    const bool glu = c.act == DecodeAct::kSwiglu, gelu = c.act == DecodeAct::kGeluTanh;
+    auto run = [&](const at::TensorOptions& o) {
+      auto t = [&](const at::Tensor& v) { return v.to(o); };
+      const fused::DecodeNorm norm = !c.norm ? fused::DecodeNorm{}
+                                     : gelu  ? fused::DecodeNorm{t(nw), t(nb), 1e-5, false}
+                                             : fused::DecodeNorm{t(nw), {}, 1e-5, true};
+      return fused::decode_linear(t(x), glu ? std::vector<at::Tensor>{t(w1), t(w2)} : std::vector<at::Tensor>{t(w1)},
+                                  gelu ? t(bias) : at::Tensor(), c.act,
+                                  c.act == DecodeAct::kNone ? t(res) : at::Tensor(), norm);
+    };
+    const at::Tensor y = run(cuda.dtype(dtype)), ref = run(at::TensorOptions().dtype(at::kFloat));
+    EXPECT_LT(max_diff(y, ref), 1.6e-2 * scale(ref)) << "m " << c.m << " n " << c.n << " k " << c.k;
+  }
+}
+
+/// The q/k/v product straight into the cache (one streamed GEMV) against the product then the cache write in fp32:
+/// llama's shape (grouped kv heads, rotary tables, RMSNorm) and GPT-2's (bias, LayerNorm, no tables), 1 to 4 rows.
+TEST(DecodeOpsTest, QkvProductIntoTheCacheMatchesTheTwoSteps_CUDA) {
+  if (!streamed_here()) GTEST_SKIP() << "no sm_90 GPU or no kernels in this build";
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  const at::ScalarType dtype = at::kBFloat16;
+  for (const bool llama : {true, false}) {
+    for (const int64_t m : {1, 2, 4}) {
+      const int64_t hq = llama ? 8 : 4, hk = llama ? 2 : 4, d = 64, k = 512, positions = 16, n = (hq + 2 * hk) * d;
+      torch::manual_seed(m * 10 + llama);
+      const at::Tensor x = torch::randn({m, k}).to(dtype), nw = torch::randn({k}).to(dtype);
+      const at::Tensor nb = torch::randn({k}).to(dtype), bias = torch::randn({n}).to(dtype);
+      const at::Tensor wq = (torch::randn({hq * d, k}) / std::sqrt(k)).to(dtype);
+      const at::Tensor wk = (torch::randn({hk * d, k}) / std::sqrt(k)).to(dtype);
+      const at::Tensor wv = (torch::randn({hk * d, k}) / std::sqrt(k)).to(dtype);
+      const at::Tensor cos = torch::randn({positions, d}).to(dtype), sin = torch::randn({positions, d}).to(dtype);
+      auto run = [&](const at::TensorOptions& o, bool one_launch, at::Tensor& kc, at::Tensor& vc, at::Tensor& used) {
+        auto t = [&](const at::Tensor& v) { return v.to(o); };
+        kc = torch::zeros({m, positions, hk, d}, o);
+        vc = torch::zeros_like(kc);
+        used = torch::zeros({m}, o.dtype(torch::kInt));
+        const std::vector<at::Tensor> w = llama ? std::vector<at::Tensor>{t(wq), t(wk), t(wv)}
+                                                : std::vector<at::Tensor>{at::cat({t(wq), t(wk), t(wv)}, 0)};
+        const at::Tensor b = llama ? at::Tensor() : t(bias);
+        const fused::DecodeNorm norm =
+            llama ? fused::DecodeNorm{t(nw), {}, 1e-5, true} : fused::DecodeNorm{t(nw), t(nb), 1e-5, false};
+        const at::Tensor c = llama ? t(cos) : at::Tensor(), sn = llama ? t(sin) : at::Tensor();
+        const at::Tensor pos = torch::full({1}, 9, o.dtype(torch::kLong));
+        if (one_launch) return fused::decode_qkv_linear_to_cache(t(x), w, b, norm, hq, hk, c, sn, pos, kc, vc, used);
+        const at::Tensor qkv = fused::decode_linear(t(x), w, b, DecodeAct::kNone, {}, norm);
+        return fused::decode_qkv_to_cache(qkv, hq, hk, c, sn, pos, kc, vc, used);
+      };
+      at::Tensor kc, vc, used, kc_ref, vc_ref, used_ref;
+      const at::Tensor q = run(cuda.dtype(dtype), true, kc, vc, used);
+      ASSERT_TRUE(q.defined()) << "the streamed GEMV serves this shape on sm_90";
+      const at::Tensor q_ref = run(at::TensorOptions().dtype(at::kFloat), false, kc_ref, vc_ref, used_ref);
+      const std::string where = std::string(llama ? "llama" : "gpt2") + " m=" + std::to_string(m);
+      EXPECT_LT(max_diff(q, q_ref), 1.6e-2 * scale(q_ref)) << "q, " << where;
+      EXPECT_LT(max_diff(kc, kc_ref), 1.6e-2 * scale(kc_ref)) << "k cache, " << where;
+      EXPECT_LT(max_diff(vc, vc_ref), 1.6e-2 * scale(vc_ref)) << "v cache, " << where;
+      EXPECT_EQ(kc.cpu().abs().sum(3).ne(0).sum().item<int64_t>(), m * hk) << "only position 9 written, " << where;
+      EXPECT_TRUE(used.cpu().equal(torch::full({m}, 10, torch::kInt))) << where;
+    }
+  }
+}
+
 /// Logits of a prefill then `steps` decode steps of a reduced decoder (head size 64, so gpubench's decode attention
 /// serves up to 8 sequences) on the GPU in bf16, with `kernels`; the same weights for every call (seeded).
 std::vector<at::Tensor> reduced_decode(const std::string& model, const std::string& kernels, int64_t batch, int steps,
@@ -233,12 +329,12 @@ TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathOnTheCpu) {
   }
 }
 
-/// The fused decode step against the ATen path on the GPU, for batches the decode attention serves (2, 8) and one it
-/// hands to FlashAttention (9), and for both decoders.
+/// The fused decode step against the ATen path on the GPU, for batches the streamed GEMV serves on sm_90 (1, 2, 4),
+/// the decode attention serves (up to 8) and one it hands to FlashAttention (9), and for both decoders.
 TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathAtEveryBatch_CUDA) {
   if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
   for (const std::string model : {"llama", "gpt2"}) {
-    for (const int64_t batch : {2, 8, 9}) {
+    for (const int64_t batch : {1, 2, 4, 8, 9}) {
       const auto fused = reduced_decode(model, "fused", batch, 5), aten = reduced_decode(model, "aten", batch, 5);
       ASSERT_EQ(fused.size(), aten.size());
       for (size_t i = 0; i < fused.size(); ++i) {

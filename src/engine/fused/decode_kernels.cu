@@ -15,6 +15,7 @@ namespace gpubench::engine::fused {
 namespace {
 
 using device::load;
+using device::rounded;
 using device::store;
 
 __device__ __forceinline__ float2 pair_to_float2(const __nv_bfloat162& v) { return __bfloat1622float2(v); }
@@ -85,32 +86,40 @@ __device__ __forceinline__ void let_next_kernel_start() {
 
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
+/// The current device's compute capability major (0 where it cannot be asked), asked once per device.
+int device_major() {
+  static std::atomic<int> major[64];  // 0: not asked yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
+  int m = major[device].load(std::memory_order_relaxed);
+  if (m == 0) {
+    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || m <= 0) return 0;
+    major[device].store(m, std::memory_order_relaxed);
+  }
+  return m;
+}
+
+/// Whether the environment variable `name` is "0" (a switch for measuring what a feature buys).
+bool switched_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && std::strcmp(e, "0") == 0;
+}
+
 /// Whether this device takes programmatic launches (compute capability 9.0 and later) and they are not switched off
 /// (GPUBENCH_DECODE_PDL=0, for measuring what they buy).
 bool programmatic_launch() {
-  static const bool off = [] {
-    const char* e = std::getenv("GPUBENCH_DECODE_PDL");
-    return e != nullptr && std::strcmp(e, "0") == 0;
-  }();
-  if (off) return false;
-  static std::atomic<int> major[64];  // 0: not asked yet
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
-  int m = major[device].load(std::memory_order_relaxed);
-  if (m == 0) {
-    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || m <= 0) return false;
-    major[device].store(m, std::memory_order_relaxed);
-  }
-  return m >= 9;
+  static const bool off = switched_off("GPUBENCH_DECODE_PDL");
+  return !off && device_major() >= 9;
 }
 
-/// Launches a decode kernel, programmatically where the device allows.
+/// Launches a decode kernel with `smem` bytes of dynamic shared memory, programmatically where the device allows.
 template <typename... Params, typename... Args>
-cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+cudaError_t launch_kernel_smem(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                               Args... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
-  config.dynamicSmemBytes = 0;
+  config.dynamicSmemBytes = smem;
   config.stream = stream;
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -121,6 +130,12 @@ cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, cuda
   }
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
   return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+/// Launches a decode kernel without dynamic shared memory.
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+  return launch_kernel_smem(kernel, grid, block, 0, stream, args...);
 }
 
 // ---- GEMV: a few rows of x against every weight row, one warp per output column ----------------------------------
@@ -368,6 +383,318 @@ cudaError_t gemv_typed(const void* x, int64_t ldx, const DecodeWeights& w, const
     case 6: return gemv_rows<T, 6>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
     case 7: return gemv_rows<T, 7>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
     case 8: return gemv_rows<T, 8>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+// ---- the streamed GEMV (sm_90): one block an SM, its weight rows copied into shared memory by the copy engine ----
+//
+// A GEMV's blocks above each pull a few kilobytes of weights in two round trips and end; with PDL only their first
+// loads overlap the previous kernel. Here the grid is one block per SM, each owning a contiguous run of outputs
+// ("units": a weight row, or two rows for SwiGLU's gate and up or a rotary pair of q/k/v rows), and a ring of
+// shared-memory slots fed by bulk asynchronous copies (cp.async.bulk, completed on an mbarrier per slot): before its
+// wait for the previous kernel a block has requested up to ~100 KB of its weights (all of a q/k/v or output
+// projection's share on TinyLlama), and afterwards every slot a warp has used is refilled at once, so each SM keeps
+// its ring in flight until its run ends. Two such blocks fit an SM, so the next GEMV's block requests its weights
+// while this one computes. x (normalized, as the storage type, which is what the norm's module returns) sits in
+// shared memory beside the ring.
+
+constexpr int kStreamWarps = 8;
+constexpr int kStreamMaxSlots = 64;
+constexpr int kStreamSmemBytes = 110 * 1024;  // two blocks an SM (228 KB on sm_90, 1 KB of it reserved per block)
+constexpr int kStreamBarrierBytes = kStreamMaxSlots * 8;
+
+enum StreamMode : int { kStreamPlain = 0, kStreamGelu = 1, kStreamSwiglu = 2, kStreamQkvCache = 3 };
+
+/// What a streamed GEMV launch computes and where its outputs go (one struct: a kernel parameter).
+struct StreamArgs {
+  const void* x = nullptr;
+  int64_t ldx = 0;
+  DecodeWeights w;
+  const void* bias = nullptr;
+  const void* residual = nullptr;
+  void* out = nullptr;  // [m, n] (not used by kStreamQkvCache)
+  int64_t n = 0, k = 0;
+  DecodeInputNorm norm;
+  DecodeCacheWrite cache;  // kStreamQkvCache only
+  int slots = 0;           // ring slots a block may use
+};
+
+__host__ __device__ constexpr int64_t stream_align(int64_t b) { return (b + 127) / 128 * 128; }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ uint32_t smem_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void barrier_init(uint32_t bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void barrier_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void barrier_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (done == 0);
+}
+#endif
+
+/// Row j of the concatenated weight blocks.
+template <typename T>
+__device__ __forceinline__ const T* weight_row(const DecodeWeights& w, int64_t j, int64_t k) {
+  const void* base = w.w[0];
+  if (w.count > 1 && j >= w.rows[0]) {
+    j -= w.rows[0];
+    base = w.w[1];
+    if (w.count > 2 && j >= w.rows[1]) {
+      j -= w.rows[1];
+      base = w.w[2];
+    }
+  }
+  return static_cast<const T*>(base) + j * k;
+}
+
+template <typename T, int M, int MODE>
+__global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const StreamArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kRows = MODE >= kStreamSwiglu ? 2 : 1;  // weight rows a unit reads
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int64_t k = a.k, chunks = k / 8;
+  const uint32_t row_bytes = static_cast<uint32_t>(k * sizeof(T)), unit_bytes = kRows * row_bytes;
+  const uint32_t bars = smem_address(smem);
+  T* xs = reinterpret_cast<T*>(smem + kStreamBarrierBytes);  // M x k
+  unsigned char* ring = smem + kStreamBarrierBytes + stream_align(M * k * static_cast<int64_t>(sizeof(T)));
+  const int64_t half = MODE == kStreamQkvCache ? a.cache.head_dim / 2 : 0;
+  const int64_t units = MODE == kStreamQkvCache ? a.n / 2 : a.n;
+  const int64_t u0 = units * blockIdx.x / gridDim.x, u1 = units * (blockIdx.x + 1) / gridDim.x;
+  const int count = static_cast<int>(u1 - u0), slots = a.slots < count ? a.slots : count;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // Unit u's first weight row (its second: + half for a rotary pair, the same row of `up` for SwiGLU).
+  auto unit_row = [&](int64_t u, int o) -> const T* {
+    if constexpr (MODE == kStreamSwiglu) {
+      return static_cast<const T*>(a.w.w[o]) + u * k;
+    } else if constexpr (MODE == kStreamQkvCache) {
+      return weight_row<T>(a.w, (u / half) * 2 * half + u % half + o * half, k);
+    } else {
+      return weight_row<T>(a.w, u, k);
+    }
+  };
+  auto request = [&](int slot, int64_t u) {  // one thread: the unit's rows into the slot
+    const uint32_t bar = bars + 8 * slot;
+    barrier_expect(bar, unit_bytes);
+#pragma unroll
+    for (int o = 0; o < kRows; ++o) {
+      bulk_copy(smem_address(ring + static_cast<int64_t>(slot) * unit_bytes + o * row_bytes), unit_row(u, o),
+                row_bytes, bar);
+    }
+  };
+  if (threadIdx.x == 0) {  // weights only before the wait: nothing an earlier kernel of the step writes
+    for (int s = 0; s < slots; ++s) barrier_init(bars + 8 * s);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    for (int s = 0; s < slots; ++s) request(s, u0 + s);
+  }
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+
+  // x into shared memory, normalized: RMSNorm as transformers' module rounds it (x r to the storage type, then times
+  // gamma, rounded again), LayerNorm rounded once.
+  {
+    __shared__ float stats[kStreamWarps][M][2];
+    const T* nw = static_cast<const T*>(a.norm.weight);
+    const T* nb = static_cast<const T*>(a.norm.bias);
+    float sum[M], squares[M];
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      sum[r] = 0.0f;
+      squares[r] = 0.0f;
+      for (int64_t c = threadIdx.x; c < chunks; c += kStreamWarps * 32) {
+        // through L2 only: an earlier kernel of the step wrote it
+        const uint4 v = __ldcg(reinterpret_cast<const uint4*>(static_cast<const T*>(a.x) + r * a.ldx) + c);
+        reinterpret_cast<uint4*>(xs + r * k)[c] = v;
+        float f[8];
+        unpack8<T>(v, f);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          sum[r] += f[e];
+          squares[r] = fmaf(f[e], f[e], squares[r]);
+        }
+      }
+    }
+    if (nw != nullptr) {
+#pragma unroll
+      for (int r = 0; r < M; ++r) {
+        sum[r] = warp_sum(sum[r]);
+        squares[r] = warp_sum(squares[r]);
+        if (lane == 0) {
+          stats[warp][r][0] = sum[r];
+          stats[warp][r][1] = squares[r];
+        }
+      }
+      __syncthreads();
+      const float inv_k = 1.0f / static_cast<float>(k);
+#pragma unroll
+      for (int r = 0; r < M; ++r) {
+        float s = 0.0f, q = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kStreamWarps; ++i) {
+          s += stats[i][r][0];
+          q += stats[i][r][1];
+        }
+        const bool rms = a.norm.rms;
+        const float mean = rms ? 0.0f : s * inv_k;
+        const float inv = rsqrtf((rms ? q * inv_k : fmaxf(q * inv_k - mean * mean, 0.0f)) + a.norm.eps);
+        for (int64_t c = threadIdx.x; c < chunks; c += kStreamWarps * 32) {
+          uint4* p = reinterpret_cast<uint4*>(xs + r * k) + c;
+          float f[8], g[8], b[8];
+          unpack8<T>(*p, f);
+          unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nw) + c), g);
+          if (nb != nullptr) unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nb) + c), b);
+          T y[8];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const float v =
+                rms ? rounded<T>(f[e] * inv) * g[e] : (f[e] - mean) * inv * g[e] + (nb != nullptr ? b[e] : 0.0f);
+            store(y, e, v);
+          }
+          *p = *reinterpret_cast<const uint4*>(y);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  int64_t pos = 0;
+  if (MODE == kStreamQkvCache) {
+    pos = *a.cache.pos;
+    if (blockIdx.x == 0 && a.cache.used_k != nullptr && threadIdx.x < M) {
+      a.cache.used_k[threadIdx.x] = static_cast<int>(pos + 1);
+    }
+  }
+
+  const uint4* xv = reinterpret_cast<const uint4*>(xs);
+  for (int i = warp; i < count; i += kStreamWarps) {
+    const int slot = i % slots;
+    barrier_wait(bars + 8 * slot, static_cast<uint32_t>((i / slots) & 1));
+    const uint4* wv = reinterpret_cast<const uint4*>(ring + static_cast<int64_t>(slot) * unit_bytes);
+    float acc[kRows][M];
+#pragma unroll
+    for (int o = 0; o < kRows; ++o) {
+#pragma unroll
+      for (int r = 0; r < M; ++r) acc[o][r] = 0.0f;
+    }
+#pragma unroll 4
+    for (int64_t c = lane; c < chunks; c += 32) {
+      float wf[kRows][8];
+#pragma unroll
+      for (int o = 0; o < kRows; ++o) unpack8<T>(wv[o * chunks + c], wf[o]);
+#pragma unroll
+      for (int r = 0; r < M; ++r) {
+        float xf[8];
+        unpack8<T>(xv[r * chunks + c], xf);
+#pragma unroll
+        for (int o = 0; o < kRows; ++o) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[o][r] = fmaf(wf[o][e], xf[e], acc[o][r]);
+        }
+      }
+    }
+    __syncwarp();
+    if (lane == 0 && i + slots < count) {  // the slot is read: its next unit on its way
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      request(slot, u0 + i + slots);
+    }
+#pragma unroll
+    for (int o = 0; o < kRows; ++o) {
+#pragma unroll
+      for (int r = 0; r < M; ++r) acc[o][r] = warp_sum(acc[o][r]);
+    }
+    const int64_t u = u0 + i;
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      if (lane != r) continue;
+      if constexpr (MODE == kStreamQkvCache) {
+        const DecodeCacheWrite& cw = a.cache;
+        const int64_t d = cw.head_dim, head = u / half, e = u % half, ja = head * d + e;
+        const T* bias = static_cast<const T*>(a.bias);
+        float y1 = rounded<T>(acc[0][r] + (bias != nullptr ? load(bias, ja) : 0.0f));
+        float y2 = rounded<T>(acc[1][r] + (bias != nullptr ? load(bias, ja + half) : 0.0f));
+        if (cw.cos != nullptr && head < cw.q_heads + cw.kv_heads) {  // x cos + rotate_half(x) sin
+          const T* cs = static_cast<const T*>(cw.cos) + pos * d;
+          const T* sn = static_cast<const T*>(cw.sin) + pos * d;
+          const float x1 = y1, x2 = y2;
+          y1 = x1 * load(cs, e) - x2 * load(sn, e);
+          y2 = x2 * load(cs, e + half) + x1 * load(sn, e + half);
+        }
+        T* dst = head < cw.q_heads ? static_cast<T*>(cw.q_out) + (r * cw.q_heads + head) * d
+                 : head < cw.q_heads + cw.kv_heads
+                     ? static_cast<T*>(cw.k_cache) + ((r * cw.positions + pos) * cw.kv_heads + head - cw.q_heads) * d
+                     : static_cast<T*>(cw.v_cache) +
+                           ((r * cw.positions + pos) * cw.kv_heads + head - cw.q_heads - cw.kv_heads) * d;
+        store(dst, e, y1);
+        store(dst, e + half, y2);
+      } else {
+        gemv_epilogue<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
+            acc[0][r], acc[kRows - 1][r], static_cast<const T*>(a.bias), static_cast<const T*>(a.residual),
+            static_cast<T*>(a.out), a.n, u, r);
+      }
+    }
+  }
+#endif
+}
+
+/// Whether the streamed GEMV runs here: sm_90 and later, unless GPUBENCH_DECODE_STREAM=0 (for measuring what it buys).
+bool stream_available() {
+  static const bool off = switched_off("GPUBENCH_DECODE_STREAM");
+  return !off && device_major() >= 9;
+}
+
+/// Ring slots of `rows` weight rows of k 16-bit values beside m rows of x.
+int stream_slots(int64_t m, int64_t k, int rows) {
+  const int64_t ring = kStreamSmemBytes - kStreamBarrierBytes - stream_align(m * k * 2);
+  const int64_t slots = ring / (static_cast<int64_t>(rows) * k * 2);
+  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(slots, kStreamMaxSlots)));
+}
+
+template <typename T, int M, int MODE>
+cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
+  void (*kernel)(const StreamArgs) = decode_stream_gemv<T, M, MODE>;
+  static std::atomic<uint64_t> sized{0};  // devices whose limit for this kernel is raised (0..63)
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if ((sized.load(std::memory_order_relaxed) & bit) == 0) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStreamSmemBytes);
+    if (e != cudaSuccess) return e;
+    sized.fetch_or(bit, std::memory_order_relaxed);
+  }
+  a.slots = stream_slots(M, a.k, MODE >= kStreamSwiglu ? 2 : 1);
+  const int64_t grid = std::min<int64_t>(device::multiprocessors(), units);
+  return launch_kernel_smem(kernel, dim3(static_cast<unsigned>(grid)), dim3(kStreamWarps * 32), kStreamSmemBytes,
+                            stream, a);
+}
+
+template <typename T, int MODE>
+cudaError_t stream_rows(const StreamArgs& a, int64_t m, int64_t units, cudaStream_t stream) {
+  switch (m) {
+    case 1: return stream_launch<T, 1, MODE>(a, units, stream);
+    case 2: return stream_launch<T, 2, MODE>(a, units, stream);
+    case 3: return stream_launch<T, 3, MODE>(a, units, stream);
+    case 4: return stream_launch<T, 4, MODE>(a, units, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+template <int MODE>
+cudaError_t stream_typed(const StreamArgs& a, DType dtype, int64_t m, int64_t units, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::kBFloat16: return stream_rows<__nv_bfloat16, MODE>(a, m, units, stream);
+    case DType::kFloat16: return stream_rows<__half, MODE>(a, m, units, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -759,6 +1086,62 @@ cudaError_t launch_decode_gemv(const void* x, int64_t ldx, const DecodeWeights& 
     case DType::kFloat16: return gemv_typed<__half>(x, ldx, weights, bias, residual, out, m, n, k, act, split, norm, stream);
     default: return cudaErrorInvalidValue;
   }
+}
+
+bool decode_stream_available() { return stream_available(); }
+
+bool decode_stream_serves(int64_t m, int64_t k, int rows_per_output) {
+  return m >= 1 && m <= kDecodeStreamMaxRows && k > 0 && k % 8 == 0 && (rows_per_output == 1 || rows_per_output == 2) &&
+         stream_slots(m, k, rows_per_output) >= 2 && stream_available();
+}
+
+cudaError_t launch_decode_stream_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
+                                      const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
+                                      DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm) {
+  const bool glu = act == DecodeActivation::kSwiglu;
+  if (!decode_stream_serves(m, k, glu ? 2 : 1) || !decode_gemv_fits(x, ldx, weights, k)) return cudaErrorInvalidValue;
+  if (glu && (weights.count != 2 || bias != nullptr)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  StreamArgs a;
+  a.x = x;
+  a.ldx = ldx;
+  a.w = weights;
+  a.bias = bias;
+  a.residual = residual;
+  a.out = out;
+  a.n = n;
+  a.k = k;
+  a.norm = norm;
+  switch (act) {
+    case DecodeActivation::kNone: return stream_typed<kStreamPlain>(a, dtype, m, n, stream);
+    case DecodeActivation::kGeluTanh: return stream_typed<kStreamGelu>(a, dtype, m, n, stream);
+    case DecodeActivation::kSwiglu: return stream_typed<kStreamSwiglu>(a, dtype, m, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_decode_stream_qkv_to_cache(const void* x, int64_t ldx, const DecodeWeights& weights,
+                                              const void* bias, const DecodeCacheWrite& cache, DType dtype, int64_t m,
+                                              int64_t k, cudaStream_t stream, const DecodeInputNorm& norm) {
+  const int64_t n = (cache.q_heads + 2 * cache.kv_heads) * cache.head_dim;
+  int64_t rows = 0;
+  for (int i = 0; i < weights.count; ++i) rows += weights.rows[i];
+  if (!decode_stream_serves(m, k, 2) || !decode_gemv_fits(x, ldx, weights, k) || rows != n || cache.head_dim % 2 != 0 ||
+      cache.pos == nullptr || cache.k_cache == nullptr || cache.v_cache == nullptr || cache.q_out == nullptr ||
+      (cache.cos == nullptr) != (cache.sin == nullptr)) {
+    return cudaErrorInvalidValue;
+  }
+  if (n == 0) return cudaSuccess;
+  StreamArgs a;
+  a.x = x;
+  a.ldx = ldx;
+  a.w = weights;
+  a.bias = bias;
+  a.n = n;
+  a.k = k;
+  a.norm = norm;
+  a.cache = cache;
+  return stream_typed<kStreamQkvCache>(a, dtype, m, n / 2, stream);
 }
 
 cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bias, void* y, DType dtype, int64_t rows,

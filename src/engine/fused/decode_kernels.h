@@ -52,6 +52,42 @@ cudaError_t launch_decode_gemv(const void* x, int64_t ldx, const DecodeWeights& 
                                const DecodeInputNorm& norm = DecodeInputNorm{});
 bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, int64_t k);
 
+/// The streamed GEMV (sm_90 and later): one block an SM, each streaming its run of weight rows through a ring of
+/// shared memory by bulk asynchronous copies, ~100 KB of them requested before the wait for the previous kernel
+/// (decode_kernels.cu). The same results as launch_decode_gemv for m <= kDecodeStreamMaxRows, but the input norm's
+/// output rounded to the storage type as the norm's module returns it. decode_stream_serves says whether it runs
+/// here for m rows of k with one weight row per output (two for SwiGLU's gate and up, or a rotary pair); off with
+/// GPUBENCH_DECODE_STREAM=0.
+constexpr int64_t kDecodeStreamMaxRows = 4;
+bool decode_stream_available();
+bool decode_stream_serves(int64_t m, int64_t k, int rows_per_output);
+cudaError_t launch_decode_stream_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
+                                      const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
+                                      DecodeActivation act, cudaStream_t stream,
+                                      const DecodeInputNorm& norm = DecodeInputNorm{});
+
+/// Where the q/k/v product of one token per sequence goes: q (rotated when cos and sin, [positions, head_dim]
+/// tables, are given) to q_out [m, q_heads, head_dim], k (rotated) and v into the caches [m, positions, kv_heads,
+/// head_dim] at *pos (a device int64); used_k (int32 [m]), when given, becomes *pos + 1.
+struct DecodeCacheWrite {
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  const int64_t* pos = nullptr;
+  void* q_out = nullptr;
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  int* used_k = nullptr;
+  int64_t positions = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+};
+
+/// The streamed GEMV of x against the q, k and v weights ((q_heads + 2 kv_heads) head_dim rows in all, + bias),
+/// each rotary pair of rows (e, e + head_dim / 2) of a head in one warp, written by launch_decode_qkv_to_cache's rule
+/// without the product ever reaching memory: one launch for both. Needs decode_stream_serves(m, k, 2).
+cudaError_t launch_decode_stream_qkv_to_cache(const void* x, int64_t ldx, const DecodeWeights& weights,
+                                              const void* bias, const DecodeCacheWrite& cache, DType dtype, int64_t m,
+                                              int64_t k, cudaStream_t stream,
+                                              const DecodeInputNorm& norm = DecodeInputNorm{});
+
 /// Row norm over `rows` rows of `dim`: RMSNorm (bias null, `rms`) y = x / sqrt(mean(x^2) + eps) * w, or LayerNorm
 /// y = (x - mean) / sqrt(var + eps) * w + b. x and y [rows, dim] contiguous.
 cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bias, void* y, DType dtype, int64_t rows,

@@ -46,6 +46,51 @@ at::Tensor linear_aten(const at::Tensor& x, const std::vector<at::Tensor>& weigh
 
 }  // namespace
 
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+namespace {
+
+/// The weight blocks as the kernels take them, when x [m, k] (CUDA bf16/fp16, rows of stride ldx, at most
+/// kDecodeGemvMaxRows) and every block ([n_i, k], contiguous, x's dtype and device) fit the decode GEMVs; `n` the
+/// blocks' rows summed.
+bool kernel_weights(const at::Tensor& x, const std::vector<at::Tensor>& weights, DecodeWeights* dw, int64_t* n) {
+  if (x.dim() != 2 || !on_decode_kernels(x) || x.size(0) < 1 || x.size(0) > kDecodeGemvMaxRows || x.stride(1) != 1) {
+    return false;
+  }
+  *n = 0;
+  for (const auto& w : weights) {
+    if (w.scalar_type() != x.scalar_type() || w.device() != x.device() || !w.is_contiguous() || w.dim() != 2 ||
+        w.size(1) != x.size(1)) {
+      return false;
+    }
+    dw->w[dw->count] = w.data_ptr();
+    dw->rows[dw->count++] = w.size(0);
+    *n += w.size(0);
+  }
+  return decode_gemv_fits(x.data_ptr(), x.stride(0), *dw, x.size(1));
+}
+
+/// A tensor of `numel` elements in x's dtype the kernels can read whole (undefined: none).
+bool kernel_vector(const at::Tensor& t, const at::Tensor& x, int64_t numel) {
+  return !t.defined() || (t.is_contiguous() && t.scalar_type() == x.scalar_type() && t.device() == x.device() &&
+                          t.numel() == numel && (reinterpret_cast<uintptr_t>(t.data_ptr()) & 15u) == 0);
+}
+
+/// The norm as the kernels take it, when it fits (false: it does not).
+bool kernel_norm(const DecodeNorm& norm, const at::Tensor& x, DecodeInputNorm* in) {
+  const int64_t k = x.size(1);
+  if (!kernel_vector(norm.weight, x, k) || !kernel_vector(norm.bias, x, k)) return false;
+  if (norm.weight.defined()) {
+    in->weight = norm.weight.data_ptr();
+    in->bias = norm.bias.defined() ? norm.bias.data_ptr() : nullptr;
+    in->eps = static_cast<float>(norm.eps);
+    in->rms = norm.rms && !norm.bias.defined();
+  }
+  return true;
+}
+
+}  // namespace
+#endif
+
 at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
                          DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm) {
   if (weights.empty() || weights.size() > 3 || (act == DecodeAct::kSwiglu && weights.size() != 2)) {
@@ -53,46 +98,31 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
   }
   if (act == DecodeAct::kSwiglu && bias.defined()) throw std::invalid_argument("decode_linear: SwiGLU takes no bias");
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-  const int64_t m = x.size(0), k = x.size(1);
-  bool kernel = x.dim() == 2 && on_decode_kernels(x) && m >= 1 && m <= kDecodeGemvMaxRows && x.stride(1) == 1;
   DecodeWeights dw;
+  DecodeInputNorm in;
   int64_t n = 0;
-  for (const auto& w : weights) {
-    kernel = kernel && w.scalar_type() == x.scalar_type() && w.device() == x.device() && w.is_contiguous() &&
-             w.dim() == 2 && w.size(1) == k;
-    if (!kernel) break;
-    dw.w[dw.count] = w.data_ptr();
-    dw.rows[dw.count++] = w.size(0);
-    n += w.size(0);
-  }
-  if (act == DecodeAct::kSwiglu) {
+  bool kernel = kernel_weights(x, weights, &dw, &n);
+  if (kernel && act == DecodeAct::kSwiglu) {
     n = weights[0].size(0);
-    kernel = kernel && weights[1].size(0) == n;
+    kernel = weights[1].size(0) == n;
   }
-  kernel = kernel && (!bias.defined() || (bias.is_contiguous() && bias.scalar_type() == x.scalar_type() && bias.numel() == n));
-  kernel = kernel && (!residual.defined() || (residual.is_contiguous() && residual.scalar_type() == x.scalar_type() &&
-                                              residual.numel() == m * n));
-  auto fits_norm = [&](const at::Tensor& t) {
-    return !t.defined() || (t.is_contiguous() && t.scalar_type() == x.scalar_type() && t.numel() == k &&
-                            (reinterpret_cast<uintptr_t>(t.data_ptr()) & 15u) == 0);
-  };
-  kernel = kernel && fits_norm(norm.weight) && fits_norm(norm.bias);
+  const int64_t m = x.size(0), k = x.size(-1);
+  kernel = kernel && kernel_vector(bias, x, n) && kernel_vector(residual, x, m * n) && kernel_norm(norm, x, &in);
   const bool plain = dw.count == 1 && act == DecodeAct::kNone && !bias.defined() && !residual.defined();
-  if (kernel && gemv_pays(m, n, k, plain) && decode_gemv_fits(x.data_ptr(), x.stride(0), dw, k)) {
+  const bool stream = kernel && decode_stream_serves(m, k, act == DecodeAct::kSwiglu ? 2 : 1);
+  if (stream || (kernel && gemv_pays(m, n, k, plain))) {
     at::Tensor out = at::empty({m, n}, x.options());
     const DecodeActivation a = act == DecodeAct::kSwiglu    ? DecodeActivation::kSwiglu
                                : act == DecodeAct::kGeluTanh ? DecodeActivation::kGeluTanh
                                                              : DecodeActivation::kNone;
-    DecodeInputNorm in;
-    if (norm.weight.defined()) {
-      in.weight = norm.weight.data_ptr();
-      in.bias = norm.bias.defined() ? norm.bias.data_ptr() : nullptr;
-      in.eps = static_cast<float>(norm.eps);
-      in.rms = norm.rms && !norm.bias.defined();
-    }
-    launch::check(launch_decode_gemv(x.data_ptr(), x.stride(0), dw, bias.defined() ? bias.data_ptr() : nullptr,
-                                     residual.defined() ? residual.data_ptr() : nullptr, out.data_ptr(),
-                                     launch::dtype_of(x), m, n, k, a, launch::stream(), 0, in),
+    const void* b = bias.defined() ? bias.data_ptr() : nullptr;
+    const void* r = residual.defined() ? residual.data_ptr() : nullptr;
+    const DType dtype = launch::dtype_of(x);
+    void* o = out.data_ptr();
+    launch::check(stream ? launch_decode_stream_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
+                                                     launch::stream(), in)
+                         : launch_decode_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
+                                              launch::stream(), 0, in),
                   "decode_gemv");
     return out;
   }
@@ -102,6 +132,55 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
                        bias, act, residual);
   }
   return linear_aten(x, weights, bias, act, residual);
+}
+
+at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at::Tensor>& weights,
+                                      const at::Tensor& bias, const DecodeNorm& norm, int64_t q_heads,
+                                      int64_t kv_heads, const at::Tensor& cos, const at::Tensor& sin,
+                                      const at::Tensor& pos, at::Tensor& k_cache, at::Tensor& v_cache,
+                                      const at::Tensor& used_k) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  DecodeWeights dw;
+  DecodeInputNorm in;
+  int64_t n = 0;
+  if (weights.empty() || weights.size() > 3 || !kernel_weights(x, weights, &dw, &n)) return {};
+  const int64_t m = x.size(0), k = x.size(1), d = k_cache.dim() == 4 ? k_cache.size(3) : 0;
+  auto cache_fits = [&](const at::Tensor& c) {
+    return c.dim() == 4 && c.is_contiguous() && c.scalar_type() == x.scalar_type() && c.device() == x.device() &&
+           c.size(0) == m && c.size(1) == k_cache.size(1) && c.size(2) == kv_heads && c.size(3) == d;
+  };
+  const bool tables = cos.defined() && sin.defined();
+  if (d == 0 || d % 2 != 0 || n != (q_heads + 2 * kv_heads) * d || !cache_fits(k_cache) || !cache_fits(v_cache) ||
+      cos.defined() != sin.defined() || (tables && !kernel_vector(cos, x, k_cache.size(1) * d)) ||
+      (tables && !kernel_vector(sin, x, k_cache.size(1) * d)) || !kernel_vector(bias, x, n) ||
+      !kernel_norm(norm, x, &in) || pos.scalar_type() != at::kLong || pos.device() != x.device() ||
+      (used_k.defined() && (used_k.scalar_type() != at::kInt || used_k.numel() < m || !used_k.is_contiguous())) ||
+      !decode_stream_serves(m, k, 2)) {
+    return {};
+  }
+  at::Tensor q = at::empty({m, q_heads, d}, x.options());
+  DecodeCacheWrite cw;
+  cw.cos = tables ? cos.data_ptr() : nullptr;
+  cw.sin = tables ? sin.data_ptr() : nullptr;
+  cw.pos = pos.data_ptr<int64_t>();
+  cw.q_out = q.data_ptr();
+  cw.k_cache = k_cache.data_ptr();
+  cw.v_cache = v_cache.data_ptr();
+  cw.used_k = used_k.defined() ? used_k.data_ptr<int>() : nullptr;
+  cw.positions = k_cache.size(1);
+  cw.q_heads = q_heads;
+  cw.kv_heads = kv_heads;
+  cw.head_dim = d;
+  launch::check(launch_decode_stream_qkv_to_cache(x.data_ptr(), x.stride(0), dw,
+                                                  bias.defined() ? bias.data_ptr() : nullptr, cw, launch::dtype_of(x),
+                                                  m, k, launch::stream(), in),
+                "decode_qkv_cache");
+  return q;
+#else
+  (void)x, (void)weights, (void)bias, (void)norm, (void)q_heads, (void)kv_heads, (void)cos, (void)sin, (void)pos;
+  (void)k_cache, (void)v_cache, (void)used_k;
+  return {};
+#endif
 }
 
 at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps, bool rms) {

@@ -21,11 +21,23 @@ struct DecodeNorm {
 
 /// act(x @ W^T + bias) + residual for x [m, k]. `weights`: one or more [n_i, k] blocks whose outputs are
 /// concatenated (q, k and v as one product), or for kSwiglu two equal blocks (gate, up) giving silu(x @ gate^T) *
-/// (x @ up^T). `bias` [n] and `residual` [m, n] may be undefined. On CUDA, gpubench's GEMV (one pass over the
-/// weights, the epilogue in registers) where it is the faster on the H200: one token on every product but the LM
-/// head's, 2 to 8 tokens over rows of at most 1,024; cuBLAS with ATen's epilogues otherwise.
+/// (x @ up^T). `bias` [n] and `residual` [m, n] may be undefined. On CUDA sm_90 and later, up to 4 tokens: the
+/// streamed GEMV (decode_kernels.h; its norm output rounded to the storage type, as the norm module's is); else
+/// gpubench's per-warp GEMV (one pass over the weights, the epilogue in registers) where it is the faster on the
+/// H200: one token on every product but the LM head's, 2 to 8 tokens over rows of at most 1,024; cuBLAS with ATen's
+/// epilogues otherwise.
 at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
                          DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm = {});
+
+/// decode_linear of x against the q, k and v weights (with `bias` and `norm`) followed by decode_qkv_to_cache, as one
+/// kernel (the streamed GEMV writes q, the rotated k and v straight to their places): q [m, q_heads, head_dim], or
+/// undefined where that kernel does not serve (not CUDA sm_90 bf16/fp16, more than kDecodeStreamMaxRows rows,
+/// shapes it does not take); the caller takes the two-step path then.
+at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at::Tensor>& weights,
+                                      const at::Tensor& bias, const DecodeNorm& norm, int64_t q_heads,
+                                      int64_t kv_heads, const at::Tensor& cos, const at::Tensor& sin,
+                                      const at::Tensor& pos, at::Tensor& k_cache, at::Tensor& v_cache,
+                                      const at::Tensor& used_k);
 
 /// RMSNorm (`bias` undefined, `rms`) or LayerNorm of x [m, dim] with `weight` (and `bias`), eps.
 at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps, bool rms);

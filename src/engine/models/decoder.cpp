@@ -141,15 +141,22 @@ at::Tensor attend_cached(const at::Tensor& q, const KvCache& cache, size_t layer
 }
 
 namespace {
-/// kernels: fused's decode attention for one layer: the new token's q/k/v product into the cache (rotary by cos/sin
-/// when defined; layer 0 also sets flash's keys in use), then gpubench's decode attention where it serves, else
-/// attend_cached.
-at::Tensor decode_attend(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
-                         const at::Tensor& sin, const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer,
-                         bool math) {
+/// kernels: fused's decode attention for one layer: the new token's q/k/v product of x (by `weights`, `bias` and
+/// the input `norm`) into the cache (rotary by cos/sin when defined; layer 0 also sets flash's keys in use) — one
+/// streamed GEMV where it serves, else the product then the cache write — then gpubench's decode attention where it
+/// serves, else attend_cached.
+at::Tensor decode_attend(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
+                         const engine::fused::DecodeNorm& norm, int64_t q_heads, int64_t kv_heads,
+                         const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& pos, int64_t window,
+                         KvCache& cache, size_t layer, bool math) {
   namespace f = engine::fused;
-  const at::Tensor q = f::decode_qkv_to_cache(qkv, q_heads, kv_heads, cos, sin, pos, cache.k[layer], cache.v[layer],
-                                              layer == 0 && cache.flash ? cache.used_k : at::Tensor());
+  const at::Tensor used_k = layer == 0 && cache.flash ? cache.used_k : at::Tensor();
+  at::Tensor q = f::decode_qkv_linear_to_cache(x, weights, bias, norm, q_heads, kv_heads, cos, sin, pos,
+                                               cache.k[layer], cache.v[layer], used_k);
+  if (!q.defined()) {
+    const at::Tensor qkv = f::decode_linear(x, weights, bias, f::DecodeAct::kNone, {}, norm);
+    q = f::decode_qkv_to_cache(qkv, q_heads, kv_heads, cos, sin, pos, cache.k[layer], cache.v[layer], used_k);
+  }
   const at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
   return ctx.defined() ? ctx : attend_cached(q, cache, layer, pos, window, math);
 }
@@ -227,9 +234,9 @@ torch::Tensor Gpt2BlockImpl::forward_decode(const torch::Tensor& x, const at::Te
                                             KvCache& cache, size_t layer) {
   using engine::fused::DecodeAct;
   namespace f = engine::fused;
-  const at::Tensor qkv = f::decode_linear(x, {c_attn->weight.t()}, c_attn->bias, DecodeAct::kNone, {},
-                                          {ln_1->weight, ln_1->bias, ln_1->options.eps(), false});
-  const at::Tensor ctx = decode_attend(qkv, heads_, heads_, {}, {}, pos, window, cache, layer, math_);
+  const at::Tensor ctx = decode_attend(x, {c_attn->weight.t()}, c_attn->bias,
+                                       {ln_1->weight, ln_1->bias, ln_1->options.eps(), false}, heads_, heads_, {}, {},
+                                       pos, window, cache, layer, math_);
   const at::Tensor h =
       f::decode_linear(ctx.reshape({x.size(0), -1}), {attn_proj->weight.t()}, attn_proj->bias, DecodeAct::kNone, x);
   const at::Tensor a = f::decode_linear(h, {c_fc->weight.t()}, c_fc->bias, DecodeAct::kGeluTanh, {},
@@ -413,11 +420,11 @@ torch::Tensor LlamaDecoderLayerImpl::forward_decode(const torch::Tensor& x, cons
                                                     int64_t window, KvCache& cache, size_t layer) {
   using engine::fused::DecodeAct;
   namespace f = engine::fused;
-  // Six launches a layer on CUDA: q/k/v (with the input norm), rotary + cache writes, attention, the output
-  // projection + residual, gate/up + SwiGLU (with the post-attention norm), down + residual.
-  const at::Tensor qkv = f::decode_linear(x, {q_proj->weight, k_proj->weight, v_proj->weight}, {}, DecodeAct::kNone, {},
-                                          {input_layernorm->weight, {}, input_layernorm->eps(), true});
-  const at::Tensor ctx = decode_attend(qkv, heads_, kv_heads_, cos_all, sin_all, pos, window, cache, layer, math_);
+  // Five launches a layer on sm_90 (six before): q/k/v with the input norm, rotary and the cache writes, attention,
+  // the output projection + residual, gate/up + SwiGLU (with the post-attention norm), down + residual.
+  const at::Tensor ctx = decode_attend(x, {q_proj->weight, k_proj->weight, v_proj->weight}, {},
+                                       {input_layernorm->weight, {}, input_layernorm->eps(), true}, heads_, kv_heads_,
+                                       cos_all, sin_all, pos, window, cache, layer, math_);
   const at::Tensor h = f::decode_linear(ctx.reshape({x.size(0), -1}), {o_proj->weight}, {}, DecodeAct::kNone, x);
   const at::Tensor act = f::decode_linear(h, {gate_proj->weight, up_proj->weight}, {}, DecodeAct::kSwiglu, {},
                                           {post_attention_layernorm->weight, {}, post_attention_layernorm->eps(), true});

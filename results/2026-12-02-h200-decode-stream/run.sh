@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# mode: generate, --kernels fused, after the streamed GEMV (one block an SM, weights through a shared-memory ring by
+# bulk asynchronous copies; q/k/v written straight into the cache) on the H200, against the same build with it off
+# (GPUBENCH_DECODE_STREAM=0: the per-warp GEMV and the separate cache write, the committed path before) and
+# transformers' eager generate, one after the other per scenario. A fresh machine: build, the decode CUDA tests, the
+# runs; one archive. From the repository root:
+#   OUT=... CALL=call1 GPUBENCH_GIT_REVISION=<commit> results/2026-12-02-h200-decode-stream/run.sh PHASE...
+# Phases: cudatest, small (llama and gpt2 at batch 1), batch4, large (llama 8, 32, 128), profile (ncu), sweep.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-$PWD/device-out}"
+C="${CALL:-call1}"
+W="$OUT/$C"
+mkdir -p "$W/records"
+log() { echo "== $(date -u +%H:%M:%S) [${SECONDS}s] $*" | tee -a "$W/session.log"; }
+finish() { tar -C "$OUT" -czf "$OUT/$C.tar.gz" "$C" && rm -rf "$W"; }
+trap finish EXIT
+if [ ! -x build-device/gpubench ] || [ "${REBUILD:-1}" = 1 ]; then
+  GPUBENCH_BUILD_TARGETS="gpubench engine_tests decoder_parity_tests" OUT="$W" scripts/device_run.sh build \
+    > "$W/build_phase.log" 2>&1 || { tail -40 "$W/build.log"; exit 1; }
+  rm -f "$W/records.tar.gz"
+fi
+log "build done"
+GB="$PWD/build-device/gpubench"
+export GPUBENCH_BINARY="$GB" PYTHONUNBUFFERED=1
+LIMIT=${LIMIT:-480}
+gpubench() {  # NAME ARGS...: a gpubench generate run, its record and its console
+  local name="$1"; shift
+  [ "$SECONDS" -gt "$LIMIT" ] && { log "$name: no time left"; return; }
+  log "gpubench $name: $*"
+  timeout 90 "$GB" run "$@" --mode generate --output "$W/records/gpubench_$name.json" > "$W/records/console_gpubench_$name.txt" 2>&1
+  log "exit $?"
+  grep -oE "decode \(median of generations\) \(tokens/s\): [0-9.]+|fraction of the roofline bound reached: [0-9.]+%|time to first token / the prompt's forward alone: [0-9.]+|error.*" \
+    "$W/records/console_gpubench_$name.txt" | tr '\n' ' ' | tee -a "$W/session.log"; echo | tee -a "$W/session.log"
+}
+reference() {  # NAME ARGS...: transformers' generate with the same shapes
+  local name="$1"; shift
+  [ "$SECONDS" -gt "$LIMIT" ] && { log "$name: no time left"; return; }
+  log "pytorch $name: $*"
+  timeout 150 python3 scripts/pytorch_reference.py "$@" --mode generate --json "$W/records/pytorch_$name.json" \
+    > "$W/records/console_pytorch_$name.txt" 2>&1
+  log "exit $?"; grep -E '"(ttft_ms|decode_tokens_per_s|mode|compile_error)"' "$W/records/console_pytorch_$name.txt" | head -4 | tee -a "$W/session.log"
+}
+for phase in "$@"; do
+  case "$phase" in
+    cudatest)
+      log "CUDA tests: the decode kernels against their ATen forms, and the decode parity tests"
+      timeout 240 build-device/tests/engine_tests --gtest_filter='DecodeOps*:FusedOps*_CUDA' > "$W/engine_cuda.log" 2>&1
+      log "exit $?"; grep -E "^\[  (PASSED|FAILED) |Failure|tests ran|^\[  FAILED" "$W/engine_cuda.log" | head -20 | tee -a "$W/session.log"
+      (cd build-device && timeout 200 ctest -R "decoder_parity|DecoderParity" --output-on-failure > "$W/ctest_decoder.log" 2>&1)
+      log "exit $?"; grep -E "tests passed|Failed|SKIPPED" "$W/ctest_decoder.log" | head | tee -a "$W/session.log"
+      ;;
+    small)
+      for m in llama gpt2; do
+        gpubench ${m}_bs1_stream $m --precision bf16 --batch-size 1 --kernels fused
+        GPUBENCH_DECODE_STREAM=0 gpubench ${m}_bs1_nostream $m --precision bf16 --batch-size 1 --kernels fused
+        reference ${m}_bs1 --model $m --precision bf16 --batch-size 1
+        gpubench ${m}_bs1_stream_2 $m --precision bf16 --batch-size 1 --kernels fused
+        GPUBENCH_DECODE_STREAM=0 gpubench ${m}_bs1_nostream_2 $m --precision bf16 --batch-size 1 --kernels fused
+      done
+      ;;
+    batch4)
+      for m in llama gpt2; do
+        gpubench ${m}_bs4_stream $m --precision bf16 --batch-size 4 --kernels fused
+        GPUBENCH_DECODE_STREAM=0 gpubench ${m}_bs4_nostream $m --precision bf16 --batch-size 4 --kernels fused
+      done
+      ;;
+    large)
+      for b in 8 32 128; do gpubench llama_bs${b}_fused llama --precision bf16 --batch-size $b --kernels fused; done
+      ;;
+    profile)  # each kernel's duration alone (Nsight Compute serializes them: no PDL overlap), clocks left alone
+      [ "$SECONDS" -gt "$LIMIT" ] && { log "profile: no time left"; continue; }
+      log "ncu: llama bs 1 fused, 60 kernels of the eager warm-up's decode steps"
+      timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 60 --csv \
+        --print-units base "$GB" run llama --precision bf16 --batch-size 1 --kernels fused --mode generate --epochs 1 \
+        --cuda-graph false --output /tmp/ncu_llama.json > "$W/ncu_llama.csv" 2> "$W/ncu_llama.err"
+      log "exit $?"
+      python3 results/2026-12-01-h200-fused-decode/ncu_table.py "$W/ncu_llama.csv" > "$W/ncu_llama.txt"
+      tail -12 "$W/ncu_llama.txt" | tee -a "$W/session.log"
+      ;;
+    sweep)
+      [ "$SECONDS" -gt "$LIMIT" ] && { log "sweep: no time left"; continue; }
+      log "sweep: llama fused, batch x prompt"
+      timeout 170 "$GB" sweep llama --mode generate --precision bf16 --kernels fused --batch-size 1,8,32,128 \
+        --prompt-tokens 512,1536 --epochs 2 --out "$W/records/sweep" > "$W/records/console_sweep.txt" 2>&1
+      log "exit $?"; tail -20 "$W/records/console_sweep.txt" | tee -a "$W/session.log"
+      ;;
+  esac
+done
