@@ -81,7 +81,8 @@ for phase in "$@"; do
     sweep)
       [ "$SECONDS" -gt "$LIMIT" ] && { log "sweep: no time left"; continue; }
       log "sweep: llama fused, batch x prompt"
-      timeout 170 "$GB" sweep llama --mode generate --precision bf16 --kernels fused --batch-size 1,8,32,128 \
+      left=$((585 - SECONDS)); [ "$left" -gt 170 ] && left=170
+      timeout "$left" "$GB" sweep llama --mode generate --precision bf16 --kernels fused --batch-size 1,8,32,128 \
         --prompt-tokens 512,1536 --epochs 2 --out "$W/records/sweep" > "$W/records/console_sweep.txt" 2>&1
       log "exit $?"; tail -20 "$W/records/console_sweep.txt" | tee -a "$W/session.log"
       ;;

@@ -577,8 +577,14 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const
   }
 
   const uint4* xv = reinterpret_cast<const uint4*>(xs);
-  for (int i = warp; i < count; i += kStreamWarps) {
+  // Each slot has one warp (slot mod 8), which consumes its units in order and refills it: a slot's fills then never
+  // run ahead of its reads, and a wait for fill p (parity p mod 2) can never be met by fill p - 2. (With unit i on
+  // warp i mod 8 and a slot count not a multiple of 8, a warp could reach a unit while the slot's previous fill was
+  // still in flight, find that parity already complete, read stale rows and refill the slot out of turn: TinyLlama's
+  // 12 gate/up slots failed so on the H200.)
+  for (int i = 0; i < count; ++i) {
     const int slot = i % slots;
+    if (slot % kStreamWarps != warp) continue;
     barrier_wait(bars + 8 * slot, static_cast<uint32_t>((i / slots) & 1));
     const uint4* wv = reinterpret_cast<const uint4*>(ring + static_cast<int64_t>(slot) * unit_bytes);
     float acc[kRows][M];
