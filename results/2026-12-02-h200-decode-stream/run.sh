@@ -5,7 +5,8 @@
 # transformers' eager generate, one after the other per scenario. A fresh machine: build, the decode CUDA tests, the
 # runs; one archive. From the repository root:
 #   OUT=... CALL=call1 GPUBENCH_GIT_REVISION=<commit> results/2026-12-02-h200-decode-stream/run.sh PHASE...
-# Phases: cudatest, small (llama and gpt2 at batch 1), batch4, large (llama 8, 32, 128), profile (ncu), sweep.
+# Phases: cudatest, small (llama and gpt2 at batch 1), batch4, large (llama 8, 32, 128), profile (ncu), sweep, final
+# (the carve-out's A/B, the references, the decode tests; BUILD_TARGETS picks what is built).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -16,19 +17,20 @@ log() { echo "== $(date -u +%H:%M:%S) [${SECONDS}s] $*" | tee -a "$W/session.log
 finish() { tar -C "$OUT" -czf "$OUT/$C.tar.gz" "$C" && rm -rf "$W"; }
 trap finish EXIT
 if [ ! -x build-device/gpubench ] || [ "${REBUILD:-1}" = 1 ]; then
-  GPUBENCH_BUILD_TARGETS="gpubench engine_tests decoder_parity_tests" OUT="$W" scripts/device_run.sh build \
+  GPUBENCH_BUILD_TARGETS="${BUILD_TARGETS:-gpubench engine_tests decoder_parity_tests}" OUT="$W" scripts/device_run.sh build \
     > "$W/build_phase.log" 2>&1 || { tail -40 "$W/build.log"; exit 1; }
   rm -f "$W/records.tar.gz"
 fi
 log "build done"
 GB="$PWD/build-device/gpubench"
 export GPUBENCH_BINARY="$GB" PYTHONUNBUFFERED=1
-LIMIT=${LIMIT:-480}
+LIMIT=${LIMIT:-480}  # no run starts after LIMIT seconds, and none runs past END (default 585)
 gpubench() {  # NAME ARGS...: a gpubench generate run, its record and its console
   local name="$1"; shift
   [ "$SECONDS" -gt "$LIMIT" ] && { log "$name: no time left"; return; }
   log "gpubench $name: $*"
-  timeout 90 "$GB" run "$@" --mode generate --output "$W/records/gpubench_$name.json" > "$W/records/console_gpubench_$name.txt" 2>&1
+  local left=$((${END:-585} - SECONDS)); [ "$left" -gt 90 ] && left=90
+  timeout "$left" "$GB" run "$@" --mode generate --output "$W/records/gpubench_$name.json" > "$W/records/console_gpubench_$name.txt" 2>&1
   log "exit $?"
   grep -oE "decode \(median of generations\) \(tokens/s\): [0-9.]+|fraction of the roofline bound reached: [0-9.]+%|time to first token / the prompt's forward alone: [0-9.]+|error.*" \
     "$W/records/console_gpubench_$name.txt" | tr '\n' ' ' | tee -a "$W/session.log"; echo | tee -a "$W/session.log"
@@ -37,7 +39,8 @@ reference() {  # NAME ARGS...: transformers' generate with the same shapes
   local name="$1"; shift
   [ "$SECONDS" -gt "$LIMIT" ] && { log "$name: no time left"; return; }
   log "pytorch $name: $*"
-  timeout 150 python3 scripts/pytorch_reference.py "$@" --mode generate --json "$W/records/pytorch_$name.json" \
+  local left=$((${END:-585} - SECONDS)); [ "$left" -gt 150 ] && left=150
+  timeout "$left" python3 scripts/pytorch_reference.py "$@" --mode generate --json "$W/records/pytorch_$name.json" \
     > "$W/records/console_pytorch_$name.txt" 2>&1
   log "exit $?"; grep -E '"(ttft_ms|decode_tokens_per_s|mode|compile_error)"' "$W/records/console_pytorch_$name.txt" | head -4 | tee -a "$W/session.log"
 }
@@ -68,6 +71,22 @@ for phase in "$@"; do
     large)
       for b in 8 32 128; do gpubench llama_bs${b}_fused llama --precision bf16 --batch-size $b --kernels fused; done
       ;;
+    final)  # the carve-out: streamed GEMV with it (the default), without it, and the path before the streamed GEMV
+      for m in llama gpt2; do
+        gpubench ${m}_bs1_final_stream $m --precision bf16 --batch-size 1 --kernels fused
+        GPUBENCH_DECODE_CARVEOUT=0 gpubench ${m}_bs1_final_nocarveout $m --precision bf16 --batch-size 1 --kernels fused
+        GPUBENCH_DECODE_STREAM=0 gpubench ${m}_bs1_final_nostream $m --precision bf16 --batch-size 1 --kernels fused
+      done
+      reference final_llama_bs1 --model llama --precision bf16 --batch-size 1
+      gpubench llama_bs1_final_stream_2 llama --precision bf16 --batch-size 1 --kernels fused
+      [ "$SECONDS" -gt "$LIMIT" ] && continue
+      timeout 60 build-device/tests/engine_tests --gtest_filter='DecodeOps*' > "$W/engine_cuda.log" 2>&1
+      log "exit $?"; grep -E "^\[  (PASSED|FAILED) |Failure|^\[  FAILED" "$W/engine_cuda.log" | head | tee -a "$W/session.log"
+      reference final_gpt2_bs1 --model gpt2 --precision bf16 --batch-size 1
+      gpubench gpt2_bs1_final_stream_2 gpt2 --precision bf16 --batch-size 1 --kernels fused
+      GPUBENCH_DECODE_STREAM=0 gpubench llama_bs4_final_nostream llama --precision bf16 --batch-size 4 --kernels fused
+      gpubench llama_bs4_final_stream llama --precision bf16 --batch-size 4 --kernels fused
+      ;;
     profile)  # each kernel's duration alone (Nsight Compute serializes them: no PDL overlap), clocks left alone
       [ "$SECONDS" -gt "$LIMIT" ] && { log "profile: no time left"; continue; }
       log "ncu: llama bs 1 fused, 60 kernels of the eager warm-up's decode steps"
@@ -81,7 +100,7 @@ for phase in "$@"; do
     sweep)
       [ "$SECONDS" -gt "$LIMIT" ] && { log "sweep: no time left"; continue; }
       log "sweep: llama fused, batch x prompt"
-      left=$((585 - SECONDS)); [ "$left" -gt 170 ] && left=170
+      left=$((${END:-585} - SECONDS)); [ "$left" -gt 170 ] && left=170
       timeout "$left" "$GB" sweep llama --mode generate --precision bf16 --kernels fused --batch-size 1,8,32,128 \
         --prompt-tokens 512,1536 --epochs 2 --out "$W/records/sweep" > "$W/records/console_sweep.txt" 2>&1
       log "exit $?"; tail -20 "$W/records/console_sweep.txt" | tee -a "$W/session.log"
