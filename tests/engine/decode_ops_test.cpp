@@ -7,6 +7,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
+
 #include "fused/decode_ops.h"
 #include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
@@ -110,44 +112,77 @@ TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
 
 bool kernels_here() { return torch::cuda::is_available() && fused::cuda_kernels_compiled(); }
 
+/// GPUBENCH_DECODE_STREAM=1 for a scope when `on`: the streamed GEMV on every product it can take (by default only
+/// TinyLlama-sized ones at one token).
+class StreamEverywhere {
+ public:
+  explicit StreamEverywhere(bool on) : on_(on) {
+    if (on_) setenv("GPUBENCH_DECODE_STREAM", "1", 1);
+  }
+  ~StreamEverywhere() {
+    if (on_) unsetenv("GPUBENCH_DECODE_STREAM");
+  }
+  StreamEverywhere(const StreamEverywhere&) = delete;
+  StreamEverywhere& operator=(const StreamEverywhere&) = delete;
+
+ private:
+  bool on_;
+};
+
 /// The kernel's result (inputs on the GPU in `dtype`) against the ATen form in fp32 on the CPU of the same inputs.
 TEST(DecodeOpsTest, DecodeGemvMatchesItsAtenFormForEveryEpilogueAndRowCount_CUDA) {
   if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
   const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
-  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
-    const double tol = dtype == at::kBFloat16 ? 1.6e-2 : 4e-3;  // of the output's largest value: one rounding
-    for (const int64_t m : {1, 2, 4, 5, 8, 9}) {  // sm_90: up to 4 the streamed GEMV; 9: more than 8 rows, cuBLAS
-      for (const int64_t k : {64, 72, 1024, 2056, 100}) {  // 1, 2 and 4 warps per output; 100: ATen
-        torch::manual_seed(m * 1000 + k);
-        const at::Tensor x = torch::randn({m, k}).to(dtype), r = torch::randn({m, 45}).to(dtype);
-        const at::Tensor w1 = (torch::randn({21, k}) / std::sqrt(k)).to(dtype), w2 = (torch::randn({13, k}) / std::sqrt(k)).to(dtype);
-        const at::Tensor w3 = (torch::randn({11, k}) / std::sqrt(k)).to(dtype), bias = torch::randn({45}).to(dtype);
-        auto f32 = [](const at::Tensor& t) { return t.to(at::kFloat); };
-        auto gpu = [&](const at::Tensor& t) { return t.to(cuda.device()); };
-        const std::string where = std::string(c10::toString(dtype)) + " m=" + std::to_string(m) + " k=" + std::to_string(k);
-        const at::Tensor concat = fused::decode_linear(gpu(x), {gpu(w1), gpu(w2), gpu(w3)}, gpu(bias), DecodeAct::kNone, gpu(r));
-        const at::Tensor concat_ref = fused::decode_linear(f32(x), {f32(w1), f32(w2), f32(w3)}, f32(bias), DecodeAct::kNone, f32(r));
-        EXPECT_LT(max_diff(concat, concat_ref), tol * scale(concat_ref)) << "q/k/v + bias + residual, " << where;
-        const at::Tensor gelu = fused::decode_linear(gpu(x), {gpu(w1)}, gpu(bias.narrow(0, 0, 21)), DecodeAct::kGeluTanh, {});
-        const at::Tensor gelu_ref = fused::decode_linear(f32(x), {f32(w1)}, f32(bias.narrow(0, 0, 21)), DecodeAct::kGeluTanh, {});
-        EXPECT_LT(max_diff(gelu, gelu_ref), tol * scale(gelu_ref)) << "GELU, " << where;
-        const at::Tensor w1b = (torch::randn({21, k}) / std::sqrt(k)).to(dtype);
-        const at::Tensor glu = fused::decode_linear(gpu(x), {gpu(w1), gpu(w1b)}, {}, DecodeAct::kSwiglu, {});
-        const at::Tensor glu_ref = fused::decode_linear(f32(x), {f32(w1), f32(w1b)}, {}, DecodeAct::kSwiglu, {});
-        EXPECT_LT(max_diff(glu, glu_ref), tol * scale(glu_ref)) << "SwiGLU, " << where;
-        EXPECT_EQ(glu.scalar_type(), dtype);
-        // the input's norm inside the GEMV: RMSNorm (llama) and LayerNorm with its bias (GPT-2)
-        const at::Tensor nw = torch::randn({k}).to(dtype), nb = torch::randn({k}).to(dtype);
-        const at::Tensor rms = fused::decode_linear(gpu(x), {gpu(w1), gpu(w1b)}, {}, DecodeAct::kSwiglu, {},
-                                                    {gpu(nw), {}, 1e-5, true});
-        const at::Tensor rms_ref = fused::decode_linear(f32(x), {f32(w1), f32(w1b)}, {}, DecodeAct::kSwiglu, {},
-                                                        {f32(nw), {}, 1e-5, true});
-        EXPECT_LT(max_diff(rms, rms_ref), tol * scale(rms_ref)) << "RMSNorm + SwiGLU, " << where;
-        const at::Tensor ln = fused::decode_linear(gpu(x), {gpu(w1), gpu(w2), gpu(w3)}, gpu(bias), DecodeAct::kNone,
-                                                   gpu(r), {gpu(nw), gpu(nb), 1e-5, false});
-        const at::Tensor ln_ref = fused::decode_linear(f32(x), {f32(w1), f32(w2), f32(w3)}, f32(bias),
-                                                       DecodeAct::kNone, f32(r), {f32(nw), f32(nb), 1e-5, false});
-        EXPECT_LT(max_diff(ln, ln_ref), tol * scale(ln_ref)) << "LayerNorm + q/k/v, " << where;
+  for (const bool everywhere : {false, true}) {  // true: up to 4 rows the streamed GEMV on sm_90
+    const StreamEverywhere stream(everywhere);
+    for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+      const double tol = dtype == at::kBFloat16 ? 1.6e-2 : 4e-3;  // of the output's largest value: one rounding
+      for (const int64_t m : {1, 2, 4, 5, 8, 9}) {  // 9: more than 8 rows, cuBLAS
+        for (const int64_t k : {64, 72, 1024, 2056, 100}) {  // 1, 2 and 4 warps per output; 100: ATen
+          torch::manual_seed(m * 1000 + k);
+          const at::Tensor x = torch::randn({m, k}).to(dtype), r = torch::randn({m, 45}).to(dtype);
+          const at::Tensor w1 = (torch::randn({21, k}) / std::sqrt(k)).to(dtype),
+                           w2 = (torch::randn({13, k}) / std::sqrt(k)).to(dtype);
+          const at::Tensor w3 = (torch::randn({11, k}) / std::sqrt(k)).to(dtype),
+                           bias = torch::randn({45}).to(dtype);
+          auto f32 = [](const at::Tensor& t) { return t.to(at::kFloat); };
+          auto gpu = [&](const at::Tensor& t) { return t.to(cuda.device()); };
+          const std::string where = std::string(c10::toString(dtype)) + " m=" + std::to_string(m) +
+                                    " k=" + std::to_string(k) +
+                                    (everywhere ? " (streamed everywhere)" : "");
+          const at::Tensor concat = fused::decode_linear(gpu(x), {gpu(w1), gpu(w2), gpu(w3)},
+                                                         gpu(bias), DecodeAct::kNone, gpu(r));
+          const at::Tensor concat_ref = fused::decode_linear(f32(x), {f32(w1), f32(w2), f32(w3)},
+                                                             f32(bias), DecodeAct::kNone, f32(r));
+          EXPECT_LT(max_diff(concat, concat_ref), tol * scale(concat_ref))
+              << "q/k/v + bias + residual, " << where;
+          const at::Tensor gelu = fused::decode_linear(
+              gpu(x), {gpu(w1)}, gpu(bias.narrow(0, 0, 21)), DecodeAct::kGeluTanh, {});
+          const at::Tensor gelu_ref = fused::decode_linear(
+              f32(x), {f32(w1)}, f32(bias.narrow(0, 0, 21)), DecodeAct::kGeluTanh, {});
+          EXPECT_LT(max_diff(gelu, gelu_ref), tol * scale(gelu_ref)) << "GELU, " << where;
+          const at::Tensor w1b = (torch::randn({21, k}) / std::sqrt(k)).to(dtype);
+          const at::Tensor glu =
+              fused::decode_linear(gpu(x), {gpu(w1), gpu(w1b)}, {}, DecodeAct::kSwiglu, {});
+          const at::Tensor glu_ref =
+              fused::decode_linear(f32(x), {f32(w1), f32(w1b)}, {}, DecodeAct::kSwiglu, {});
+          EXPECT_LT(max_diff(glu, glu_ref), tol * scale(glu_ref)) << "SwiGLU, " << where;
+          EXPECT_EQ(glu.scalar_type(), dtype);
+          // the input's norm inside the GEMV: RMSNorm (llama) and LayerNorm with its bias (GPT-2)
+          const at::Tensor nw = torch::randn({k}).to(dtype), nb = torch::randn({k}).to(dtype);
+          const at::Tensor rms = fused::decode_linear(
+              gpu(x), {gpu(w1), gpu(w1b)}, {}, DecodeAct::kSwiglu, {}, {gpu(nw), {}, 1e-5, true});
+          const at::Tensor rms_ref = fused::decode_linear(
+              f32(x), {f32(w1), f32(w1b)}, {}, DecodeAct::kSwiglu, {}, {f32(nw), {}, 1e-5, true});
+          EXPECT_LT(max_diff(rms, rms_ref), tol * scale(rms_ref)) << "RMSNorm + SwiGLU, " << where;
+          const at::Tensor ln =
+              fused::decode_linear(gpu(x), {gpu(w1), gpu(w2), gpu(w3)}, gpu(bias), DecodeAct::kNone,
+                                   gpu(r), {gpu(nw), gpu(nb), 1e-5, false});
+          const at::Tensor ln_ref =
+              fused::decode_linear(f32(x), {f32(w1), f32(w2), f32(w3)}, f32(bias), DecodeAct::kNone,
+                                   f32(r), {f32(nw), f32(nb), 1e-5, false});
+          EXPECT_LT(max_diff(ln, ln_ref), tol * scale(ln_ref)) << "LayerNorm + q/k/v, " << where;
+        }
       }
     }
   }
@@ -209,6 +244,7 @@ bool streamed_here() { return kernels_here() && at::cuda::getCurrentDeviceProper
 /// LayerNorm and bias), against the ATen form in fp32 of the same inputs.
 TEST(DecodeOpsTest, StreamedGemvMatchesItsAtenFormWhenItsRingWrapsRound_CUDA) {
   if (!streamed_here()) GTEST_SKIP() << "no sm_90 GPU or no kernels in this build";
+  const StreamEverywhere stream(true);
   const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
   struct Case {
     int64_t m, n, k;
@@ -243,6 +279,7 @@ TEST(DecodeOpsTest, StreamedGemvMatchesItsAtenFormWhenItsRingWrapsRound_CUDA) {
 /// llama's shape (grouped kv heads, rotary tables, RMSNorm) and GPT-2's (bias, LayerNorm, no tables), 1 to 4 rows.
 TEST(DecodeOpsTest, QkvProductIntoTheCacheMatchesTheTwoSteps_CUDA) {
   if (!streamed_here()) GTEST_SKIP() << "no sm_90 GPU or no kernels in this build";
+  const StreamEverywhere stream(true);
   const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
   const at::ScalarType dtype = at::kBFloat16;
   for (const bool llama : {true, false}) {
@@ -329,17 +366,22 @@ TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathOnTheCpu) {
   }
 }
 
-/// The fused decode step against the ATen path on the GPU, for batches the streamed GEMV serves on sm_90 (1, 2, 4),
-/// the decode attention serves (up to 8) and one it hands to FlashAttention (9), and for both decoders.
+/// The fused decode step against the ATen path on the GPU, for batches the streamed GEMV can serve on sm_90 (1, 2,
+/// 4; by default it takes only TinyLlama-sized products, so once more with it on every product), the decode
+/// attention serves (up to 8) and one it hands to FlashAttention (9), and for both decoders.
 TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathAtEveryBatch_CUDA) {
   if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
-  for (const std::string model : {"llama", "gpt2"}) {
-    for (const int64_t batch : {1, 2, 4, 8, 9}) {
-      const auto fused = reduced_decode(model, "fused", batch, 5), aten = reduced_decode(model, "aten", batch, 5);
-      ASSERT_EQ(fused.size(), aten.size());
-      for (size_t i = 0; i < fused.size(); ++i) {
-        EXPECT_LT(max_diff(fused[i], aten[i]), 3e-2 * scale(aten[i]))
-            << model << " batch " << batch << (i == 0 ? " prefill" : " decode step " + std::to_string(i));
+  for (const bool everywhere : {false, true}) {
+    const StreamEverywhere stream(everywhere);
+    for (const std::string model : {"llama", "gpt2"}) {
+      for (const int64_t batch : {1, 2, 4, 8, 9}) {
+        const auto fused = reduced_decode(model, "fused", batch, 5), aten = reduced_decode(model, "aten", batch, 5);
+        ASSERT_EQ(fused.size(), aten.size());
+        for (size_t i = 0; i < fused.size(); ++i) {
+          EXPECT_LT(max_diff(fused[i], aten[i]), 3e-2 * scale(aten[i]))
+              << model << " batch " << batch << (i == 0 ? " prefill" : " decode step " + std::to_string(i))
+              << (everywhere ? " (streamed GEMV everywhere)" : "");
+        }
       }
     }
   }

@@ -7,9 +7,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <set>
-#include <utility>
 
 #include "fused/device_values.cuh"
 
@@ -115,38 +112,17 @@ bool programmatic_launch() {
   return !off && device_major() >= 9;
 }
 
-/// Whether the streamed GEMV runs here: sm_90 and later, unless GPUBENCH_DECODE_STREAM=0 (for measuring what it buys).
+/// Whether the streamed GEMV can run here: sm_90 and later, unless GPUBENCH_DECODE_STREAM=0 (for measuring what it
+/// buys; decode_ops decides which products it takes).
 bool stream_available() {
   static const bool off = switched_off("GPUBENCH_DECODE_STREAM");
   return !off && device_major() >= 9;
-}
-
-/// With the streamed GEMV every decode kernel asks for the largest shared-memory carve-out of the SM: an SM runs
-/// blocks of two kernels at once only while both fit one carve-out, and the streamed GEMV's two blocks an SM need the
-/// largest, so a kernel that let the driver pick a smaller one (the attention, the argmax) would make the next GEMV's
-/// blocks wait for the SM to drain and be reconfigured instead of requesting their weights beside it.
-/// GPUBENCH_DECODE_CARVEOUT=0 leaves the driver's choice (for measuring what it buys). Once per kernel and device.
-cudaError_t prefer_shared_memory(const void* kernel) {
-  static const bool off = switched_off("GPUBENCH_DECODE_CARVEOUT");
-  if (off || !stream_available()) return cudaSuccess;
-  int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return e;
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> done;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (done.count({kernel, device}) != 0) return cudaSuccess;
-  e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-  if (e == cudaSuccess) done.insert({kernel, device});
-  return e;
 }
 
 /// Launches a decode kernel with `smem` bytes of dynamic shared memory, programmatically where the device allows.
 template <typename... Params, typename... Args>
 cudaError_t launch_kernel_smem(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                                Args... args) {
-  const cudaError_t carveout = prefer_shared_memory(reinterpret_cast<const void*>(kernel));
-  if (carveout != cudaSuccess) return carveout;
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;

@@ -1,5 +1,7 @@
 #include "fused/decode_ops.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "fused/fused_ops.h"
@@ -23,6 +25,19 @@ bool on_decode_kernels(const at::Tensor& t) { return launch::on_kernels(t, /*all
 bool gemv_pays(int64_t m, int64_t n, int64_t k, bool plain) {
   if (m == 1) return !(plain && n * k * 2 >= (int64_t{64} << 20));
   return k <= 1024;
+}
+
+/// Whether the streamed GEMV takes this product (m rows of k against `rows` weight rows of k per output, n outputs):
+/// where it serves and, unless GPUBENCH_DECODE_STREAM=1 asks for it wherever it serves (the tests), for one token
+/// over rows of at least 2,048 and 8 MiB of weights or more. On the H200 (results/2026-12-02-h200-decode-stream) it
+/// made TinyLlama's batch-1 step 11.8 % faster, but GPT-2's (rows of 768, products of at most 4.7 MB but the LM head)
+/// 12 % slower and TinyLlama's at batch 4 12 % slower: its fixed cost per launch (the ring's set-up, x and its norm
+/// through shared memory) is paid back only on long rows and large products.
+bool stream_pays(int64_t m, int64_t n, int64_t k, int rows) {
+  if (!decode_stream_serves(m, k, rows)) return false;
+  const char* e = std::getenv("GPUBENCH_DECODE_STREAM");
+  if (e != nullptr && std::strcmp(e, "1") == 0) return true;
+  return m == 1 && k >= 2048 && n * k * rows * 2 >= (int64_t{8} << 20);
 }
 #endif
 
@@ -109,7 +124,7 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
   const int64_t m = x.size(0), k = x.size(-1);
   kernel = kernel && kernel_vector(bias, x, n) && kernel_vector(residual, x, m * n) && kernel_norm(norm, x, &in);
   const bool plain = dw.count == 1 && act == DecodeAct::kNone && !bias.defined() && !residual.defined();
-  const bool stream = kernel && decode_stream_serves(m, k, act == DecodeAct::kSwiglu ? 2 : 1);
+  const bool stream = kernel && stream_pays(m, n, k, act == DecodeAct::kSwiglu ? 2 : 1);
   if (stream || (kernel && gemv_pays(m, n, k, plain))) {
     at::Tensor out = at::empty({m, n}, x.options());
     const DecodeActivation a = act == DecodeAct::kSwiglu    ? DecodeActivation::kSwiglu
@@ -155,7 +170,7 @@ at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at:
       (tables && !kernel_vector(sin, x, k_cache.size(1) * d)) || !kernel_vector(bias, x, n) ||
       !kernel_norm(norm, x, &in) || pos.scalar_type() != at::kLong || pos.device() != x.device() ||
       (used_k.defined() && (used_k.scalar_type() != at::kInt || used_k.numel() < m || !used_k.is_contiguous())) ||
-      !decode_stream_serves(m, k, 2)) {
+      !stream_pays(m, n / 2, k, 2)) {
     return {};
   }
   at::Tensor q = at::empty({m, q_heads, d}, x.options());

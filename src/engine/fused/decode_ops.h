@@ -21,8 +21,10 @@ struct DecodeNorm {
 
 /// act(x @ W^T + bias) + residual for x [m, k]. `weights`: one or more [n_i, k] blocks whose outputs are
 /// concatenated (q, k and v as one product), or for kSwiglu two equal blocks (gate, up) giving silu(x @ gate^T) *
-/// (x @ up^T). `bias` [n] and `residual` [m, n] may be undefined. On CUDA sm_90 and later, up to 4 tokens: the
-/// streamed GEMV (decode_kernels.h; its norm output rounded to the storage type, as the norm module's is); else
+/// (x @ up^T). `bias` [n] and `residual` [m, n] may be undefined. On CUDA sm_90 and later, one token over rows of
+/// at least 2,048 and 8 MiB of weights or more (TinyLlama's products; every product where it serves with
+/// GPUBENCH_DECODE_STREAM=1): the streamed GEMV (decode_kernels.h; its norm output rounded to the storage type, as
+/// the norm module's is); else
 /// gpubench's per-warp GEMV (one pass over the weights, the epilogue in registers) where it is the faster on the
 /// H200: one token on every product but the LM head's, 2 to 8 tokens over rows of at most 1,024; cuBLAS with ATen's
 /// epilogues otherwise.
@@ -31,8 +33,8 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
 
 /// decode_linear of x against the q, k and v weights (with `bias` and `norm`) followed by decode_qkv_to_cache, as one
 /// kernel (the streamed GEMV writes q, the rotated k and v straight to their places): q [m, q_heads, head_dim], or
-/// undefined where that kernel does not serve (not CUDA sm_90 bf16/fp16, more than kDecodeStreamMaxRows rows,
-/// shapes it does not take); the caller takes the two-step path then.
+/// undefined where decode_linear would not send the product to that kernel (not CUDA sm_90 bf16/fp16, shapes it
+/// does not take or where it is not the faster); the caller takes the two-step path then.
 at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at::Tensor>& weights,
                                       const at::Tensor& bias, const DecodeNorm& norm, int64_t q_heads,
                                       int64_t kv_heads, const at::Tensor& cos, const at::Tensor& sin,

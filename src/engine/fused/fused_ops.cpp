@@ -832,11 +832,12 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
           n == "decode_gemv"
               ? "the decode step's matrix products by gpubench's GEMV, one pass over the weights with the input's norm, "
                 "bias, GELU, SwiGLU (gate and up together) and the residual add in it, q, k and v as one product. On "
-                "sm_90 and later, up to 4 sequences: the streamed GEMV (one block an SM, its weight rows copied into "
+                "sm_90 and later, one sequence, rows of at least 2,048 and 8 MiB of weights or more (TinyLlama's "
+                "products, its LM head's included): the streamed GEMV (one block an SM, its weight rows copied into "
                 "a ring of shared memory by bulk asynchronous copies, ~100 KB requested before the previous kernel "
-                "ends; GPUBENCH_DECODE_STREAM=0: off), every product the LM head's included; otherwise the "
-                "per-warp GEMV where it beats cuBLAS on the H200 (one sequence: every product but the LM head; 2 to "
-                "8: rows of at most 1,024), cuBLAS with the residual as its C and one SwiGLU kernel elsewhere. On "
+                "ends; GPUBENCH_DECODE_STREAM=0: off, =1: wherever it serves); otherwise the per-warp GEMV where it "
+                "beats cuBLAS on the H200 (one sequence: every product but the LM head; 2 to 8: rows of at most "
+                "1,024), cuBLAS with the residual as its C and one SwiGLU kernel elsewhere. On "
                 "sm_90 and later each decode kernel is launched programmatically: it requests its weights while the "
                 "kernel before it finishes (GPUBENCH_DECODE_PDL=0: plain launches)"
           : n == "decode_norm"   ? "the decode step's RMSNorm / LayerNorm, inside the GEMV that reads its output (gamma "
@@ -848,8 +849,9 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                 "head_dim 64 or 128; FlashAttention or SDPA otherwise)"
           : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, in two small launches"
                                  : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
-                                   "the cache: in the streamed GEMV's epilogue (each warp computes a rotary pair of "
-                                   "rows; no q/k/v product in memory, no launch of its own), else one kernel";
+                                   "the cache: in the streamed GEMV's epilogue where that GEMV takes the q/k/v "
+                                   "product (each warp computes a rotary pair of rows; no q/k/v product in memory, no "
+                                   "launch of its own), else one kernel";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
                        : why + ": the same operations by ATen";
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
@@ -857,7 +859,7 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
         f.note += decode_programmatic_launch() ? "; this run: programmatic launches"
                                                : "; this run: plain launches (a device before sm_90, or "
                                                  "GPUBENCH_DECODE_PDL=0)";
-        f.note += decode_stream_available() ? ", the streamed GEMV" : ", no streamed GEMV";
+        f.note += decode_stream_available() ? ", the streamed GEMV where it pays" : ", no streamed GEMV";
       }
 #endif
     } else {
