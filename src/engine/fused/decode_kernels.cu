@@ -697,6 +697,20 @@ cudaError_t stream_rows(const StreamArgs& a, int64_t m, int64_t units, cudaStrea
   }
 }
 
+/// A streamed GEMV's arguments but where its outputs go.
+StreamArgs stream_args(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias, int64_t n,
+                       int64_t k, const DecodeInputNorm& norm) {
+  StreamArgs a;
+  a.x = x;
+  a.ldx = ldx;
+  a.w = weights;
+  a.bias = bias;
+  a.n = n;
+  a.k = k;
+  a.norm = norm;
+  return a;
+}
+
 template <int MODE>
 cudaError_t stream_typed(const StreamArgs& a, DType dtype, int64_t m, int64_t units, cudaStream_t stream) {
   switch (dtype) {
@@ -1109,16 +1123,9 @@ cudaError_t launch_decode_stream_gemv(const void* x, int64_t ldx, const DecodeWe
   if (!decode_stream_serves(m, k, glu ? 2 : 1) || !decode_gemv_fits(x, ldx, weights, k)) return cudaErrorInvalidValue;
   if (glu && (weights.count != 2 || bias != nullptr)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  StreamArgs a;
-  a.x = x;
-  a.ldx = ldx;
-  a.w = weights;
-  a.bias = bias;
+  StreamArgs a = stream_args(x, ldx, weights, bias, n, k, norm);
   a.residual = residual;
   a.out = out;
-  a.n = n;
-  a.k = k;
-  a.norm = norm;
   switch (act) {
     case DecodeActivation::kNone: return stream_typed<kStreamPlain>(a, dtype, m, n, stream);
     case DecodeActivation::kGeluTanh: return stream_typed<kStreamGelu>(a, dtype, m, n, stream);
@@ -1139,14 +1146,7 @@ cudaError_t launch_decode_stream_qkv_to_cache(const void* x, int64_t ldx, const 
     return cudaErrorInvalidValue;
   }
   if (n == 0) return cudaSuccess;
-  StreamArgs a;
-  a.x = x;
-  a.ldx = ldx;
-  a.w = weights;
-  a.bias = bias;
-  a.n = n;
-  a.k = k;
-  a.norm = norm;
+  StreamArgs a = stream_args(x, ldx, weights, bias, n, k, norm);
   a.cache = cache;
   return stream_typed<kStreamQkvCache>(a, dtype, m, n / 2, stream);
 }
