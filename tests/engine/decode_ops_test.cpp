@@ -7,8 +7,6 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
-#include <cstdlib>
-
 #include "fused/decode_ops.h"
 #include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
@@ -112,21 +110,19 @@ TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
 
 bool kernels_here() { return torch::cuda::is_available() && fused::cuda_kernels_compiled(); }
 
-/// GPUBENCH_DECODE_STREAM=1 for a scope when `on`: the streamed GEMV on every product it can take (by default only
-/// TinyLlama-sized ones at one token).
+/// For a scope when `on`: the streamed GEMV on every product it can take (by default only TinyLlama-sized ones at one
+/// token); the mode before is restored after.
 class StreamEverywhere {
  public:
-  explicit StreamEverywhere(bool on) : on_(on) {
-    if (on_) setenv("GPUBENCH_DECODE_STREAM", "1", 1);
+  explicit StreamEverywhere(bool on) : before_(fused::decode_stream_mode()) {
+    if (on) fused::set_decode_stream_mode(fused::DecodeStreamMode::kEverywhere);
   }
-  ~StreamEverywhere() {
-    if (on_) unsetenv("GPUBENCH_DECODE_STREAM");
-  }
+  ~StreamEverywhere() { fused::set_decode_stream_mode(before_); }
   StreamEverywhere(const StreamEverywhere&) = delete;
   StreamEverywhere& operator=(const StreamEverywhere&) = delete;
 
  private:
-  bool on_;
+  fused::DecodeStreamMode before_;
 };
 
 /// The kernel's result (inputs on the GPU in `dtype`) against the ATen form in fp32 on the CPU of the same inputs.

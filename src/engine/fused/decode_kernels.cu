@@ -112,12 +112,8 @@ bool programmatic_launch() {
   return !off && device_major() >= 9;
 }
 
-/// Whether the streamed GEMV can run here: sm_90 and later, unless GPUBENCH_DECODE_STREAM=0 (for measuring what it
-/// buys; decode_ops decides which products it takes).
-bool stream_available() {
-  static const bool off = switched_off("GPUBENCH_DECODE_STREAM");
-  return !off && device_major() >= 9;
-}
+/// Whether the streamed GEMV can run here: sm_90 and later (decode_ops decides which products it takes).
+bool stream_available() { return device_major() >= 9; }
 
 /// Launches a decode kernel with `smem` bytes of dynamic shared memory, programmatically where the device allows.
 template <typename... Params, typename... Args>

@@ -56,8 +56,8 @@ bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, 
 /// shared memory by bulk asynchronous copies, ~100 KB of them requested before the wait for the previous kernel
 /// (decode_kernels.cu). The same results as launch_decode_gemv for m <= kDecodeStreamMaxRows, but the input norm's
 /// output rounded to the storage type as the norm's module returns it. decode_stream_serves says whether it can run
-/// here for m rows of k with one weight row per output (two for SwiGLU's gate and up, or a rotary pair); off with
-/// GPUBENCH_DECODE_STREAM=0. decode_ops sends it the products where it measured faster (decode_ops.cpp).
+/// here for m rows of k with one weight row per output (two for SwiGLU's gate and up, or a rotary pair);
+/// decode_ops decides which products it takes (decode_stream_mode).
 constexpr int64_t kDecodeStreamMaxRows = 4;
 bool decode_stream_available();
 bool decode_stream_serves(int64_t m, int64_t k, int rows_per_output);

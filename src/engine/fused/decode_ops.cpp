@@ -1,8 +1,9 @@
 #include "fused/decode_ops.h"
 
+#include <atomic>
 #include <cstdlib>
-#include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "fused/fused_ops.h"
 #include "fused/kernel_launch.h"
@@ -28,18 +29,29 @@ bool gemv_pays(int64_t m, int64_t n, int64_t k, bool plain) {
 }
 
 /// Whether the streamed GEMV takes this product (m rows of k against `rows` weight rows of k per output, n outputs):
-/// where it serves and, unless GPUBENCH_DECODE_STREAM=1 asks for it wherever it serves (the tests), for one token
-/// over rows of at least 2,048 and 8 MiB of weights or more. On the H200 (results/2026-12-02-h200-decode-stream) it
-/// made TinyLlama's batch-1 step 11.8 % faster, but GPT-2's (rows of 768, products of at most 4.7 MB but the LM head)
-/// 12 % slower and TinyLlama's at batch 4 12 % slower: its fixed cost per launch (the ring's set-up, x and its norm
-/// through shared memory) is paid back only on long rows and large products.
+/// where it serves and the mode allows; with kWherePays, for one token over rows of at least 2,048 and 8 MiB of
+/// weights or more. On the H200 (results/2026-12-02-h200-decode-stream) it made TinyLlama's batch-1 step 11.8 %
+/// faster, but GPT-2's (rows of 768, products of at most 4.7 MB but the LM head) 12 % slower and TinyLlama's at
+/// batch 4 12 % slower: its fixed cost per launch (the ring's set-up, x and its norm through shared memory) is paid
+/// back only on long rows and large products.
 bool stream_pays(int64_t m, int64_t n, int64_t k, int rows) {
-  if (!decode_stream_serves(m, k, rows)) return false;
-  const char* e = std::getenv("GPUBENCH_DECODE_STREAM");
-  if (e != nullptr && std::strcmp(e, "1") == 0) return true;
-  return m == 1 && k >= 2048 && n * k * rows * 2 >= (int64_t{8} << 20);
+  const DecodeStreamMode mode = decode_stream_mode();
+  if (mode == DecodeStreamMode::kOff || !decode_stream_serves(m, k, rows)) return false;
+  return mode == DecodeStreamMode::kEverywhere || (m == 1 && k >= 2048 && n * k * rows * 2 >= (int64_t{8} << 20));
 }
 #endif
+
+/// The mode's slot: GPUBENCH_DECODE_STREAM read once, at the first question.
+std::atomic<int>& stream_mode_slot() {
+  static std::atomic<int> mode{[] {
+    const char* e = std::getenv("GPUBENCH_DECODE_STREAM");
+    const std::string v = e != nullptr ? e : "";
+    return static_cast<int>(v == "0"   ? DecodeStreamMode::kOff
+                            : v == "1" ? DecodeStreamMode::kEverywhere
+                                       : DecodeStreamMode::kWherePays);
+  }()};
+  return mode;
+}
 
 /// decode_linear with ATen operations.
 at::Tensor linear_aten(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
@@ -60,6 +72,10 @@ at::Tensor linear_aten(const at::Tensor& x, const std::vector<at::Tensor>& weigh
 }
 
 }  // namespace
+
+DecodeStreamMode decode_stream_mode() { return static_cast<DecodeStreamMode>(stream_mode_slot().load()); }
+
+void set_decode_stream_mode(DecodeStreamMode mode) { stream_mode_slot().store(static_cast<int>(mode)); }
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 namespace {
@@ -160,6 +176,7 @@ at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at:
   int64_t n = 0;
   if (weights.empty() || weights.size() > 3 || !kernel_weights(x, weights, &dw, &n)) return {};
   const int64_t m = x.size(0), k = x.size(1), d = k_cache.dim() == 4 ? k_cache.size(3) : 0;
+  if (!stream_pays(m, n / 2, k, 2)) return {};
   auto cache_fits = [&](const at::Tensor& c) {
     return c.dim() == 4 && c.is_contiguous() && c.scalar_type() == x.scalar_type() && c.device() == x.device() &&
            c.size(0) == m && c.size(1) == k_cache.size(1) && c.size(2) == kv_heads && c.size(3) == d;
@@ -169,8 +186,7 @@ at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at:
       cos.defined() != sin.defined() || (tables && !kernel_vector(cos, x, k_cache.size(1) * d)) ||
       (tables && !kernel_vector(sin, x, k_cache.size(1) * d)) || !kernel_vector(bias, x, n) ||
       !kernel_norm(norm, x, &in) || pos.scalar_type() != at::kLong || pos.device() != x.device() ||
-      (used_k.defined() && (used_k.scalar_type() != at::kInt || used_k.numel() < m || !used_k.is_contiguous())) ||
-      !stream_pays(m, n / 2, k, 2)) {
+      (used_k.defined() && (used_k.scalar_type() != at::kInt || used_k.numel() < m || !used_k.is_contiguous()))) {
     return {};
   }
   at::Tensor q = at::empty({m, q_heads, d}, x.options());

@@ -11,6 +11,13 @@ namespace gpubench::engine::fused {
 
 enum class DecodeAct { kNone, kGeluTanh, kSwiglu };
 
+/// Where decode_linear uses the streamed GEMV (CUDA sm_90 and later): nowhere, where it measured faster (the
+/// default), or on every product it can take. GPUBENCH_DECODE_STREAM=0 / 1 sets kOff / kEverywhere for the process
+/// (read once); set_decode_stream_mode changes it (the tests run both).
+enum class DecodeStreamMode { kOff, kWherePays, kEverywhere };
+DecodeStreamMode decode_stream_mode();
+void set_decode_stream_mode(DecodeStreamMode mode);
+
 /// A norm of decode_linear's input (RMSNorm when `bias` is undefined and `rms`, else LayerNorm); none when `weight`
 /// is undefined. On the kernel path every block of the GEMV computes it (no kernel of its own).
 struct DecodeNorm {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "fp8.h"
+#include "fused/decode_ops.h"
 #include "fused/kernel_launch.h"
 #include "precision.h"
 
@@ -859,7 +860,10 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
         f.note += decode_programmatic_launch() ? "; this run: programmatic launches"
                                                : "; this run: plain launches (a device before sm_90, or "
                                                  "GPUBENCH_DECODE_PDL=0)";
-        f.note += decode_stream_available() ? ", the streamed GEMV where it pays" : ", no streamed GEMV";
+        const DecodeStreamMode mode = decode_stream_mode();
+        f.note += !decode_stream_available() || mode == DecodeStreamMode::kOff ? ", no streamed GEMV"
+                  : mode == DecodeStreamMode::kEverywhere ? ", the streamed GEMV wherever it serves"
+                                                          : ", the streamed GEMV where it pays";
       }
 #endif
     } else {
