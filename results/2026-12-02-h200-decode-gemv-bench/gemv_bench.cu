@@ -9,7 +9,7 @@
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a gemv_bench.cu -lcublas -o gemv_bench && ./gemv_bench
 //
 // Designs:
-//   tma  R rows per bulk copy, S KB of dynamic shared memory a block, one block per SM, 8 warps, a slot per warp
+//   tma  R rows per bulk copy (MODE: see tma_gemv), S KB of dynamic shared memory a block, one block per SM, NW warps,
 //        (slot mod 8) as committed in src/engine/fused/decode_kernels.cu; "nocompute": the ring alone (a warp waits
 //        for its slot and refills it).
 //   ldg  W as one flat stream per warp: each warp owns a contiguous run of rows (or, "flat", of 512-byte steps, with
@@ -101,9 +101,13 @@ __device__ __forceinline__ void bar_wait(uint32_t b, uint32_t parity) {
 constexpr int kMaxSlots = 64;
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 
-template <int R, bool COMPUTE>
-__global__ void __launch_bounds__(256) tma_gemv(const bf16* __restrict__ W, const bf16* __restrict__ x, bf16* y, int n,
-                                                 int k, int smem_bytes) {
+// MODE 0: as committed (one accumulator a row: a chain of k/32 dependent FMAs a lane); 1: no arithmetic (the ring
+// alone); 2: eight accumulators a row (one per element of a 16-byte chunk); 3: the unit's rows from the slot into
+// registers first (where a lane's share fits in 16 chunks), the slot refilled, then the arithmetic of 2.
+// NW warps a block; slot s belongs to warp s mod NW.
+template <int R, int MODE, int NW>
+__global__ void __launch_bounds__(NW * 32) tma_gemv(const bf16* __restrict__ W, const bf16* __restrict__ x, bf16* y,
+                                                    int n, int k, int smem_bytes) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int chunks = k / 8;
   const uint32_t row_bytes = k * 2, unit_bytes = R * row_bytes;
@@ -130,16 +134,26 @@ __global__ void __launch_bounds__(256) tma_gemv(const bf16* __restrict__ W, cons
   grid_wait();
   grid_release();
   load_x(x, xs, chunks);
+  constexpr int kRegs = 16;
+  const bool in_regs = MODE == 3 && R * chunks <= 32 * kRegs;
   for (int i = 0; i < count; ++i) {
     const int slot = i % slots;
-    if (slot % 8 != warp) continue;
+    if (slot % NW != warp) continue;
     bar_wait(bars + 8 * slot, (i / slots) & 1);
     const uint4* wv = reinterpret_cast<const uint4*>(ring + slot * unit_bytes);
     const int u = u0 + i, rows = imin(R, n - u * R);
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-    if (COMPUTE) {
+    uint4 held[kRegs];
+    if (MODE == 3 && in_regs) {
+#pragma unroll
+      for (int j = 0; j < kRegs; ++j) {
+        const int idx = lane + 32 * j;  // (row, chunk) = (idx / chunks, idx % chunks)
+        if (idx < R * chunks) held[j] = wv[idx];
+      }
+    }
+    if (MODE == 0) {
 #pragma unroll 4
       for (int c = lane; c < chunks; c += 32) {
         const uint4 xv = xs[c];
@@ -148,13 +162,66 @@ __global__ void __launch_bounds__(256) tma_gemv(const bf16* __restrict__ W, cons
           if (r < rows) acc[r] = dot8(wv[r * chunks + c], xv, acc[r]);
         }
       }
-    } else {
+    } else if (MODE == 1) {
       acc[0] = __uint_as_float(wv[lane].x);
+    } else if (!(MODE == 3 && in_regs)) {
+      float a8[R][8];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) a8[r][e] = 0.0f;
+      }
+#pragma unroll 4
+      for (int c = lane; c < chunks; c += 32) {
+        float xf[8];
+        unpack8(xs[c], xf);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (r < rows) {
+            float wf[8];
+            unpack8(wv[r * chunks + c], wf);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) a8[r][e] = fmaf(wf[e], xf[e], a8[r][e]);
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        acc[r] = ((a8[r][0] + a8[r][1]) + (a8[r][2] + a8[r][3])) + ((a8[r][4] + a8[r][5]) + (a8[r][6] + a8[r][7]));
+      }
     }
     __syncwarp();
     if (lane == 0 && i + slots < count) {
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       request(slot, u + slots);
+    }
+    if (MODE == 3 && in_regs) {
+      float a8[R][8];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) a8[r][e] = 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < kRegs; ++j) {
+        const int idx = lane + 32 * j, r = idx / chunks, c = idx % chunks;
+        if (idx < R * chunks) {
+          float xf[8], wf[8];
+          unpack8(xs[c], xf);
+          unpack8(held[j], wf);
+#pragma unroll
+          for (int rr = 0; rr < R; ++rr) {
+            if (rr == r) {
+#pragma unroll
+              for (int e = 0; e < 8; ++e) a8[rr][e] = fmaf(wf[e], xf[e], a8[rr][e]);
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        acc[r] = ((a8[r][0] + a8[r][1]) + (a8[r][2] + a8[r][3])) + ((a8[r][4] + a8[r][5]) + (a8[r][6] + a8[r][7]));
+      }
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -167,7 +234,7 @@ __global__ void __launch_bounds__(256) tma_gemv(const bf16* __restrict__ W, cons
 // ---- ldg: each warp streams a contiguous run of W as 512-byte steps (32 lanes x 16 bytes) ----
 // FLAT: runs are split by steps (balanced to the step), rows crossing a warp boundary are added in fp32 scratch
 // (atomicAdd) and the last of their warps (a counter per row) writes them; otherwise runs are whole rows.
-template <int U, bool FLAT>
+template <int U, bool FLAT, bool SPLIT = false>
 __global__ void __launch_bounds__(256) ldg_gemv(const bf16* __restrict__ W, const bf16* __restrict__ x, bf16* y,
                                                  float* scratch, int* counters, int n, int k) {
   extern __shared__ __align__(16) uint4 xs[];
@@ -194,7 +261,7 @@ __global__ void __launch_bounds__(256) ldg_gemv(const bf16* __restrict__ W, cons
   grid_wait();
   grid_release();
   load_x(x, xs, k / 8);
-  float acc = 0.0f;
+  float acc = 0.0f, a8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t row = s0 / spr;
   int in_row = static_cast<int>(s0 % spr);  // the step's index within its row
   bool row_whole = in_row == 0;             // this warp holds the row from its first step
@@ -207,10 +274,23 @@ __global__ void __launch_bounds__(256) ldg_gemv(const bf16* __restrict__ W, cons
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (b + u < steps) {
-        acc = dot8(buf[u], xs[in_row * 32 + lane], acc);
+        if (SPLIT) {
+          float wf[8], xf[8];
+          unpack8(buf[u], wf);
+          unpack8(xs[in_row * 32 + lane], xf);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) a8[e] = fmaf(wf[e], xf[e], a8[e]);
+        } else {
+          acc = dot8(buf[u], xs[in_row * 32 + lane], acc);
+        }
         const bool row_end = ++in_row == spr;
         const bool run_end = b + u + 1 == steps;
         if (row_end || run_end) {
+          if (SPLIT) {
+            acc = ((a8[0] + a8[1]) + (a8[2] + a8[3])) + ((a8[4] + a8[5]) + (a8[6] + a8[7]));
+#pragma unroll
+            for (int e = 0; e < 8; ++e) a8[e] = 0.0f;
+          }
           acc = warp_sum(acc);
           if (!FLAT || (row_whole && row_end)) {
             if (lane == 0) y[row] = __float2bfloat16(acc);
@@ -326,12 +406,18 @@ int main(int argc, char** argv) {
                           {"llama.down", 2048, 5632}, {"llama.lm_head", 32000, 2048}, {"gpt2.qkv", 2304, 768},
                           {"gpt2.o", 768, 768},       {"gpt2.fc1", 3072, 768},   {"gpt2.fc2", 768, 3072},
                           {"gpt2.lm_head", 50257, 768}};
-  const int tma_smem[] = {110 * 1024, 220 * 1024};
-  CHECK(cudaFuncSetAttribute(tma_gemv<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, 220 * 1024));
-  CHECK(cudaFuncSetAttribute(tma_gemv<1, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, 220 * 1024));
-  CHECK(cudaFuncSetAttribute(tma_gemv<4, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, 220 * 1024));
-  CHECK(cudaFuncSetAttribute(tma_gemv<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, 220 * 1024));
-
+  auto raise = [](auto kernel) { CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 220 * 1024)); };
+  raise(tma_gemv<1, 0, 8>);
+  raise(tma_gemv<1, 2, 8>);
+  raise(tma_gemv<1, 3, 8>);
+  raise(tma_gemv<1, 2, 16>);
+  raise(tma_gemv<1, 3, 16>);
+  raise(tma_gemv<2, 2, 8>);
+  raise(tma_gemv<2, 3, 8>);
+  raise(tma_gemv<2, 2, 16>);
+  raise(tma_gemv<4, 1, 8>);
+  raise(tma_gemv<4, 2, 8>);
+  raise(tma_gemv<4, 2, 16>);
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
@@ -389,53 +475,39 @@ int main(int argc, char** argv) {
     });
     measure("cublas", false, true, [&](int i) { blas_gemv(weights(i), y); });
     for (bool pdl : {false, true}) {
-      for (int smem : tma_smem) {
-        const std::string kb = std::to_string(smem / 1024) + "KB";
-        measure("tma R1 " + kb, pdl, true, [&](int i) {
-          launch(tma_gemv<1, true>, sms, 256, smem, pdl, weights(i), x, y, sh.n, sh.k, smem);
-        });
-        measure("tma R4 " + kb, pdl, true, [&](int i) {
-          launch(tma_gemv<4, true>, sms, 256, smem, pdl, weights(i), x, y, sh.n, sh.k, smem);
-        });
-        measure("tma R1 nocompute " + kb, pdl, false, [&](int i) {
-          launch(tma_gemv<1, false>, sms, 256, smem, pdl, weights(i), x, y, sh.n, sh.k, smem);
-        });
-        measure("tma R4 nocompute " + kb, pdl, false, [&](int i) {
-          launch(tma_gemv<4, false>, sms, 256, smem, pdl, weights(i), x, y, sh.n, sh.k, smem);
-        });
-      }
+      auto tma = [&](const char* name, auto kernel, int warps, int smem) {
+        measure(std::string(name) + " " + std::to_string(smem / 1024) + "KB", pdl, std::strstr(name, "nocompute") == nullptr,
+                [&](int i) { launch(kernel, sms, warps * 32, smem, pdl, weights(i), x, y, sh.n, sh.k, smem); });
+      };
+      const int S1 = 110 * 1024, S2 = 220 * 1024;
+      tma("tma R1 chain w8", tma_gemv<1, 0, 8>, 8, S1);
+      tma("tma R1 split w8", tma_gemv<1, 2, 8>, 8, S1);
+      tma("tma R1 regs w8", tma_gemv<1, 3, 8>, 8, S1);
+      tma("tma R1 split w16", tma_gemv<1, 2, 16>, 16, S1);
+      tma("tma R1 split w16", tma_gemv<1, 2, 16>, 16, S2);
+      tma("tma R1 regs w16", tma_gemv<1, 3, 16>, 16, S2);
+      tma("tma R2 split w8", tma_gemv<2, 2, 8>, 8, S1);
+      tma("tma R2 split w8", tma_gemv<2, 2, 8>, 8, S2);
+      tma("tma R2 regs w8", tma_gemv<2, 3, 8>, 8, S2);
+      tma("tma R2 split w16", tma_gemv<2, 2, 16>, 16, S2);
+      tma("tma R4 split w8", tma_gemv<4, 2, 8>, 8, S2);
+      tma("tma R4 split w16", tma_gemv<4, 2, 16>, 16, S2);
+      tma("tma R4 nocompute w8", tma_gemv<4, 1, 8>, 8, S2);
       const size_t xbytes = sh.k * 2;
-      for (int per_sm : {1, 2, 4}) {
+      for (int per_sm : {2, 4}) {
         const int grid = sms * per_sm;
-        // flat runs need a step a warp at least (T <= S), or a row's counter would wait for an empty warp
-        const int flat_grid = static_cast<int>(std::min<int64_t>(grid, int64_t{sh.n} * (sh.k / 256) / 8));
         const std::string g = " x" + std::to_string(per_sm);
-        measure("ldg rows U4" + g, pdl, true, [&](int i) {
+        measure("ldg rows U4 chain" + g, pdl, true, [&](int i) {
           launch(ldg_gemv<4, false>, grid, 256, xbytes, pdl, weights(i), x, y, scratch, counters, sh.n, sh.k);
         });
-        measure("ldg rows U8" + g, pdl, true, [&](int i) {
-          launch(ldg_gemv<8, false>, grid, 256, xbytes, pdl, weights(i), x, y, scratch, counters, sh.n, sh.k);
+        measure("ldg rows U4 split" + g, pdl, true, [&](int i) {
+          launch(ldg_gemv<4, false, true>, grid, 256, xbytes, pdl, weights(i), x, y, scratch, counters, sh.n, sh.k);
         });
-        measure("ldg flat U4" + g, pdl, true, [&](int i) {
-          launch(ldg_gemv<4, true>, flat_grid, 256, xbytes, pdl, weights(i), x, y, scratch, counters, sh.n, sh.k);
-        });
-        measure("ldg flat U8" + g, pdl, true, [&](int i) {
-          launch(ldg_gemv<8, true>, flat_grid, 256, xbytes, pdl, weights(i), x, y, scratch, counters, sh.n, sh.k);
-        });
-        measure("ldg flat U16" + g, pdl, true, [&](int i) {
-          launch(ldg_gemv<16, true>, flat_grid, 256, xbytes, pdl, weights(i), x, y, scratch, counters, sh.n, sh.k);
+        measure("ldg rows U8 split" + g, pdl, true, [&](int i) {
+          launch(ldg_gemv<8, false, true>, grid, 256, xbytes, pdl, weights(i), x, y, scratch, counters, sh.n, sh.k);
         });
       }
     }
   }
-  int regs[5];
-  cudaFuncAttributes fa;
-  CHECK(cudaFuncGetAttributes(&fa, ldg_gemv<4, true>)); regs[0] = fa.numRegs;
-  CHECK(cudaFuncGetAttributes(&fa, ldg_gemv<8, true>)); regs[1] = fa.numRegs;
-  CHECK(cudaFuncGetAttributes(&fa, ldg_gemv<16, true>)); regs[2] = fa.numRegs;
-  CHECK(cudaFuncGetAttributes(&fa, tma_gemv<1, true>)); regs[3] = fa.numRegs;
-  CHECK(cudaFuncGetAttributes(&fa, tma_gemv<4, true>)); regs[4] = fa.numRegs;
-  std::printf("# registers: ldg flat U4 %d, U8 %d, U16 %d; tma R1 %d, R4 %d\n", regs[0], regs[1], regs[2], regs[3],
-              regs[4]);
   return 0;
 }

@@ -110,27 +110,39 @@ TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
 
 bool kernels_here() { return torch::cuda::is_available() && fused::cuda_kernels_compiled(); }
 
-/// For a scope when `on`: the streamed GEMV on every product it can take (by default only TinyLlama-sized ones at one
-/// token); the mode before is restored after.
-class StreamEverywhere {
+/// Which sm_90 GEMV takes every product it can for a scope: kStream the streamed GEMV (the run GEMV off), kRun the run
+/// GEMV, kDefault each where it pays (by default only large products at one token); the modes before are restored.
+enum class Gemv { kDefault, kStream, kRun };
+class GemvEverywhere {
  public:
-  explicit StreamEverywhere(bool on) : before_(fused::decode_stream_mode()) {
-    if (on) fused::set_decode_stream_mode(fused::DecodeStreamMode::kEverywhere);
+  explicit GemvEverywhere(Gemv g) : stream_(fused::decode_stream_mode()), run_(fused::decode_run_mode()) {
+    if (g == Gemv::kStream) {
+      fused::set_decode_stream_mode(fused::DecodeKernelMode::kEverywhere);
+      fused::set_decode_run_mode(fused::DecodeKernelMode::kOff);
+    }
+    if (g == Gemv::kRun) fused::set_decode_run_mode(fused::DecodeKernelMode::kEverywhere);
   }
-  ~StreamEverywhere() { fused::set_decode_stream_mode(before_); }
-  StreamEverywhere(const StreamEverywhere&) = delete;
-  StreamEverywhere& operator=(const StreamEverywhere&) = delete;
+  ~GemvEverywhere() {
+    fused::set_decode_stream_mode(stream_);
+    fused::set_decode_run_mode(run_);
+  }
+  GemvEverywhere(const GemvEverywhere&) = delete;
+  GemvEverywhere& operator=(const GemvEverywhere&) = delete;
 
  private:
-  fused::DecodeStreamMode before_;
+  fused::DecodeKernelMode stream_, run_;
 };
+
+std::string gemv_label(Gemv g) {
+  return g == Gemv::kStream ? " (streamed GEMV everywhere)" : g == Gemv::kRun ? " (run GEMV everywhere)" : "";
+}
 
 /// The kernel's result (inputs on the GPU in `dtype`) against the ATen form in fp32 on the CPU of the same inputs.
 TEST(DecodeOpsTest, DecodeGemvMatchesItsAtenFormForEveryEpilogueAndRowCount_CUDA) {
   if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
   const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
-  for (const bool everywhere : {false, true}) {  // true: up to 4 rows the streamed GEMV on sm_90
-    const StreamEverywhere stream(everywhere);
+  for (const Gemv g : {Gemv::kDefault, Gemv::kStream, Gemv::kRun}) {  // up to 4 rows the sm_90 GEMVs
+    const GemvEverywhere setting(g);
     for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
       const double tol = dtype == at::kBFloat16 ? 1.6e-2 : 4e-3;  // of the output's largest value: one rounding
       for (const int64_t m : {1, 2, 4, 5, 8, 9}) {  // 9: more than 8 rows, cuBLAS
@@ -144,8 +156,7 @@ TEST(DecodeOpsTest, DecodeGemvMatchesItsAtenFormForEveryEpilogueAndRowCount_CUDA
           auto f32 = [](const at::Tensor& t) { return t.to(at::kFloat); };
           auto gpu = [&](const at::Tensor& t) { return t.to(cuda.device()); };
           const std::string where = std::string(c10::toString(dtype)) + " m=" + std::to_string(m) +
-                                    " k=" + std::to_string(k) +
-                                    (everywhere ? " (streamed everywhere)" : "");
+                                    " k=" + std::to_string(k) + gemv_label(g);
           const at::Tensor concat = fused::decode_linear(gpu(x), {gpu(w1), gpu(w2), gpu(w3)},
                                                          gpu(bias), DecodeAct::kNone, gpu(r));
           const at::Tensor concat_ref = fused::decode_linear(f32(x), {f32(w1), f32(w2), f32(w3)},
@@ -235,39 +246,43 @@ TEST(DecodeOpsTest, DecodeNormAndQkvToCacheMatchTheirAtenForms_CUDA) {
 /// Whether the streamed GEMV (sm_90 and later) runs on this GPU.
 bool streamed_here() { return kernels_here() && at::cuda::getCurrentDeviceProperties()->major >= 9; }
 
-/// The streamed GEMV over products long enough that every block's ring of slots wraps round (a q/k/v-sized plain
-/// product with its residual, SwiGLU over TinyLlama's 5,632-wide input with an RMSNorm, three rows of GELU with a
-/// LayerNorm and bias), against the ATen form in fp32 of the same inputs.
-TEST(DecodeOpsTest, StreamedGemvMatchesItsAtenFormWhenItsRingWrapsRound_CUDA) {
+/// The streamed and the run GEMV over products long enough that every block's ring of slots wraps round and every
+/// warp of the run GEMV streams several rows (a q/k/v-sized plain product with its residual, SwiGLU over TinyLlama's
+/// 5,632-wide input with an RMSNorm, three rows of GELU with a LayerNorm and bias, four rows over 33,000 outputs),
+/// against the ATen form in fp32 of the same inputs.
+TEST(DecodeOpsTest, StreamedAndRunGemvsMatchTheirAtenFormOverLongProducts_CUDA) {
   if (!streamed_here()) GTEST_SKIP() << "no sm_90 GPU or no kernels in this build";
-  const StreamEverywhere stream(true);
-  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
-  struct Case {
-    int64_t m, n, k;
-    DecodeAct act;
-    bool norm;
-  };
-  for (const Case& c : {Case{1, 4096, 2048, DecodeAct::kNone, false}, Case{1, 1024, 5632, DecodeAct::kSwiglu, true},
-                        Case{3, 2000, 768, DecodeAct::kGeluTanh, true}, Case{4, 33000, 256, DecodeAct::kNone, true}}) {
-    torch::manual_seed(c.n + c.k);
-    const at::ScalarType dtype = at::kBFloat16;
-    const at::Tensor x = torch::randn({c.m, c.k}).to(dtype);
-    const at::Tensor w1 = (torch::randn({c.n, c.k}) / std::sqrt(c.k)).to(dtype);
-    const at::Tensor w2 = (torch::randn({c.n, c.k}) / std::sqrt(c.k)).to(dtype);
-    const at::Tensor nw = torch::randn({c.k}).to(dtype), nb = torch::randn({c.k}).to(dtype);
-    const at::Tensor bias = torch::randn({c.n}).to(dtype), res = torch::randn({c.m, c.n}).to(dtype);
-    const bool glu = c.act == DecodeAct::kSwiglu, gelu = c.act == DecodeAct::kGeluTanh;
-    auto run = [&](const at::TensorOptions& o) {
-      auto t = [&](const at::Tensor& v) { return v.to(o); };
-      const fused::DecodeNorm norm = !c.norm ? fused::DecodeNorm{}
-                                     : gelu  ? fused::DecodeNorm{t(nw), t(nb), 1e-5, false}
-                                             : fused::DecodeNorm{t(nw), {}, 1e-5, true};
-      return fused::decode_linear(t(x), glu ? std::vector<at::Tensor>{t(w1), t(w2)} : std::vector<at::Tensor>{t(w1)},
-                                  gelu ? t(bias) : at::Tensor(), c.act,
-                                  c.act == DecodeAct::kNone ? t(res) : at::Tensor(), norm);
+  for (const Gemv g : {Gemv::kStream, Gemv::kRun}) {
+    const GemvEverywhere setting(g);
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+    struct Case {
+      int64_t m, n, k;
+      DecodeAct act;
+      bool norm;
     };
-    const at::Tensor y = run(cuda.dtype(dtype)), ref = run(at::TensorOptions().dtype(at::kFloat));
-    EXPECT_LT(max_diff(y, ref), 1.6e-2 * scale(ref)) << "m " << c.m << " n " << c.n << " k " << c.k;
+    for (const Case& c :
+         {Case{1, 4096, 2048, DecodeAct::kNone, false}, Case{1, 1024, 5632, DecodeAct::kSwiglu, true},
+          Case{3, 2000, 768, DecodeAct::kGeluTanh, true}, Case{4, 33000, 256, DecodeAct::kNone, true}}) {
+      torch::manual_seed(c.n + c.k);
+      const at::ScalarType dtype = at::kBFloat16;
+      const at::Tensor x = torch::randn({c.m, c.k}).to(dtype);
+      const at::Tensor w1 = (torch::randn({c.n, c.k}) / std::sqrt(c.k)).to(dtype);
+      const at::Tensor w2 = (torch::randn({c.n, c.k}) / std::sqrt(c.k)).to(dtype);
+      const at::Tensor nw = torch::randn({c.k}).to(dtype), nb = torch::randn({c.k}).to(dtype);
+      const at::Tensor bias = torch::randn({c.n}).to(dtype), res = torch::randn({c.m, c.n}).to(dtype);
+      const bool glu = c.act == DecodeAct::kSwiglu, gelu = c.act == DecodeAct::kGeluTanh;
+      auto run = [&](const at::TensorOptions& o) {
+        auto t = [&](const at::Tensor& v) { return v.to(o); };
+        const fused::DecodeNorm norm = !c.norm ? fused::DecodeNorm{}
+                                       : gelu  ? fused::DecodeNorm{t(nw), t(nb), 1e-5, false}
+                                               : fused::DecodeNorm{t(nw), {}, 1e-5, true};
+        return fused::decode_linear(t(x), glu ? std::vector<at::Tensor>{t(w1), t(w2)} : std::vector<at::Tensor>{t(w1)},
+                                    gelu ? t(bias) : at::Tensor(), c.act,
+                                    c.act == DecodeAct::kNone ? t(res) : at::Tensor(), norm);
+      };
+      const at::Tensor y = run(cuda.dtype(dtype)), ref = run(at::TensorOptions().dtype(at::kFloat));
+      EXPECT_LT(max_diff(y, ref), 1.6e-2 * scale(ref)) << "m " << c.m << " n " << c.n << " k " << c.k << gemv_label(g);
+    }
   }
 }
 
@@ -275,7 +290,7 @@ TEST(DecodeOpsTest, StreamedGemvMatchesItsAtenFormWhenItsRingWrapsRound_CUDA) {
 /// llama's shape (grouped kv heads, rotary tables, RMSNorm) and GPT-2's (bias, LayerNorm, no tables), 1 to 4 rows.
 TEST(DecodeOpsTest, QkvProductIntoTheCacheMatchesTheTwoSteps_CUDA) {
   if (!streamed_here()) GTEST_SKIP() << "no sm_90 GPU or no kernels in this build";
-  const StreamEverywhere stream(true);
+  const GemvEverywhere setting(Gemv::kStream);
   const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
   const at::ScalarType dtype = at::kBFloat16;
   for (const bool llama : {true, false}) {
@@ -362,13 +377,13 @@ TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathOnTheCpu) {
   }
 }
 
-/// The fused decode step against the ATen path on the GPU, for batches the streamed GEMV can serve on sm_90 (1, 2,
-/// 4; by default it takes only TinyLlama-sized products, so once more with it on every product), the decode
+/// The fused decode step against the ATen path on the GPU, for batches the sm_90 GEMVs can serve (1, 2, 4; by default
+/// they take only TinyLlama-sized products, so once more with each on every product), the decode
 /// attention serves (up to 8) and one it hands to FlashAttention (9), and for both decoders.
 TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathAtEveryBatch_CUDA) {
   if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
-  for (const bool everywhere : {false, true}) {
-    const StreamEverywhere stream(everywhere);
+  for (const Gemv g : {Gemv::kDefault, Gemv::kStream, Gemv::kRun}) {
+    const GemvEverywhere setting(g);
     for (const std::string model : {"llama", "gpt2"}) {
       for (const int64_t batch : {1, 2, 4, 8, 9}) {
         const auto fused = reduced_decode(model, "fused", batch, 5), aten = reduced_decode(model, "aten", batch, 5);
@@ -376,7 +391,7 @@ TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathAtEveryBatch_CUDA) {
         for (size_t i = 0; i < fused.size(); ++i) {
           EXPECT_LT(max_diff(fused[i], aten[i]), 3e-2 * scale(aten[i]))
               << model << " batch " << batch << (i == 0 ? " prefill" : " decode step " + std::to_string(i))
-              << (everywhere ? " (streamed GEMV everywhere)" : "");
+              << gemv_label(g);
         }
       }
     }

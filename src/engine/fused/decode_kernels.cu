@@ -463,6 +463,78 @@ __device__ __forceinline__ const T* weight_row(const DecodeWeights& w, int64_t j
   return static_cast<const T*>(base) + j * k;
 }
 
+/// x's M rows (row stride a.ldx) into shared memory xs [M, k], normalized as the norm's module returns them (RMSNorm:
+/// x r rounded to the storage type, then times gamma, rounded again; LayerNorm rounded once), by all kStreamWarps
+/// warps of the block, after the wait for the previous kernel; ends with a barrier.
+template <typename T, int M>
+__device__ __forceinline__ void stage_x(const StreamArgs& a, T* xs) {
+  const int64_t k = a.k, chunks = k / 8;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __shared__ float stats[kStreamWarps][M][2];
+  const T* nw = static_cast<const T*>(a.norm.weight);
+  const T* nb = static_cast<const T*>(a.norm.bias);
+  float sum[M], squares[M];
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    sum[r] = 0.0f;
+    squares[r] = 0.0f;
+    for (int64_t c = threadIdx.x; c < chunks; c += kStreamWarps * 32) {
+      // through L2 only: an earlier kernel of the step wrote it
+      const uint4 v = __ldcg(reinterpret_cast<const uint4*>(static_cast<const T*>(a.x) + r * a.ldx) + c);
+      reinterpret_cast<uint4*>(xs + r * k)[c] = v;
+      if (nw == nullptr) continue;  // statistics only for a norm
+      float f[8];
+      unpack8<T>(v, f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        sum[r] += f[e];
+        squares[r] = fmaf(f[e], f[e], squares[r]);
+      }
+    }
+  }
+  if (nw != nullptr) {
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      sum[r] = warp_sum(sum[r]);
+      squares[r] = warp_sum(squares[r]);
+      if (lane == 0) {
+        stats[warp][r][0] = sum[r];
+        stats[warp][r][1] = squares[r];
+      }
+    }
+    __syncthreads();
+    const float inv_k = 1.0f / static_cast<float>(k);
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      float s = 0.0f, q = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kStreamWarps; ++i) {
+        s += stats[i][r][0];
+        q += stats[i][r][1];
+      }
+      const bool rms = a.norm.rms;
+      const float mean = rms ? 0.0f : s * inv_k;
+      const float inv = rsqrtf((rms ? q * inv_k : fmaxf(q * inv_k - mean * mean, 0.0f)) + a.norm.eps);
+      for (int64_t c = threadIdx.x; c < chunks; c += kStreamWarps * 32) {
+        uint4* p = reinterpret_cast<uint4*>(xs + r * k) + c;
+        float f[8], g[8], b[8];
+        unpack8<T>(*p, f);
+        unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nw) + c), g);
+        if (nb != nullptr) unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nb) + c), b);
+        T y[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float v =
+              rms ? rounded<T>(f[e] * inv) * g[e] : (f[e] - mean) * inv * g[e] + (nb != nullptr ? b[e] : 0.0f);
+          store(y, e, v);
+        }
+        *p = *reinterpret_cast<const uint4*>(y);
+      }
+    }
+  }
+  __syncthreads();
+}
+
 template <typename T, int M, int MODE>
 __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const StreamArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -505,72 +577,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const
   wait_for_previous_kernel();
   let_next_kernel_start();
 
-  // x into shared memory, normalized: RMSNorm as transformers' module rounds it (x r to the storage type, then times
-  // gamma, rounded again), LayerNorm rounded once.
-  {
-    __shared__ float stats[kStreamWarps][M][2];
-    const T* nw = static_cast<const T*>(a.norm.weight);
-    const T* nb = static_cast<const T*>(a.norm.bias);
-    float sum[M], squares[M];
-#pragma unroll
-    for (int r = 0; r < M; ++r) {
-      sum[r] = 0.0f;
-      squares[r] = 0.0f;
-      for (int64_t c = threadIdx.x; c < chunks; c += kStreamWarps * 32) {
-        // through L2 only: an earlier kernel of the step wrote it
-        const uint4 v = __ldcg(reinterpret_cast<const uint4*>(static_cast<const T*>(a.x) + r * a.ldx) + c);
-        reinterpret_cast<uint4*>(xs + r * k)[c] = v;
-        float f[8];
-        unpack8<T>(v, f);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          sum[r] += f[e];
-          squares[r] = fmaf(f[e], f[e], squares[r]);
-        }
-      }
-    }
-    if (nw != nullptr) {
-#pragma unroll
-      for (int r = 0; r < M; ++r) {
-        sum[r] = warp_sum(sum[r]);
-        squares[r] = warp_sum(squares[r]);
-        if (lane == 0) {
-          stats[warp][r][0] = sum[r];
-          stats[warp][r][1] = squares[r];
-        }
-      }
-      __syncthreads();
-      const float inv_k = 1.0f / static_cast<float>(k);
-#pragma unroll
-      for (int r = 0; r < M; ++r) {
-        float s = 0.0f, q = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kStreamWarps; ++i) {
-          s += stats[i][r][0];
-          q += stats[i][r][1];
-        }
-        const bool rms = a.norm.rms;
-        const float mean = rms ? 0.0f : s * inv_k;
-        const float inv = rsqrtf((rms ? q * inv_k : fmaxf(q * inv_k - mean * mean, 0.0f)) + a.norm.eps);
-        for (int64_t c = threadIdx.x; c < chunks; c += kStreamWarps * 32) {
-          uint4* p = reinterpret_cast<uint4*>(xs + r * k) + c;
-          float f[8], g[8], b[8];
-          unpack8<T>(*p, f);
-          unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nw) + c), g);
-          if (nb != nullptr) unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nb) + c), b);
-          T y[8];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            const float v =
-                rms ? rounded<T>(f[e] * inv) * g[e] : (f[e] - mean) * inv * g[e] + (nb != nullptr ? b[e] : 0.0f);
-            store(y, e, v);
-          }
-          *p = *reinterpret_cast<const uint4*>(y);
-        }
-      }
-    }
-    __syncthreads();
-  }
+  stage_x<T, M>(a, xs);
   int64_t pos = 0;
   if (MODE == kStreamQkvCache) {
     pos = *a.cache.pos;
@@ -663,32 +670,192 @@ int stream_slots(int64_t m, int64_t k, int rows) {
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(slots, kStreamMaxSlots)));
 }
 
-template <typename T, int M, int MODE>
-cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
-  void (*kernel)(const StreamArgs) = decode_stream_gemv<T, M, MODE>;
-  static std::atomic<uint64_t> sized{0};  // devices whose limit for this kernel is raised (0..63)
+/// Raises `kernel`'s dynamic shared memory limit to `bytes` once per device (`sized`: the devices done, 0..63).
+cudaError_t allow_smem(std::atomic<uint64_t>& sized, void (*kernel)(const StreamArgs), int bytes) {
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
   const uint64_t bit = uint64_t{1} << (device & 63);
   if ((sized.load(std::memory_order_relaxed) & bit) == 0) {
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStreamSmemBytes);
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) return e;
     sized.fetch_or(bit, std::memory_order_relaxed);
   }
+  return cudaSuccess;
+}
+
+template <typename T, int M, int MODE>
+cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
+  void (*kernel)(const StreamArgs) = decode_stream_gemv<T, M, MODE>;
+  static std::atomic<uint64_t> sized{0};
+  const cudaError_t e = allow_smem(sized, kernel, kStreamSmemBytes);
+  if (e != cudaSuccess) return e;
   a.slots = stream_slots(M, a.k, MODE >= kStreamSwiglu ? 2 : 1);
   const int64_t grid = std::min<int64_t>(device::multiprocessors(), units);
   return launch_kernel_smem(kernel, dim3(static_cast<unsigned>(grid)), dim3(kStreamWarps * 32), kStreamSmemBytes,
                             stream, a);
 }
 
-template <typename T, int MODE>
+// ---- the run GEMV: each warp streams its own run of weight rows straight into registers ------------------------
+//
+// For the large products of one token (TinyLlama's gate/up and down, the LM heads), where the streamed GEMV's
+// consumers, not its copies, set the pace (results/2026-12-02-h200-decode-gemv-bench: its ring alone reads the LM head
+// at 4.0-4.3 TB/s, with the arithmetic 2.5-2.7). The grid is kRunBlocksPerSm blocks an SM; each warp owns a
+// contiguous run of outputs and reads their rows as 512-byte steps (a 16-byte chunk a lane), kRunDepth steps of each
+// row (gate and up for SwiGLU) in flight and the next kRunDepth issued before the current ones are used; the first
+// are issued before the wait for the previous kernel. x, normalized as in the streamed GEMV, sits in shared memory.
+
+constexpr int kRunDepth = 4;
+constexpr int kRunBlocksPerSm = 2;
+constexpr int kRunMaxSmemBytes = 96 * 1024;  // x's rows: two blocks an SM
+
+/// A 16-byte load of weights read once: not kept in L1, with the L2's next 256 bytes fetched beside it.
+__device__ __forceinline__ uint4 load_once(const void* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+#else
+  return __ldcs(static_cast<const uint4*>(p));
+#endif
+}
+
+template <typename T, int M, int MODE>
+__global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run_gemv(const StreamArgs a) {
+  constexpr int kRows = MODE == kStreamSwiglu ? 2 : 1, D = kRunDepth;
+  extern __shared__ __align__(16) unsigned char run_smem[];
+  T* xs = reinterpret_cast<T*>(run_smem);
+  const int64_t k = a.k, chunks = k / 8, per_row = (chunks + 31) / 32;  // steps a row
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kStreamWarps;
+  const int64_t w = static_cast<int64_t>(blockIdx.x) * kStreamWarps + warp;
+  const int64_t j0 = a.n * w / warps, j1 = a.n * (w + 1) / warps, steps = (j1 - j0) * per_row;
+  auto rows_of = [&](int64_t j, const T** p) {
+    if constexpr (MODE == kStreamSwiglu) {
+      p[0] = static_cast<const T*>(a.w.w[0]) + j * k;
+      p[1] = static_cast<const T*>(a.w.w[1]) + j * k;
+    } else {
+      p[0] = weight_row<T>(a.w, j, k);
+    }
+  };
+  // The load cursor: the row it is in, its step in that row, the steps issued.
+  const T* lrow[kRows];
+  int64_t lj = j0, lt = 0, issued = 0;
+  if (steps > 0) rows_of(j0, lrow);
+  auto issue = [&](uint4 (&dst)[D][kRows]) {
+#pragma unroll
+    for (int u = 0; u < D; ++u) {
+      if (issued < steps) {
+        const int64_t c = lt * 32 + lane;
+#pragma unroll
+        for (int o = 0; o < kRows; ++o) dst[u][o] = c < chunks ? load_once(lrow[o] + 8 * c) : make_uint4(0, 0, 0, 0);
+        ++issued;
+        if (++lt == per_row) {
+          lt = 0;
+          if (++lj < j1) rows_of(lj, lrow);
+        }
+      }
+    }
+  };
+  uint4 buf[D][kRows];
+  issue(buf);  // weights only before the wait
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+  stage_x<T, M>(a, xs);
+
+  const uint4* xv = reinterpret_cast<const uint4*>(xs);
+  float acc[kRows][M];
+#pragma unroll
+  for (int o = 0; o < kRows; ++o) {
+#pragma unroll
+    for (int r = 0; r < M; ++r) acc[o][r] = 0.0f;
+  }
+  int64_t j = j0, t = 0;  // the compute cursor
+  for (int64_t b = 0; b < steps; b += D) {
+    uint4 next[D][kRows];
+    issue(next);
+#pragma unroll
+    for (int u = 0; u < D; ++u) {
+      if (b + u >= steps) break;
+      const int64_t c = t * 32 + lane;
+      if (c < chunks) {
+        float wf[kRows][8];
+#pragma unroll
+        for (int o = 0; o < kRows; ++o) unpack8<T>(buf[u][o], wf[o]);
+#pragma unroll
+        for (int r = 0; r < M; ++r) {
+          float xf[8];
+          unpack8<T>(xv[r * chunks + c], xf);
+#pragma unroll
+          for (int o = 0; o < kRows; ++o) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[o][r] = fmaf(wf[o][e], xf[e], acc[o][r]);
+          }
+        }
+      }
+      if (++t == per_row) {  // row j is summed: its outputs
+#pragma unroll
+        for (int o = 0; o < kRows; ++o) {
+#pragma unroll
+          for (int r = 0; r < M; ++r) acc[o][r] = warp_sum(acc[o][r]);
+        }
+#pragma unroll
+        for (int r = 0; r < M; ++r) {
+          if (lane == r) {
+            gemv_epilogue<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
+                acc[0][r], acc[kRows - 1][r], static_cast<const T*>(a.bias), static_cast<const T*>(a.residual),
+                static_cast<T*>(a.out), a.n, j, r);
+          }
+        }
+#pragma unroll
+        for (int o = 0; o < kRows; ++o) {
+#pragma unroll
+          for (int r = 0; r < M; ++r) acc[o][r] = 0.0f;
+        }
+        t = 0;
+        ++j;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < D; ++u) {
+#pragma unroll
+      for (int o = 0; o < kRows; ++o) buf[u][o] = next[u][o];
+    }
+  }
+}
+
+template <typename T, int M, int MODE>
+cudaError_t run_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
+  void (*kernel)(const StreamArgs) = decode_run_gemv<T, M, MODE>;
+  static std::atomic<uint64_t> sized{0};
+  const cudaError_t e = allow_smem(sized, kernel, kRunMaxSmemBytes);
+  if (e != cudaSuccess) return e;
+  const int64_t per_block = kStreamWarps;  // every warp a row at least
+  const int64_t grid = std::min<int64_t>(int64_t{device::multiprocessors()} * kRunBlocksPerSm,
+                                         (units + per_block - 1) / per_block);
+  return launch_kernel_smem(kernel, dim3(static_cast<unsigned>(grid)), dim3(kStreamWarps * 32),
+                            static_cast<size_t>(M * a.k * 2), stream, a);
+}
+
+/// The streamed GEMV (kRun false) or the run GEMV (true) for m rows of x.
+template <bool kRun, typename T, int M, int MODE>
+cudaError_t family_launch(const StreamArgs& a, int64_t units, cudaStream_t stream) {
+  if constexpr (kRun) {
+    return run_launch<T, M, MODE>(a, units, stream);
+  } else {
+    return stream_launch<T, M, MODE>(a, units, stream);
+  }
+}
+
+template <bool kRun, typename T, int MODE>
 cudaError_t stream_rows(const StreamArgs& a, int64_t m, int64_t units, cudaStream_t stream) {
   switch (m) {
-    case 1: return stream_launch<T, 1, MODE>(a, units, stream);
-    case 2: return stream_launch<T, 2, MODE>(a, units, stream);
-    case 3: return stream_launch<T, 3, MODE>(a, units, stream);
-    case 4: return stream_launch<T, 4, MODE>(a, units, stream);
+    case 1: return family_launch<kRun, T, 1, MODE>(a, units, stream);
+    case 2: return family_launch<kRun, T, 2, MODE>(a, units, stream);
+    case 3: return family_launch<kRun, T, 3, MODE>(a, units, stream);
+    case 4: return family_launch<kRun, T, 4, MODE>(a, units, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -707,11 +874,11 @@ StreamArgs stream_args(const void* x, int64_t ldx, const DecodeWeights& weights,
   return a;
 }
 
-template <int MODE>
+template <int MODE, bool kRun = false>
 cudaError_t stream_typed(const StreamArgs& a, DType dtype, int64_t m, int64_t units, cudaStream_t stream) {
   switch (dtype) {
-    case DType::kBFloat16: return stream_rows<__nv_bfloat16, MODE>(a, m, units, stream);
-    case DType::kFloat16: return stream_rows<__half, MODE>(a, m, units, stream);
+    case DType::kBFloat16: return stream_rows<kRun, __nv_bfloat16, MODE>(a, m, units, stream);
+    case DType::kFloat16: return stream_rows<kRun, __half, MODE>(a, m, units, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -867,6 +1034,7 @@ __global__ void argmax_rows(const float* __restrict__ best_v, const int64_t* __r
 
 constexpr int kAttnThreads = 256;
 constexpr int kAttnCombineSlots = 1024;  // q heads of a kv head x splits: the combine's shared memory
+constexpr int kAttnCombineLoads = 16;    // partials a combining thread has in flight
 
 /// Positions per tile: a tile's keys and values fill 16 KB of shared memory.
 template <int D>
@@ -1050,8 +1218,17 @@ __global__ void __launch_bounds__(kAttnThreads)
     if (g < group) {
       float o = 0.0f;
       const float* src = part_acc + (first_slot + static_cast<int64_t>(g) * splits) * D + d;
-#pragma unroll 4
-      for (int s = 0; s < splits; ++s) o = fmaf(__ldcg(src + static_cast<int64_t>(s) * D), weight[g * splits + s], o);
+      for (int s0 = 0; s0 < splits; s0 += kAttnCombineLoads) {  // the splits' partials in flight at once
+        float part[kAttnCombineLoads];
+#pragma unroll
+        for (int s = 0; s < kAttnCombineLoads; ++s) {
+          part[s] = s0 + s < splits ? __ldcg(src + static_cast<int64_t>(s0 + s) * D) : 0.0f;
+        }
+#pragma unroll
+        for (int s = 0; s < kAttnCombineLoads; ++s) {
+          if (s0 + s < splits) o = fmaf(part[s], weight[g * splits + s0 + s], o);
+        }
+      }
       store(out + (static_cast<int64_t>(b) * hq + kh * group + g) * D, d, o * head_l[g]);
     }
   }
@@ -1112,22 +1289,46 @@ bool decode_stream_serves(int64_t m, int64_t k, int rows_per_output) {
          stream_slots(m, k, rows_per_output) >= 2 && stream_available();
 }
 
-cudaError_t launch_decode_stream_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
-                                      const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
-                                      DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm) {
+namespace {
+
+/// The streamed GEMV (kRun false) or the run GEMV's launch, checked.
+template <bool kRun>
+cudaError_t product_launch(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
+                           const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
+                           DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm) {
   const bool glu = act == DecodeActivation::kSwiglu;
-  if (!decode_stream_serves(m, k, glu ? 2 : 1) || !decode_gemv_fits(x, ldx, weights, k)) return cudaErrorInvalidValue;
+  const bool serves = kRun ? decode_run_serves(m, k, glu ? 2 : 1) : decode_stream_serves(m, k, glu ? 2 : 1);
+  if (!serves || !decode_gemv_fits(x, ldx, weights, k)) return cudaErrorInvalidValue;
   if (glu && (weights.count != 2 || bias != nullptr)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   StreamArgs a = stream_args(x, ldx, weights, bias, n, k, norm);
   a.residual = residual;
   a.out = out;
   switch (act) {
-    case DecodeActivation::kNone: return stream_typed<kStreamPlain>(a, dtype, m, n, stream);
-    case DecodeActivation::kGeluTanh: return stream_typed<kStreamGelu>(a, dtype, m, n, stream);
-    case DecodeActivation::kSwiglu: return stream_typed<kStreamSwiglu>(a, dtype, m, n, stream);
+    case DecodeActivation::kNone: return stream_typed<kStreamPlain, kRun>(a, dtype, m, n, stream);
+    case DecodeActivation::kGeluTanh: return stream_typed<kStreamGelu, kRun>(a, dtype, m, n, stream);
+    case DecodeActivation::kSwiglu: return stream_typed<kStreamSwiglu, kRun>(a, dtype, m, n, stream);
   }
   return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t launch_decode_stream_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
+                                      const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
+                                      DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm) {
+  return product_launch<false>(x, ldx, weights, bias, residual, out, dtype, m, n, k, act, stream, norm);
+}
+
+bool decode_run_serves(int64_t m, int64_t k, int rows_per_output) {
+  return m >= 1 && m <= kDecodeStreamMaxRows && k > 0 && k % 8 == 0 && (rows_per_output == 1 || rows_per_output == 2) &&
+         m * k * 2 <= kRunMaxSmemBytes && stream_available();
+}
+
+cudaError_t launch_decode_run_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
+                                   const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
+                                   DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm) {
+  return product_launch<true>(x, ldx, weights, bias, residual, out, dtype, m, n, k, act, stream, norm);
 }
 
 cudaError_t launch_decode_stream_qkv_to_cache(const void* x, int64_t ldx, const DecodeWeights& weights,
@@ -1194,10 +1395,10 @@ bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim
 }
 
 void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t window, int* splits,
-                             int* per_split) {
-  const int64_t pairs = batch * kv_heads, group = q_heads / kv_heads;
+                             int* per_split, int64_t min_per_split) {
+  const int64_t pairs = batch * kv_heads, group = q_heads / kv_heads, least = std::max<int64_t>(min_per_split, 1);
   int64_t s = (256 + pairs - 1) / pairs;                // about 256 blocks in all
-  s = std::min<int64_t>(s, (window + 15) / 16);          // at least 16 positions a block
+  s = std::min<int64_t>(s, (window + least - 1) / least);  // at least `least` positions a block
   s = std::max<int64_t>(s, (window + 255) / 256);        // at most 256 (a few tiles)
   s = std::min<int64_t>(s, kAttnCombineSlots / group);   // what the combine holds in shared memory
   s = std::max<int64_t>(s, 1);

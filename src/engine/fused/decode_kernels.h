@@ -66,6 +66,18 @@ cudaError_t launch_decode_stream_gemv(const void* x, int64_t ldx, const DecodeWe
                                       DecodeActivation act, cudaStream_t stream,
                                       const DecodeInputNorm& norm = DecodeInputNorm{});
 
+/// The run GEMV (sm_90 and later): two blocks an SM, each warp streaming its own contiguous run of weight
+/// rows straight into registers (four 16-byte loads a lane in flight, the next four issued before they are used),
+/// x normalized in shared memory as in the streamed GEMV (decode_kernels.cu). The same results as
+/// launch_decode_stream_gemv; for the large products of one token, where it reads faster than the streamed GEMV
+/// (results/2026-12-02-h200-decode-gemv-bench). decode_run_serves: m <= kDecodeStreamMaxRows rows of k (m k 16-bit
+/// values in shared memory: at most 96 KB), one or two weight rows per output; decode_ops decides (decode_run_mode).
+bool decode_run_serves(int64_t m, int64_t k, int rows_per_output);
+cudaError_t launch_decode_run_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
+                                   const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
+                                   DecodeActivation act, cudaStream_t stream,
+                                   const DecodeInputNorm& norm = DecodeInputNorm{});
+
 /// Where the q/k/v product of one token per sequence goes: q (rotated when cos and sin, [positions, head_dim]
 /// tables, are given) to q_out [m, q_heads, head_dim], k (rotated) and v into the caches [m, positions, kv_heads,
 /// head_dim] at *pos (a device int64); used_k (int32 [m]), when given, becomes *pos + 1.
@@ -108,8 +120,12 @@ cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, 
 bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim);
 /// The most sequences decode_ops sends to it (FlashAttention beyond).
 constexpr int64_t kDecodeAttentionMaxBatch = 8;
+/// Splits: about 256 blocks in all, each over kDecodeAttentionMinPerSplit positions at least by default (a whole
+/// tile of 64 at head_dim 64: fewer splits for the last block to combine) and at most 256, within what the combine
+/// holds; min_per_split overrides the least (16 was the rule before, for measuring the change).
+constexpr int64_t kDecodeAttentionMinPerSplit = 64;
 void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t window, int* splits,
-                             int* per_split);
+                             int* per_split, int64_t min_per_split = kDecodeAttentionMinPerSplit);
 cudaError_t launch_decode_attention(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
                                     void* out, float* part_acc, float* part_ml, int* counters, DType dtype,
                                     int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,

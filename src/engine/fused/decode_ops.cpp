@@ -35,21 +35,50 @@ bool gemv_pays(int64_t m, int64_t n, int64_t k, bool plain) {
 /// batch 4 12 % slower: its fixed cost per launch (the ring's set-up, x and its norm through shared memory) is paid
 /// back only on long rows and large products.
 bool stream_pays(int64_t m, int64_t n, int64_t k, int rows) {
-  const DecodeStreamMode mode = decode_stream_mode();
-  if (mode == DecodeStreamMode::kOff || !decode_stream_serves(m, k, rows)) return false;
-  return mode == DecodeStreamMode::kEverywhere || (m == 1 && k >= 2048 && n * k * rows * 2 >= (int64_t{8} << 20));
+  const DecodeKernelMode mode = decode_stream_mode();
+  if (mode == DecodeKernelMode::kOff || !decode_stream_serves(m, k, rows)) return false;
+  return mode == DecodeKernelMode::kEverywhere || (m == 1 && k >= 2048 && n * k * rows * 2 >= (int64_t{8} << 20));
+}
+
+/// Whether the run GEMV takes this product, before the streamed GEMV is asked: where it serves and the mode allows;
+/// with kWherePays, one token over 16 MiB of weights or more. Alone on the H200 (results/2026-12-02-h200-decode-gemv-
+/// bench) it read TinyLlama's gate/up in 13.6-14.2 us against the streamed GEMV's 18.4, its down product in 8.4
+/// against 9.3, its LM head in 34.7 against 48.9 and GPT-2's in 21.2 against cuBLAS's 30.7; the smaller products
+/// were as fast or faster streamed (all of their weights requested before the previous kernel ends).
+bool run_pays(int64_t m, int64_t n, int64_t k, int rows) {
+  const DecodeKernelMode mode = decode_run_mode();
+  if (mode == DecodeKernelMode::kOff || !decode_run_serves(m, k, rows)) return false;
+  return mode == DecodeKernelMode::kEverywhere || (m == 1 && n * k * rows * 2 >= (int64_t{16} << 20));
+}
+
+/// The least positions a split of the decode attention covers: GPUBENCH_DECODE_ATTN_MIN_SPLIT (a positive count, for
+/// measuring the rule) or the kernels' default, read once.
+int64_t attention_min_per_split() {
+  static const int64_t least = [] {
+    const char* e = std::getenv("GPUBENCH_DECODE_ATTN_MIN_SPLIT");
+    const long v = e != nullptr ? std::strtol(e, nullptr, 10) : 0;
+    return v > 0 ? static_cast<int64_t>(v) : kDecodeAttentionMinPerSplit;
+  }();
+  return least;
 }
 #endif
 
-/// The mode's slot: GPUBENCH_DECODE_STREAM read once, at the first question.
+/// A mode from the environment variable `name` ("0": off, "1": everywhere, else where it pays).
+int mode_from_env(const char* name) {
+  const char* e = std::getenv(name);
+  const std::string v = e != nullptr ? e : "";
+  return static_cast<int>(v == "0"   ? DecodeKernelMode::kOff
+                          : v == "1" ? DecodeKernelMode::kEverywhere
+                                     : DecodeKernelMode::kWherePays);
+}
+
+/// The modes' slots, each read from its variable once, at the first question.
 std::atomic<int>& stream_mode_slot() {
-  static std::atomic<int> mode{[] {
-    const char* e = std::getenv("GPUBENCH_DECODE_STREAM");
-    const std::string v = e != nullptr ? e : "";
-    return static_cast<int>(v == "0"   ? DecodeStreamMode::kOff
-                            : v == "1" ? DecodeStreamMode::kEverywhere
-                                       : DecodeStreamMode::kWherePays);
-  }()};
+  static std::atomic<int> mode{mode_from_env("GPUBENCH_DECODE_STREAM")};
+  return mode;
+}
+std::atomic<int>& run_mode_slot() {
+  static std::atomic<int> mode{mode_from_env("GPUBENCH_DECODE_RUN")};
   return mode;
 }
 
@@ -73,9 +102,13 @@ at::Tensor linear_aten(const at::Tensor& x, const std::vector<at::Tensor>& weigh
 
 }  // namespace
 
-DecodeStreamMode decode_stream_mode() { return static_cast<DecodeStreamMode>(stream_mode_slot().load()); }
+DecodeKernelMode decode_stream_mode() { return static_cast<DecodeKernelMode>(stream_mode_slot().load()); }
 
-void set_decode_stream_mode(DecodeStreamMode mode) { stream_mode_slot().store(static_cast<int>(mode)); }
+void set_decode_stream_mode(DecodeKernelMode mode) { stream_mode_slot().store(static_cast<int>(mode)); }
+
+DecodeKernelMode decode_run_mode() { return static_cast<DecodeKernelMode>(run_mode_slot().load()); }
+
+void set_decode_run_mode(DecodeKernelMode mode) { run_mode_slot().store(static_cast<int>(mode)); }
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 namespace {
@@ -140,8 +173,10 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
   const int64_t m = x.size(0), k = x.size(-1);
   kernel = kernel && kernel_vector(bias, x, n) && kernel_vector(residual, x, m * n) && kernel_norm(norm, x, &in);
   const bool plain = dw.count == 1 && act == DecodeAct::kNone && !bias.defined() && !residual.defined();
-  const bool stream = kernel && stream_pays(m, n, k, act == DecodeAct::kSwiglu ? 2 : 1);
-  if (stream || (kernel && gemv_pays(m, n, k, plain))) {
+  const int rows = act == DecodeAct::kSwiglu ? 2 : 1;
+  const bool run = kernel && run_pays(m, n, k, rows);
+  const bool stream = kernel && !run && stream_pays(m, n, k, rows);
+  if (run || stream || (kernel && gemv_pays(m, n, k, plain))) {
     at::Tensor out = at::empty({m, n}, x.options());
     const DecodeActivation a = act == DecodeAct::kSwiglu    ? DecodeActivation::kSwiglu
                                : act == DecodeAct::kGeluTanh ? DecodeActivation::kGeluTanh
@@ -150,10 +185,12 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
     const void* r = residual.defined() ? residual.data_ptr() : nullptr;
     const DType dtype = launch::dtype_of(x);
     void* o = out.data_ptr();
-    launch::check(stream ? launch_decode_stream_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
-                                                     launch::stream(), in)
-                         : launch_decode_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
-                                              launch::stream(), 0, in),
+    launch::check(run      ? launch_decode_run_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
+                                                        launch::stream(), in)
+                  : stream ? launch_decode_stream_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
+                                                       launch::stream(), in)
+                           : launch_decode_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
+                                                launch::stream(), 0, in),
                   "decode_gemv");
     return out;
   }
@@ -259,7 +296,7 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
       k_cache.size(3) == d && decode_attention_serves(hq, hk, d) && counters.defined() && counters.is_cuda() &&
       counters.scalar_type() == at::kInt && counters.numel() >= b * hk && pos.scalar_type() == at::kLong) {
     int splits = 1, per_split = 1;
-    decode_attention_splits(b, hq, hk, window, &splits, &per_split);
+    decode_attention_splits(b, hq, hk, window, &splits, &per_split, attention_min_per_split());
     at::Tensor out = at::empty_like(q);
     at::Tensor acc = at::empty({b, hq, splits, d}, q.options().dtype(at::kFloat));
     at::Tensor ml = at::empty({b, hq, splits, 2}, q.options().dtype(at::kFloat));

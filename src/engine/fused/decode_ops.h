@@ -11,12 +11,14 @@ namespace gpubench::engine::fused {
 
 enum class DecodeAct { kNone, kGeluTanh, kSwiglu };
 
-/// Where decode_linear uses the streamed GEMV (CUDA sm_90 and later): nowhere, where it measured faster (the
-/// default), or on every product it can take. GPUBENCH_DECODE_STREAM=0 / 1 sets kOff / kEverywhere for the process
-/// (read once); set_decode_stream_mode changes it (the tests run both).
-enum class DecodeStreamMode { kOff, kWherePays, kEverywhere };
-DecodeStreamMode decode_stream_mode();
-void set_decode_stream_mode(DecodeStreamMode mode);
+/// Where decode_linear uses one of its sm_90 GEMVs: nowhere, where it measured faster (the default), or on every
+/// product it can take. The streamed GEMV: GPUBENCH_DECODE_STREAM=0 / 1 sets kOff / kEverywhere for the process; the
+/// run GEMV: GPUBENCH_DECODE_RUN=0 / 1 (each read once); the setters change them (the tests run every setting).
+enum class DecodeKernelMode { kOff, kWherePays, kEverywhere };
+DecodeKernelMode decode_stream_mode();
+void set_decode_stream_mode(DecodeKernelMode mode);
+DecodeKernelMode decode_run_mode();
+void set_decode_run_mode(DecodeKernelMode mode);
 
 /// A norm of decode_linear's input (RMSNorm when `bias` is undefined and `rms`, else LayerNorm); none when `weight`
 /// is undefined. On the kernel path every block of the GEMV computes it (no kernel of its own).
@@ -28,13 +30,13 @@ struct DecodeNorm {
 
 /// act(x @ W^T + bias) + residual for x [m, k]. `weights`: one or more [n_i, k] blocks whose outputs are
 /// concatenated (q, k and v as one product), or for kSwiglu two equal blocks (gate, up) giving silu(x @ gate^T) *
-/// (x @ up^T). `bias` [n] and `residual` [m, n] may be undefined. On CUDA sm_90 and later, one token over rows of
-/// at least 2,048 and 8 MiB of weights or more (TinyLlama's products; every product where it serves with
-/// GPUBENCH_DECODE_STREAM=1): the streamed GEMV (decode_kernels.h; its norm output rounded to the storage type, as
-/// the norm module's is); else
-/// gpubench's per-warp GEMV (one pass over the weights, the epilogue in registers) where it is the faster on the
-/// H200: one token on every product but the LM head's, 2 to 8 tokens over rows of at most 1,024; cuBLAS with ATen's
-/// epilogues otherwise.
+/// (x @ up^T). `bias` [n] and `residual` [m, n] may be undefined. On CUDA sm_90 and later, one token: over 16 MiB of
+/// weights or more (TinyLlama's gate/up and down, both LM heads) the run GEMV, else over rows of at least 2,048 and
+/// 8 MiB or more (TinyLlama's q/k/v and output products) the streamed GEMV (decode_kernels.h; both round the norm's
+/// output to the storage type, as the norm module does; GPUBENCH_DECODE_RUN / _STREAM=1 send them every product
+/// they serve); else gpubench's per-warp GEMV (one pass over the weights, the epilogue in registers) where it is the
+/// faster on the H200: one token on every product but a large plain one, 2 to 8 tokens over rows of at most 1,024;
+/// cuBLAS with ATen's epilogues otherwise.
 at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
                          DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm = {});
 

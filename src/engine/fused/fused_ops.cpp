@@ -833,12 +833,14 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
           n == "decode_gemv"
               ? "the decode step's matrix products by gpubench's GEMV, one pass over the weights with the input's norm, "
                 "bias, GELU, SwiGLU (gate and up together) and the residual add in it, q, k and v as one product. On "
-                "sm_90 and later, one sequence, rows of at least 2,048 and 8 MiB of weights or more (TinyLlama's "
-                "products, its LM head's included): the streamed GEMV (one block an SM, its weight rows copied into "
-                "a ring of shared memory by bulk asynchronous copies, ~100 KB requested before the previous kernel "
-                "ends; GPUBENCH_DECODE_STREAM=0: off, =1: wherever it serves); otherwise the per-warp GEMV where it "
-                "beats cuBLAS on the H200 (one sequence: every product but the LM head; 2 to 8: rows of at most "
-                "1,024), cuBLAS with the residual as its C and one SwiGLU kernel elsewhere. On "
+                "sm_90 and later, one sequence: over 16 MiB of weights or more (TinyLlama's gate/up and down, the LM "
+                "heads) the run GEMV (each warp of two blocks an SM streams its run of weight rows straight into "
+                "registers; GPUBENCH_DECODE_RUN=0: off, =1: wherever it serves), else over rows of at least 2,048 "
+                "and 8 MiB or more the streamed GEMV (one block an SM, its weight rows copied into a ring of shared "
+                "memory by bulk asynchronous copies, ~100 KB requested before the previous kernel ends; "
+                "GPUBENCH_DECODE_STREAM=0: off, =1: wherever it serves); otherwise the per-warp GEMV where it "
+                "beats cuBLAS on the H200 (one sequence: every product but a large plain one; 2 to 8: rows of at "
+                "most 1,024), cuBLAS with the residual as its C and one SwiGLU kernel elsewhere. On "
                 "sm_90 and later each decode kernel is launched programmatically: it requests its weights while the "
                 "kernel before it finishes (GPUBENCH_DECODE_PDL=0: plain launches)"
           : n == "decode_norm"   ? "the decode step's RMSNorm / LayerNorm, inside the GEMV that reads its output (gamma "
@@ -846,8 +848,8 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                                    "the final norm before cuBLAS's LM head is one kernel"
           : n == "decode_attention"
               ? "one query per sequence over the keys in use, in tiles of keys and values in shared memory, split "
-                "over positions with the splits combined by the last block, in one launch (up to 8 sequences, "
-                "head_dim 64 or 128; FlashAttention or SDPA otherwise)"
+                "over positions (64 or more a split) with the splits combined by the last block, in one launch (up "
+                "to 8 sequences, head_dim 64 or 128; FlashAttention or SDPA otherwise)"
           : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, in two small launches"
                                  : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
                                    "the cache: in the streamed GEMV's epilogue where that GEMV takes the q/k/v "
@@ -860,10 +862,12 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
         f.note += decode_programmatic_launch() ? "; this run: programmatic launches"
                                                : "; this run: plain launches (a device before sm_90, or "
                                                  "GPUBENCH_DECODE_PDL=0)";
-        const DecodeStreamMode mode = decode_stream_mode();
-        f.note += !decode_stream_available() || mode == DecodeStreamMode::kOff ? ", no streamed GEMV"
-                  : mode == DecodeStreamMode::kEverywhere ? ", the streamed GEMV wherever it serves"
-                                                          : ", the streamed GEMV where it pays";
+        auto which = [](DecodeKernelMode mode, const char* name) {
+          return !decode_stream_available() || mode == DecodeKernelMode::kOff ? std::string(", no ") + name
+                 : mode == DecodeKernelMode::kEverywhere ? std::string(", the ") + name + " wherever it serves"
+                                                         : std::string(", the ") + name + " where it pays";
+        };
+        f.note += which(decode_run_mode(), "run GEMV") + which(decode_stream_mode(), "streamed GEMV");
       }
 #endif
     } else {
