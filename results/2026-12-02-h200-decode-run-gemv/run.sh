@@ -5,7 +5,10 @@
 # the committed path before), each alone, and transformers' eager generate, alternating. A fresh machine: build, the
 # decode CUDA tests, the runs; one archive. From the repository root:
 #   OUT=... CALL=call1 GPUBENCH_GIT_REVISION=<commit> results/2026-12-02-h200-decode-run-gemv/run.sh PHASE...
-# Phases: cudatest, llama, gpt2 (batch 1 A/B with the references), batch4, profile (ncu, llama), sweep.
+# Phases: cudatest, llama, gpt2 (batch 1 A/B with the references), final (call 2: both models at batch 1 against
+# the path before and the attention's longer splits, with the references), batch4, profile (ncu, llama), sweep.
+# (Call 1's build, bcb8395, had splits of 64 positions or more and a batched combine by default; call 2's has the
+# attention as before, 16 or more, so there "before" is GPUBENCH_DECODE_RUN=0 alone and "split64" the longer splits.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -64,6 +67,19 @@ for phase in "$@"; do
       gpubench ${m}_bs1_new_2 $m "${a[@]}"
       before ${m}_bs1_before_2 $m "${a[@]}"
       ;;
+    final)
+      for m in llama gpt2; do
+        a=(--precision bf16 --batch-size 1 --kernels fused)
+        gpubench ${m}_bs1_new $m "${a[@]}"
+        before ${m}_bs1_before $m "${a[@]}"
+        GPUBENCH_DECODE_ATTN_MIN_SPLIT=64 gpubench ${m}_bs1_split64 $m "${a[@]}"
+        [ "$m" = llama ] && GPUBENCH_DECODE_RUN=1 gpubench ${m}_bs1_run_everywhere $m "${a[@]}"
+        reference ${m}_bs1 --model $m --precision bf16 --batch-size 1
+        gpubench ${m}_bs1_new_2 $m "${a[@]}"
+        before ${m}_bs1_before_2 $m "${a[@]}"
+        GPUBENCH_DECODE_ATTN_MIN_SPLIT=64 gpubench ${m}_bs1_split64_2 $m "${a[@]}"
+      done
+      ;;
     batch4)
       for m in llama gpt2; do
         gpubench ${m}_bs4_new $m --precision bf16 --batch-size 4 --kernels fused
@@ -73,7 +89,7 @@ for phase in "$@"; do
       ;;
     profile)  # each kernel's duration alone (Nsight Compute serializes them: no PDL overlap), clocks left alone
       [ "$SECONDS" -gt "$LIMIT" ] && { log "profile: no time left"; continue; }
-      for cfg in new before; do
+      for cfg in ${PROFILE:-new before}; do
         log "ncu ($cfg): llama bs 1 fused, 60 kernels of the eager warm-up's decode steps"
         env $([ $cfg = before ] && echo GPUBENCH_DECODE_RUN=0 GPUBENCH_DECODE_ATTN_MIN_SPLIT=16) \
           timeout 100 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 60 --csv \

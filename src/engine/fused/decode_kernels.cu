@@ -1034,7 +1034,6 @@ __global__ void argmax_rows(const float* __restrict__ best_v, const int64_t* __r
 
 constexpr int kAttnThreads = 256;
 constexpr int kAttnCombineSlots = 1024;  // q heads of a kv head x splits: the combine's shared memory
-constexpr int kAttnCombineLoads = 16;    // partials a combining thread has in flight
 
 /// Positions per tile: a tile's keys and values fill 16 KB of shared memory.
 template <int D>
@@ -1218,17 +1217,8 @@ __global__ void __launch_bounds__(kAttnThreads)
     if (g < group) {
       float o = 0.0f;
       const float* src = part_acc + (first_slot + static_cast<int64_t>(g) * splits) * D + d;
-      for (int s0 = 0; s0 < splits; s0 += kAttnCombineLoads) {  // the splits' partials in flight at once
-        float part[kAttnCombineLoads];
-#pragma unroll
-        for (int s = 0; s < kAttnCombineLoads; ++s) {
-          part[s] = s0 + s < splits ? __ldcg(src + static_cast<int64_t>(s0 + s) * D) : 0.0f;
-        }
-#pragma unroll
-        for (int s = 0; s < kAttnCombineLoads; ++s) {
-          if (s0 + s < splits) o = fmaf(part[s], weight[g * splits + s0 + s], o);
-        }
-      }
+#pragma unroll 4
+      for (int s = 0; s < splits; ++s) o = fmaf(__ldcg(src + static_cast<int64_t>(s) * D), weight[g * splits + s], o);
       store(out + (static_cast<int64_t>(b) * hq + kh * group + g) * D, d, o * head_l[g]);
     }
   }

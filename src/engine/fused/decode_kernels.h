@@ -120,10 +120,9 @@ cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, 
 bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim);
 /// The most sequences decode_ops sends to it (FlashAttention beyond).
 constexpr int64_t kDecodeAttentionMaxBatch = 8;
-/// Splits: about 256 blocks in all, each over kDecodeAttentionMinPerSplit positions at least by default (a whole
-/// tile of 64 at head_dim 64: fewer splits for the last block to combine) and at most 256, within what the combine
-/// holds; min_per_split overrides the least (16 was the rule before, for measuring the change).
-constexpr int64_t kDecodeAttentionMinPerSplit = 64;
+/// Splits: about 256 blocks in all, each over at least min_per_split positions (kDecodeAttentionMinPerSplit by
+/// default) and at most 256, within what the combine holds.
+constexpr int64_t kDecodeAttentionMinPerSplit = 16;
 void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t window, int* splits,
                              int* per_split, int64_t min_per_split = kDecodeAttentionMinPerSplit);
 cudaError_t launch_decode_attention(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
