@@ -121,8 +121,10 @@ bool decode_attention_serves(int64_t q_heads, int64_t kv_heads, int64_t head_dim
 /// The most sequences decode_ops sends to it (FlashAttention beyond).
 constexpr int64_t kDecodeAttentionMaxBatch = 8;
 /// Splits: about 256 blocks in all, each over at least min_per_split positions (kDecodeAttentionMinPerSplit by
-/// default) and at most 256, within what the combine holds.
-constexpr int64_t kDecodeAttentionMinPerSplit = 16;
+/// default: a whole tile at head_dim 64, and fewer splits for the last block to combine) and at most 256, within
+/// what the combine holds. 64 against the 16 before: TinyLlama's batch-1 step 1.127 ms against 1.213 and GPT-2's
+/// 0.327 against 0.338 on the H200 (results/2026-12-02-h200-decode-run-gemv).
+constexpr int64_t kDecodeAttentionMinPerSplit = 64;
 void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t window, int* splits,
                              int* per_split, int64_t min_per_split = kDecodeAttentionMinPerSplit);
 cudaError_t launch_decode_attention(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,

@@ -52,7 +52,7 @@ bool run_pays(int64_t m, int64_t n, int64_t k, int rows) {
 }
 
 /// The least positions a split of the decode attention covers: GPUBENCH_DECODE_ATTN_MIN_SPLIT (a positive count, for
-/// measuring the rule; results/2026-12-02-h200-decode-run-gemv) or the kernels' default (16), read once.
+/// measuring the rule; results/2026-12-02-h200-decode-run-gemv) or the kernels' default (64), read once.
 int64_t attention_min_per_split() {
   static const int64_t least = [] {
     const char* e = std::getenv("GPUBENCH_DECODE_ATTN_MIN_SPLIT");
