@@ -50,17 +50,6 @@ bool run_pays(int64_t m, int64_t n, int64_t k, int rows) {
   if (mode == DecodeKernelMode::kOff || !decode_run_serves(m, k, rows)) return false;
   return mode == DecodeKernelMode::kEverywhere || (m == 1 && n * k * rows * 2 >= (int64_t{16} << 20));
 }
-
-/// The least positions a split of the decode attention covers: GPUBENCH_DECODE_ATTN_MIN_SPLIT (a positive count, for
-/// measuring the rule; results/2026-12-02-h200-decode-run-gemv) or the kernels' default (64), read once.
-int64_t attention_min_per_split() {
-  static const int64_t least = [] {
-    const char* e = std::getenv("GPUBENCH_DECODE_ATTN_MIN_SPLIT");
-    const long v = e != nullptr ? std::strtol(e, nullptr, 10) : 0;
-    return v > 0 ? static_cast<int64_t>(v) : kDecodeAttentionMinPerSplit;
-  }();
-  return least;
-}
 #endif
 
 /// A mode from the environment variable `name` ("0": off, "1": everywhere, else where it pays).
@@ -285,6 +274,17 @@ at::Tensor decode_argmax(const at::Tensor& logits) {
   return logits.argmax(-1, /*keepdim=*/true);
 }
 
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+int64_t decode_attention_min_split() {
+  static const int64_t least = [] {
+    const char* e = std::getenv("GPUBENCH_DECODE_ATTN_MIN_SPLIT");
+    const long v = e != nullptr ? std::strtol(e, nullptr, 10) : 0;
+    return v > 0 ? static_cast<int64_t>(v) : kDecodeAttentionMinPerSplit;
+  }();
+  return least;
+}
+#endif
+
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                             const at::Tensor& pos, int64_t window, const at::Tensor& counters) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
@@ -296,7 +296,7 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
       k_cache.size(3) == d && decode_attention_serves(hq, hk, d) && counters.defined() && counters.is_cuda() &&
       counters.scalar_type() == at::kInt && counters.numel() >= b * hk && pos.scalar_type() == at::kLong) {
     int splits = 1, per_split = 1;
-    decode_attention_splits(b, hq, hk, window, &splits, &per_split, attention_min_per_split());
+    decode_attention_splits(b, hq, hk, window, &splits, &per_split, decode_attention_min_split());
     at::Tensor out = at::empty_like(q);
     at::Tensor acc = at::empty({b, hq, splits, d}, q.options().dtype(at::kFloat));
     at::Tensor ml = at::empty({b, hq, splits, 2}, q.options().dtype(at::kFloat));

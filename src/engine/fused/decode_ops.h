@@ -57,6 +57,10 @@ at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::
 /// [m, 1], as logits.argmax(-1, keepdim=true).
 at::Tensor decode_argmax(const at::Tensor& logits);
 
+/// The least positions a split of decode_attention covers: GPUBENCH_DECODE_ATTN_MIN_SPLIT (a positive count, for
+/// measuring the rule; read once) or the kernels' default, 64 (builds with the CUDA kernels only).
+int64_t decode_attention_min_split();
+
 /// Decode attention of q [batch, q_heads, head_dim] over the first pos + 1 positions (at most `window`) of the
 /// caches [batch, positions, kv_heads, head_dim] by gpubench's split kernel, with `counters` (int32 [batch x
 /// kv_heads], zero; KvCache holds them). Undefined where the kernel does not serve (not CUDA bf16/fp16, head_dim not

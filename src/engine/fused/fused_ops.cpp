@@ -869,6 +869,9 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
         };
         f.note += which(decode_run_mode(), "run GEMV") + which(decode_stream_mode(), "streamed GEMV");
       }
+      if (kernels && n == "decode_attention") {
+        f.note += "; this run: splits of " + std::to_string(decode_attention_min_split()) + " positions or more";
+      }
 #endif
     } else {
       f.implementation = kernels ? "cuda kernel" : "aten";
