@@ -700,7 +700,7 @@ cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
 //
 // For the large products of one token (TinyLlama's gate/up and down, the LM heads), where the streamed GEMV's
 // consumers, not its copies, set the pace (results/2026-12-02-h200-decode-gemv-bench: its ring alone reads the LM head
-// at 4.0-4.3 TB/s, with the arithmetic 2.5-2.7). The grid is kRunBlocksPerSm blocks an SM; each warp owns a
+// at 4.0-4.3 TB/s, with the arithmetic 2.4-2.7). The grid is kRunBlocksPerSm blocks an SM; each warp owns a
 // contiguous run of outputs and reads their rows as 512-byte steps (a 16-byte chunk a lane), kRunDepth steps of each
 // row (gate and up for SwiGLU) in flight and the next kRunDepth issued before the current ones are used; the first
 // are issued before the wait for the previous kernel. x, normalized as in the streamed GEMV, sits in shared memory.
