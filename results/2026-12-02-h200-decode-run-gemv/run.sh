@@ -2,7 +2,8 @@
 # mode: generate, --kernels fused, after the run GEMV (large one-token products: each warp streams its run of weight
 # rows into registers) and the decode attention's longer splits (64 positions or more, the combine's loads in flight
 # at once), on the H200, against the same build with both off (GPUBENCH_DECODE_RUN=0 GPUBENCH_DECODE_ATTN_MIN_SPLIT=16:
-# the committed path before), each alone, and transformers' eager generate, alternating. A fresh machine: build, the
+# the committed path before), each alone, and transformers' eager generate, alternating. (attn24, for a next call:
+# the longer splits against 16 at TinyLlama batches 2 and 4.) A fresh machine: build, the
 # decode CUDA tests, the runs; one archive. From the repository root:
 #   OUT=... CALL=call1 GPUBENCH_GIT_REVISION=<commit> results/2026-12-02-h200-decode-run-gemv/run.sh PHASE...
 # Phases: cudatest, llama, gpt2 (batch 1 A/B with the references), final (call 2: both models at batch 1 against
@@ -78,6 +79,14 @@ for phase in "$@"; do
         gpubench ${m}_bs1_new_2 $m "${a[@]}"
         before ${m}_bs1_before_2 $m "${a[@]}"
         GPUBENCH_DECODE_ATTN_MIN_SPLIT=64 gpubench ${m}_bs1_split64_2 $m "${a[@]}"
+      done
+      ;;
+    attn24)  # not yet run: the longer splits at batches 2 and 4 (TinyLlama: 10 splits instead of 32 and 16)
+      for b in 2 4; do
+        for r in 1 2; do
+          gpubench llama_bs${b}_split64_$r llama --precision bf16 --batch-size $b --kernels fused
+          GPUBENCH_DECODE_ATTN_MIN_SPLIT=16 gpubench llama_bs${b}_split16_$r llama --precision bf16 --batch-size $b --kernels fused
+        done
       done
       ;;
     batch4)
