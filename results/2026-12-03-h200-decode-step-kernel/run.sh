@@ -8,6 +8,10 @@ OUT="${OUT:-$PWD/device-out}"
 label="${1:-call}"
 mkdir -p "$OUT/$label"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv > "$OUT/$label/nvidia-smi.txt" 2>&1
+bin_v1=build-bench/step_bench_v1  # the previous version, where a call compares two
+if [ -x "$bin_v1" ]; then
+  timeout 120 "$bin_v1" 22 640 576 3 200 > "$OUT/$label/tinyllama-v1.txt" 2>&1; echo "rc $?" >> "$OUT/$label/tinyllama-v1.txt"
+fi
 for i in 1 2; do
   timeout 120 build-bench/step_bench 22 640 576 5 200 > "$OUT/$label/tinyllama-$i.txt" 2>&1; echo "rc $?" >> "$OUT/$label/tinyllama-$i.txt"
 done

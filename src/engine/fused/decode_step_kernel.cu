@@ -22,9 +22,9 @@ using device::store;
 // warp keeps kDepth steps of loads in flight, issues the next kDepth before it uses them, and keeps `prefetch` steps
 // of L2 prefetches ahead of its loads. Its sums go to shared memory per warp and unit, and the block adds them up in
 // warp order (the same result every run).
-constexpr int kWarps = 16;
+constexpr int kWarps = 12;
 constexpr int kThreads = kWarps * 32;
-constexpr int kMaxPerSplit = 256;  // positions an attention split covers at most (its scores sit in shared memory)
+constexpr int kMaxPerSplit = 64;   // positions an attention split covers at most (its keys and values sit in shared memory)
 constexpr int kMinPerSplit = 32;   // and at least, where the window allows
 constexpr int kDefaultPrefetch = 8;
 // The block's small shared state: a norm's per-warp sums (2 per warp, first), the LM head's per-warp best keys (8 bytes
@@ -154,30 +154,48 @@ __device__ __forceinline__ void block_share(int64_t n, int64_t* u0, int64_t* u1)
 /// The input of a GEMV phase into xs as fp32: k values of src (plus add's, rounded to T as their sum is), normalized
 /// as the norm's module returns them (RMSNorm: x r rounded to T, then times gamma, rounded again; LayerNorm rounded
 /// once; none when nw is null), as decode_kernels.cu's stage_x does. raw, when given, receives the input before the
-/// norm. All threads; ends with a barrier.
+/// norm. A thread's chunks of x, add, gamma and beta are requested together (one round trip), the norm's weights kept
+/// in registers for up to kStageRounds chunks a thread. All threads; ends with a barrier.
+constexpr int kStageRounds = 2;
 template <typename T>
 __device__ void stage(const T* src, const T* add, int64_t k, const T* nw, const T* nb, bool rms, float eps,
                       float* xs, float* red, T* raw) {
-  const int64_t chunks = k / 8;
+  const int chunks = static_cast<int>(k / 8);
   float sum = 0.0f, squares = 0.0f;
-  for (int64_t c = threadIdx.x; c < chunks; c += kThreads) {
-    float f[8];
-    unpack8<T>(__ldcg(reinterpret_cast<const uint4*>(src) + c), f);
-    if (add != nullptr) {
-      float a[8];
-      unpack8<T>(__ldcg(reinterpret_cast<const uint4*>(add) + c), a);
+  uint4 gw[kStageRounds], bw[kStageRounds];
+  for (int c0 = 0; c0 < chunks; c0 += kStageRounds * kThreads) {
+    uint4 xv[kStageRounds], av[kStageRounds];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) f[e] = rounded<T>(f[e] + a[e]);
+    for (int j = 0; j < kStageRounds; ++j) {
+      const int c = c0 + j * kThreads + threadIdx.x;
+      if (c >= chunks) continue;
+      xv[j] = __ldcg(reinterpret_cast<const uint4*>(src) + c);
+      if (add != nullptr) av[j] = __ldcg(reinterpret_cast<const uint4*>(add) + c);
+      if (nw != nullptr) gw[j] = __ldg(reinterpret_cast<const uint4*>(nw) + c);
+      if (nb != nullptr) bw[j] = __ldg(reinterpret_cast<const uint4*>(nb) + c);
     }
-    if (raw != nullptr) device::store_v<T, 8>(raw, 8 * c, f);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      sum += f[e];
-      squares = fmaf(f[e], f[e], squares);
+    for (int j = 0; j < kStageRounds; ++j) {
+      const int c = c0 + j * kThreads + threadIdx.x;
+      if (c >= chunks) continue;
+      float f[8];
+      unpack8<T>(xv[j], f);
+      if (add != nullptr) {
+        float a[8];
+        unpack8<T>(av[j], a);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) f[e] = rounded<T>(f[e] + a[e]);
+      }
+      if (raw != nullptr) device::store_v<T, 8>(raw, 8 * c, f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        sum += f[e];
+        squares = fmaf(f[e], f[e], squares);
+      }
+      float4* x4 = reinterpret_cast<float4*>(xs + 8 * c);
+      x4[0] = make_float4(f[0], f[1], f[2], f[3]);
+      x4[1] = make_float4(f[4], f[5], f[6], f[7]);
     }
-    float4* x4 = reinterpret_cast<float4*>(xs + 8 * c);
-    x4[0] = make_float4(f[0], f[1], f[2], f[3]);
-    x4[1] = make_float4(f[4], f[5], f[6], f[7]);
   }
   if (nw != nullptr) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -197,15 +215,24 @@ __device__ void stage(const T* src, const T* add, int64_t k, const T* nw, const 
     const float inv_k = 1.0f / static_cast<float>(k);
     const float mean = rms ? 0.0f : s * inv_k;
     const float inv = rsqrtf((rms ? q * inv_k : fmaxf(q * inv_k - mean * mean, 0.0f)) + eps);
-    for (int64_t c = threadIdx.x; c < chunks; c += kThreads) {  // the chunks this thread wrote
-      float* x = xs + 8 * c;
-      float g[8], b[8];
-      unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nw) + c), g);
-      if (nb != nullptr) unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nb) + c), b);
+    for (int c0 = 0; c0 < chunks; c0 += kStageRounds * kThreads) {  // the chunks this thread wrote
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        x[e] = rms ? rounded<T>(rounded<T>(x[e] * inv) * g[e])
-                   : rounded<T>((x[e] - mean) * inv * g[e] + (nb != nullptr ? b[e] : 0.0f));
+      for (int j = 0; j < kStageRounds; ++j) {
+        const int c = c0 + j * kThreads + threadIdx.x;
+        if (c >= chunks) continue;
+        if (c0 > 0) {  // beyond what the registers kept
+          gw[j] = __ldg(reinterpret_cast<const uint4*>(nw) + c);
+          if (nb != nullptr) bw[j] = __ldg(reinterpret_cast<const uint4*>(nb) + c);
+        }
+        float* x = xs + 8 * c;
+        float g[8], b[8];
+        unpack8<T>(gw[j], g);
+        if (nb != nullptr) unpack8<T>(bw[j], b);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          x[e] = rms ? rounded<T>(rounded<T>(x[e] * inv) * g[e])
+                     : rounded<T>((x[e] - mean) * inv * g[e] + (nb != nullptr ? b[e] : 0.0f));
+        }
       }
     }
   }
@@ -342,21 +369,29 @@ __device__ __forceinline__ void unit_sums(int i, int per_row, const float* wp, i
   }
 }
 
-/// A whole GEMV phase: stream_units, then epi(u, sums) for each of the block's units (threads over units), then the
-/// arrival at `done`. A block without units arrives at once.
-template <typename T, int R, typename Row, typename Before, typename Epi>
+/// A whole GEMV phase: stream_units, then epi(u, sums, carry) for each of the block's units (threads over units),
+/// then the arrival at phase `phase`. carry = prep(u): what the epilogue reads besides the sums (a bias, the
+/// residual), loaded right after the wait for the thread's first unit so that it arrives while the rows stream. A
+/// block without units arrives at once.
+template <typename T, int R, typename Row, typename Before, typename Prep, typename Epi>
 __device__ __forceinline__ void gemv_phase(int64_t n, int64_t k, const Row& row, float* xs, float* wp, int slots,
-                                           int* table, int prefetch, const Before& before, const Epi& epi,
-                                           const Sync& sync, int phase) {
+                                           int* table, int prefetch, const Before& before, const Prep& prep,
+                                           const Epi& epi, const Sync& sync, int phase) {
   int64_t u0 = 0, u1 = 0;
   block_share(n, &u0, &u1);
   if (u0 < u1) {
-    stream_units<T, R>(u0, u1, k, row, xs, wp, slots, table, prefetch, before);
+    float2 carry = make_float2(0.0f, 0.0f);
+    const int first = threadIdx.x;
+    auto after_wait = [&]() {
+      before();
+      if (first < u1 - u0) carry = prep(u0 + first);
+    };
+    stream_units<T, R>(u0, u1, k, row, xs, wp, slots, table, prefetch, after_wait);
     const int per_row = static_cast<int>(k / 256);
-    for (int i = threadIdx.x; i < u1 - u0; i += kThreads) {
+    for (int i = first; i < u1 - u0; i += kThreads) {
       float sums[R];
       unit_sums<R>(i, per_row, wp, slots, table, sums);
-      epi(u0 + i, sums);
+      epi(u0 + i, sums, i == first ? carry : prep(u0 + i));
     }
   }
   arrive(sync, phase);
@@ -370,13 +405,35 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int64_t i) {
   return (static_cast<unsigned long long>(bits) << 32) | (0xffffffffu - static_cast<unsigned>(i));
 }
 
-/// The attention phase of one layer: block i < kv_heads x splits attends the q heads of kv head i / splits over its
-/// split of positions (scores, softmax and weighted values in shared memory), writes its partial (sum, max, total),
-/// and the last split of a kv head to finish (a counter, left zero) combines them into attn. Blocks beyond wait for
-/// nothing and arrive at once.
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(smem))),
+               "l"(gmem)
+               : "memory");
+}
+__device__ __forceinline__ void copies_wait() { asm volatile("cp.async.commit_group;\ncp.async.wait_all;" ::: "memory"); }
+
+/// The attention's shared memory for head_dim D: the split's keys and values (rows padded by 8 values, so a warp
+/// reading a column of rows meets every bank once), the group's q (fp32, scaled), the scores, each head's (max, total)
+/// and the combine's (max, total) of every split.
+template <int D>
+struct AttnSmem {
+  static constexpr int kRow = D + 8;
+  static int64_t floats(int64_t group, int64_t per, int64_t splits) {
+    return 2 * per * kRow / 2 + group * D + group * per + 2 * group + 2 * group * splits + 4;
+  }
+};
+
+/// The attention phase of one layer: item i < kv_heads x splits (block i, and i + grid, ...) attends the q heads of
+/// kv head i / splits over its split of the positions in use: its keys and values are copied into shared memory
+/// before the wait for the q/k/v phase (all but the new position's, which that phase writes), then q and the new
+/// row, then scores, the split's softmax and the weighted values from shared memory; the partial (sums, max, total)
+/// goes to scratch and the last split of a kv head to finish (a counter, left zero) combines them into attn. Blocks
+/// without an item arrive at once.
 template <typename T, int D>
 __device__ void attention_phase(const StepParams& p, const DecodeStepLayer& L, int64_t pos, float* sm,
                                 unsigned* kv_counters, const Sync& sync, int phase) {
+  using Smem = AttnSmem<D>;
+  constexpr int kRow = Smem::kRow, kChunks = D / 8;
   const int hq = static_cast<int>(p.m.q_heads), hk = static_cast<int>(p.m.kv_heads), group = hq / hk;
   const int splits = p.splits, per = p.per_split, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int items = hk * splits;
@@ -385,56 +442,73 @@ __device__ void attention_phase(const StepParams& p, const DecodeStepLayer& L, i
   const T* q = static_cast<const T*>(p.s.q);
   T* out = static_cast<T*>(p.s.attn);
   const int64_t used = pos + 1;
-  if (static_cast<int>(blockIdx.x) < items) {  // this block's positions into L2 while the q/k/v phase runs
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const int kh = item / splits;
-      const int64_t p0 = static_cast<int64_t>(item % splits) * per, p1 = min(p0 + per, used);
-      for (int64_t i = tid; i < (p1 - p0) * (D / 64); i += kThreads) {  // one prefetch per 128 bytes of a row
-        const int64_t r = ((p0 + i / (D / 64)) * hk + kh) * D + (i % (D / 64)) * 64;
-        prefetch_l2(kc + r);
-        prefetch_l2(vc + r);
-      }
-    }
-    wait_all(sync, phase - 1);
-  }
-  float* qs = sm;                     // [group, D], scaled
-  float* sc = qs + group * D;         // [group, kMaxPerSplit]: scores, then their exponentials
-  float* ml = sc + group * kMaxPerSplit;  // [group, 2]: the split's max and total
-  float* cm = ml + 2 * group;         // [group, splits, 2]: every split's, for the combine
+  T* kt = reinterpret_cast<T*>(sm);  // [per, kRow]
+  T* vt = kt + per * kRow;
+  float* qs = reinterpret_cast<float*>(vt + per * kRow);  // [group, D], scaled
+  float* sc = qs + group * D;                              // [group, per]: scores, then their exponentials
+  float* ml = sc + group * per;                            // [group, 2]: the split's max and total
+  float* cm = ml + 2 * group;                              // [group, splits, 2]: every split's, for the combine
   int* flag = reinterpret_cast<int*>(cm + 2 * group * splits);
-  float* part = p.s.part;                                   // [hq, splits, D]
+  float* part = p.s.part;                                         // [hq, splits, D]
   float* part_ml = part + static_cast<int64_t>(hq) * splits * D;  // [hq, splits, 2]
   const float scale = rsqrtf(static_cast<float>(D));
-  constexpr int E = D / 32;  // elements of a key a lane takes
+  // Rows [a, b) of kv head kh into the tiles from row 0 (`from`: the tile's first position).
+  auto copy_rows = [&](int kh, int64_t from, int64_t a, int64_t b) {
+    for (int64_t i = tid; i < (b - a) * kChunks; i += kThreads) {
+      const int64_t r = a + i / kChunks, c = i % kChunks, src = (r * hk + kh) * D + c * 8, dst = (r - from) * kRow + c * 8;
+      copy16_async(kt + dst, kc + src);
+      copy16_async(vt + dst, vc + src);
+    }
+  };
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const int kh = item / splits, split = item % splits;
     const int64_t p0 = static_cast<int64_t>(split) * per, p1 = min(p0 + per, used);
     const int n = p1 > p0 ? static_cast<int>(p1 - p0) : 0;
     __syncthreads();  // the previous item's shared memory is free
-    for (int i = tid; i < group * D; i += kThreads) qs[i] = load_cg(q, static_cast<int64_t>(kh) * group * D + i) * scale;
+    copy_rows(kh, p0, p0, min(p1, pos));  // rows this step does not write
+    if (item == static_cast<int>(blockIdx.x)) wait_all(sync, phase - 1);
+    if (p0 <= pos && pos < p1) copy_rows(kh, p0, pos, pos + 1);  // the new position's, just written
+    for (int i = tid; i < group * kChunks; i += kThreads) {
+      float f[8];
+      unpack8<T>(__ldcg(reinterpret_cast<const uint4*>(q + static_cast<int64_t>(kh) * group * D) + i), f);
+      float4* d4 = reinterpret_cast<float4*>(qs + 8 * i);
+      d4[0] = make_float4(f[0] * scale, f[1] * scale, f[2] * scale, f[3] * scale);
+      d4[1] = make_float4(f[4] * scale, f[5] * scale, f[6] * scale, f[7] * scale);
+    }
+    copies_wait();
     __syncthreads();
-    for (int i = warp; i < n; i += kWarps) {  // scores: a warp a position, lanes over the dimensions
-      const T* kr = kc + ((p0 + i) * hk + kh) * D + lane * E;
-      float kf[E];
+    for (int idx = tid; idx < group * per; idx += kThreads) {  // scores: threads over (head, position)
+      const int g = idx / per, i = idx % per;
+      if (i >= n) continue;
+      const float* qg = qs + g * D;
+      const T* kr = kt + i * kRow;
+      float s = 0.0f;
 #pragma unroll
-      for (int e = 0; e < E; ++e) kf[e] = load_cg(kr, e);
-      for (int g = 0; g < group; ++g) {
-        float s = 0.0f;
-#pragma unroll
-        for (int e = 0; e < E; ++e) s = fmaf(qs[g * D + lane * E + e], kf[e], s);
-        s = warp_sum(s);
-        if (lane == 0) sc[g * kMaxPerSplit + i] = s;
+      for (int c = 0; c < kChunks; ++c) {
+        float kf[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(kr + 8 * c), kf);
+        const float4 qa = *reinterpret_cast<const float4*>(qg + 8 * c);
+        const float4 qb = *reinterpret_cast<const float4*>(qg + 8 * c + 4);
+        s = fmaf(qa.x, kf[0], s);
+        s = fmaf(qa.y, kf[1], s);
+        s = fmaf(qa.z, kf[2], s);
+        s = fmaf(qa.w, kf[3], s);
+        s = fmaf(qb.x, kf[4], s);
+        s = fmaf(qb.y, kf[5], s);
+        s = fmaf(qb.z, kf[6], s);
+        s = fmaf(qb.w, kf[7], s);
       }
+      sc[g * per + i] = s;
     }
     __syncthreads();
     for (int g = warp; g < group; g += kWarps) {  // the split's softmax, a warp a head
       float mx = -INFINITY;
-      for (int i = lane; i < n; i += 32) mx = fmaxf(mx, sc[g * kMaxPerSplit + i]);
+      for (int i = lane; i < n; i += 32) mx = fmaxf(mx, sc[g * per + i]);
       mx = warp_max(mx);
       float l = 0.0f;
       for (int i = lane; i < n; i += 32) {
-        const float e = __expf(sc[g * kMaxPerSplit + i] - mx);
-        sc[g * kMaxPerSplit + i] = e;
+        const float e = __expf(sc[g * per + i] - mx);
+        sc[g * per + i] = e;
         l += e;
       }
       l = warp_sum(l);
@@ -444,19 +518,18 @@ __device__ void attention_phase(const StepParams& p, const DecodeStepLayer& L, i
       }
     }
     __syncthreads();
-    const int g = tid / D, dd = tid % D;  // threads over (head, dimension)
-    float o = 0.0f;
-    if (g < group) {
-      const T* vcol = vc + (p0 * hk + kh) * D + dd;
-#pragma unroll 4
-      for (int i = 0; i < n; ++i) o = fmaf(sc[g * kMaxPerSplit + i], load_cg(vcol, static_cast<int64_t>(i) * hk * D), o);
+    for (int idx = tid; idx < group * D; idx += kThreads) {  // weighted values: threads over (head, dimension)
+      const int g = idx / D, dd = idx % D, head = kh * group + g;
+      float o = 0.0f;
+#pragma unroll 8
+      for (int i = 0; i < n; ++i) o = fmaf(sc[g * per + i], load(vt, static_cast<int64_t>(i) * kRow + dd), o);
+      if (splits == 1) {
+        store(out, static_cast<int64_t>(head) * D + dd, o / ml[2 * g + 1]);
+      } else {
+        part[(static_cast<int64_t>(head) * splits + split) * D + dd] = o;
+      }
     }
-    const int head = kh * group + g;
-    if (splits == 1) {
-      if (g < group) store(out, static_cast<int64_t>(head) * D + dd, o / ml[2 * g + 1]);
-      continue;
-    }
-    if (g < group) part[(static_cast<int64_t>(head) * splits + split) * D + dd] = o;
+    if (splits == 1) continue;
     if (tid < group) {
       part_ml[(static_cast<int64_t>(kh * group + tid) * splits + split) * 2] = ml[2 * tid];
       part_ml[(static_cast<int64_t>(kh * group + tid) * splits + split) * 2 + 1] = ml[2 * tid + 1];
@@ -474,7 +547,8 @@ __device__ void attention_phase(const StepParams& p, const DecodeStepLayer& L, i
       cm[2 * i + 1] = __ldcg(part_ml + (static_cast<int64_t>(kh) * group * splits + i) * 2 + 1);
     }
     __syncthreads();
-    if (g < group) {
+    for (int idx = tid; idx < group * D; idx += kThreads) {
+      const int g = idx / D, dd = idx % D, head = kh * group + g;
       float mx = -INFINITY;
       for (int s = 0; s < splits; ++s) mx = fmaxf(mx, cm[2 * (g * splits + s)]);
       float total = 0.0f, acc = 0.0f;
@@ -499,6 +573,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
   float* wp = xs + p.xs_floats;
   float* red = wp + kWarps * p.warp_slots;
   int* table = reinterpret_cast<int*>(red + kWarpTableAt);
+  float* rope = red + kReduceFloats;  // cos, sin at pos: [2, D]
   const DecodeStepModel& m = p.m;
   const int64_t dim = m.dim, ffn = m.ffn, hq = m.q_heads, hk = m.kv_heads, half = D / 2;
   const int64_t pos = *p.s.pos, token = *p.s.token_in;
@@ -513,6 +588,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
   T* hidden = static_cast<T*>(p.s.hidden);
   T* mlp = static_cast<T*>(p.s.mlp);
   if (blockIdx.x == 0 && threadIdx.x == 0) *best = 0ull;  // read after the last phase's barrier only
+  const bool rotary = m.rope_cos != nullptr;
+  if (rotary && threadIdx.x < 2 * D) {  // the one position's rotary row, for every layer (barriers follow)
+    const T* table_row = static_cast<const T*>(threadIdx.x < D ? m.rope_cos : m.rope_sin) + pos * D;
+    rope[threadIdx.x] = load(table_row, threadIdx.x % D);
+  }
+  auto no_carry = [](int64_t) { return make_float2(0.0f, 0.0f); };
   int phase = 0;
   for (int64_t l = 0; l < m.layers; ++l) {
     const DecodeStepLayer& L = m.layer[l];
@@ -531,18 +612,20 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
         stage<T>(src, add, dim, static_cast<const T*>(L.attn_norm_w), static_cast<const T*>(L.attn_norm_b), m.rms,
                  m.eps, xs, red, l == 0 && blockIdx.x == 0 ? hidden : nullptr);
       };
-      auto epi = [&](int64_t u, const float(&s)[2]) {
-        const int64_t head = u / half, e = u % half, r = head * D + e;
+      auto prep = [&](int64_t u) {  // the pair's biases
+        const int64_t head = u / half, r = head * D + u % half;
         const T* bias = static_cast<const T*>(head < hq ? L.bq : head < hq + hk ? L.bk : L.bv);
         const int64_t br = head < hq ? r : head < hq + hk ? r - hq * D : r - (hq + hk) * D;
-        float y1 = rounded<T>(s[0] + (bias != nullptr ? load(bias, br) : 0.0f));
-        float y2 = rounded<T>(s[1] + (bias != nullptr ? load(bias, br + half) : 0.0f));
-        if (m.rope_cos != nullptr && head < hq + hk) {  // x cos + rotate_half(x) sin
-          const T* cs = static_cast<const T*>(m.rope_cos) + pos * D;
-          const T* sn = static_cast<const T*>(m.rope_sin) + pos * D;
+        return bias != nullptr ? make_float2(load(bias, br), load(bias, br + half)) : make_float2(0.0f, 0.0f);
+      };
+      auto epi = [&](int64_t u, const float(&s)[2], float2 bias) {
+        const int64_t head = u / half, e = u % half;
+        float y1 = rounded<T>(s[0] + bias.x);
+        float y2 = rounded<T>(s[1] + bias.y);
+        if (rotary && head < hq + hk) {  // x cos + rotate_half(x) sin
           const float x1 = y1, x2 = y2;
-          y1 = x1 * load(cs, e) - x2 * load(sn, e);
-          y2 = x2 * load(cs, e + half) + x1 * load(sn, e + half);
+          y1 = x1 * rope[e] - x2 * rope[D + e];
+          y2 = x2 * rope[e + half] + x1 * rope[D + e + half];
         }
         T* dst = head < hq        ? static_cast<T*>(p.s.q) + head * D
                  : head < hq + hk ? static_cast<T*>(L.k_cache) + (pos * hk + head - hq) * D
@@ -550,7 +633,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
         store(dst, e, y1);
         store(dst, e + half, y2);
       };
-      gemv_phase<T, 2>((hq + 2 * hk) * half, dim, row, xs, wp, slots, table, pf, before, epi, sync, phase);
+      gemv_phase<T, 2>((hq + 2 * hk) * half, dim, row, xs, wp, slots, table, pf, before, prep, epi, sync, phase);
       ++phase;
     }
     {  // attention; its blocks also start the output product's rows into L2
@@ -560,18 +643,21 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
       attention_phase<T, D>(p, L, pos, xs, kv_counters, sync, phase);
       ++phase;
     }
-    {  // the output product + bias + residual, in place
+    // The output product and the MLP's second: + bias + the residual, in place.
+    auto residual = [&](const void* bias) {
+      return [bias, hidden](int64_t u) {
+        return make_float2(bias != nullptr ? load(static_cast<const T*>(bias), u) : 0.0f, load_cg(hidden, u));
+      };
+    };
+    auto add_residual = [&](int64_t u, const float(&s)[1], float2 c) { store(hidden, u, s[0] + c.x + c.y); };
+    {
       const T* wo = static_cast<const T*>(L.wo);
-      const T* bo = static_cast<const T*>(L.bo);
       auto row = [&](int64_t u, int) -> const T* { return wo + u * hq * D; };
       auto before = [&]() {
         wait_all(sync, phase - 1);
         stage<T>(static_cast<const T*>(p.s.attn), nullptr, hq * D, nullptr, nullptr, true, 0.0f, xs, red, nullptr);
       };
-      auto epi = [&](int64_t u, const float(&s)[1]) {
-        store(hidden, u, s[0] + (bo != nullptr ? load(bo, u) : 0.0f) + load_cg(hidden, u));
-      };
-      gemv_phase<T, 1>(dim, hq * D, row, xs, wp, slots, table, pf, before, epi, sync, phase);
+      gemv_phase<T, 1>(dim, hq * D, row, xs, wp, slots, table, pf, before, residual(L.bo), add_residual, sync, phase);
       ++phase;
     }
     {  // the MLP's first product with its norm: SwiGLU, or GELU (tanh) of the product + bias
@@ -584,31 +670,30 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
       if (L.w_gate != nullptr) {
         const T* gate = static_cast<const T*>(L.w_gate);
         auto row = [&](int64_t u, int o) -> const T* { return (o == 0 ? gate : up) + u * dim; };
-        auto epi = [&](int64_t u, const float(&s)[2]) { store(mlp, u, s[0] / (1.0f + __expf(-s[0])) * s[1]); };
-        gemv_phase<T, 2>(ffn, dim, row, xs, wp, slots, table, pf, before, epi, sync, phase);
+        auto epi = [&](int64_t u, const float(&s)[2], float2) {
+          store(mlp, u, s[0] / (1.0f + __expf(-s[0])) * s[1]);
+        };
+        gemv_phase<T, 2>(ffn, dim, row, xs, wp, slots, table, pf, before, no_carry, epi, sync, phase);
       } else {
         const T* b = static_cast<const T*>(L.b_up);
         auto row = [&](int64_t u, int) -> const T* { return up + u * dim; };
-        auto epi = [&](int64_t u, const float(&s)[1]) {
-          const float v = s[0] + (b != nullptr ? load(b, u) : 0.0f);
+        auto prep = [&](int64_t u) { return make_float2(b != nullptr ? load(b, u) : 0.0f, 0.0f); };
+        auto epi = [&](int64_t u, const float(&s)[1], float2 c) {
+          const float v = s[0] + c.x;
           store(mlp, u, 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))));
         };
-        gemv_phase<T, 1>(ffn, dim, row, xs, wp, slots, table, pf, before, epi, sync, phase);
+        gemv_phase<T, 1>(ffn, dim, row, xs, wp, slots, table, pf, before, prep, epi, sync, phase);
       }
       ++phase;
     }
-    {  // the MLP's second product + bias + residual, in place
+    {
       const T* wd = static_cast<const T*>(L.w_down);
-      const T* bd = static_cast<const T*>(L.b_down);
       auto row = [&](int64_t u, int) -> const T* { return wd + u * ffn; };
       auto before = [&]() {
         wait_all(sync, phase - 1);
         stage<T>(mlp, nullptr, ffn, nullptr, nullptr, true, 0.0f, xs, red, nullptr);
       };
-      auto epi = [&](int64_t u, const float(&s)[1]) {
-        store(hidden, u, s[0] + (bd != nullptr ? load(bd, u) : 0.0f) + load_cg(hidden, u));
-      };
-      gemv_phase<T, 1>(dim, ffn, row, xs, wp, slots, table, pf, before, epi, sync, phase);
+      gemv_phase<T, 1>(dim, ffn, row, xs, wp, slots, table, pf, before, residual(L.b_down), add_residual, sync, phase);
       ++phase;
     }
   }
@@ -622,21 +707,18 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
     stage<T>(hidden, nullptr, dim, static_cast<const T*>(m.final_norm_w), static_cast<const T*>(m.final_norm_b), m.rms,
              m.eps, xs, red, nullptr);
   };
-  unsigned long long key = 0ull;
-  auto epi = [&](int64_t u, const float(&s)[1]) {
-    const float v = rounded<T>(s[0]);
-    if (logits != nullptr) store(logits, u, v);
-    key = max(key, argmax_key(v, u));
-  };
   int64_t u0 = 0, u1 = 0;
   block_share(m.vocab, &u0, &u1);
+  unsigned long long key = 0ull;
   if (u0 < u1) {
     stream_units<T, 1>(u0, u1, dim, row, xs, wp, slots, table, pf, before);
     const int per_row = static_cast<int>(dim / 256);
     for (int i = threadIdx.x; i < u1 - u0; i += kThreads) {
       float sums[1];
       unit_sums<1>(i, per_row, wp, slots, table, sums);
-      epi(u0 + i, sums);
+      const float v = rounded<T>(sums[0]);
+      if (logits != nullptr) store(logits, u0 + i, v);
+      key = max(key, argmax_key(v, u0 + i));
     }
   }
   for (int off = 16; off > 0; off >>= 1) key = max(key, __shfl_xor_sync(0xffffffffu, key, off));
@@ -692,10 +774,11 @@ template <typename T, int D>
 cudaError_t launch_typed(StepParams p, cudaStream_t stream, bool cooperative) {
   void (*kernel)(const StepParams) = decode_step<T, D>;
   const int64_t group = p.m.q_heads / p.m.kv_heads;
-  const int64_t attn_floats = group * D + group * kMaxPerSplit + 2 * group + 2 * group * p.splits + 4;
+  const int64_t attn_floats = AttnSmem<D>::floats(group, p.per_split, p.splits);
   const int64_t xs = std::max({p.m.dim, p.m.ffn, p.m.q_heads * D, attn_floats});
   p.xs_floats = static_cast<int>((xs + 3) / 4 * 4);
-  const size_t smem = (static_cast<size_t>(p.xs_floats) + kWarps * p.warp_slots + kReduceFloats) * sizeof(float);
+  const size_t smem =
+      (static_cast<size_t>(p.xs_floats) + kWarps * p.warp_slots + kReduceFloats + 2 * D) * sizeof(float);
   static std::atomic<size_t> allowed{0};
   if (smem > 48 * 1024 && allowed.load() < smem) {
     const cudaError_t e =
@@ -724,7 +807,7 @@ cudaError_t launch_typed(StepParams p, cudaStream_t stream, bool cooperative) {
 bool decode_step_serves(const DecodeStepModel& m) {
   const int64_t d = m.head_dim;
   return (d == 64 || d == 128) && m.kv_heads > 0 && m.q_heads % m.kv_heads == 0 &&
-         (m.q_heads / m.kv_heads) * d <= kThreads && m.dim % 256 == 0 && m.ffn % 256 == 0 &&
+         (m.q_heads / m.kv_heads) * d <= 4096 && m.dim % 256 == 0 && m.ffn % 256 == 0 &&
          (m.q_heads * d) % 256 == 0 && m.layers > 0 &&
          m.vocab > 0 && m.vocab < (int64_t{1} << 32) && m.positions > 0;
 }
