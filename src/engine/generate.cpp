@@ -133,6 +133,11 @@ class GenerateRun {
   at::Tensor decode_step(int64_t window) {
     c10::InferenceMode no_autograd;
     AutocastScope autocast(dev_.type(), std::nullopt);
+    if (fused_ && gen_->decode_greedy(token_, pos_, window)) {  // the next token already in token_
+      out_.index_copy_(1, pos_ - (prompt_ - 1), token_);
+      pos_.add_(1);
+      return token_;
+    }
     const at::Tensor logits = gen_->decode(token_, pos_, window);
     const at::Tensor next = fused_ ? fused::decode_argmax(logits) : logits.argmax(-1, /*keepdim=*/true);
     out_.index_copy_(1, pos_ - (prompt_ - 1), next);
@@ -307,6 +312,7 @@ class GenerateRun {
 
   void finish() {
     summarize_run(record_, all_itl_);
+    if (fused_ && !gen_->greedy_note().empty()) record_.notes.push_back("decode step: " + gen_->greedy_note());
     if (record_.summary.stopped_by == "interrupt" && record_.status == RunStatus::kOk) {
       record_.status = RunStatus::kInterrupted;
       record_.reason = "interrupted (SIGINT/SIGTERM) after " + std::to_string(record_.epochs.size()) + " generations";

@@ -804,6 +804,12 @@ cudaError_t launch_typed(StepParams p, cudaStream_t stream, bool cooperative) {
 
 }  // namespace
 
+bool decode_step_available() {
+  int device = 0, major = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+}
+
 bool decode_step_serves(const DecodeStepModel& m) {
   const int64_t d = m.head_dim;
   return (d == 64 || d == 128) && m.kv_heads > 0 && m.q_heads % m.kv_heads == 0 &&

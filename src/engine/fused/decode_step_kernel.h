@@ -73,6 +73,8 @@ struct DecodeStepState {
   unsigned long long* trace = nullptr;
 };
 
+/// Whether the kernel can run on the current device: sm_90 and later (where it was measured).
+bool decode_step_available();
 /// Whether the kernel takes this model: head_dim 64 or 128, q_heads a multiple of kv_heads with (q_heads /
 /// kv_heads) head_dim <= 512, dim and ffn multiples of 8, a positive window.
 bool decode_step_serves(const DecodeStepModel& model);

@@ -5,10 +5,12 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
+#include <functional>
 #include <cstdlib>
 #include <map>
 
 #include "fused/decode_ops.h"
+#include "fused/decode_step_ops.h"
 #include "fused/fused_ops.h"
 #include "precision.h"
 #include "models/layers.h"
@@ -159,6 +161,26 @@ at::Tensor decode_attend(const at::Tensor& x, const std::vector<at::Tensor>& wei
   }
   const at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
   return ctx.defined() ? ctx : attend_cached(q, cache, layer, pos, window, math);
+}
+
+/// decode_greedy's common part: the step kernel for this cache, made at the first step from `describe`'s weights
+/// (one sequence only), then one step of it; false where it does not serve.
+bool step_kernel_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache,
+                        const std::function<engine::fused::DecodeStepWeights()>& describe) {
+  if (!cache.step_kernel_checked) {
+    cache.step_kernel_checked = true;
+    if (token.size(0) == 1 && !cache.k.empty()) {
+      engine::fused::DecodeStepWeights w = describe();
+      w.k_cache = cache.k;
+      w.v_cache = cache.v;
+      cache.step_kernel = engine::fused::DecodeStep::make(w, &cache.step_kernel_why);
+    } else {
+      cache.step_kernel_why = "more than one sequence";
+    }
+  }
+  if (!cache.step_kernel || token.size(0) != 1) return false;
+  cache.step_kernel->step(token, pos, window);
+  return true;
 }
 
 /// Positions pos.. of a prefill (0..t-1) or of one decoded token, for position tables: rows of `table`.
@@ -327,6 +349,44 @@ torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const
   torch::Tensor h = wte(ids) + rows_at(wpe->weight, pos, t);
   for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_cached(h, pos, window, cache, i);
   return at::linear(ln_f_(h.narrow(1, t - 1, 1)).squeeze(1), wte->weight);  // the last token's logits only
+}
+
+bool Gpt2LMHeadModelImpl::decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache) {
+  if (!fused_) return false;
+  return step_kernel_greedy(token, pos, window, cache, [this] {
+    engine::fused::DecodeStepWeights w;
+    const int64_t dim = wte->weight.size(1);
+    for (auto& b : blocks) {  // the Conv1D weights transposed in memory (make_cache): W^T is [out, in] contiguous
+      engine::fused::DecodeStepLayerWeights l;
+      const at::Tensor qkv = b->c_attn->weight.t(), qkv_b = b->c_attn->bias;
+      l.attn_norm_w = b->ln_1->weight;
+      l.attn_norm_b = b->ln_1->bias;
+      l.wq = qkv.narrow(0, 0, dim);
+      l.wk = qkv.narrow(0, dim, dim);
+      l.wv = qkv.narrow(0, 2 * dim, dim);
+      l.bq = qkv_b.narrow(0, 0, dim);
+      l.bk = qkv_b.narrow(0, dim, dim);
+      l.bv = qkv_b.narrow(0, 2 * dim, dim);
+      l.wo = b->attn_proj->weight.t();
+      l.bo = b->attn_proj->bias;
+      l.mlp_norm_w = b->ln_2->weight;
+      l.mlp_norm_b = b->ln_2->bias;
+      l.w_up = b->c_fc->weight.t();
+      l.b_up = b->c_fc->bias;
+      l.w_down = b->mlp_proj->weight.t();
+      l.b_down = b->mlp_proj->bias;
+      w.layers.push_back(l);
+    }
+    w.embed = wte->weight;
+    w.pos_embed = wpe->weight;
+    w.final_norm_w = ln_f_->weight;
+    w.final_norm_b = ln_f_->bias;
+    w.lm_head = wte->weight;
+    w.q_heads = w.kv_heads = blocks.front()->heads();
+    w.rms = false;
+    w.eps = ln_f_->options.eps();
+    return w;
+  });
 }
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
@@ -515,6 +575,37 @@ torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, cons
   torch::Tensor h = embed_tokens_(ids);
   for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward_cached(h, cos, sin, pos, window, cache, i);
   return linear(lm_head_, norm_(h.narrow(1, t - 1, 1)).squeeze(1));  // the last token's logits only
+}
+
+bool LlamaForCausalLMImpl::decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache) {
+  if (!options_.fused) return false;
+  return step_kernel_greedy(token, pos, window, cache, [this, &cache, &token] {
+    engine::fused::DecodeStepWeights w;
+    for (auto& l : layers) {
+      engine::fused::DecodeStepLayerWeights t;
+      t.attn_norm_w = l->input_layernorm->weight;
+      t.wq = l->q_proj->weight;
+      t.wk = l->k_proj->weight;
+      t.wv = l->v_proj->weight;
+      t.wo = l->o_proj->weight;
+      t.mlp_norm_w = l->post_attention_layernorm->weight;
+      t.w_gate = l->gate_proj->weight;
+      t.w_up = l->up_proj->weight;
+      t.w_down = l->down_proj->weight;
+      w.layers.push_back(t);
+    }
+    const auto [cos_all, sin_all] = rotary(cache.positions(), token.device(), engine::compute_dtype(lm_head_->weight));
+    w.rope_cos = cos_all;
+    w.rope_sin = sin_all;
+    w.embed = embed_tokens_->weight;
+    w.final_norm_w = norm_->weight;
+    w.lm_head = lm_head_->weight;
+    w.q_heads = options_.heads;
+    w.kv_heads = options_.kv_heads;
+    w.rms = true;
+    w.eps = norm_->eps();
+    return w;
+  });
 }
 
 double decoder_attention_train_flops_per_sequence(int64_t layers, int64_t hidden, int64_t seq_len) {

@@ -9,7 +9,13 @@
 #include <torch/nn/modules/normalization.h>
 
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
+
+namespace gpubench::engine::fused {
+class DecodeStep;
+}
 
 namespace gpubench::models {
 
@@ -27,6 +33,11 @@ struct KvCache {
   int64_t positions() const { return k.empty() ? 0 : k.front().size(1); }
   /// Before a decode step at device position `pos`: the keys in use become pos + 1 (one small kernel per step).
   void begin_step(const at::Tensor& pos);
+  /// kernels: fused, one sequence: the whole greedy step as one kernel (fused/decode_step_ops.h), made at the first
+  /// step (null where it does not serve: `step_kernel_why` says why).
+  std::shared_ptr<engine::fused::DecodeStep> step_kernel;
+  bool step_kernel_checked = false;
+  std::string step_kernel_why;
 };
 
 /// A cache of `layers` layers for `batch` sequences of `positions` tokens with `kv_heads` heads of `head_dim`.
@@ -113,6 +124,9 @@ class Gpt2LMHeadModelImpl : public torch::nn::Module {
   /// so the decode GEMVs read each output's weights contiguously.
   KvCache make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options);
   torch::Tensor logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
+  /// With `fused` and one sequence: the greedy next token of `token` [1, 1] at `pos` straight into `token`, the whole
+  /// step one kernel (KvCache::step_kernel); false (nothing run) where that kernel does not serve.
+  bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache);
   std::vector<Gpt2Block> blocks;
   /// Runs block i (gradient checkpointing wraps it).
   std::function<torch::Tensor(size_t, const torch::Tensor&)> run_layer;
@@ -202,6 +216,8 @@ class LlamaForCausalLMImpl : public torch::nn::Module {
   /// mode: generate, as Gpt2LMHeadModelImpl's.
   KvCache make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const;
   torch::Tensor logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
+  /// As Gpt2LMHeadModelImpl's.
+  bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache);
   std::vector<LlamaDecoderLayer> layers;
   std::function<torch::Tensor(size_t, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)> run_layer;
   /// kernels: fused: the layers hand each other the stream and its normalised input (forward_fused); gradient

@@ -206,10 +206,12 @@ class CachedGenerator final : public TextGenerator {
  public:
   using MakeCache = std::function<models::KvCache(int64_t, int64_t, const at::TensorOptions&)>;
   using Logits = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, models::KvCache&)>;
-  CachedGenerator(MakeCache make, Logits logits, int64_t vocab, double weight_flops_per_token,
+  using Greedy = std::function<bool(at::Tensor&, const at::Tensor&, int64_t, models::KvCache&)>;
+  CachedGenerator(MakeCache make, Logits logits, Greedy greedy, int64_t vocab, double weight_flops_per_token,
                   double attention_flops_per_context)
       : make_(std::move(make)),
         logits_(std::move(logits)),
+        greedy_(std::move(greedy)),
         vocab_(vocab),
         weight_flops_(weight_flops_per_token),
         attention_flops_(attention_flops_per_context) {}
@@ -221,6 +223,14 @@ class CachedGenerator final : public TextGenerator {
   at::Tensor decode(const at::Tensor& token, const at::Tensor& pos, int64_t window) override {
     return logits_(token, pos, window, cache_);
   }
+  bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window) override {
+    return greedy_(token, pos, window, cache_);
+  }
+  std::string greedy_note() const override {
+    if (!cache_.step_kernel_checked) return "";
+    return cache_.step_kernel ? "one kernel for the whole step (gpubench's step kernel: execution.fusions decode_step)"
+                              : "not one kernel (" + cache_.step_kernel_why + ")";
+  }
   int64_t cache_bytes() const override { return cache_.bytes(); }
   bool flash_decode() const override { return cache_.flash; }
   int64_t vocab() const override { return vocab_; }
@@ -231,6 +241,7 @@ class CachedGenerator final : public TextGenerator {
  private:
   MakeCache make_;
   Logits logits_;
+  Greedy greedy_;
   models::KvCache cache_;
   int64_t vocab_;
   double weight_flops_, attention_flops_;
@@ -312,6 +323,9 @@ std::unique_ptr<TextGenerator> generator_of(Model m, int64_t vocab, double train
       [m](const at::Tensor& ids, const at::Tensor& pos, int64_t window, models::KvCache& c) mutable {
         return m->logits_cached(ids, pos, window, c);
       },
+      [m](at::Tensor& token, const at::Tensor& pos, int64_t window, models::KvCache& c) mutable {
+        return m->decode_greedy(token, pos, window, c);
+      },
       vocab, train_flops_per_token / 3.0 - attention_per_context, attention_per_context);
 }
 
@@ -376,7 +390,10 @@ bool fused_loss(const Scenario& s) { return fused_kernels(s) && s.mode == "train
 /// `base` and, in mode: generate with kernels: fused, the decode step's operations (fused/decode_ops.h).
 std::vector<std::string> with_decode_fusions(const Scenario& s, std::vector<std::string> base) {
   if (fused_kernels(s) && s.mode == "generate") {
-    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention", "decode_argmax"}) base.emplace_back(n);
+    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention", "decode_argmax",
+                          "decode_step"}) {
+      base.emplace_back(n);
+    }
   }
   return base;
 }
