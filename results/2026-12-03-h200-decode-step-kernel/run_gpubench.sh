@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The step kernel bench (step_bench, carried in build-bench/, built by build.sh here), then gpubench built on the GPU
 # machine: the step kernel's CUDA tests and mode: generate at batch 1 with --kernels fused, the whole step one kernel
-# (default) against GPUBENCH_DECODE_STEP=0 (the decode operations' step, as before), alternating, and transformers'
-# eager generate. One archive $CALL.tar.gz. From the repository root:
+# against the decode operations' step, alternating, and transformers' eager generate. (Call 3, 6bbabf3: the step
+# kernel by default, GPUBENCH_DECODE_STEP=0 the decode operations; from call 5 on it is off by default and
+# GPUBENCH_DECODE_STEP=1 asks for it: the runs named _step are the step kernel, _before / _default the other path.) One archive $CALL.tar.gz. From the repository root:
 #   OUT=... CALL=call3 GPUBENCH_GIT_REVISION=<commit> results/2026-12-03-h200-decode-step-kernel/run_gpubench.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,10 +16,11 @@ finish() { tar -C "$OUT" -czf "$OUT/$C.tar.gz" "$C" && rm -rf "$W"; }
 trap finish EXIT
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv > "$W/nvidia-smi.txt" 2>&1
 if [ -x build-bench/step_bench ]; then
-  log "step_bench (v2), then the first version (v1) for its trace"
-  timeout 60 build-bench/step_bench 22 640 576 3 200 > "$W/bench-v2.txt" 2>&1; log "exit $?"
+  log "step_bench (TinyLlama's shapes, then two layers)"
+  timeout 60 build-bench/step_bench 22 640 576 3 200 > "$W/bench.txt" 2>&1; log "exit $?"
+  timeout 60 build-bench/step_bench 2 256 100 3 100 > "$W/bench-two-layers.txt" 2>&1; log "exit $?"
   [ -x build-bench/step_bench_v1 ] && { timeout 60 build-bench/step_bench_v1 22 640 576 2 100 > "$W/bench-v1.txt" 2>&1; log "exit $?"; }
-  grep -A8 "^step " "$W/bench-v2.txt" | tee -a "$W/session.log"
+  grep -A14 "^step " "$W/bench.txt" | tee -a "$W/session.log"
 fi
 GPUBENCH_BUILD_TARGETS="gpubench engine_tests" OUT="$W" scripts/device_run.sh build > "$W/build_phase.log" 2>&1 \
   || { tail -40 "$W/build.log"; exit 1; }
@@ -49,15 +51,14 @@ reference() {
     > "$W/records/console_pytorch_$name.txt" 2>&1
   log "exit $?"; grep -E '"(ttft_ms|decode_tokens_per_s|mode|compile_error)"' "$W/records/console_pytorch_$name.txt" | head -4 | tee -a "$W/session.log"
 }
-off() { GPUBENCH_DECODE_STEP=0 gpubench "$@"; }
+step() { GPUBENCH_DECODE_STEP=1 gpubench "$@"; }
 a=(--precision bf16 --batch-size 1 --kernels fused)
-gpubench llama_bs1_step llama "${a[@]}"
-off llama_bs1_before llama "${a[@]}"
-gpubench gpt2_bs1_step gpt2 "${a[@]}"
-off gpt2_bs1_before gpt2 "${a[@]}"
+step llama_bs1_step llama "${a[@]}"
+gpubench llama_bs1_default llama "${a[@]}"
+step gpt2_bs1_step gpt2 "${a[@]}"
+gpubench gpt2_bs1_default gpt2 "${a[@]}"
+step llama_bs1_step_2 llama "${a[@]}"
+gpubench llama_bs1_default_2 llama "${a[@]}"
+step gpt2_bs1_step_2 gpt2 "${a[@]}"
+gpubench gpt2_bs1_default_2 gpt2 "${a[@]}"
 reference llama_bs1 --model llama --precision bf16 --batch-size 1
-gpubench llama_bs1_step_2 llama "${a[@]}"
-off llama_bs1_before_2 llama "${a[@]}"
-gpubench gpt2_bs1_step_2 gpt2 "${a[@]}"
-off gpt2_bs1_before_2 gpt2 "${a[@]}"
-reference gpt2_bs1 --model gpt2 --precision bf16 --batch-size 1

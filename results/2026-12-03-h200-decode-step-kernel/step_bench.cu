@@ -299,13 +299,13 @@ int main(int argc, char** argv) {
     capture(reference, &v.exec);
     vs.push_back(v);
   }
-  for (int pf : {0, 4, 8, 16, 32}) {
-    tuning.prefetch_steps = pf;
-    Variant v{"step kernel, prefetch " + std::to_string(pf), nullptr, {}, {}};
+  for (int least : {32, 64}) {
+    tuning.min_split = least;
+    Variant v{"step kernel, splits >= " + std::to_string(least), nullptr, {}, {}};
     capture(mega, &v.exec);
     vs.push_back(v);
   }
-  tuning.prefetch_steps = -1;
+  tuning.min_split = 0;
   std::vector<cudaEvent_t> ev(replays + 1);
   for (auto& e : ev) CHECK(cudaEventCreate(&e));
   for (auto& v : vs) {  // warm-up

@@ -21,6 +21,18 @@ bool sm90_here() {
   return at::cuda::getCurrentDeviceProperties()->major >= 9;
 }
 
+/// The step kernel asked for within a scope (it is off by default); the setting before is restored.
+class StepKernelOn {
+ public:
+  StepKernelOn() : before_(fused::decode_step_enabled()) { fused::set_decode_step_enabled(true); }
+  ~StepKernelOn() { fused::set_decode_step_enabled(before_); }
+  StepKernelOn(const StepKernelOn&) = delete;
+  StepKernelOn& operator=(const StepKernelOn&) = delete;
+
+ private:
+  bool before_;
+};
+
 /// A reduced decoder the step kernel takes (hidden and MLP widths multiples of 256, head size 64), on the GPU in bf16.
 std::unique_ptr<Workload> reduced(const std::string& model, const std::string& kernels) {
   Scenario s;
@@ -44,6 +56,7 @@ std::unique_ptr<Workload> reduced(const std::string& model, const std::string& k
 /// break apart).
 TEST(DecodeStepTest, StepKernelPicksTheDecodeOperationsGreedyTokens_CUDA) {
   if (!sm90_here()) GTEST_SKIP() << "no sm_90 CUDA device or no kernels in this build";
+  const StepKernelOn on;
   for (const std::string model : {"llama", "gpt2"}) {
     auto w = reduced(model, "fused");
     TextGenerator* g = w->generator();
@@ -76,6 +89,7 @@ TEST(DecodeStepTest, StepKernelPicksTheDecodeOperationsGreedyTokens_CUDA) {
 /// The step kernel's own logits against the decode operations' at one step (DecodeStep on the model's weights).
 TEST(DecodeStepTest, StepKernelLogitsMatchTheDecodeOperations_CUDA) {
   if (!sm90_here()) GTEST_SKIP() << "no sm_90 CUDA device or no kernels in this build";
+  const StepKernelOn on;
   auto w = reduced("llama", "fused");
   auto* m = dynamic_cast<models::LlamaForCausalLMImpl*>(w->module().get());
   ASSERT_NE(m, nullptr);
@@ -95,8 +109,8 @@ TEST(DecodeStepTest, StepKernelLogitsMatchTheDecodeOperations_CUDA) {
   EXPECT_EQ(token.item<int64_t>(), got.argmax(-1).item<int64_t>()) << "the token is its own logits' greedy one";
 }
 
-/// Where the kernel does not serve, decode_greedy runs nothing and says why: more than one sequence, the CPU, and
-/// GPT-2's parity shapes (a width of 64: not a multiple of 256).
+/// Where the kernel is off (the default) or does not serve, decode_greedy runs nothing; where it was asked for it says
+/// why not: the CPU, more than one sequence.
 TEST(DecodeStepTest, StepKernelDeclinesWhatItDoesNotTake) {
   Scenario s;
   s.model = "gpt2";
@@ -109,6 +123,11 @@ TEST(DecodeStepTest, StepKernelDeclinesWhatItDoesNotTake) {
   c10::InferenceMode no_autograd;
   g->allocate(1, 32, at::TensorOptions().dtype(at::kFloat));
   at::Tensor token = torch::zeros({1, 1}, torch::kLong);
+  ASSERT_FALSE(fused::decode_step_enabled()) << "off unless asked for";
+  EXPECT_FALSE(g->decode_greedy(token, torch::full({1}, 3, torch::kLong), 32));
+  EXPECT_EQ(g->greedy_note(), "") << "no note when off";
+  const StepKernelOn on;
+  g->allocate(1, 32, at::TensorOptions().dtype(at::kFloat));
   EXPECT_FALSE(g->decode_greedy(token, torch::full({1}, 3, torch::kLong), 32));
   EXPECT_NE(g->greedy_note().find("not one kernel"), std::string::npos) << g->greedy_note();
   EXPECT_EQ(token.item<int64_t>(), 0) << "nothing ran";

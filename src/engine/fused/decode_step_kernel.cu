@@ -19,14 +19,14 @@ using device::store;
 // One block an SM of kWarps warps. A GEMV phase gives each block a contiguous run of outputs ("units": a weight row,
 // or two for SwiGLU's gate and up and for a rotary pair of q/k/v rows) and each warp an equal share of the block's
 // 512-byte steps (a 16-byte chunk a lane of each of the unit's rows), so no warp waits on another's longer run; a
-// warp keeps kDepth steps of loads in flight, issues the next kDepth before it uses them, and keeps `prefetch` steps
-// of L2 prefetches ahead of its loads. Its sums go to shared memory per warp and unit, and the block adds them up in
-// warp order (the same result every run).
+// warp keeps kDepth steps of loads in flight, refilling each slot as it is used. Nothing is prefetched further ahead
+// but the output product's rows during the attention: per-lane or bulk L2 prefetches of the next rows made the step
+// slower at every depth on the H200 (results/2026-12-03-h200-decode-step-kernel). A warp's sums go to shared memory
+// per unit, and the block adds them up in warp order (the same result every run).
 constexpr int kWarps = 12;
 constexpr int kThreads = kWarps * 32;
 constexpr int kMaxPerSplit = 64;   // positions an attention split covers at most (its keys and values sit in shared memory)
-constexpr int kMinPerSplit = 32;   // and at least, where the window allows
-constexpr int kDefaultPrefetch = 8;
+constexpr int kMinPerSplit = 32;   // and at least, where the window allows (DecodeStepTuning::min_split)
 // The block's small shared state: a norm's per-warp sums (2 per warp, first), the LM head's per-warp best keys (8 bytes
 // per warp) and each warp's share of a GEMV phase's steps (first step, end, first unit: 3 ints per warp).
 constexpr int kKeysAt = 2 * kWarps, kWarpTableAt = 4 * kWarps, kReduceFloats = 7 * kWarps + 4;
@@ -35,7 +35,7 @@ constexpr int kKeysAt = 2 * kWarps, kWarpTableAt = 4 * kWarps, kReduceFloats = 7
 struct StepParams {
   DecodeStepModel m;
   DecodeStepState s;
-  int splits = 1, per_split = 1, prefetch = 0;
+  int splits = 1, per_split = 1;
   int xs_floats = 0;   // the input vector (fp32), or the attention's working set
   int warp_slots = 0;  // per-warp partial sums of a GEMV phase
 };
@@ -241,13 +241,13 @@ __device__ void stage(const T* src, const T* add, int64_t k, const T* nw, const 
 
 /// A GEMV phase's streaming: the block's units [u0, u1) of rows of k (a multiple of 256: a 512-byte step never
 /// straddles two rows) against xs (fp32 in shared memory), row(u, o) the o-th weight row of unit u. The loads of the
-/// first kDepth steps and `prefetch` steps of L2 prefetches beyond them are issued, then before() runs (the wait for
+/// first kDepth steps are issued, then before() runs (the wait for
 /// the phase's input and its staging into xs; every thread calls it), then the rows stream, each step's registers
 /// refilled with the step kDepth on as soon as it is used. On return (after a barrier) wp[w * slots + (i - table[3 w + 2]) * R + o]
 /// holds warp w's sum for the block's unit i, row o; unit_sums adds them up.
 template <typename T, int R, typename Row, typename Before>
 __device__ __forceinline__ void stream_units(int64_t u0, int64_t u1, int64_t k, const Row& row, const float* xs,
-                                             float* wp, int slots, int* table, int prefetch, const Before& before) {
+                                             float* wp, int slots, int* table, const Before& before) {
   constexpr int kDepth = 12 / R;  // steps in flight: 12 16-byte loads a lane
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int per_row = static_cast<int>(k / 256);
@@ -291,14 +291,6 @@ __device__ __forceinline__ void stream_units(int64_t u0, int64_t u1, int64_t k, 
 #pragma unroll
       for (int o = 0; o < R; ++o) ring[d][o] = load_once(lc.p[o]);
       advance(lc);
-    }
-  }
-  {  // L2 prefetches of the steps after those (one per lane and row: the warp's 512 bytes)
-    Cursor pc = lc;
-    for (int i = 0; i < prefetch && pc.at < s1; ++i) {
-#pragma unroll
-      for (int o = 0; o < R; ++o) prefetch_l2(pc.p[o]);
-      advance(pc);
     }
   }
   before();
@@ -375,7 +367,7 @@ __device__ __forceinline__ void unit_sums(int i, int per_row, const float* wp, i
 /// block without units arrives at once.
 template <typename T, int R, typename Row, typename Before, typename Prep, typename Epi>
 __device__ __forceinline__ void gemv_phase(int64_t n, int64_t k, const Row& row, float* xs, float* wp, int slots,
-                                           int* table, int prefetch, const Before& before, const Prep& prep,
+                                           int* table, const Before& before, const Prep& prep,
                                            const Epi& epi, const Sync& sync, int phase) {
   int64_t u0 = 0, u1 = 0;
   block_share(n, &u0, &u1);
@@ -386,7 +378,7 @@ __device__ __forceinline__ void gemv_phase(int64_t n, int64_t k, const Row& row,
       before();
       if (first < u1 - u0) carry = prep(u0 + first);
     };
-    stream_units<T, R>(u0, u1, k, row, xs, wp, slots, table, prefetch, after_wait);
+    stream_units<T, R>(u0, u1, k, row, xs, wp, slots, table, after_wait);
     const int per_row = static_cast<int>(k / 256);
     for (int i = first; i < u1 - u0; i += kThreads) {
       float sums[R];
@@ -553,11 +545,18 @@ __device__ void attention_phase(const StepParams& p, const DecodeStepLayer& L, i
       for (int s = 0; s < splits; ++s) mx = fmaxf(mx, cm[2 * (g * splits + s)]);
       float total = 0.0f, acc = 0.0f;
       const float* src = part + static_cast<int64_t>(head) * splits * D + dd;
-      for (int s = 0; s < splits; ++s) {
-        const float ls = cm[2 * (g * splits + s) + 1];
-        const float w = ls > 0.0f ? __expf(cm[2 * (g * splits + s)] - mx) : 0.0f;
-        total += ls * w;
-        acc = fmaf(__ldcg(src + static_cast<int64_t>(s) * D), w, acc);
+      for (int s0 = 0; s0 < splits; s0 += 8) {  // eight splits' loads in flight at once
+        float v[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] = s0 + j < splits ? __ldcg(src + static_cast<int64_t>(s0 + j) * D) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (s0 + j >= splits) break;
+          const float ls = cm[2 * (g * splits + s0 + j) + 1];
+          const float w = ls > 0.0f ? __expf(cm[2 * (g * splits + s0 + j)] - mx) : 0.0f;
+          total += ls * w;
+          acc = fmaf(v[j], w, acc);
+        }
       }
       store(out, static_cast<int64_t>(head) * D + dd, acc / total);
     }
@@ -584,7 +583,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
   sync.trace = p.s.trace;
   unsigned* done = sync.done;
   stamp(sync, 0);
-  const int slots = p.warp_slots, pf = p.prefetch;
+  const int slots = p.warp_slots;
   T* hidden = static_cast<T*>(p.s.hidden);
   T* mlp = static_cast<T*>(p.s.mlp);
   if (blockIdx.x == 0 && threadIdx.x == 0) *best = 0ull;  // read after the last phase's barrier only
@@ -633,7 +632,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
         store(dst, e, y1);
         store(dst, e + half, y2);
       };
-      gemv_phase<T, 2>((hq + 2 * hk) * half, dim, row, xs, wp, slots, table, pf, before, prep, epi, sync, phase);
+      gemv_phase<T, 2>((hq + 2 * hk) * half, dim, row, xs, wp, slots, table, before, prep, epi, sync, phase);
       ++phase;
     }
     {  // attention; its blocks also start the output product's rows into L2
@@ -657,7 +656,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
         wait_all(sync, phase - 1);
         stage<T>(static_cast<const T*>(p.s.attn), nullptr, hq * D, nullptr, nullptr, true, 0.0f, xs, red, nullptr);
       };
-      gemv_phase<T, 1>(dim, hq * D, row, xs, wp, slots, table, pf, before, residual(L.bo), add_residual, sync, phase);
+      gemv_phase<T, 1>(dim, hq * D, row, xs, wp, slots, table, before, residual(L.bo), add_residual, sync, phase);
       ++phase;
     }
     {  // the MLP's first product with its norm: SwiGLU, or GELU (tanh) of the product + bias
@@ -673,7 +672,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
         auto epi = [&](int64_t u, const float(&s)[2], float2) {
           store(mlp, u, s[0] / (1.0f + __expf(-s[0])) * s[1]);
         };
-        gemv_phase<T, 2>(ffn, dim, row, xs, wp, slots, table, pf, before, no_carry, epi, sync, phase);
+        gemv_phase<T, 2>(ffn, dim, row, xs, wp, slots, table, before, no_carry, epi, sync, phase);
       } else {
         const T* b = static_cast<const T*>(L.b_up);
         auto row = [&](int64_t u, int) -> const T* { return up + u * dim; };
@@ -682,7 +681,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
           const float v = s[0] + c.x;
           store(mlp, u, 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))));
         };
-        gemv_phase<T, 1>(ffn, dim, row, xs, wp, slots, table, pf, before, prep, epi, sync, phase);
+        gemv_phase<T, 1>(ffn, dim, row, xs, wp, slots, table, before, prep, epi, sync, phase);
       }
       ++phase;
     }
@@ -693,7 +692,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
         wait_all(sync, phase - 1);
         stage<T>(mlp, nullptr, ffn, nullptr, nullptr, true, 0.0f, xs, red, nullptr);
       };
-      gemv_phase<T, 1>(dim, ffn, row, xs, wp, slots, table, pf, before, residual(L.b_down), add_residual, sync, phase);
+      gemv_phase<T, 1>(dim, ffn, row, xs, wp, slots, table, before, residual(L.b_down), add_residual, sync, phase);
       ++phase;
     }
   }
@@ -711,7 +710,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(const StepParams p) {
   block_share(m.vocab, &u0, &u1);
   unsigned long long key = 0ull;
   if (u0 < u1) {
-    stream_units<T, 1>(u0, u1, dim, row, xs, wp, slots, table, pf, before);
+    stream_units<T, 1>(u0, u1, dim, row, xs, wp, slots, table, before);
     const int per_row = static_cast<int>(dim / 256);
     for (int i = threadIdx.x; i < u1 - u0; i += kThreads) {
       float sums[1];
@@ -761,8 +760,10 @@ int warp_slots_for(const DecodeStepModel& m, int64_t grid) {
   return static_cast<int>(most);
 }
 
-void attention_splits(const DecodeStepModel& m, int64_t window, int64_t grid, int* splits, int* per_split) {
-  int64_t s = std::max<int64_t>(1, std::min<int64_t>(grid / m.kv_heads, (window + kMinPerSplit - 1) / kMinPerSplit));
+void attention_splits(const DecodeStepModel& m, int64_t window, int64_t grid, int* splits, int* per_split,
+                      int least = kMinPerSplit) {
+  least = std::max(kMinPerSplit, std::min(least, kMaxPerSplit));
+  int64_t s = std::max<int64_t>(1, std::min<int64_t>(grid / m.kv_heads, (window + least - 1) / least));
   s = std::max<int64_t>(s, (window + kMaxPerSplit - 1) / kMaxPerSplit);
   *per_split = static_cast<int>((window + s - 1) / s);
   *splits = static_cast<int>((window + *per_split - 1) / *per_split);
@@ -826,8 +827,6 @@ int64_t decode_step_part_floats(const DecodeStepModel& m, int64_t window) {
 
 int64_t decode_step_sync_words(const DecodeStepModel& m) { return 2 + m.kv_heads + 5 * m.layers + 1; }
 
-int decode_step_default_prefetch() { return kDefaultPrefetch; }
-
 cudaError_t launch_decode_step(const DecodeStepModel& model, const DecodeStepState& state, DType dtype,
                                cudaStream_t stream, const DecodeStepTuning& tuning) {
   if (!decode_step_serves(model) || state.window < 1 || state.window > model.positions) return cudaErrorInvalidValue;
@@ -835,8 +834,8 @@ cudaError_t launch_decode_step(const DecodeStepModel& model, const DecodeStepSta
   p.m = model;
   p.s = state;
   const int64_t grid = multiprocessors();
-  attention_splits(model, state.window, grid, &p.splits, &p.per_split);
-  p.prefetch = tuning.prefetch_steps >= 0 ? tuning.prefetch_steps : kDefaultPrefetch;
+  attention_splits(model, state.window, grid, &p.splits, &p.per_split,
+                   tuning.min_split > 0 ? tuning.min_split : kMinPerSplit);
   p.warp_slots = warp_slots_for(model, grid);
   const bool d64 = model.head_dim == 64;
   switch (dtype) {

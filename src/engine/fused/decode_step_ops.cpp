@@ -1,5 +1,6 @@
 #include "fused/decode_step_ops.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -11,16 +12,23 @@
 
 namespace gpubench::engine::fused {
 
-bool decode_step_switched_off() {
-  static const bool off = [] {
+namespace {
+std::atomic<bool>& enabled_slot() {
+  static std::atomic<bool> on{[] {
     const char* e = std::getenv("GPUBENCH_DECODE_STEP");
-    return e != nullptr && std::strcmp(e, "0") == 0;
-  }();
-  return off;
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }()};
+  return on;
 }
+}  // namespace
+
+bool decode_step_enabled() { return enabled_slot().load(); }
+
+void set_decode_step_enabled(bool on) { enabled_slot().store(on); }
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 struct DecodeStep::State {
+  DecodeStepWeights weights;  // kept alive: the kernel reads them by pointer
   DecodeStepModel model;
   at::Tensor layers;  // the DecodeStepLayer table on the device (bytes)
   at::Tensor logits, hidden, q, attn, mlp, part, sync;
@@ -52,7 +60,7 @@ std::unique_ptr<DecodeStep> DecodeStep::make(const DecodeStepWeights& w, std::st
     if (why != nullptr) *why = reason;
     return nullptr;
   };
-  if (decode_step_switched_off()) return refuse("switched off (GPUBENCH_DECODE_STEP=0)");
+  if (!decode_step_enabled()) return refuse("");
   if (w.layers.empty() || w.k_cache.size() != w.layers.size() || w.v_cache.size() != w.layers.size()) {
     return refuse("no layers or caches");
   }
@@ -77,10 +85,12 @@ std::unique_ptr<DecodeStep> DecodeStep::make(const DecodeStepWeights& w, std::st
   std::string bad = unfit(w.lm_head, e, "lm_head", m.vocab * dim, false) +
                     unfit(w.final_norm_w, e, "final norm", dim, false) +
                     unfit(w.final_norm_b, e, "final norm bias", dim, true) +
-                    unfit(w.pos_embed, e, "position embedding", m.positions * dim, true) +
+                    unfit(w.pos_embed, e, "position embedding", 0, true) +
                     unfit(w.rope_cos, e, "rotary cos", m.positions * d, true) +
                     unfit(w.rope_sin, e, "rotary sin", m.positions * d, true) + unfit(e, e, "embedding", 0, false);
-  if (w.pos_embed.defined() && w.pos_embed.size(0) < m.positions) bad += "position embedding too short";
+  if (w.pos_embed.defined() && (w.pos_embed.dim() != 2 || w.pos_embed.size(0) < m.positions || w.pos_embed.size(1) != dim)) {
+    bad += "a position embedding of another shape, or shorter than the cache";
+  }
   std::vector<DecodeStepLayer> table(w.layers.size());
   for (size_t i = 0; i < w.layers.size() && bad.empty(); ++i) {
     const DecodeStepLayerWeights& l = w.layers[i];
@@ -138,6 +148,7 @@ std::unique_ptr<DecodeStep> DecodeStep::make(const DecodeStepWeights& w, std::st
   s->layers = s->layers.to(e.device());
   m.layer = static_cast<const DecodeStepLayer*>(s->layers.data_ptr());
   s->model = m;
+  s->weights = w;
   s->dtype = launch::dtype_of(e);
   s->logits = at::empty({1, m.vocab}, e.options());
   s->hidden = at::empty({dim}, e.options());

@@ -1,8 +1,10 @@
 #pragma once
 // `kernels: fused` in mode: generate at batch 1: the whole greedy decode step as one kernel (decode_step_kernel.h),
-// for a model that describes its weights and cache once. Where it does not serve (not CUDA sm_90 or later, not
-// bf16/fp16, shapes it does not take, GPUBENCH_DECODE_STEP=0), make() returns null and the model runs its step by
-// the decode operations (decode_ops.h) instead.
+// for a model that describes its weights and cache once. Off by default: on the H200 it was slower than the decode
+// operations' step (TinyLlama 733 tokens/s against 886, results/2026-12-03-h200-decode-step-kernel), so it runs only
+// when asked for (GPUBENCH_DECODE_STEP=1, or set_decode_step_enabled). Where it is off or does not serve (not CUDA
+// sm_90 or later, not bf16/fp16, shapes it does not take), make() returns null and the model runs its step by the
+// decode operations (decode_ops.h) instead.
 
 #include <ATen/ATen.h>
 
@@ -31,7 +33,8 @@ struct DecodeStepWeights {
 
 class DecodeStep {
  public:
-  /// The kernel's plan for these weights (which must outlive it), or null where it does not serve; `why` says why.
+  /// The kernel's plan for these weights (it keeps them), or null where it is off or does not serve; `why` says why
+  /// it does not serve (left empty when it is off).
   static std::unique_ptr<DecodeStep> make(const DecodeStepWeights& w, std::string* why = nullptr);
   ~DecodeStep();
   DecodeStep(const DecodeStep&) = delete;
@@ -48,8 +51,8 @@ class DecodeStep {
   std::unique_ptr<State> state_;
 };
 
-/// Whether the step kernel is switched off for the process (GPUBENCH_DECODE_STEP=0, read once), for measuring what
-/// it buys.
-bool decode_step_switched_off();
+/// Whether models make the step kernel (GPUBENCH_DECODE_STEP=1, read once; the setter changes it, for tests).
+bool decode_step_enabled();
+void set_decode_step_enabled(bool on);
 
 }  // namespace gpubench::engine::fused

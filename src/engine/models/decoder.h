@@ -33,8 +33,8 @@ struct KvCache {
   int64_t positions() const { return k.empty() ? 0 : k.front().size(1); }
   /// Before a decode step at device position `pos`: the keys in use become pos + 1 (one small kernel per step).
   void begin_step(const at::Tensor& pos);
-  /// kernels: fused, one sequence: the whole greedy step as one kernel (fused/decode_step_ops.h), made at the first
-  /// step (null where it does not serve: `step_kernel_why` says why).
+  /// kernels: fused, one sequence, when asked for: the whole greedy step as one kernel (fused/decode_step_ops.h), made
+  /// at the first step (null where it is off or does not serve: `step_kernel_why` says why it does not serve).
   std::shared_ptr<engine::fused::DecodeStep> step_kernel;
   bool step_kernel_checked = false;
   std::string step_kernel_why;
@@ -124,8 +124,9 @@ class Gpt2LMHeadModelImpl : public torch::nn::Module {
   /// so the decode GEMVs read each output's weights contiguously.
   KvCache make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options);
   torch::Tensor logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
-  /// With `fused` and one sequence: the greedy next token of `token` [1, 1] at `pos` straight into `token`, the whole
-  /// step one kernel (KvCache::step_kernel); false (nothing run) where that kernel does not serve.
+  /// With `fused`, one sequence and the step kernel asked for (fused::decode_step_enabled): the greedy next token of
+  /// `token` [1, 1] at `pos` straight into `token`, the whole step one kernel (KvCache::step_kernel); false (nothing
+  /// run) where that kernel is off or does not serve.
   bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache);
   std::vector<Gpt2Block> blocks;
   /// Runs block i (gradient checkpointing wraps it).

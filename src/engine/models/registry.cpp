@@ -227,8 +227,8 @@ class CachedGenerator final : public TextGenerator {
     return greedy_(token, pos, window, cache_);
   }
   std::string greedy_note() const override {
-    if (!cache_.step_kernel_checked) return "";
-    return cache_.step_kernel ? "one kernel for the whole step (gpubench's step kernel: execution.fusions decode_step)"
+    if (!cache_.step_kernel_checked || (!cache_.step_kernel && cache_.step_kernel_why.empty())) return "";  // off
+    return cache_.step_kernel ? "one kernel for the whole step (gpubench's step kernel, GPUBENCH_DECODE_STEP=1)"
                               : "not one kernel (" + cache_.step_kernel_why + ")";
   }
   int64_t cache_bytes() const override { return cache_.bytes(); }
@@ -390,10 +390,7 @@ bool fused_loss(const Scenario& s) { return fused_kernels(s) && s.mode == "train
 /// `base` and, in mode: generate with kernels: fused, the decode step's operations (fused/decode_ops.h).
 std::vector<std::string> with_decode_fusions(const Scenario& s, std::vector<std::string> base) {
   if (fused_kernels(s) && s.mode == "generate") {
-    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention", "decode_argmax",
-                          "decode_step"}) {
-      base.emplace_back(n);
-    }
+    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention", "decode_argmax"}) base.emplace_back(n);
   }
   return base;
 }

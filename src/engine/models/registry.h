@@ -31,14 +31,15 @@ class TextGenerator {
   /// The logits [batch, vocab] after `token` [batch, 1] at position `pos` (a one-element int64 tensor on the device,
   /// so a captured step replays for the next position), attending to the cache's first `window` positions.
   virtual at::Tensor decode(const at::Tensor& token, const at::Tensor& pos, int64_t window) = 0;
-  /// A greedy step without logits where the model has one (kernels: fused, one sequence: the whole step one kernel):
+  /// A greedy step without logits where the model has one (kernels: fused, one sequence, GPUBENCH_DECODE_STEP=1: the
+  /// whole step one kernel):
   /// the next token of `token` straight into `token`; false (nothing run) where it has none, and decode + argmax
   /// serve instead.
   virtual bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window) {
     (void)token, (void)pos, (void)window;
     return false;
   }
-  /// What decode_greedy runs (empty before the first step), or why it does not run.
+  /// What decode_greedy runs, or why it does not where it was asked for (empty before the first step and when off).
   virtual std::string greedy_note() const { return ""; }
   virtual int64_t cache_bytes() const = 0;
   /// Whether decode attention runs FlashAttention's kernel (models::KvCache::flash) rather than masked SDPA.
