@@ -25,8 +25,10 @@ using device::store;
 // per unit, and the block adds them up in warp order (the same result every run).
 constexpr int kWarps = 12;
 constexpr int kThreads = kWarps * 32;
-constexpr int kMaxPerSplit = 64;   // positions an attention split covers at most (its keys and values sit in shared memory)
-constexpr int kMinPerSplit = 32;   // and at least, where the window allows (DecodeStepTuning::min_split)
+// Positions an attention split covers at most (its keys and values sit in shared memory), and at least where the
+// window allows (DecodeStepTuning::min_split).
+constexpr int kMaxPerSplit = 64;
+constexpr int kMinPerSplit = 32;
 // The block's small shared state: a norm's per-warp sums (2 per warp, first), the LM head's per-warp best keys (8 bytes
 // per warp) and each warp's share of a GEMV phase's steps (first step, end, first unit: 3 ints per warp).
 constexpr int kKeysAt = 2 * kWarps, kWarpTableAt = 4 * kWarps, kReduceFloats = 7 * kWarps + 4;
@@ -243,8 +245,9 @@ __device__ void stage(const T* src, const T* add, int64_t k, const T* nw, const 
 /// straddles two rows) against xs (fp32 in shared memory), row(u, o) the o-th weight row of unit u. The loads of the
 /// first kDepth steps are issued, then before() runs (the wait for
 /// the phase's input and its staging into xs; every thread calls it), then the rows stream, each step's registers
-/// refilled with the step kDepth on as soon as it is used. On return (after a barrier) wp[w * slots + (i - table[3 w + 2]) * R + o]
-/// holds warp w's sum for the block's unit i, row o; unit_sums adds them up.
+/// refilled with the step kDepth on as soon as it is used. On return (after a barrier)
+/// wp[w * slots + (i - table[3 w + 2]) * R + o] holds warp w's sum for the block's unit i, row o; unit_sums adds them
+/// up.
 template <typename T, int R, typename Row, typename Before>
 __device__ __forceinline__ void stream_units(int64_t u0, int64_t u1, int64_t k, const Row& row, const float* xs,
                                              float* wp, int slots, int* table, const Before& before) {
@@ -402,7 +405,9 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
                "l"(gmem)
                : "memory");
 }
-__device__ __forceinline__ void copies_wait() { asm volatile("cp.async.commit_group;\ncp.async.wait_all;" ::: "memory"); }
+__device__ __forceinline__ void copies_wait() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_all;" ::: "memory");
+}
 
 /// The attention's shared memory for head_dim D: the split's keys and values (rows padded by 8 values, so a warp
 /// reading a column of rows meets every bank once), the group's q (fp32, scaled), the scores, each head's (max, total)
@@ -447,7 +452,8 @@ __device__ void attention_phase(const StepParams& p, const DecodeStepLayer& L, i
   // Rows [a, b) of kv head kh into the tiles from row 0 (`from`: the tile's first position).
   auto copy_rows = [&](int kh, int64_t from, int64_t a, int64_t b) {
     for (int64_t i = tid; i < (b - a) * kChunks; i += kThreads) {
-      const int64_t r = a + i / kChunks, c = i % kChunks, src = (r * hk + kh) * D + c * 8, dst = (r - from) * kRow + c * 8;
+      const int64_t r = a + i / kChunks, c = i % kChunks;
+      const int64_t src = (r * hk + kh) * D + c * 8, dst = (r - from) * kRow + c * 8;
       copy16_async(kt + dst, kc + src);
       copy16_async(vt + dst, vc + src);
     }

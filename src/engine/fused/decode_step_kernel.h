@@ -66,7 +66,8 @@ struct DecodeStepState {
   void* attn = nullptr;               ///< [q_heads head_dim]
   void* mlp = nullptr;                ///< [ffn]
   float* part = nullptr;              ///< decode_step_part_floats(model, window) floats
-  unsigned* sync = nullptr;  ///< decode_step_sync_words(model) words, zero before the first launch (each leaves them zero)
+  /// decode_step_sync_words(model) words, zero before the first launch (each launch leaves them zero).
+  unsigned* sync = nullptr;
   int64_t window = 0;        ///< the positions the attention may cover (pos < window <= positions)
   /// For measuring (null in use): per phase and block, when its input was seen ready and when the block arrived,
   /// globaltimer nanoseconds, [2 (5 layers + 1), grid] (decode_step_kernel.cu's Sync).
@@ -75,8 +76,8 @@ struct DecodeStepState {
 
 /// Whether the kernel can run on the current device: sm_90 and later (where it was measured).
 bool decode_step_available();
-/// Whether the kernel takes this model: head_dim 64 or 128, q_heads a multiple of kv_heads with (q_heads /
-/// kv_heads) head_dim <= 512, dim and ffn multiples of 8, a positive window.
+/// Whether the kernel takes this model: head_dim 64 or 128, q_heads a multiple of kv_heads, dim, ffn and q_heads
+/// head_dim multiples of 256 (a 512-byte step of a weight row never straddles two rows), a vocabulary below 2^32.
 bool decode_step_serves(const DecodeStepModel& model);
 int64_t decode_step_part_floats(const DecodeStepModel& model, int64_t window);
 int64_t decode_step_sync_words(const DecodeStepModel& model);

@@ -37,15 +37,17 @@ struct DecodeStep::State {
 
 namespace {
 
-/// Why `t` cannot be the kernel's `what` (empty: it can): defined unless optional, on x's device in x's dtype,
-/// contiguous, 16-byte aligned, `numel` elements (0: any).
+/// Why `t` cannot be the kernel's `what` ("...; ", empty: it can): defined unless optional, on x's device in x's
+/// dtype, contiguous, 16-byte aligned, `numel` elements (0: any).
 std::string unfit(const at::Tensor& t, const at::Tensor& like, const char* what, int64_t numel, bool optional) {
-  if (!t.defined()) return optional ? "" : std::string(what) + " missing";
-  if (t.device() != like.device() || t.scalar_type() != like.scalar_type()) return std::string(what) + ": another dtype or device";
-  if (!t.is_contiguous() || (reinterpret_cast<uintptr_t>(t.data_ptr()) & 15u) != 0) {
-    return std::string(what) + " not contiguous and 16-byte aligned";
+  if (!t.defined()) return optional ? "" : std::string(what) + " missing; ";
+  if (t.device() != like.device() || t.scalar_type() != like.scalar_type()) {
+    return std::string(what) + ": another dtype or device; ";
   }
-  if (numel > 0 && t.numel() != numel) return std::string(what) + " of " + std::to_string(t.numel()) + " values";
+  if (!t.is_contiguous() || (reinterpret_cast<uintptr_t>(t.data_ptr()) & 15u) != 0) {
+    return std::string(what) + " not contiguous and 16-byte aligned; ";
+  }
+  if (numel > 0 && t.numel() != numel) return std::string(what) + " of " + std::to_string(t.numel()) + " values; ";
   return "";
 }
 
@@ -88,14 +90,16 @@ std::unique_ptr<DecodeStep> DecodeStep::make(const DecodeStepWeights& w, std::st
                     unfit(w.pos_embed, e, "position embedding", 0, true) +
                     unfit(w.rope_cos, e, "rotary cos", m.positions * d, true) +
                     unfit(w.rope_sin, e, "rotary sin", m.positions * d, true) + unfit(e, e, "embedding", 0, false);
-  if (w.pos_embed.defined() && (w.pos_embed.dim() != 2 || w.pos_embed.size(0) < m.positions || w.pos_embed.size(1) != dim)) {
-    bad += "a position embedding of another shape, or shorter than the cache";
+  const at::Tensor& pe = w.pos_embed;
+  if (pe.defined() && (pe.dim() != 2 || pe.size(0) < m.positions || pe.size(1) != dim)) {
+    bad += "a position embedding of another shape, or shorter than the cache; ";
   }
   std::vector<DecodeStepLayer> table(w.layers.size());
   for (size_t i = 0; i < w.layers.size() && bad.empty(); ++i) {
     const DecodeStepLayerWeights& l = w.layers[i];
     const bool swiglu = l.w_gate.defined();
-    bad = unfit(l.attn_norm_w, e, "attention norm", dim, false) + unfit(l.attn_norm_b, e, "attention norm bias", dim, true) +
+    bad = unfit(l.attn_norm_w, e, "attention norm", dim, false) +
+          unfit(l.attn_norm_b, e, "attention norm bias", dim, true) +
           unfit(l.wq, e, "q", hq * d * dim, false) + unfit(l.wk, e, "k", hk * d * dim, false) +
           unfit(l.wv, e, "v", hk * d * dim, false) + unfit(l.bq, e, "q bias", hq * d, true) +
           unfit(l.bk, e, "k bias", hk * d, true) + unfit(l.bv, e, "v bias", hk * d, true) +
@@ -106,9 +110,9 @@ std::unique_ptr<DecodeStep> DecodeStep::make(const DecodeStepWeights& w, std::st
           unfit(l.b_down, e, "down bias", dim, true) +
           unfit(w.k_cache[i], e, "k cache", m.positions * hk * d, false) +
           unfit(w.v_cache[i], e, "v cache", m.positions * hk * d, false);
-    if (swiglu && l.b_up.defined()) bad += "a SwiGLU with a bias";
-    if (l.bq.defined() != l.bk.defined() || l.bq.defined() != l.bv.defined()) bad += "q/k/v biases not all or none";
-    if (w.rms && (l.attn_norm_b.defined() || l.mlp_norm_b.defined())) bad += "an RMSNorm with a bias";
+    if (swiglu && l.b_up.defined()) bad += "a SwiGLU with a bias; ";
+    if (l.bq.defined() != l.bk.defined() || l.bq.defined() != l.bv.defined()) bad += "q/k/v biases not all or none; ";
+    if (w.rms && (l.attn_norm_b.defined() || l.mlp_norm_b.defined())) bad += "an RMSNorm with a bias; ";
     DecodeStepLayer& t = table[i];
     t.attn_norm_w = ptr(l.attn_norm_w);
     t.attn_norm_b = ptr(l.attn_norm_b);
@@ -130,8 +134,8 @@ std::unique_ptr<DecodeStep> DecodeStep::make(const DecodeStepWeights& w, std::st
     t.k_cache = w.k_cache[i].data_ptr();
     t.v_cache = w.v_cache[i].data_ptr();
   }
-  if (w.rope_cos.defined() != w.rope_sin.defined()) bad += "one rotary table of two";
-  if (!bad.empty()) return refuse(bad);
+  if (w.rope_cos.defined() != w.rope_sin.defined()) bad += "one rotary table of two; ";
+  if (!bad.empty()) return refuse(bad.substr(0, bad.size() - 2));
   m.embed = e.data_ptr();
   m.pos_embed = ptr(w.pos_embed);
   m.rope_cos = ptr(w.rope_cos);
