@@ -5,8 +5,8 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
-#include <functional>
 #include <cstdlib>
+#include <functional>
 #include <map>
 
 #include "fused/decode_ops.h"
@@ -164,18 +164,20 @@ at::Tensor decode_attend(const at::Tensor& x, const std::vector<at::Tensor>& wei
 }
 
 /// decode_greedy's common part: the step kernel for this cache, made at the first step from `describe`'s weights
-/// (one sequence only), then one step of it; false where it does not serve.
+/// where it is asked for (one sequence only), then one step of it; false where it is off or does not serve.
 bool step_kernel_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache,
                         const std::function<engine::fused::DecodeStepWeights()>& describe) {
   if (!cache.step_kernel_checked) {
     cache.step_kernel_checked = true;
-    if (token.size(0) == 1 && !cache.k.empty()) {
+    if (!engine::fused::decode_step_enabled()) {
+      // off (the default): nothing to say
+    } else if (token.size(0) != 1 || cache.k.empty()) {
+      cache.step_kernel_why = "more than one sequence";
+    } else {
       engine::fused::DecodeStepWeights w = describe();
       w.k_cache = cache.k;
       w.v_cache = cache.v;
       cache.step_kernel = engine::fused::DecodeStep::make(w, &cache.step_kernel_why);
-    } else {
-      cache.step_kernel_why = "more than one sequence";
     }
   }
   if (!cache.step_kernel || token.size(0) != 1) return false;

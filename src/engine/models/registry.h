@@ -32,9 +32,8 @@ class TextGenerator {
   /// so a captured step replays for the next position), attending to the cache's first `window` positions.
   virtual at::Tensor decode(const at::Tensor& token, const at::Tensor& pos, int64_t window) = 0;
   /// A greedy step without logits where the model has one (kernels: fused, one sequence, GPUBENCH_DECODE_STEP=1: the
-  /// whole step one kernel):
-  /// the next token of `token` straight into `token`; false (nothing run) where it has none, and decode + argmax
-  /// serve instead.
+  /// whole step one kernel): the next token of `token` straight into `token`; false (nothing run) where it has none,
+  /// and decode + argmax serve instead.
   virtual bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window) {
     (void)token, (void)pos, (void)window;
     return false;
