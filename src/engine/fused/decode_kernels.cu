@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fused/decode_device.cuh"
 #include "fused/device_values.cuh"
 
 namespace gpubench::engine::fused {
@@ -15,21 +16,13 @@ namespace gpubench::engine::fused {
 namespace {
 
 using device::load;
+using device::load_once;
+using device::prefetch_l2;
 using device::rounded;
 using device::store;
+using device::unpack8;
+using device::warp_sum;
 
-__device__ __forceinline__ float2 pair_to_float2(const __nv_bfloat162& v) { return __bfloat1622float2(v); }
-__device__ __forceinline__ float2 pair_to_float2(const __half2& v) { return __half22float2(v); }
-template <typename T>
-struct PairOf;
-template <>
-struct PairOf<__nv_bfloat16> {
-  using type = __nv_bfloat162;
-};
-template <>
-struct PairOf<__half> {
-  using type = __half2;
-};
 
 /// One or two 16-bit values from their bits (shared memory holds them as words).
 template <typename T>
@@ -43,23 +36,6 @@ __device__ __forceinline__ float2 pair_from_bits(uint32_t w) {
   return make_float2(from_bits<T>(static_cast<uint16_t>(w & 0xffffu)), from_bits<T>(static_cast<uint16_t>(w >> 16)));
 }
 
-/// Eight 16-bit values (one 16-byte load) as floats.
-template <typename T>
-__device__ __forceinline__ void unpack8(const uint4& v, float* f) {
-  const auto* p = reinterpret_cast<const typename PairOf<T>::type*>(&v);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 t = pair_to_float2(p[i]);
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
-  }
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
 
 // ---- programmatic dependent launch ------------------------------------------------------------------------------
 //
@@ -84,7 +60,6 @@ __device__ __forceinline__ void let_next_kernel_start() {
 #endif
 }
 
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 /// The current device's compute capability major (0 where it cannot be asked), asked once per device.
 int device_major() {
@@ -709,18 +684,6 @@ constexpr int kRunDepth = 4;
 constexpr int kRunBlocksPerSm = 2;
 constexpr int kRunMaxSmemBytes = 96 * 1024;  // x's rows: two blocks an SM
 
-/// A 16-byte load of weights read once: not kept in L1, with the L2's next 256 bytes fetched beside it.
-__device__ __forceinline__ uint4 load_once(const void* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-#else
-  return __ldcs(static_cast<const uint4*>(p));
-#endif
-}
 
 template <typename T, int M, int MODE>
 __global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run_gemv(const StreamArgs a) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "fused/decode_device.cuh"
 #include "fused/device_values.cuh"
 
 namespace gpubench::engine::fused {
@@ -13,8 +14,12 @@ namespace gpubench::engine::fused {
 namespace {
 
 using device::load;
+using device::load_once;
+using device::prefetch_l2;
 using device::rounded;
 using device::store;
+using device::unpack8;
+using device::warp_sum;
 
 // One block an SM of kWarps warps. A GEMV phase gives each block a contiguous run of outputs ("units": a weight row,
 // or two for SwiGLU's gate and up and for a rotary pair of q/k/v rows) and each warp an equal share of the block's
@@ -42,41 +47,10 @@ struct StepParams {
   int warp_slots = 0;  // per-warp partial sums of a GEMV phase
 };
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
-}
-
-template <typename T>
-struct Pair;
-template <>
-struct Pair<__nv_bfloat16> {
-  using type = __nv_bfloat162;
-  static __device__ __forceinline__ float2 to_float2(const type& v) { return __bfloat1622float2(v); }
-};
-template <>
-struct Pair<__half> {
-  using type = __half2;
-  static __device__ __forceinline__ float2 to_float2(const type& v) { return __half22float2(v); }
-};
-
-/// Eight 16-bit values (one 16-byte word) as floats.
-template <typename T>
-__device__ __forceinline__ void unpack8(const uint4& v, float* f) {
-  const auto* p = reinterpret_cast<const typename Pair<T>::type*>(&v);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 t = Pair<T>::to_float2(p[i]);
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
-  }
 }
 
 /// One element another block of this launch may have written: through L2 (L1 is not coherent across SMs).
@@ -87,17 +61,6 @@ __device__ __forceinline__ float load_cg(const T* p, int64_t i) {
   *reinterpret_cast<unsigned short*>(&t) = b;
   return load(&t, 0);
 }
-
-/// A 16-byte load of weights read once: not kept in L1, with the L2's next 256 bytes fetched beside it.
-__device__ __forceinline__ uint4 load_once(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 /// Bytes [p, p + bytes) into L2, spread over the block's threads (a prefetch per 128 bytes).
 __device__ __forceinline__ void prefetch_range(const void* p, int64_t bytes) {
@@ -778,7 +741,7 @@ void attention_splits(const DecodeStepModel& m, int64_t window, int64_t grid, in
 int multiprocessors() { return device::multiprocessors(); }
 
 template <typename T, int D>
-cudaError_t launch_typed(StepParams p, cudaStream_t stream, bool cooperative) {
+cudaError_t launch_typed(StepParams p, cudaStream_t stream) {
   void (*kernel)(const StepParams) = decode_step<T, D>;
   const int64_t group = p.m.q_heads / p.m.kv_heads;
   const int64_t attn_floats = AttnSmem<D>::floats(group, p.per_split, p.splits);
@@ -798,13 +761,11 @@ cudaError_t launch_typed(StepParams p, cudaStream_t stream, bool cooperative) {
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attribute[1];  // every block resident at once: the arrival counters need it
   attribute[0].id = cudaLaunchAttributeCooperative;
   attribute[0].val.cooperative = 1;
-  if (cooperative) {
-    config.attrs = attribute;
-    config.numAttrs = 1;
-  }
+  config.attrs = attribute;
+  config.numAttrs = 1;
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
@@ -846,11 +807,11 @@ cudaError_t launch_decode_step(const DecodeStepModel& model, const DecodeStepSta
   const bool d64 = model.head_dim == 64;
   switch (dtype) {
     case DType::kBFloat16:
-      return d64 ? launch_typed<__nv_bfloat16, 64>(p, stream, tuning.cooperative)
-                 : launch_typed<__nv_bfloat16, 128>(p, stream, tuning.cooperative);
+      return d64 ? launch_typed<__nv_bfloat16, 64>(p, stream)
+                 : launch_typed<__nv_bfloat16, 128>(p, stream);
     case DType::kFloat16:
-      return d64 ? launch_typed<__half, 64>(p, stream, tuning.cooperative)
-                 : launch_typed<__half, 128>(p, stream, tuning.cooperative);
+      return d64 ? launch_typed<__half, 64>(p, stream)
+                 : launch_typed<__half, 128>(p, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -82,13 +82,10 @@ bool decode_step_serves(const DecodeStepModel& model);
 int64_t decode_step_part_floats(const DecodeStepModel& model, int64_t window);
 int64_t decode_step_sync_words(const DecodeStepModel& model);
 
-/// How the step kernel runs: the least positions an attention split covers (0: the default, 32; at most 64, and
-/// more where the window needs it; decode_step_part_floats assumes the default or more), and whether it is launched
-/// cooperatively (every block resident at once, which its arrival counters need; off only where a graph cannot hold
-/// such a launch).
+/// How the step kernel runs, for measuring: the least positions an attention split covers (0: the default, 32; at
+/// most 64, and more where the window needs it; decode_step_part_floats assumes the default or more).
 struct DecodeStepTuning {
   int min_split = 0;
-  bool cooperative = true;
 };
 
 /// One decode step (see above) on `stream`; bf16 or fp16.

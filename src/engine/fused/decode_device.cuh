@@ -1,0 +1,59 @@
+#pragma once
+// What the decode kernels (decode_kernels.cu, decode_step_kernel.cu) share on the device: eight 16-bit values of one
+// 16-byte word as floats, a warp's sum, and the two ways they read weights once (a 16-byte load that skips L1, an L2
+// prefetch).
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace gpubench::engine::fused::device {
+
+__device__ __forceinline__ float2 pair_to_float2(const __nv_bfloat162& v) { return __bfloat1622float2(v); }
+__device__ __forceinline__ float2 pair_to_float2(const __half2& v) { return __half22float2(v); }
+template <typename T>
+struct PairOf;
+template <>
+struct PairOf<__nv_bfloat16> {
+  using type = __nv_bfloat162;
+};
+template <>
+struct PairOf<__half> {
+  using type = __half2;
+};
+
+/// Eight 16-bit values (one 16-byte load) as floats.
+template <typename T>
+__device__ __forceinline__ void unpack8(const uint4& v, float* f) {
+  const auto* p = reinterpret_cast<const typename PairOf<T>::type*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 t = pair_to_float2(p[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+/// A 16-byte load of weights read once: not kept in L1, with the L2's next 256 bytes fetched beside it.
+__device__ __forceinline__ uint4 load_once(const void* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+#else
+  return __ldcs(static_cast<const uint4*>(p));
+#endif
+}
+
+}  // namespace gpubench::engine::fused::device
