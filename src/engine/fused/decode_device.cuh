@@ -56,4 +56,15 @@ __device__ __forceinline__ uint4 load_once(const void* p) {
 #endif
 }
 
+/// 16 bytes copied from global to shared memory asynchronously (through L2, not L1), waited for by copies_wait.
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(smem))),
+               "l"(gmem)
+               : "memory");
+}
+/// Waits for every copy16_async this thread issued (their data is then visible to it; to the block after a barrier).
+__device__ __forceinline__ void copies_wait() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_all;" ::: "memory");
+}
+
 }  // namespace gpubench::engine::fused::device

@@ -1,6 +1,7 @@
 #include "fused/decode_kernels.h"
 
 #include <cuda_bf16.h>
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@ namespace gpubench::engine::fused {
 
 namespace {
 
+using device::copies_wait;
+using device::copy16_async;
 using device::load;
 using device::load_once;
 using device::prefetch_l2;
@@ -90,24 +93,39 @@ bool programmatic_launch() {
 /// Whether the streamed GEMV can run here: sm_90 and later (decode_ops decides which products it takes).
 bool stream_available() { return device_major() >= 9; }
 
-/// Launches a decode kernel with `smem` bytes of dynamic shared memory, programmatically where the device allows.
+/// Launches a decode kernel with `smem` bytes of dynamic shared memory in clusters of `cluster_x` blocks along x (0:
+/// no clusters), programmatically where the device allows.
 template <typename... Params, typename... Args>
-cudaError_t launch_kernel_smem(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                               Args... args) {
+cudaError_t launch_kernel_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, unsigned cluster_x,
+                                  cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attribute[2];
+  unsigned count = 0;
   if (programmatic_launch()) {
-    config.attrs = attribute;
-    config.numAttrs = 1;
+    attribute[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[count++].val.programmaticStreamSerializationAllowed = 1;
   }
+  if (cluster_x > 0) {
+    attribute[count].id = cudaLaunchAttributeClusterDimension;
+    attribute[count].val.clusterDim.x = cluster_x;
+    attribute[count].val.clusterDim.y = 1;
+    attribute[count++].val.clusterDim.z = 1;
+  }
+  config.attrs = count > 0 ? attribute : nullptr;
+  config.numAttrs = count;
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
   return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+/// Launches a decode kernel with `smem` bytes of dynamic shared memory, programmatically where the device allows.
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel_smem(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                               Args... args) {
+  return launch_kernel_cluster(kernel, grid, block, smem, 0, stream, args...);
 }
 
 /// Launches a decode kernel without dynamic shared memory.
@@ -646,7 +664,8 @@ int stream_slots(int64_t m, int64_t k, int rows) {
 }
 
 /// Raises `kernel`'s dynamic shared memory limit to `bytes` once per device (`sized`: the devices done, 0..63).
-cudaError_t allow_smem(std::atomic<uint64_t>& sized, void (*kernel)(const StreamArgs), int bytes) {
+template <typename Kernel>
+cudaError_t allow_smem(std::atomic<uint64_t>& sized, Kernel kernel, int bytes) {
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
@@ -1207,6 +1226,192 @@ cudaError_t attention_typed(const void* q, const void* k_cache, const void* v_ca
                        part_ml, counters, positions, h, k, splits, per_split, scale);
 }
 
+// ---- decode attention, cluster form (sm_90): the splits of a (sequence, kv head) combined in shared memory ---------
+//
+// One thread block cluster per (sequence, kv head), a block per split of the positions. A block copies every key and
+// value row of its split into shared memory before it waits for the previous kernel (rows written by earlier steps do
+// not change; the new position's row, written by the kernel just before, is read again after the wait), computes its
+// partial softmax(q k^T) v in one pass, and the blocks of the cluster then combine the partials by reading each
+// other's shared memory (distributed shared memory) instead of writing them to global memory for a last block to
+// read back: the chain after the wait is the position, the new row, the arithmetic and two cluster barriers.
+
+constexpr int kClusterAttnThreads = 256;
+constexpr int kClusterAttnMaxSplits = 16;
+
+/// The cluster form's dynamic shared memory for `per_split` positions, `group` q heads of head size d: the keys and
+/// values (16-bit, rows of d/8 16-byte chunks), the group's q (fp32; the partial outputs once the scores are done),
+/// the scores and each head's (max, total).
+size_t cluster_attn_smem(int64_t per_split, int64_t group, int64_t d) {
+  const int64_t scores = (per_split + 3) / 4 * 4;
+  return static_cast<size_t>(2 * per_split * d * 2 + group * d * 4 + group * scores * 4 + group * 2 * 4);
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kClusterAttnThreads)
+    decode_attention_cluster(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
+                             const int64_t* __restrict__ pos_ptr, T* __restrict__ out, int64_t positions, int hq,
+                             int hk, int per_split, float scale) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kChunks = D / 8;  // 16-byte chunks of a row; chunk c of row p sits at c ^ (p % 8), so that eight
+                                  // lanes reading chunk c of eight rows meet eight different bank groups
+  extern __shared__ __align__(128) unsigned char smem[];
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int split = blockIdx.x, kh = blockIdx.y, b = blockIdx.z, tid = threadIdx.x, splits = gridDim.x;
+  const int group = hq / hk, lane = tid & 31, warp = tid >> 5;
+  const int scores_stride = (per_split + 3) / 4 * 4;
+  uint4* kt = reinterpret_cast<uint4*>(smem);
+  uint4* vt = kt + per_split * kChunks;
+  float* qs = reinterpret_cast<float*>(vt + per_split * kChunks);  // q (scaled), then this block's partial outputs
+  float* sc = qs + group * D;
+  float* ml = sc + group * scores_stride;  // per head: max, total
+  const int64_t p0 = static_cast<int64_t>(split) * per_split;
+  const int64_t row0 = (static_cast<int64_t>(b) * positions) * hk + kh;  // row of (b, position 0, kh)
+  auto row_of = [&](int64_t p) { return (row0 + p * hk) * D; };
+  auto slot = [](int p, int c) { return p * kChunks + (c ^ (p & 7)); };
+  const int rows = static_cast<int>(p0 + per_split < positions ? per_split : positions - p0);
+  for (int i = tid; i < rows * kChunks; i += kClusterAttnThreads) {  // before the wait: no dependency on this step
+    const int p = i / kChunks, c = i % kChunks;
+    copy16_async(kt + slot(p, c), kc + row_of(p0 + p) + c * 8);
+    copy16_async(vt + slot(p, c), vc + row_of(p0 + p) + c * 8);
+  }
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+  const int64_t used = *pos_ptr + 1;
+  const int n = static_cast<int>(used <= p0 ? 0 : used - p0 < per_split ? used - p0 : per_split);
+  // The new position's row: its owner threads (those that copied it above) read it again, after their copies land.
+  const int fresh = static_cast<int>(used - 1 - p0);
+  const int chunk = tid - fresh * kChunks % kClusterAttnThreads;
+  const int mine = chunk < 0 ? chunk + kClusterAttnThreads : chunk;
+  const bool owner = fresh >= 0 && fresh < rows && mine < kChunks;
+  uint4 knew{}, vnew{};
+  if (owner) {
+    knew = __ldcg(reinterpret_cast<const uint4*>(kc + row_of(p0 + fresh)) + mine);
+    vnew = __ldcg(reinterpret_cast<const uint4*>(vc + row_of(p0 + fresh)) + mine);
+  }
+  for (int i = tid; i < group * D; i += kClusterAttnThreads) {
+    qs[i] = load(q + (static_cast<int64_t>(b) * hq + kh * group) * D, i) * scale;
+  }
+  copies_wait();
+  if (owner) {
+    kt[slot(fresh, mine)] = knew;
+    vt[slot(fresh, mine)] = vnew;
+  }
+  __syncthreads();
+  for (int i = tid; i < group * n; i += kClusterAttnThreads) {  // scores: a thread per (head, position)
+    const int g = i / n, p = i % n;
+    const float4* qg = reinterpret_cast<const float4*>(qs + g * D);
+    float s = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      float kf[8];
+      unpack8<T>(kt[slot(p, c)], kf);
+      const float4 a = qg[2 * c], e = qg[2 * c + 1];
+      s = fmaf(a.x, kf[0], fmaf(a.y, kf[1], fmaf(a.z, kf[2], fmaf(a.w, kf[3], s))));
+      s = fmaf(e.x, kf[4], fmaf(e.y, kf[5], fmaf(e.z, kf[6], fmaf(e.w, kf[7], s))));
+    }
+    sc[g * scores_stride + p] = s;
+  }
+  __syncthreads();
+  for (int g = warp; g < group; g += kClusterAttnThreads / 32) {  // softmax numerators, a warp per head
+    float m = -INFINITY;
+    for (int p = lane; p < n; p += 32) m = fmaxf(m, sc[g * scores_stride + p]);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float l = 0.0f;
+    for (int p = lane; p < n; p += 32) {
+      const float e = __expf(sc[g * scores_stride + p] - m);
+      sc[g * scores_stride + p] = e;
+      l += e;
+    }
+    l = warp_sum(l);
+    if (lane == 0) {
+      ml[2 * g] = m;
+      ml[2 * g + 1] = l;
+    }
+  }
+  __syncthreads();  // the scores are final; qs is free for the partial outputs
+  const uint32_t* vw = reinterpret_cast<const uint32_t*>(vt);
+  for (int i = tid; i < group * D / 2; i += kClusterAttnThreads) {  // weighted values: a thread per (head, 2 dims)
+    const int g = i / (D / 2), w = i % (D / 2), c = w / 4, e = w % 4;
+    float ax = 0.0f, ay = 0.0f;
+    const float* sg = sc + g * scores_stride;
+#pragma unroll 4
+    for (int p = 0; p < n; ++p) {
+      const float2 v = pair_from_bits<T>(vw[4 * slot(p, c) + e]);
+      ax = fmaf(sg[p], v.x, ax);
+      ay = fmaf(sg[p], v.y, ay);
+    }
+    qs[g * D + 2 * w] = ax;
+    qs[g * D + 2 * w + 1] = ay;
+  }
+  cluster.sync();  // every block's partials are written and visible to the cluster
+  // The combine: block `split` owns outputs [split * per_block, +per_block) of the group's group x D; each of its
+  // threads reads every split's (max, total) of the head and its partial of the dimension from that block.
+  const int total = group * D, per_block = (total + splits - 1) / splits, o = split * per_block + tid;
+  float result = 0.0f;
+  const bool combines = tid < per_block && o < total;
+  if (combines) {
+    const int g = o / D;
+    float m_s[kClusterAttnMaxSplits], l_s[kClusterAttnMaxSplits], a_s[kClusterAttnMaxSplits];
+#pragma unroll
+    for (int s = 0; s < kClusterAttnMaxSplits; ++s) {
+      if (s < splits) {
+        const float* rml = cluster.map_shared_rank(ml, s);
+        const float* racc = cluster.map_shared_rank(qs, s);
+        m_s[s] = rml[2 * g];
+        l_s[s] = rml[2 * g + 1];
+        a_s[s] = racc[o];
+      }
+    }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kClusterAttnMaxSplits; ++s) {
+      if (s < splits && l_s[s] > 0.0f) mx = fmaxf(mx, m_s[s]);
+    }
+    float sum = 0.0f, acc = 0.0f;
+#pragma unroll
+    for (int s = 0; s < kClusterAttnMaxSplits; ++s) {
+      if (s < splits && l_s[s] > 0.0f) {
+        const float f = __expf(m_s[s] - mx);
+        sum = fmaf(l_s[s], f, sum);
+        acc = fmaf(a_s[s], f, acc);
+      }
+    }
+    result = sum > 0.0f ? acc / sum : 0.0f;
+  }
+  cluster.barrier_arrive();  // done reading the others' shared memory
+  if (combines) store(out + (static_cast<int64_t>(b) * hq + kh * group) * D, o, result);
+  cluster.barrier_wait();  // no block leaves while another may still read its shared memory
+#endif
+}
+
+template <typename T>
+cudaError_t cluster_attention_typed(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
+                                    void* out, int64_t batch, int64_t positions, int64_t hq, int64_t hk, int64_t d,
+                                    int splits, int per_split, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(hk), static_cast<unsigned>(batch));
+  const size_t smem = cluster_attn_smem(per_split, hq / hk, d);
+  const float scale = 1.0f / sqrtf(static_cast<float>(d));
+  auto kernel = d == 64 ? decode_attention_cluster<T, 64> : decode_attention_cluster<T, 128>;
+  // Once per device and kernel: shared memory up to the device's opt-in limit (the plan kept within it), clusters
+  // of up to 16 blocks (more than the portable 8).
+  static std::atomic<uint64_t> sized[2] = {{0}, {0}};
+  int device = 0, optin = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e == cudaSuccess && (sized[d == 64].load(std::memory_order_relaxed) & (uint64_t{1} << (device & 63))) == 0) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  }
+  if (e == cudaSuccess) e = allow_smem(sized[d == 64], kernel, optin);
+  if (e != cudaSuccess) return e;
+  if (smem > static_cast<size_t>(optin)) return cudaErrorInvalidValue;
+  return launch_kernel_cluster(kernel, grid, dim3(kClusterAttnThreads), smem, static_cast<unsigned>(splits), stream,
+                               static_cast<const T*>(q), static_cast<const T*>(k_cache), static_cast<const T*>(v_cache),
+                               pos, static_cast<T*>(out), positions, static_cast<int>(hq), static_cast<int>(hk),
+                               per_split, scale);
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 }  // namespace
@@ -1372,6 +1577,60 @@ cudaError_t launch_decode_attention(const void* q, const void* k_cache, const vo
     case DType::kFloat16:
       return attention_typed<__half>(q, k_cache, v_cache, pos, out, part_acc, part_ml, counters, batch, positions,
                                      q_heads, kv_heads, head_dim, splits, per_split, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+int decode_attention_cluster_max() {
+  static const int forced = [] {
+    const char* e = std::getenv("GPUBENCH_DECODE_ATTN_CLUSTER");
+    return e != nullptr ? static_cast<int>(std::strtol(e, nullptr, 10)) : -1;
+  }();
+  if (forced == 0 || !stream_available()) return 0;
+  return forced > 0 ? std::min(forced, kClusterAttnMaxSplits) : kDecodeAttentionMaxCluster;
+}
+
+bool decode_attention_cluster_plan(int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t window, int* splits,
+                                   int* per_split, int64_t min_per_split, int max_cluster) {
+  if (max_cluster < 0) max_cluster = decode_attention_cluster_max();
+  if (max_cluster == 0 || !stream_available() || !decode_attention_serves(q_heads, kv_heads, head_dim) || window < 1) {
+    return false;
+  }
+  max_cluster = std::min(max_cluster, kClusterAttnMaxSplits);
+  int device = 0, optin = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    return false;
+  }
+  const int64_t least = std::max<int64_t>(min_per_split, 1), group = q_heads / kv_heads;
+  int64_t s = std::min<int64_t>(std::max<int64_t>((window + least - 1) / least, 1), max_cluster);
+  for (; s <= kClusterAttnMaxSplits; ++s) {  // more splits only where a split would not fit
+    const int64_t per = (window + s - 1) / s;
+    if (cluster_attn_smem(per, group, head_dim) <= static_cast<size_t>(optin)) {
+      *per_split = static_cast<int>(per);
+      *splits = static_cast<int>((window + per - 1) / per);
+      return true;
+    }
+  }
+  return false;
+}
+
+cudaError_t launch_decode_attention_cluster(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
+                                            void* out, DType dtype, int64_t batch, int64_t positions, int64_t q_heads,
+                                            int64_t kv_heads, int64_t head_dim, int splits, int per_split,
+                                            cudaStream_t stream) {
+  if (!decode_attention_serves(q_heads, kv_heads, head_dim) || splits < 1 || splits > kClusterAttnMaxSplits ||
+      per_split < 1 || !stream_available()) {
+    return cudaErrorInvalidValue;
+  }
+  if (batch == 0) return cudaSuccess;
+  switch (dtype) {
+    case DType::kBFloat16:
+      return cluster_attention_typed<__nv_bfloat16>(q, k_cache, v_cache, pos, out, batch, positions, q_heads, kv_heads,
+                                                    head_dim, splits, per_split, stream);
+    case DType::kFloat16:
+      return cluster_attention_typed<__half>(q, k_cache, v_cache, pos, out, batch, positions, q_heads, kv_heads,
+                                             head_dim, splits, per_split, stream);
     default: return cudaErrorInvalidValue;
   }
 }

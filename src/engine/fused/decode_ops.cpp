@@ -296,8 +296,15 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
       k_cache.size(3) == d && decode_attention_serves(hq, hk, d) && counters.defined() && counters.is_cuda() &&
       counters.scalar_type() == at::kInt && counters.numel() >= b * hk && pos.scalar_type() == at::kLong) {
     int splits = 1, per_split = 1;
-    decode_attention_splits(b, hq, hk, window, &splits, &per_split, decode_attention_min_split());
     at::Tensor out = at::empty_like(q);
+    if (decode_attention_cluster_plan(hq, hk, d, window, &splits, &per_split, decode_attention_min_split())) {
+      launch::check(launch_decode_attention_cluster(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
+                                                    pos.data_ptr<int64_t>(), out.data_ptr(), launch::dtype_of(q), b,
+                                                    k_cache.size(1), hq, hk, d, splits, per_split, launch::stream()),
+                    "decode_attention (cluster)");
+      return out;
+    }
+    decode_attention_splits(b, hq, hk, window, &splits, &per_split, decode_attention_min_split());
     at::Tensor acc = at::empty({b, hq, splits, d}, q.options().dtype(at::kFloat));
     at::Tensor ml = at::empty({b, hq, splits, 2}, q.options().dtype(at::kFloat));
     launch::check(launch_decode_attention(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), pos.data_ptr<int64_t>(),

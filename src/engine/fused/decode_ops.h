@@ -62,7 +62,8 @@ at::Tensor decode_argmax(const at::Tensor& logits);
 int64_t decode_attention_min_split();
 
 /// Decode attention of q [batch, q_heads, head_dim] over the first pos + 1 positions (at most `window`) of the
-/// caches [batch, positions, kv_heads, head_dim] by gpubench's split kernel, with `counters` (int32 [batch x
+/// caches [batch, positions, kv_heads, head_dim] by gpubench's split kernel: on sm_90 its cluster form (the splits
+/// combined in distributed shared memory), else the form whose last block combines, with `counters` (int32 [batch x
 /// kv_heads], zero; KvCache holds them). Undefined where the kernel does not serve (not CUDA bf16/fp16, head_dim not
 /// 64 or 128, a cache of another dtype, more than 8 sequences): the caller attends by its own path then.
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,

@@ -14,6 +14,8 @@ namespace gpubench::engine::fused {
 namespace {
 
 using device::load;
+using device::copies_wait;
+using device::copy16_async;
 using device::load_once;
 using device::prefetch_l2;
 using device::rounded;
@@ -361,15 +363,6 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int64_t i) {
   unsigned bits = __float_as_uint(v == 0.0f ? 0.0f : v);
   bits = v != v ? 0xffffffffu : (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
   return (static_cast<unsigned long long>(bits) << 32) | (0xffffffffu - static_cast<unsigned>(i));
-}
-
-__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(smem))),
-               "l"(gmem)
-               : "memory");
-}
-__device__ __forceinline__ void copies_wait() {
-  asm volatile("cp.async.commit_group;\ncp.async.wait_all;" ::: "memory");
 }
 
 /// The attention's shared memory for head_dim D: the split's keys and values (rows padded by 8 values, so a warp

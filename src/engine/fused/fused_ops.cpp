@@ -847,9 +847,11 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                                    "and beta folded into the weights, the row statistics summed beside the product); "
                                    "the final norm before cuBLAS's LM head is one kernel"
           : n == "decode_attention"
-              ? "one query per sequence over the keys in use, in tiles of keys and values in shared memory, split "
-                "over positions (64 or more a split) with the splits combined by the last block, in one launch (up "
-                "to 8 sequences, head_dim 64 or 128; FlashAttention or SDPA otherwise)"
+              ? "one query per sequence over the keys in use, split over positions (64 or more a split), in one "
+                "launch (up to 8 sequences, head_dim 64 or 128; FlashAttention or SDPA otherwise): on sm_90 and "
+                "later a thread block cluster per (sequence, kv head), each block's keys and values whole in shared "
+                "memory, copied before the previous kernel ends, the splits combined through the cluster's "
+                "distributed shared memory; before sm_90 in tiles, the splits combined by the last block"
           : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, in two small launches"
                                  : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
                                    "the cache: in the streamed GEMV's epilogue where that GEMV takes the q/k/v "
@@ -870,7 +872,10 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
         f.note += which(decode_run_mode(), "run GEMV") + which(decode_stream_mode(), "streamed GEMV");
       }
       if (kernels && n == "decode_attention") {
-        f.note += "; this run: splits of " + std::to_string(decode_attention_min_split()) + " positions or more";
+        const int cluster = decode_attention_cluster_max();
+        f.note += "; this run: splits of " + std::to_string(decode_attention_min_split()) + " positions or more, " +
+                  (cluster > 0 ? "clusters of up to " + std::to_string(cluster) + " splits"
+                               : std::string("no clusters (a device before sm_90, or GPUBENCH_DECODE_ATTN_CLUSTER=0)"));
       }
 #endif
     } else {
