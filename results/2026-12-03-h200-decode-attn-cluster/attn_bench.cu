@@ -3,7 +3,8 @@
 //  1. correctness: both forms and a host fp32 reference over random caches, several shapes, positions and cluster
 //     limits. Before each attention a kernel that lets it start at once and only then (after ~20 us) writes the new
 //     position's k/v row runs, so the cluster form's copies made before its wait see that row stale and must read it
-//     again after the wait;
+//     again after the wait. Then the cluster form from a q/k/v product (GPT-2's path): the row at the position
+//     overwritten with other values first, the attention must use the product's and write them into the cache;
 //  2. timing: TinyLlama's multi-kernel decode step (decode_kernels.cu's launchers in decoder.cpp's order, 22
 //     layers) with each attention, as CUDA graphs, alternated; and the attention alone, 22 launches a graph.
 //   attn_bench [layers] [window] [pos] [rounds] [replays]
@@ -73,12 +74,17 @@ static std::vector<float> host_of(const bf16* p, int64_t n) {
 static bool check_shape(int64_t batch, int64_t hq, int64_t hk, int64_t d, int64_t window, std::vector<int64_t> poss,
                         cudaStream_t st) {
   const int64_t positions = window + 64, row = hk * d;
-  bf16 *kc, *vc, *q, *out_split, *out_cluster, *sk, *sv;
+  bf16 *kc, *vc, *q, *out_split, *out_cluster, *out_fresh, *sk, *sv, *gk, *gv, *qkv;
+  const int64_t width = (hq + 2 * hk) * d;
   CHECK(cudaMalloc(&kc, batch * positions * row * 2));
   CHECK(cudaMalloc(&vc, batch * positions * row * 2));
   CHECK(cudaMalloc(&q, batch * hq * d * 2));
   CHECK(cudaMalloc(&out_split, batch * hq * d * 2));
   CHECK(cudaMalloc(&out_cluster, batch * hq * d * 2));
+  CHECK(cudaMalloc(&out_fresh, batch * hq * d * 2));
+  CHECK(cudaMalloc(&gk, batch * row * 2));
+  CHECK(cudaMalloc(&gv, batch * row * 2));
+  CHECK(cudaMalloc(&qkv, batch * width * 2));
   CHECK(cudaMalloc(&sk, batch * row * 2));
   CHECK(cudaMalloc(&sv, batch * row * 2));
   fill<<<512, 256, 0, st>>>(kc, batch * positions * row, 11, 1.0f, 0.0f);
@@ -86,6 +92,15 @@ static bool check_shape(int64_t batch, int64_t hq, int64_t hk, int64_t d, int64_
   fill<<<64, 256, 0, st>>>(q, batch * hq * d, 13, 2.0f, 0.0f);
   fill<<<64, 256, 0, st>>>(sk, batch * row, 14, 3.0f, 0.5f);  // the new row: unlike the stale one
   fill<<<64, 256, 0, st>>>(sv, batch * row, 15, 3.0f, 0.5f);
+  fill<<<64, 256, 0, st>>>(gk, batch * row, 16, 9.0f, -2.0f);  // garbage the q/k/v path must replace
+  fill<<<64, 256, 0, st>>>(gv, batch * row, 17, 9.0f, -2.0f);
+  for (int64_t b = 0; b < batch; ++b) {
+    CHECK(cudaMemcpyAsync(qkv + b * width, q + b * hq * d, hq * d * 2, cudaMemcpyDeviceToDevice, st));
+    CHECK(cudaMemcpyAsync(qkv + b * width + hq * d, sk + b * row, row * 2, cudaMemcpyDeviceToDevice, st));
+    CHECK(cudaMemcpyAsync(qkv + b * width + hq * d + row, sv + b * row, row * 2, cudaMemcpyDeviceToDevice, st));
+  }
+  int* used_k;
+  CHECK(cudaMalloc(&used_k, batch * 4));
   int splits = 1, per_split = 1;
   decode_attention_splits(batch, hq, hk, window, &splits, &per_split);
   float *acc, *ml;
@@ -109,13 +124,27 @@ static bool check_shape(int64_t batch, int64_t hq, int64_t hk, int64_t d, int64_
       if (p >= window) continue;
       CHECK(cudaMemcpyAsync(pos, &p, 8, cudaMemcpyHostToDevice, st));
       launch_late_writer(sk, sv, kc, vc, pos, positions, row, (int)batch, st);
-      CHECK(launch_decode_attention_cluster(q, kc, vc, pos, out_cluster, bf, batch, positions, hq, hk, d, cs, cper, st));
+      DecodeAttentionInput in;
+      in.q = q; in.q_stride = hq * d; in.k_cache = kc; in.v_cache = vc;
+      CHECK(launch_decode_attention_cluster(in, pos, out_cluster, bf, batch, positions, hq, hk, d, cs, cper, st));
       CHECK(launch_decode_attention(q, kc, vc, pos, out_split, acc, ml, counters, bf, batch, positions, hq, hk, d,
                                     splits, per_split, st));
       CHECK(cudaStreamSynchronize(st));
       const auto K = host_of(kc, batch * positions * row), V = host_of(vc, batch * positions * row);
+      // the q/k/v product's path: garbage at the position first, then the attention from qkv
+      launch_late_writer(gk, gv, kc, vc, pos, positions, row, (int)batch, st);
+      CHECK(cudaMemsetAsync(used_k, 0, batch * 4, st));
+      DecodeAttentionInput fin;
+      fin.q = qkv; fin.q_stride = width; fin.k_cache = kc; fin.v_cache = vc; fin.fresh_k = qkv + hq * d;
+      fin.fresh_v = qkv + hq * d + row; fin.fresh_stride = width; fin.used_k = used_k;
+      CHECK(launch_decode_attention_cluster(fin, pos, out_fresh, bf, batch, positions, hq, hk, d, cs, cper, st));
+      CHECK(cudaStreamSynchronize(st));
+      bool fresh_ok = host_of(kc, batch * positions * row) == K && host_of(vc, batch * positions * row) == V;
+      std::vector<int> used(batch);
+      CHECK(cudaMemcpy(used.data(), used_k, batch * 4, cudaMemcpyDeviceToHost));
+      for (int u : used) fresh_ok &= u == p + 1;
       const auto Q = host_of(q, batch * hq * d), A = host_of(out_split, batch * hq * d),
-                 C = host_of(out_cluster, batch * hq * d);
+                 C = host_of(out_cluster, batch * hq * d), F = host_of(out_fresh, batch * hq * d);
       double err_a = 0, err_c = 0, mx = 0;
       for (int64_t b = 0; b < batch; ++b) {
         for (int64_t h = 0; h < hq; ++h) {
@@ -137,20 +166,22 @@ static bool check_shape(int64_t batch, int64_t hq, int64_t hk, int64_t d, int64_
             const int64_t i = (b * hq + h) * d + e;
             err_a = std::max(err_a, std::fabs(A[i] - o));
             err_c = std::max(err_c, std::fabs(C[i] - o));
+            fresh_ok &= F[i] == C[i];
             mx = std::max(mx, std::fabs(o));
           }
         }
       }
-      const bool good = err_c <= 0.02 * std::max(mx, 1.0) && err_c <= 2 * err_a + 0.01;
+      const bool good = err_c <= 0.02 * std::max(mx, 1.0) && err_c <= 2 * err_a + 0.01 && fresh_ok;
       ok &= good;
       std::printf("  b%lld hq%lld hk%lld d%lld window %lld cluster %d x %d, pos %lld: max |err| cluster %.4g, last-block "
-                  "%.4g (max |ref| %.3g) %s\n",
+                  "%.4g (max |ref| %.3g); from q/k/v: %s %s\n",
                   (long long)batch, (long long)hq, (long long)hk, (long long)d, (long long)window, cs, cper, (long long)p,
-                  err_c, err_a, mx, good ? "ok" : "MISMATCH");
+                  err_c, err_a, mx, fresh_ok ? "same output, cache written" : "DIFFERS", good ? "ok" : "MISMATCH");
     }
   }
   for (void* ptr : {(void*)kc, (void*)vc, (void*)q, (void*)out_split, (void*)out_cluster, (void*)sk, (void*)sv,
-                    (void*)acc, (void*)ml, (void*)counters, (void*)pos}) {
+                    (void*)acc, (void*)ml, (void*)counters, (void*)pos, (void*)out_fresh, (void*)gk, (void*)gv, (void*)qkv,
+                    (void*)used_k}) {
     CHECK(cudaFree(ptr));
   }
   return ok;
@@ -178,7 +209,7 @@ int main(int argc, char** argv) {
   cudaStream_t st;
   CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   std::printf("device %s, %d SMs; cluster limit by default %d\n", prop.name, prop.multiProcessorCount,
-              decode_attention_cluster_max());
+              kDecodeAttentionMaxCluster);
 
   // ---- 1. correctness -------------------------------------------------------------------------------------------
   bool ok = true;
@@ -254,7 +285,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cluster form does not serve\n");
       std::exit(1);
     }
-    CHECK(launch_decode_attention_cluster(q, l.kc, l.vc, pos, attn, bf, 1, positions, hq, hk, d, cs, cper, st));
+    DecodeAttentionInput in;
+    in.q = q; in.q_stride = hq * d; in.k_cache = l.kc; in.v_cache = l.vc;
+    CHECK(launch_decode_attention_cluster(in, pos, attn, bf, 1, positions, hq, hk, d, cs, cper, st));
   };
   auto step = [&](int variant) {
     CHECK(cudaMemcpyAsync(h, embed + t0 * dim, dim * 2, cudaMemcpyDeviceToDevice, st));

@@ -75,6 +75,15 @@ TEST(DecodeOpsTest, QkvProductIntoTheCacheIsLeftToTheTwoStepsOffTheGpu) {
   EXPECT_EQ(kc.abs().sum().item<double>(), 0.0) << "nothing written";
 }
 
+/// So is the attention that takes q, k and v straight from the product: nothing is written on the CPU.
+TEST(DecodeOpsTest, AttentionFromTheQkvProductIsLeftToTheTwoStepsOffTheGpu) {
+  const at::Tensor qkv = torch::randn({1, 4 * 8});
+  at::Tensor kc = torch::zeros({1, 4, 1, 8}), vc = torch::zeros_like(kc);
+  const at::Tensor pos = torch::full({1}, 1, torch::kLong);
+  EXPECT_FALSE(fused::decode_qkv_attention(qkv, 2, 1, pos, 4, kc, vc, {}).defined());
+  EXPECT_EQ(kc.abs().sum().item<double>() + vc.abs().sum().item<double>(), 0.0) << "nothing written";
+}
+
 /// A reduced decoder generating with kernels: fused on the CPU: the record lists the decode operations, run by ATen
 /// here (and says so); gpt2 generates with them too.
 TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
@@ -398,11 +407,28 @@ TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathAtEveryBatch_CUDA) {
   }
 }
 
+/// The cluster limit of decode attention for a scope (0: the form whose last block combines); restored after.
+class ClusterLimit {
+ public:
+  explicit ClusterLimit(int limit) : before_(fused::decode_attention_cluster_limit()) {
+    fused::set_decode_attention_cluster_limit(limit);
+  }
+  ~ClusterLimit() { fused::set_decode_attention_cluster_limit(before_); }
+  ClusterLimit(const ClusterLimit&) = delete;
+  ClusterLimit& operator=(const ClusterLimit&) = delete;
+
+ private:
+  int before_;
+};
+
 /// gpubench's decode attention against the masked SDPA path over the same cache: GQA groups of 4 and 1 (GPT-2),
-/// head sizes 64 and 128, the first position, one inside a window and the window's last.
+/// head sizes 64 and 128, the first position, one inside a window and the window's last; on sm_90 in both forms
+/// (clusters of up to 8 and 16 splits, and the last block combining).
 TEST(DecodeOpsTest, DecodeAttentionMatchesMaskedSdpaOverTheCache_CUDA) {
   if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
   const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  for (const int limit : {8, 16, 0}) {
+  const ClusterLimit setting(limit);
   for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
     // GQA 4 and 8 (TinyLlama), 32 q heads on one kv head (the combine's widest), GPT-2's heads
     for (const auto& [hq, hk, d] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
@@ -421,18 +447,61 @@ TEST(DecodeOpsTest, DecodeAttentionMatchesMaskedSdpaOverTheCache_CUDA) {
           const at::Tensor got = fused::decode_attention(q, cache.k[0], cache.v[0], pos, window, cache.attn_counters);
           ASSERT_TRUE(got.defined());
           const at::Tensor want = models::attend_cached(q, cache, 0, pos, window, /*math=*/true);
-          EXPECT_LT(max_diff(got, want), 2e-2 * scale(want))
-              << c10::toString(dtype) << " hq " << hq << " hk " << hk << " d " << d << " b " << b << " pos " << p;
+          EXPECT_LT(max_diff(got, want), 2e-2 * scale(want)) << c10::toString(dtype) << " hq " << hq << " hk " << hk
+                                                               << " d " << d << " b " << b << " pos " << p
+                                                               << " cluster limit " << limit;
         }
         EXPECT_EQ(cache.attn_counters.sum().item<int64_t>(), 0) << "the counters are left at zero";
       }
     }
+  }
   }
   // Not served: a head size of 32 (the caller's flash or SDPA path runs)
   models::KvCache small = models::make_kv_cache(1, 1, 16, 2, 32, cuda.dtype(at::kBFloat16));
   EXPECT_FALSE(fused::decode_attention(torch::randn({1, 4, 32}, cuda.dtype(at::kBFloat16)), small.k[0], small.v[0],
                                        torch::zeros({1}, cuda.dtype(torch::kLong)), 16, small.attn_counters)
                    .defined());
+}
+
+/// GPT-2's step on sm_90: the attention that reads q, k and v straight from the q/k/v product writes the new
+/// position's k and v into the cache (over whatever was there) and gives what the cache write then the attention
+/// give, in every split and cluster size, and sets FlashAttention's keys in use.
+TEST(DecodeOpsTest, AttentionFromTheQkvProductMatchesTheCacheWriteThenTheAttention_CUDA) {
+  if (!streamed_here()) GTEST_SKIP() << "no sm_90 GPU or no kernels in this build";
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  for (const int limit : {8, 16}) {
+    const ClusterLimit setting(limit);
+    for (const auto& [hq, hk, d] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {12, 12, 64}, {8, 2, 64}, {4, 4, 128}}) {
+      for (const int64_t b : {1, 3}) {
+        torch::manual_seed(hq + d + b);
+        models::KvCache cache = models::make_kv_cache(1, b, 1100, hk, d, cuda.dtype(at::kBFloat16));
+        cache.flash = false;
+        cache.k[0].normal_();
+        cache.v[0].normal_();
+        const at::Tensor qkv = torch::randn({b, (hq + 2 * hk) * d}, cuda.dtype(at::kBFloat16));
+        for (const auto& [p, window] : std::vector<std::pair<int64_t, int64_t>>{{0, 64}, {100, 128}, {1023, 1024}}) {
+          const at::Tensor pos = torch::full({1}, p, cuda.dtype(torch::kLong));
+          at::Tensor k_ref = cache.k[0].clone(), v_ref = cache.v[0].clone();
+          const at::Tensor q = fused::decode_qkv_to_cache(qkv, hq, hk, {}, {}, pos, k_ref, v_ref, {});
+          models::KvCache ref = cache;
+          ref.k = {k_ref};
+          ref.v = {v_ref};
+          const at::Tensor want = models::attend_cached(q, ref, 0, pos, window, /*math=*/true);
+          at::Tensor used = torch::zeros({b}, cuda.dtype(torch::kInt));
+          const std::string where = "hq " + std::to_string(hq) + " hk " + std::to_string(hk) + " d " +
+                                    std::to_string(d) + " b " + std::to_string(b) + " pos " + std::to_string(p) +
+                                    " cluster limit " + std::to_string(limit);
+          const at::Tensor got = fused::decode_qkv_attention(qkv, hq, hk, pos, window, cache.k[0], cache.v[0], used);
+          ASSERT_TRUE(got.defined()) << where;
+          EXPECT_LT(max_diff(got, want), 2e-2 * scale(want)) << where;
+          EXPECT_TRUE(cache.k[0].equal(k_ref)) << "the k cache as the cache write leaves it, " << where;
+          EXPECT_TRUE(cache.v[0].equal(v_ref)) << "the v cache as the cache write leaves it, " << where;
+          EXPECT_TRUE(used.cpu().equal(torch::full({b}, p + 1, torch::kInt))) << where;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

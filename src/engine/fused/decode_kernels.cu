@@ -1234,6 +1234,9 @@ cudaError_t attention_typed(const void* q, const void* k_cache, const void* v_ca
 // partial softmax(q k^T) v in one pass, and the blocks of the cluster then combine the partials by reading each
 // other's shared memory (distributed shared memory) instead of writing them to global memory for a last block to
 // read back: the chain after the wait is the position, the new row, the arithmetic and two cluster barriers.
+// Given `fresh_k` / `fresh_v` (the new token's k and v rows, [batch] x fresh_stride apart: the q/k/v product's output
+// where nothing else writes the cache), the new row comes from them and the block that holds its position writes it
+// into the cache, so that no kernel of its own has to (and `used_k`, when given, gets the keys in use).
 
 constexpr int kClusterAttnThreads = 256;
 constexpr int kClusterAttnMaxSplits = 16;
@@ -1248,9 +1251,10 @@ size_t cluster_attn_smem(int64_t per_split, int64_t group, int64_t d) {
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kClusterAttnThreads)
-    decode_attention_cluster(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
-                             const int64_t* __restrict__ pos_ptr, T* __restrict__ out, int64_t positions, int hq,
-                             int hk, int per_split, float scale) {
+    decode_attention_cluster(const T* __restrict__ q, int64_t q_stride, T* __restrict__ kc, T* __restrict__ vc,
+                             const T* __restrict__ fresh_k, const T* __restrict__ fresh_v, int64_t fresh_stride,
+                             int* __restrict__ used_k, const int64_t* __restrict__ pos_ptr, T* __restrict__ out,
+                             int64_t positions, int hq, int hk, int per_split, float scale) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int kChunks = D / 8;  // 16-byte chunks of a row; chunk c of row p sits at c ^ (p % 8), so that eight
                                   // lanes reading chunk c of eight rows meet eight different bank groups
@@ -1285,12 +1289,19 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
   const int mine = chunk < 0 ? chunk + kClusterAttnThreads : chunk;
   const bool owner = fresh >= 0 && fresh < rows && mine < kChunks;
   uint4 knew{}, vnew{};
-  if (owner) {
+  if (owner && fresh_k != nullptr) {
+    const int64_t at = static_cast<int64_t>(b) * fresh_stride + kh * D;
+    knew = __ldcg(reinterpret_cast<const uint4*>(fresh_k + at) + mine);
+    vnew = __ldcg(reinterpret_cast<const uint4*>(fresh_v + at) + mine);
+    reinterpret_cast<uint4*>(kc + row_of(p0 + fresh))[mine] = knew;
+    reinterpret_cast<uint4*>(vc + row_of(p0 + fresh))[mine] = vnew;
+  } else if (owner) {
     knew = __ldcg(reinterpret_cast<const uint4*>(kc + row_of(p0 + fresh)) + mine);
     vnew = __ldcg(reinterpret_cast<const uint4*>(vc + row_of(p0 + fresh)) + mine);
   }
+  if (used_k != nullptr && split == 0 && kh == 0 && tid == 0) used_k[b] = static_cast<int>(used);
   for (int i = tid; i < group * D; i += kClusterAttnThreads) {
-    qs[i] = load(q + (static_cast<int64_t>(b) * hq + kh * group) * D, i) * scale;
+    qs[i] = load(q + static_cast<int64_t>(b) * q_stride + kh * group * D, i) * scale;
   }
   copies_wait();
   if (owner) {
@@ -1387,9 +1398,9 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
 }
 
 template <typename T>
-cudaError_t cluster_attention_typed(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
-                                    void* out, int64_t batch, int64_t positions, int64_t hq, int64_t hk, int64_t d,
-                                    int splits, int per_split, cudaStream_t stream) {
+cudaError_t cluster_attention_typed(const DecodeAttentionInput& in, const int64_t* pos, void* out, int64_t batch,
+                                    int64_t positions, int64_t hq, int64_t hk, int64_t d, int splits, int per_split,
+                                    cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(hk), static_cast<unsigned>(batch));
   const size_t smem = cluster_attn_smem(per_split, hq / hk, d);
   const float scale = 1.0f / sqrtf(static_cast<float>(d));
@@ -1407,9 +1418,10 @@ cudaError_t cluster_attention_typed(const void* q, const void* k_cache, const vo
   if (e != cudaSuccess) return e;
   if (smem > static_cast<size_t>(optin)) return cudaErrorInvalidValue;
   return launch_kernel_cluster(kernel, grid, dim3(kClusterAttnThreads), smem, static_cast<unsigned>(splits), stream,
-                               static_cast<const T*>(q), static_cast<const T*>(k_cache), static_cast<const T*>(v_cache),
-                               pos, static_cast<T*>(out), positions, static_cast<int>(hq), static_cast<int>(hk),
-                               per_split, scale);
+                               static_cast<const T*>(in.q), in.q_stride, static_cast<T*>(in.k_cache),
+                               static_cast<T*>(in.v_cache), static_cast<const T*>(in.fresh_k),
+                               static_cast<const T*>(in.fresh_v), in.fresh_stride, in.used_k, pos, static_cast<T*>(out),
+                               positions, static_cast<int>(hq), static_cast<int>(hk), per_split, scale);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -1581,19 +1593,9 @@ cudaError_t launch_decode_attention(const void* q, const void* k_cache, const vo
   }
 }
 
-int decode_attention_cluster_max() {
-  static const int forced = [] {
-    const char* e = std::getenv("GPUBENCH_DECODE_ATTN_CLUSTER");
-    return e != nullptr ? static_cast<int>(std::strtol(e, nullptr, 10)) : -1;
-  }();
-  if (forced == 0 || !stream_available()) return 0;
-  return forced > 0 ? std::min(forced, kClusterAttnMaxSplits) : kDecodeAttentionMaxCluster;
-}
-
 bool decode_attention_cluster_plan(int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t window, int* splits,
                                    int* per_split, int64_t min_per_split, int max_cluster) {
-  if (max_cluster < 0) max_cluster = decode_attention_cluster_max();
-  if (max_cluster == 0 || !stream_available() || !decode_attention_serves(q_heads, kv_heads, head_dim) || window < 1) {
+  if (max_cluster <= 0 || !stream_available() || !decode_attention_serves(q_heads, kv_heads, head_dim) || window < 1) {
     return false;
   }
   max_cluster = std::min(max_cluster, kClusterAttnMaxSplits);
@@ -1615,22 +1617,22 @@ bool decode_attention_cluster_plan(int64_t q_heads, int64_t kv_heads, int64_t he
   return false;
 }
 
-cudaError_t launch_decode_attention_cluster(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
-                                            void* out, DType dtype, int64_t batch, int64_t positions, int64_t q_heads,
-                                            int64_t kv_heads, int64_t head_dim, int splits, int per_split,
-                                            cudaStream_t stream) {
+cudaError_t launch_decode_attention_cluster(const DecodeAttentionInput& in, const int64_t* pos, void* out, DType dtype,
+                                            int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,
+                                            int64_t head_dim, int splits, int per_split, cudaStream_t stream) {
   if (!decode_attention_serves(q_heads, kv_heads, head_dim) || splits < 1 || splits > kClusterAttnMaxSplits ||
-      per_split < 1 || !stream_available()) {
+      per_split < 1 || !stream_available() || (in.fresh_k == nullptr) != (in.fresh_v == nullptr) ||
+      (in.fresh_k != nullptr && (!aligned16(in.fresh_k) || !aligned16(in.fresh_v) || in.fresh_stride % 8 != 0))) {
     return cudaErrorInvalidValue;
   }
   if (batch == 0) return cudaSuccess;
   switch (dtype) {
     case DType::kBFloat16:
-      return cluster_attention_typed<__nv_bfloat16>(q, k_cache, v_cache, pos, out, batch, positions, q_heads, kv_heads,
-                                                    head_dim, splits, per_split, stream);
+      return cluster_attention_typed<__nv_bfloat16>(in, pos, out, batch, positions, q_heads, kv_heads, head_dim,
+                                                    splits, per_split, stream);
     case DType::kFloat16:
-      return cluster_attention_typed<__half>(q, k_cache, v_cache, pos, out, batch, positions, q_heads, kv_heads,
-                                             head_dim, splits, per_split, stream);
+      return cluster_attention_typed<__half>(in, pos, out, batch, positions, q_heads, kv_heads, head_dim, splits,
+                                             per_split, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -136,19 +136,29 @@ cudaError_t launch_decode_attention(const void* q, const void* k_cache, const vo
 /// kv head), a block per split of `per_split` positions held whole in shared memory (copied before the wait for the
 /// previous kernel, the new position's row again after it), the splits combined through the cluster's distributed
 /// shared memory. No scratch, no counters. Whether it serves (the device, the shapes, `window` positions within the
-/// shared memory a block may have), with its splits: about window / min_per_split, at most max_cluster (-1:
-/// decode_attention_cluster_max()), more only where a split would not fit.
-/// The default cluster limit: 8 (the portable cluster size); GPUBENCH_DECODE_ATTN_CLUSTER=N (1-16) sets it, for
-/// measuring, and =0 switches the cluster form off. 0 also where the device has no clusters (before sm_90).
+/// shared memory a block may have), with its splits: about window / min_per_split, at most max_cluster (0: never;
+/// 8, the default, is the portable cluster size; up to 16), more only where a split would not fit.
 constexpr int kDecodeAttentionMaxCluster = 8;
-int decode_attention_cluster_max();
 bool decode_attention_cluster_plan(int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t window, int* splits,
                                    int* per_split, int64_t min_per_split = kDecodeAttentionMinPerSplit,
-                                   int max_cluster = -1);
-cudaError_t launch_decode_attention_cluster(const void* q, const void* k_cache, const void* v_cache, const int64_t* pos,
-                                            void* out, DType dtype, int64_t batch, int64_t positions, int64_t q_heads,
-                                            int64_t kv_heads, int64_t head_dim, int splits, int per_split,
-                                            cudaStream_t stream);
+                                   int max_cluster = kDecodeAttentionMaxCluster);
+/// What the cluster form reads: q (batch rows q_stride apart, [q_heads, head_dim] each) and the caches; and, where
+/// no kernel before it wrote the new token's k and v into the cache, fresh_k / fresh_v (rows fresh_stride apart,
+/// [kv_heads, head_dim] each, 16-byte aligned): it then writes them into the caches at *pos itself, and sets used_k
+/// (int32 [batch], FlashAttention's keys in use) to *pos + 1 when given.
+struct DecodeAttentionInput {
+  const void* q = nullptr;
+  int64_t q_stride = 0;
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  const void* fresh_k = nullptr;
+  const void* fresh_v = nullptr;
+  int64_t fresh_stride = 0;
+  int* used_k = nullptr;
+};
+cudaError_t launch_decode_attention_cluster(const DecodeAttentionInput& in, const int64_t* pos, void* out, DType dtype,
+                                            int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,
+                                            int64_t head_dim, int splits, int per_split, cudaStream_t stream);
 
 /// One token's q, k and v into the cache: qkv [batch, (q_heads + 2 kv_heads) * head_dim] (q, then k, then v);
 /// rotary embeddings on q and k at position *pos (a device int64) when cos and sin ([positions, head_dim] tables)

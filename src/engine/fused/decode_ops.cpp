@@ -1,5 +1,6 @@
 #include "fused/decode_ops.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <stdexcept>
@@ -71,6 +72,15 @@ std::atomic<int>& run_mode_slot() {
   return mode;
 }
 
+std::atomic<int>& cluster_limit_slot() {
+  static std::atomic<int> limit{[] {
+    const char* e = std::getenv("GPUBENCH_DECODE_ATTN_CLUSTER");
+    const long v = e != nullptr && *e != '\0' ? std::strtol(e, nullptr, 10) : -1;
+    return v >= 0 ? static_cast<int>(std::min<long>(v, 16)) : 8;
+  }()};
+  return limit;
+}
+
 /// decode_linear with ATen operations.
 at::Tensor linear_aten(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
                        DecodeAct act, const at::Tensor& residual) {
@@ -98,6 +108,10 @@ void set_decode_stream_mode(DecodeKernelMode mode) { stream_mode_slot().store(st
 DecodeKernelMode decode_run_mode() { return static_cast<DecodeKernelMode>(run_mode_slot().load()); }
 
 void set_decode_run_mode(DecodeKernelMode mode) { run_mode_slot().store(static_cast<int>(mode)); }
+
+int decode_attention_cluster_limit() { return cluster_limit_slot().load(); }
+
+void set_decode_attention_cluster_limit(int limit) { cluster_limit_slot().store(std::max(0, std::min(limit, 16))); }
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 namespace {
@@ -297,9 +311,14 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
       counters.scalar_type() == at::kInt && counters.numel() >= b * hk && pos.scalar_type() == at::kLong) {
     int splits = 1, per_split = 1;
     at::Tensor out = at::empty_like(q);
-    if (decode_attention_cluster_plan(hq, hk, d, window, &splits, &per_split, decode_attention_min_split())) {
-      launch::check(launch_decode_attention_cluster(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
-                                                    pos.data_ptr<int64_t>(), out.data_ptr(), launch::dtype_of(q), b,
+    if (decode_attention_cluster_plan(hq, hk, d, window, &splits, &per_split, decode_attention_min_split(),
+                                      decode_attention_cluster_limit())) {
+      DecodeAttentionInput in;
+      in.q = q.data_ptr();
+      in.q_stride = hq * d;
+      in.k_cache = k_cache.data_ptr();
+      in.v_cache = v_cache.data_ptr();
+      launch::check(launch_decode_attention_cluster(in, pos.data_ptr<int64_t>(), out.data_ptr(), launch::dtype_of(q), b,
                                                     k_cache.size(1), hq, hk, d, splits, per_split, launch::stream()),
                     "decode_attention (cluster)");
       return out;
@@ -316,6 +335,44 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
   }
 #else
   (void)q, (void)k_cache, (void)v_cache, (void)pos, (void)window, (void)counters;
+#endif
+  return {};
+}
+
+at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& pos,
+                                int64_t window, at::Tensor& k_cache, at::Tensor& v_cache, const at::Tensor& used_k) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  const int64_t b = qkv.size(0), d = k_cache.size(3);
+  int splits = 1, per_split = 1;
+  if (b <= kDecodeAttentionMaxBatch && on_decode_kernels(qkv) && qkv.dim() == 2 && qkv.is_contiguous() &&
+      qkv.size(1) == (q_heads + 2 * kv_heads) * d && k_cache.scalar_type() == qkv.scalar_type() &&
+      v_cache.scalar_type() == qkv.scalar_type() && k_cache.is_contiguous() && v_cache.is_contiguous() &&
+      k_cache.size(2) == kv_heads && pos.scalar_type() == at::kLong &&
+      (!used_k.defined() || (used_k.scalar_type() == at::kInt && used_k.is_contiguous())) &&
+      decode_attention_cluster_plan(q_heads, kv_heads, d, window, &splits, &per_split, decode_attention_min_split(),
+                                    decode_attention_cluster_limit())) {
+    const auto* base = static_cast<const char*>(qkv.data_ptr());
+    const int64_t bytes = qkv.element_size();
+    DecodeAttentionInput in;
+    in.q = base;
+    in.q_stride = qkv.size(1);
+    in.k_cache = k_cache.data_ptr();
+    in.v_cache = v_cache.data_ptr();
+    in.fresh_k = base + q_heads * d * bytes;
+    in.fresh_v = base + (q_heads + kv_heads) * d * bytes;
+    in.fresh_stride = qkv.size(1);
+    in.used_k = used_k.defined() ? used_k.data_ptr<int>() : nullptr;
+    at::Tensor out = at::empty({b, q_heads, d}, qkv.options());
+    const cudaError_t e = launch_decode_attention_cluster(in, pos.data_ptr<int64_t>(), out.data_ptr(),
+                                                          launch::dtype_of(qkv), b, k_cache.size(1), q_heads, kv_heads,
+                                                          d, splits, per_split, launch::stream());
+    if (e != cudaErrorInvalidValue) {  // invalid: a layout it does not take (alignment), the caller's path then
+      launch::check(e, "decode_attention (cluster, from the q/k/v product)");
+      return out;
+    }
+  }
+#else
+  (void)qkv, (void)q_heads, (void)kv_heads, (void)pos, (void)window, (void)k_cache, (void)v_cache, (void)used_k;
 #endif
   return {};
 }

@@ -20,6 +20,12 @@ void set_decode_stream_mode(DecodeKernelMode mode);
 DecodeKernelMode decode_run_mode();
 void set_decode_run_mode(DecodeKernelMode mode);
 
+/// The most splits decode_attention's cluster form (sm_90) combines in one cluster: 8 (the portable cluster size)
+/// by default; GPUBENCH_DECODE_ATTN_CLUSTER=N (0-16, read once) sets it, 0 switching the cluster form off (the
+/// form whose last block combines runs then); the setter changes it (the tests run both forms).
+int decode_attention_cluster_limit();
+void set_decode_attention_cluster_limit(int limit);
+
 /// A norm of decode_linear's input (RMSNorm when `bias` is undefined and `rms`, else LayerNorm); none when `weight`
 /// is undefined. On the kernel path every block of the GEMV computes it (no kernel of its own).
 struct DecodeNorm {
@@ -68,6 +74,14 @@ int64_t decode_attention_min_split();
 /// 64 or 128, a cache of another dtype, more than 8 sequences): the caller attends by its own path then.
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                             const at::Tensor& pos, int64_t window, const at::Tensor& counters);
+
+/// decode_qkv_to_cache then decode_attention in one launch, for a q/k/v product without rotary embeddings (GPT-2):
+/// the cluster form reads q and the new k and v straight from qkv [batch, (q_heads + 2 kv_heads) head_dim], writes
+/// k and v into the caches at `pos` (and used_k, when defined, to pos + 1) and returns the attention's output [batch,
+/// q_heads, head_dim]. Undefined where it does not serve (no cluster form here, other dtypes or layouts): nothing
+/// is written then, and the caller takes decode_qkv_to_cache and decode_attention.
+at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& pos,
+                                int64_t window, at::Tensor& k_cache, at::Tensor& v_cache, const at::Tensor& used_k);
 
 /// One token per sequence: qkv [batch, (q_heads + 2 kv_heads) head_dim] split into q, k, v; rotary embeddings on q
 /// and k at position `pos` (a one-element int64 device tensor) when `cos`, `sin` ([positions, head_dim]) are

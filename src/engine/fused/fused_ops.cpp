@@ -856,7 +856,9 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                                  : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
                                    "the cache: in the streamed GEMV's epilogue where that GEMV takes the q/k/v "
                                    "product (each warp computes a rotary pair of rows; no q/k/v product in memory, no "
-                                   "launch of its own), else one kernel";
+                                   "launch of its own); without rotary embeddings (GPT-2) on sm_90, in the decode "
+                                   "attention's cluster form, which reads q, k and v from the product and writes k "
+                                   "and v into the cache; else one kernel";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
                        : why + ": the same operations by ATen";
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
@@ -872,7 +874,7 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
         f.note += which(decode_run_mode(), "run GEMV") + which(decode_stream_mode(), "streamed GEMV");
       }
       if (kernels && n == "decode_attention") {
-        const int cluster = decode_attention_cluster_max();
+        const int cluster = decode_stream_available() ? decode_attention_cluster_limit() : 0;
         f.note += "; this run: splits of " + std::to_string(decode_attention_min_split()) + " positions or more, " +
                   (cluster > 0 ? "clusters of up to " + std::to_string(cluster) + " splits"
                                : std::string("no clusters (a device before sm_90, or GPUBENCH_DECODE_ATTN_CLUSTER=0)"));

@@ -157,6 +157,11 @@ at::Tensor decode_attend(const at::Tensor& x, const std::vector<at::Tensor>& wei
                                                cache.k[layer], cache.v[layer], used_k);
   if (!q.defined()) {
     const at::Tensor qkv = f::decode_linear(x, weights, bias, f::DecodeAct::kNone, {}, norm);
+    if (!cos.defined()) {  // no rotary: the attention can take q, k and v from the product and write the cache
+      const at::Tensor ctx = f::decode_qkv_attention(qkv, q_heads, kv_heads, pos, window, cache.k[layer],
+                                                     cache.v[layer], used_k);
+      if (ctx.defined()) return ctx;
+    }
     q = f::decode_qkv_to_cache(qkv, q_heads, kv_heads, cos, sin, pos, cache.k[layer], cache.v[layer], used_k);
   }
   const at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
