@@ -219,6 +219,9 @@ int main(int argc, char** argv) {
   ok &= check_shape(4, 32, 4, 64, 2048, {3, 1000, 2047}, st);                              // longer, 4 sequences
   ok &= check_shape(1, 8, 1, 128, 4096, {4095, 2000}, st);                                 // a split that must grow
   ok &= check_shape(8, 16, 16, 64, 192, {0, 100, 191}, st);                                // 8 sequences, short
+  // few splits over wide groups: more outputs a block combines than it has threads (call 1's kernel missed these)
+  ok &= check_shape(1, 32, 4, 64, 64, {0, 37, 63}, st);
+  ok &= check_shape(3, 32, 1, 128, 1536, {150, 1500}, st);
   std::printf("correctness: %s\n", ok ? "PASS" : "FAIL");
 
   // ---- 2. timing: TinyLlama's step with each attention ----------------------------------------------------------

@@ -2,7 +2,9 @@
 # gpubench built on the GPU machine, its decode CUDA tests, then mode: generate at batch 1 with --kernels fused:
 # decode attention's cluster form (the default; for GPT-2 also the attention from the q/k/v product) against
 # GPUBENCH_DECODE_ATTN_CLUSTER=0 (the form whose last block combines, and GPT-2's cache-write kernel), alternating,
-# twice each; then transformers' eager generate. One archive $CALL.tar.gz. From the repository root:
+# twice each; then transformers' eager generate (SET=refs, call 2). SET=final (call 3): attn_bench first (carried in
+# build-bench/), no transformers, but clusters of up to 16 and batches 4 and 8 too. One archive $CALL.tar.gz.
+# From the repository root:
 #   OUT=... CALL=call2 GPUBENCH_GIT_REVISION=<commit> results/2026-12-03-h200-decode-attn-cluster/run_gpubench.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,6 +16,12 @@ log() { echo "== $(date -u +%H:%M:%S) [${SECONDS}s] $*" | tee -a "$W/session.log
 finish() { tar -C "$OUT" -czf "$OUT/$C.tar.gz" "$C" && rm -rf "$W"; }
 trap finish EXIT
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv > "$W/nvidia-smi.txt" 2>&1
+SET="${SET:-refs}"
+if [ "$SET" = final ] && [ -x build-bench/attn_bench ]; then
+  log "attn_bench"
+  timeout 120 build-bench/attn_bench 22 640 576 5 200 > "$W/bench.txt" 2>&1; log "exit $?"
+  grep -E "MISMATCH|correctness|^step|^attention" "$W/bench.txt" | tee -a "$W/session.log"
+fi
 GPUBENCH_BUILD_TARGETS="gpubench engine_tests" OUT="$W" scripts/device_run.sh build > "$W/build_phase.log" 2>&1 \
   || { tail -40 "$W/build.log"; exit 1; }
 rm -f "$W/records.tar.gz"
@@ -54,5 +62,16 @@ before llama_bs1_before_2 llama "${a[@]}"
 gpubench llama_bs1_cluster_2 llama "${a[@]}"
 before gpt2_bs1_before_2 gpt2 "${a[@]}"
 gpubench gpt2_bs1_cluster_2 gpt2 "${a[@]}"
-reference llama_bs1 --model llama --precision bf16 --batch-size 1
-reference gpt2_bs1 --model gpt2 --precision bf16 --batch-size 1
+if [ "$SET" = final ]; then
+  c16() { GPUBENCH_DECODE_ATTN_CLUSTER=16 gpubench "$@"; }
+  c16 llama_bs1_cluster16 llama "${a[@]}"
+  c16 gpt2_bs1_cluster16 gpt2 "${a[@]}"
+  b=(--precision bf16 --kernels fused)
+  gpubench llama_bs4_cluster llama "${b[@]}" --batch-size 4
+  before llama_bs4_before llama "${b[@]}" --batch-size 4
+  before llama_bs8_before llama "${b[@]}" --batch-size 8
+  gpubench llama_bs8_cluster llama "${b[@]}" --batch-size 8
+else
+  reference llama_bs1 --model llama --precision bf16 --batch-size 1
+  reference gpt2_bs1 --model gpt2 --precision bf16 --batch-size 1
+fi

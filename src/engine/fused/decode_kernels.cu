@@ -1357,12 +1357,13 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
     qs[g * D + 2 * w + 1] = ay;
   }
   cluster.sync();  // every block's partials are written and visible to the cluster
-  // The combine: block `split` owns outputs [split * per_block, +per_block) of the group's group x D; each of its
-  // threads reads every split's (max, total) of the head and its partial of the dimension from that block.
-  const int total = group * D, per_block = (total + splits - 1) / splits, o = split * per_block + tid;
-  float result = 0.0f;
-  const bool combines = tid < per_block && o < total;
-  if (combines) {
+  // The combine: block `split` owns outputs [split * per_block, +per_block) of the group's group x D (more than the
+  // block's threads where the splits are few); for each, a thread reads every split's (max, total) of the head and its
+  // partial of the dimension from that block's shared memory.
+  const int total = group * D, per_block = (total + splits - 1) / splits, first = split * per_block;
+  const int end = first + per_block < total ? first + per_block : total;
+  T* out_group = out + (static_cast<int64_t>(b) * hq + kh * group) * D;
+  for (int o = first + tid; o < end; o += kClusterAttnThreads) {
     const int g = o / D;
     float m_s[kClusterAttnMaxSplits], l_s[kClusterAttnMaxSplits], a_s[kClusterAttnMaxSplits];
 #pragma unroll
@@ -1389,10 +1390,9 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
         acc = fmaf(a_s[s], f, acc);
       }
     }
-    result = sum > 0.0f ? acc / sum : 0.0f;
+    store(out_group, o, sum > 0.0f ? acc / sum : 0.0f);
   }
   cluster.barrier_arrive();  // done reading the others' shared memory
-  if (combines) store(out + (static_cast<int64_t>(b) * hq + kh * group) * D, o, result);
   cluster.barrier_wait();  // no block leaves while another may still read its shared memory
 #endif
 }
