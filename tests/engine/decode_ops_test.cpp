@@ -407,18 +407,19 @@ TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathAtEveryBatch_CUDA) {
   }
 }
 
-/// The cluster limit of decode attention for a scope (0: the form whose last block combines); restored after.
+/// Decode attention's cluster limit for a scope, at every batch it takes (0: the form whose last block combines);
+/// the setting before is restored after.
 class ClusterLimit {
  public:
-  explicit ClusterLimit(int limit) : before_(fused::decode_attention_cluster_limit()) {
-    fused::set_decode_attention_cluster_limit(limit);
+  explicit ClusterLimit(int limit) : before_(fused::decode_attention_cluster()) {
+    fused::set_decode_attention_cluster({limit, 8});  // 8: every batch decode attention takes
   }
-  ~ClusterLimit() { fused::set_decode_attention_cluster_limit(before_); }
+  ~ClusterLimit() { fused::set_decode_attention_cluster(before_); }
   ClusterLimit(const ClusterLimit&) = delete;
   ClusterLimit& operator=(const ClusterLimit&) = delete;
 
  private:
-  int before_;
+  fused::DecodeClusterSetting before_;
 };
 
 /// gpubench's decode attention against the masked SDPA path over the same cache: GQA groups of 4 and 1 (GPT-2),

@@ -76,9 +76,13 @@ std::atomic<int>& cluster_limit_slot() {
   static std::atomic<int> limit{[] {
     const char* e = std::getenv("GPUBENCH_DECODE_ATTN_CLUSTER");
     const long v = e != nullptr && *e != '\0' ? std::strtol(e, nullptr, 10) : -1;
-    return v >= 0 ? static_cast<int>(std::min<long>(v, 16)) : 8;
+    return v >= 0 ? static_cast<int>(std::min<long>(v, 16)) : DecodeClusterSetting{}.limit;
   }()};
   return limit;
+}
+std::atomic<int64_t>& cluster_batch_slot() {
+  static std::atomic<int64_t> batch{DecodeClusterSetting{}.max_batch};
+  return batch;
 }
 
 /// decode_linear with ATen operations.
@@ -109,9 +113,12 @@ DecodeKernelMode decode_run_mode() { return static_cast<DecodeKernelMode>(run_mo
 
 void set_decode_run_mode(DecodeKernelMode mode) { run_mode_slot().store(static_cast<int>(mode)); }
 
-int decode_attention_cluster_limit() { return cluster_limit_slot().load(); }
+DecodeClusterSetting decode_attention_cluster() { return {cluster_limit_slot().load(), cluster_batch_slot().load()}; }
 
-void set_decode_attention_cluster_limit(int limit) { cluster_limit_slot().store(std::max(0, std::min(limit, 16))); }
+void set_decode_attention_cluster(DecodeClusterSetting setting) {
+  cluster_limit_slot().store(std::max(0, std::min(setting.limit, 16)));
+  cluster_batch_slot().store(std::max<int64_t>(0, setting.max_batch));
+}
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 namespace {
@@ -311,8 +318,10 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
       counters.scalar_type() == at::kInt && counters.numel() >= b * hk && pos.scalar_type() == at::kLong) {
     int splits = 1, per_split = 1;
     at::Tensor out = at::empty_like(q);
-    if (decode_attention_cluster_plan(hq, hk, d, window, &splits, &per_split, decode_attention_min_split(),
-                                      decode_attention_cluster_limit())) {
+    const DecodeClusterSetting cluster = decode_attention_cluster();
+    if (b <= cluster.max_batch &&
+        decode_attention_cluster_plan(hq, hk, d, window, &splits, &per_split, decode_attention_min_split(),
+                                      cluster.limit)) {
       DecodeAttentionInput in;
       in.q = q.data_ptr();
       in.q_stride = hq * d;
@@ -344,13 +353,14 @@ at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   const int64_t b = qkv.size(0), d = k_cache.size(3);
   int splits = 1, per_split = 1;
-  if (b <= kDecodeAttentionMaxBatch && on_decode_kernels(qkv) && qkv.dim() == 2 && qkv.is_contiguous() &&
+  const DecodeClusterSetting cluster = decode_attention_cluster();
+  if (b <= cluster.max_batch && b <= kDecodeAttentionMaxBatch && on_decode_kernels(qkv) && qkv.dim() == 2 && qkv.is_contiguous() &&
       qkv.size(1) == (q_heads + 2 * kv_heads) * d && k_cache.scalar_type() == qkv.scalar_type() &&
       v_cache.scalar_type() == qkv.scalar_type() && k_cache.is_contiguous() && v_cache.is_contiguous() &&
       k_cache.size(2) == kv_heads && pos.scalar_type() == at::kLong &&
       (!used_k.defined() || (used_k.scalar_type() == at::kInt && used_k.is_contiguous())) &&
       decode_attention_cluster_plan(q_heads, kv_heads, d, window, &splits, &per_split, decode_attention_min_split(),
-                                    decode_attention_cluster_limit())) {
+                                    cluster.limit)) {
     const auto* base = static_cast<const char*>(qkv.data_ptr());
     const int64_t bytes = qkv.element_size();
     DecodeAttentionInput in;

@@ -20,11 +20,17 @@ void set_decode_stream_mode(DecodeKernelMode mode);
 DecodeKernelMode decode_run_mode();
 void set_decode_run_mode(DecodeKernelMode mode);
 
-/// The most splits decode_attention's cluster form (sm_90) combines in one cluster: 8 (the portable cluster size)
-/// by default; GPUBENCH_DECODE_ATTN_CLUSTER=N (0-16, read once) sets it, 0 switching the cluster form off (the
-/// form whose last block combines runs then); the setter changes it (the tests run both forms).
-int decode_attention_cluster_limit();
-void set_decode_attention_cluster_limit(int limit);
+/// Where decode_attention (and decode_qkv_attention) use the cluster form (sm_90): clusters of at most `limit`
+/// splits (0: never; 8, the portable cluster size, by default; GPUBENCH_DECODE_ATTN_CLUSTER=N, 0-16, read once, sets
+/// it), for at most `max_batch` sequences (1: on the H200 it made TinyLlama's step 1.09x as fast at one sequence but
+/// 0.98x and 0.94x at 4 and 8, results/2026-12-03-h200-decode-attn-cluster). Elsewhere the form whose last block
+/// combines runs. The setter changes both (the tests run every form).
+struct DecodeClusterSetting {
+  int limit = 8;
+  int64_t max_batch = 1;
+};
+DecodeClusterSetting decode_attention_cluster();
+void set_decode_attention_cluster(DecodeClusterSetting setting);
 
 /// A norm of decode_linear's input (RMSNorm when `bias` is undefined and `rms`, else LayerNorm); none when `weight`
 /// is undefined. On the kernel path every block of the GEMV computes it (no kernel of its own).

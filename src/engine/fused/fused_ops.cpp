@@ -848,15 +848,15 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                                    "the final norm before cuBLAS's LM head is one kernel"
           : n == "decode_attention"
               ? "one query per sequence over the keys in use, split over positions (64 or more a split), in one "
-                "launch (up to 8 sequences, head_dim 64 or 128; FlashAttention or SDPA otherwise): on sm_90 and "
-                "later a thread block cluster per (sequence, kv head), each block's keys and values whole in shared "
-                "memory, copied before the previous kernel ends, the splits combined through the cluster's "
-                "distributed shared memory; before sm_90 in tiles, the splits combined by the last block"
+                "launch (up to 8 sequences, head_dim 64 or 128; FlashAttention or SDPA otherwise): for one "
+                "sequence on sm_90 and later a thread block cluster per kv head, each block's keys and values whole "
+                "in shared memory, copied before the previous kernel ends, the splits combined through the "
+                "cluster's distributed shared memory; otherwise in tiles, the splits combined by the last block"
           : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, in two small launches"
                                  : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
                                    "the cache: in the streamed GEMV's epilogue where that GEMV takes the q/k/v "
                                    "product (each warp computes a rotary pair of rows; no q/k/v product in memory, no "
-                                   "launch of its own); without rotary embeddings (GPT-2) on sm_90, in the decode "
+                                   "launch of its own); without rotary embeddings (GPT-2, one sequence, sm_90), in the decode "
                                    "attention's cluster form, which reads q, k and v from the product and writes k "
                                    "and v into the cache; else one kernel";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
@@ -874,10 +874,12 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
         f.note += which(decode_run_mode(), "run GEMV") + which(decode_stream_mode(), "streamed GEMV");
       }
       if (kernels && n == "decode_attention") {
-        const int cluster = decode_stream_available() ? decode_attention_cluster_limit() : 0;
+        const DecodeClusterSetting cluster = decode_attention_cluster();
+        const bool clusters = decode_stream_available() && cluster.limit > 0 && cluster.max_batch > 0;
         f.note += "; this run: splits of " + std::to_string(decode_attention_min_split()) + " positions or more, " +
-                  (cluster > 0 ? "clusters of up to " + std::to_string(cluster) + " splits"
-                               : std::string("no clusters (a device before sm_90, or GPUBENCH_DECODE_ATTN_CLUSTER=0)"));
+                  (clusters ? "clusters of up to " + std::to_string(cluster.limit) + " splits for up to " +
+                                  std::to_string(cluster.max_batch) + (cluster.max_batch == 1 ? " sequence" : " sequences")
+                            : std::string("no clusters (a device before sm_90, or GPUBENCH_DECODE_ATTN_CLUSTER=0)"));
       }
 #endif
     } else {
