@@ -3,7 +3,8 @@
 # decode attention's cluster form (the default; for GPT-2 also the attention from the q/k/v product) against
 # GPUBENCH_DECODE_ATTN_CLUSTER=0 (the form whose last block combines, and GPT-2's cache-write kernel), alternating,
 # twice each; then transformers' eager generate (SET=refs, call 2). SET=final (call 3): attn_bench first (carried in
-# build-bench/), no transformers, but clusters of up to 16 and batches 4 and 8 too. One archive $CALL.tar.gz.
+# build-bench/), no transformers, but clusters of up to 16 and batches 4 and 8 too. SET=check (call 4): the tests and
+# one run of each default path (TinyLlama and GPT-2 bs 1, TinyLlama bs 4). One archive $CALL.tar.gz.
 # From the repository root:
 #   OUT=... CALL=call2 GPUBENCH_GIT_REVISION=<commit> results/2026-12-03-h200-decode-attn-cluster/run_gpubench.sh
 set -uo pipefail
@@ -54,6 +55,12 @@ reference() {
 }
 before() { GPUBENCH_DECODE_ATTN_CLUSTER=0 gpubench "$@"; }
 a=(--precision bf16 --batch-size 1 --kernels fused)
+if [ "$SET" = check ]; then  # call 4: the final commit's tests and one run of each default path
+  gpubench llama_bs1 llama "${a[@]}"
+  gpubench gpt2_bs1 gpt2 "${a[@]}"
+  gpubench llama_bs4 llama --precision bf16 --kernels fused --batch-size 4
+  exit 0
+fi
 gpubench llama_bs1_cluster llama "${a[@]}"
 before llama_bs1_before llama "${a[@]}"
 gpubench gpt2_bs1_cluster gpt2 "${a[@]}"
