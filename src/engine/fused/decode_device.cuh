@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstdint>
 
 namespace gpubench::engine::fused::device {
@@ -39,6 +40,27 @@ __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
   return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+/// A warp's softmax numerators over row[0, n) in place, exp(row[i] - max), and (max, their sum) in every lane
+/// (-inf and 0 for an empty row).
+__device__ __forceinline__ float2 softmax_numerators(float* row, int n, int lane) {
+  float m = -INFINITY;
+  for (int i = lane; i < n; i += 32) m = fmaxf(m, row[i]);
+  m = warp_max(m);
+  float l = 0.0f;
+  for (int i = lane; i < n; i += 32) {
+    const float e = __expf(row[i] - m);
+    row[i] = e;
+    l += e;
+  }
+  return make_float2(m, warp_sum(l));
 }
 
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }

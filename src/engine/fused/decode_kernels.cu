@@ -22,6 +22,7 @@ using device::load;
 using device::load_once;
 using device::prefetch_l2;
 using device::rounded;
+using device::softmax_numerators;
 using device::store;
 using device::unpack8;
 using device::warp_sum;
@@ -1325,20 +1326,10 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
   }
   __syncthreads();
   for (int g = warp; g < group; g += kClusterAttnThreads / 32) {  // softmax numerators, a warp per head
-    float m = -INFINITY;
-    for (int p = lane; p < n; p += 32) m = fmaxf(m, sc[g * scores_stride + p]);
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    float l = 0.0f;
-    for (int p = lane; p < n; p += 32) {
-      const float e = __expf(sc[g * scores_stride + p] - m);
-      sc[g * scores_stride + p] = e;
-      l += e;
-    }
-    l = warp_sum(l);
+    const float2 m_l = softmax_numerators(sc + g * scores_stride, n, lane);
     if (lane == 0) {
-      ml[2 * g] = m;
-      ml[2 * g + 1] = l;
+      ml[2 * g] = m_l.x;
+      ml[2 * g + 1] = m_l.y;
     }
   }
   __syncthreads();  // the scores are final; qs is free for the partial outputs

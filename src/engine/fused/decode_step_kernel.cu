@@ -18,6 +18,7 @@ using device::copies_wait;
 using device::copy16_async;
 using device::load_once;
 using device::prefetch_l2;
+using device::softmax_numerators;
 using device::rounded;
 using device::store;
 using device::unpack8;
@@ -49,11 +50,6 @@ struct StepParams {
   int warp_slots = 0;  // per-warp partial sums of a GEMV phase
 };
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
 
 /// One element another block of this launch may have written: through L2 (L1 is not coherent across SMs).
 template <typename T>
@@ -456,19 +452,10 @@ __device__ void attention_phase(const StepParams& p, const DecodeStepLayer& L, i
     }
     __syncthreads();
     for (int g = warp; g < group; g += kWarps) {  // the split's softmax, a warp a head
-      float mx = -INFINITY;
-      for (int i = lane; i < n; i += 32) mx = fmaxf(mx, sc[g * per + i]);
-      mx = warp_max(mx);
-      float l = 0.0f;
-      for (int i = lane; i < n; i += 32) {
-        const float e = __expf(sc[g * per + i] - mx);
-        sc[g * per + i] = e;
-        l += e;
-      }
-      l = warp_sum(l);
+      const float2 m_l = softmax_numerators(sc + g * per, n, lane);
       if (lane == 0) {
-        ml[2 * g] = mx;
-        ml[2 * g + 1] = l;
+        ml[2 * g] = m_l.x;
+        ml[2 * g + 1] = m_l.y;
       }
     }
     __syncthreads();
