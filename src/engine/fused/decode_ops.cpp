@@ -354,10 +354,12 @@ at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t 
   const int64_t b = qkv.size(0), d = k_cache.size(3);
   int splits = 1, per_split = 1;
   const DecodeClusterSetting cluster = decode_attention_cluster();
-  if (b <= cluster.max_batch && b <= kDecodeAttentionMaxBatch && on_decode_kernels(qkv) && qkv.dim() == 2 && qkv.is_contiguous() &&
-      qkv.size(1) == (q_heads + 2 * kv_heads) * d && k_cache.scalar_type() == qkv.scalar_type() &&
+  if (b <= cluster.max_batch && b <= kDecodeAttentionMaxBatch && on_decode_kernels(qkv) && qkv.dim() == 2 &&
+      qkv.is_contiguous() && qkv.size(1) == (q_heads + 2 * kv_heads) * d &&
+      k_cache.scalar_type() == qkv.scalar_type() &&
       v_cache.scalar_type() == qkv.scalar_type() && k_cache.is_contiguous() && v_cache.is_contiguous() &&
-      k_cache.size(2) == kv_heads && pos.scalar_type() == at::kLong &&
+      k_cache.dim() == 4 && k_cache.size(2) == kv_heads && v_cache.sizes() == k_cache.sizes() &&
+      pos.scalar_type() == at::kLong &&
       (!used_k.defined() || (used_k.scalar_type() == at::kInt && used_k.is_contiguous())) &&
       decode_attention_cluster_plan(q_heads, kv_heads, d, window, &splits, &per_split, decode_attention_min_split(),
                                     cluster.limit)) {

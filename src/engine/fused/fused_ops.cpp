@@ -856,9 +856,9 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                                  : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
                                    "the cache: in the streamed GEMV's epilogue where that GEMV takes the q/k/v "
                                    "product (each warp computes a rotary pair of rows; no q/k/v product in memory, no "
-                                   "launch of its own); without rotary embeddings (GPT-2, one sequence, sm_90), in the decode "
-                                   "attention's cluster form, which reads q, k and v from the product and writes k "
-                                   "and v into the cache; else one kernel";
+                                   "launch of its own); without rotary embeddings (GPT-2, one sequence, sm_90), in "
+                                   "the decode attention's cluster form, which reads q, k and v from the product and "
+                                   "writes k and v into the cache; else one kernel";
       f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
                        : why + ": the same operations by ATen";
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
@@ -878,7 +878,8 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
         const bool clusters = decode_stream_available() && cluster.limit > 0 && cluster.max_batch > 0;
         f.note += "; this run: splits of " + std::to_string(decode_attention_min_split()) + " positions or more, " +
                   (clusters ? "clusters of up to " + std::to_string(cluster.limit) + " splits for up to " +
-                                  std::to_string(cluster.max_batch) + (cluster.max_batch == 1 ? " sequence" : " sequences")
+                                  std::to_string(cluster.max_batch) +
+                                  (cluster.max_batch == 1 ? " sequence" : " sequences")
                             : std::string("no clusters (a device before sm_90, or GPUBENCH_DECODE_ATTN_CLUSTER=0)"));
       }
 #endif
