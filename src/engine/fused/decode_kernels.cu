@@ -65,18 +65,22 @@ __device__ __forceinline__ void let_next_kernel_start() {
 }
 
 
-/// The current device's compute capability major (0 where it cannot be asked), asked once per device.
-int device_major() {
-  static std::atomic<int> major[64];  // 0: not asked yet
+/// The current device's attribute `kAttr` (0 where it cannot be asked or is not positive), asked once per device.
+template <cudaDeviceAttr kAttr>
+int device_attribute() {
+  static std::atomic<int> value[64];  // 0: not asked yet
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
-  int m = major[device].load(std::memory_order_relaxed);
-  if (m == 0) {
-    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || m <= 0) return 0;
-    major[device].store(m, std::memory_order_relaxed);
+  int v = value[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    if (cudaDeviceGetAttribute(&v, kAttr, device) != cudaSuccess || v <= 0) return 0;
+    value[device].store(v, std::memory_order_relaxed);
   }
-  return m;
+  return v;
 }
+
+/// The current device's compute capability major.
+int device_major() { return device_attribute<cudaDevAttrComputeCapabilityMajor>(); }
 
 /// Whether the environment variable `name` is "0" (a switch for measuring what a feature buys).
 bool switched_off(const char* name) {
@@ -1396,18 +1400,14 @@ cudaError_t cluster_attention_typed(const DecodeAttentionInput& in, const int64_
   const size_t smem = cluster_attn_smem(per_split, hq / hk, d);
   const float scale = 1.0f / sqrtf(static_cast<float>(d));
   auto kernel = d == 64 ? decode_attention_cluster<T, 64> : decode_attention_cluster<T, 128>;
-  // Once per device and kernel: shared memory up to the device's opt-in limit (the plan kept within it), clusters
-  // of up to 16 blocks (more than the portable 8).
-  static std::atomic<uint64_t> sized[2] = {{0}, {0}};
-  int device = 0, optin = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e == cudaSuccess && (sized[d == 64].load(std::memory_order_relaxed) & (uint64_t{1} << (device & 63))) == 0) {
+  const int optin = device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>();
+  if (smem > static_cast<size_t>(optin)) return cudaErrorInvalidValue;
+  static std::atomic<uint64_t> sized[2] = {{0}, {0}};  // per head size: the devices whose limit is raised
+  cudaError_t e = allow_smem(sized[d == 64], kernel, optin);  // up to the opt-in limit, once (the plan keeps within)
+  if (e == cudaSuccess && splits > 8) {  // more than the portable cluster size
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   }
-  if (e == cudaSuccess) e = allow_smem(sized[d == 64], kernel, optin);
   if (e != cudaSuccess) return e;
-  if (smem > static_cast<size_t>(optin)) return cudaErrorInvalidValue;
   return launch_kernel_cluster(kernel, grid, dim3(kClusterAttnThreads), smem, static_cast<unsigned>(splits), stream,
                                static_cast<const T*>(in.q), in.q_stride, static_cast<T*>(in.k_cache),
                                static_cast<T*>(in.v_cache), static_cast<const T*>(in.fresh_k),
@@ -1590,11 +1590,7 @@ bool decode_attention_cluster_plan(int64_t q_heads, int64_t kv_heads, int64_t he
     return false;
   }
   max_cluster = std::min(max_cluster, kClusterAttnMaxSplits);
-  int device = 0, optin = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-    return false;
-  }
+  const int optin = device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>();
   const int64_t least = std::max<int64_t>(min_per_split, 1), group = q_heads / kv_heads;
   int64_t s = std::min<int64_t>(std::max<int64_t>((window + least - 1) / least, 1), max_cluster);
   for (; s <= kClusterAttnMaxSplits; ++s) {  // more splits only where a split would not fit

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -354,8 +355,11 @@ at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t 
   const int64_t b = qkv.size(0), d = k_cache.size(3);
   int splits = 1, per_split = 1;
   const DecodeClusterSetting cluster = decode_attention_cluster();
+  // The new k and v rows are read 16 bytes at a time: qkv 16-byte aligned (its rows and parts then are: d is 64 or
+  // 128, which decode_attention_cluster_plan requires).
   if (b <= cluster.max_batch && b <= kDecodeAttentionMaxBatch && on_decode_kernels(qkv) && qkv.dim() == 2 &&
-      qkv.is_contiguous() && qkv.size(1) == (q_heads + 2 * kv_heads) * d &&
+      qkv.is_contiguous() && (reinterpret_cast<uintptr_t>(qkv.data_ptr()) & 15u) == 0 &&
+      qkv.size(1) == (q_heads + 2 * kv_heads) * d &&
       k_cache.scalar_type() == qkv.scalar_type() &&
       v_cache.scalar_type() == qkv.scalar_type() && k_cache.is_contiguous() && v_cache.is_contiguous() &&
       k_cache.dim() == 4 && k_cache.size(2) == kv_heads && v_cache.sizes() == k_cache.sizes() &&
@@ -375,13 +379,11 @@ at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t 
     in.fresh_stride = qkv.size(1);
     in.used_k = used_k.defined() ? used_k.data_ptr<int>() : nullptr;
     at::Tensor out = at::empty({b, q_heads, d}, qkv.options());
-    const cudaError_t e = launch_decode_attention_cluster(in, pos.data_ptr<int64_t>(), out.data_ptr(),
-                                                          launch::dtype_of(qkv), b, k_cache.size(1), q_heads, kv_heads,
-                                                          d, splits, per_split, launch::stream());
-    if (e != cudaErrorInvalidValue) {  // invalid: a layout it does not take (alignment), the caller's path then
-      launch::check(e, "decode_attention (cluster, from the q/k/v product)");
-      return out;
-    }
+    launch::check(launch_decode_attention_cluster(in, pos.data_ptr<int64_t>(), out.data_ptr(), launch::dtype_of(qkv),
+                                                  b, k_cache.size(1), q_heads, kv_heads, d, splits, per_split,
+                                                  launch::stream()),
+                  "decode_attention (cluster, from the q/k/v product)");
+    return out;
   }
 #else
   (void)qkv, (void)q_heads, (void)kv_heads, (void)pos, (void)window, (void)k_cache, (void)v_cache, (void)used_k;
