@@ -505,5 +505,85 @@ TEST(DecodeOpsTest, AttentionFromTheQkvProductMatchesTheCacheWriteThenTheAttenti
   }
 }
 
+/// The L2 prefetch setting for a scope (restored after).
+class PrefetchSetting {
+ public:
+  explicit PrefetchSetting(fused::DecodePrefetchSetting s) : before_(fused::decode_prefetch()) {
+    fused::set_decode_prefetch(s);
+  }
+  ~PrefetchSetting() { fused::set_decode_prefetch(before_); }
+  PrefetchSetting(const PrefetchSetting&) = delete;
+  PrefetchSetting& operator=(const PrefetchSetting&) = delete;
+
+ private:
+  fused::DecodePrefetchSetting before_;
+};
+
+/// The setting holds fractions of a product's runs: what is set is clamped to [0, 1].
+TEST(DecodeOpsTest, PrefetchFractionsAreClampedToOneProduct) {
+  const PrefetchSetting setting({2.0, -1.0, 0.25});
+  const fused::DecodePrefetchSetting got = fused::decode_prefetch();
+  EXPECT_EQ(got.attention, 1.0);
+  EXPECT_EQ(got.mlp, 0.0);
+  EXPECT_EQ(got.next, 0.25);
+}
+
+/// Asking L2 ahead for a later product's weights is a hint: every GEMV and the attention give the same bits with it
+/// as without, at every fraction, and so does a whole decode step of both decoders.
+TEST(DecodeOpsTest, AskingL2AheadNeverChangesAResult_CUDA) {
+  if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0).dtype(at::kBFloat16);
+  torch::manual_seed(21);
+  const at::Tensor later_gate = torch::randn({5632, 2048}, cuda), later_up = torch::randn({5632, 2048}, cuda);
+  const at::Tensor later_down = torch::randn({2048, 5632}, cuda);
+  const at::Tensor x = torch::randn({1, 2048}, cuda), w = torch::randn({4096, 2048}, cuda) / 45.0;
+  const at::Tensor g = torch::randn({5632, 2048}, cuda) / 45.0, u = torch::randn({5632, 2048}, cuda) / 45.0;
+  const at::Tensor res = torch::randn({1, 4096}, cuda), nw = torch::randn({2048}, cuda);
+  const at::Tensor xs = torch::randn({1, 768}, cuda), ws = torch::randn({3072, 768}, cuda) / 28.0;  // GPT-2's c_fc
+  const at::Tensor bs = torch::randn({3072}, cuda);
+  for (const Gemv kind : {Gemv::kDefault, Gemv::kStream, Gemv::kRun}) {
+    const GemvEverywhere gemvs(kind);
+    for (const double f : {0.3, 1.0}) {
+      for (const auto& ahead : {fused::DecodeAhead{{later_gate, later_up}, DecodeAct::kSwiglu, f},
+                                fused::DecodeAhead{{later_down}, DecodeAct::kNone, f}}) {
+        const fused::DecodeNorm norm{nw, {}, 1e-5, true};
+        EXPECT_TRUE(fused::decode_linear(x, {w}, {}, DecodeAct::kNone, res, {}, ahead)
+                        .equal(fused::decode_linear(x, {w}, {}, DecodeAct::kNone, res)))
+            << "plain product, fraction " << f << gemv_label(kind);
+        EXPECT_TRUE(fused::decode_linear(x, {g, u}, {}, DecodeAct::kSwiglu, {}, norm, ahead)
+                        .equal(fused::decode_linear(x, {g, u}, {}, DecodeAct::kSwiglu, {}, norm)))
+            << "gate/up, fraction " << f << gemv_label(kind);
+        EXPECT_TRUE(fused::decode_linear(xs, {ws}, bs, DecodeAct::kGeluTanh, {}, {}, ahead)
+                        .equal(fused::decode_linear(xs, {ws}, bs, DecodeAct::kGeluTanh, {})))
+            << "short rows, fraction " << f << gemv_label(kind);
+      }
+    }
+  }
+  for (const int limit : {8, 0}) {  // both forms of the attention
+    const ClusterLimit cluster(limit);
+    models::KvCache cache = models::make_kv_cache(1, 1, 700, 4, 64, cuda);
+    cache.k[0].normal_();
+    cache.v[0].normal_();
+    const at::Tensor q = torch::randn({1, 32, 64}, cuda), pos = torch::full({1}, 600, cuda.dtype(torch::kLong));
+    const fused::DecodeAhead ahead{{later_gate, later_up}, DecodeAct::kSwiglu, 1.0};
+    EXPECT_TRUE(fused::decode_attention(q, cache.k[0], cache.v[0], pos, 640, cache.attn_counters, ahead)
+                    .equal(fused::decode_attention(q, cache.k[0], cache.v[0], pos, 640, cache.attn_counters)))
+        << "attention, cluster limit " << limit;
+  }
+  for (const std::string model : {"llama", "gpt2"}) {
+    std::vector<at::Tensor> off, on;
+    {
+      const PrefetchSetting none({0.0, 0.0, 0.0});
+      off = reduced_decode(model, "fused", 1, 4);
+    }
+    {
+      const PrefetchSetting all({1.0, 1.0, 1.0});
+      on = reduced_decode(model, "fused", 1, 4);
+    }
+    ASSERT_EQ(on.size(), off.size());
+    for (size_t i = 0; i < on.size(); ++i) EXPECT_TRUE(on[i].equal(off[i])) << model << " step " << i;
+  }
+}
+
 }  // namespace
 }  // namespace gpubench::engine
