@@ -2,7 +2,8 @@
 # gpubench built on the GPU machine, its decode CUDA tests, then mode: generate at batch 1 with --kernels fused:
 # the committed L2 prefetch setting (the default) against GPUBENCH_DECODE_PREFETCH=0 (off), alternating, twice each,
 # for TinyLlama and GPT-2; then each setting in $VARIANTS once per model (GPUBENCH_DECODE_PREFETCH=A,M,N), then
-# transformers' eager generate (REFS=1). One archive $CALL.tar.gz. From the repository root:
+# transformers' eager generate (REFS=1). BENCH: prefetch_bench configurations run beside the build (carried in
+# build-bench/). One archive $CALL.tar.gz. From the repository root:
 #   OUT=... CALL=call2 GPUBENCH_GIT_REVISION=<commit> VARIANTS="1,0,0 0.5,0.5,1" \
 #     results/2026-12-03-h200-decode-l2-prefetch/run_gpubench.sh
 set -uo pipefail
@@ -15,8 +16,15 @@ log() { echo "== $(date -u +%H:%M:%S) [${SECONDS}s] $*" | tee -a "$W/session.log
 finish() { tar -C "$OUT" -czf "$OUT/$C.tar.gz" "$C" && rm -rf "$W"; }
 trap finish EXIT
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv > "$W/nvidia-smi.txt" 2>&1
+if [ -n "${BENCH:-}" ] && [ -x build-bench/prefetch_bench ]; then  # on the GPU while the build runs on the CPUs
+  log "prefetch_bench (beside the build): $BENCH"
+  # shellcheck disable=SC2086
+  (timeout 200 build-bench/prefetch_bench 22 640 576 5 200 $BENCH > "$W/bench.txt" 2>&1; echo "exit $?" >> "$W/bench.txt") &
+fi
 GPUBENCH_BUILD_TARGETS="gpubench engine_tests" OUT="$W" scripts/device_run.sh build > "$W/build_phase.log" 2>&1 \
   || { tail -40 "$W/build.log"; exit 1; }
+wait
+[ -f "$W/bench.txt" ] && grep -E "correctness|x \(means|exit" "$W/bench.txt" | tee -a "$W/session.log"
 rm -f "$W/records.tar.gz"
 log "build done"
 GB="$PWD/build-device/gpubench"

@@ -49,8 +49,8 @@ struct DecodeAhead {
 /// LM head after the last layer). GPUBENCH_DECODE_PREFETCH=0 turns it off and =A,M,N sets the three (read once); the
 /// setter changes it (the tests run both ways).
 struct DecodePrefetchSetting {
-  double attention = 0.5;
-  double mlp = 0.0;
+  double attention = 0.0;
+  double mlp = 0.5;
   double next = 0.0;
 };
 DecodePrefetchSetting decode_prefetch();
