@@ -10,7 +10,8 @@
 //   prefetch_bench [layers] [window] [pos] [rounds] [replays] [config ...]
 //   config: comma-separated SOURCE>TARGET=FRACTION, SOURCE one of qkv, attn, o, gu, down; TARGET one of gu, down,
 //   next (the next layer's q/k/v and output weights), lm (the LM head, from the last layer's down only), e.g.
-//   "attn>gu=0.5,gu>down=0.5"; "none" is the plain step.
+//   "attn>gu=0.5,gu>down=0.5"; a fraction ending in L asks by 128-byte line prefetches from the threads instead of
+//   the copy engine (DecodePrefetch::lines); "none" is the plain step.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -61,6 +62,7 @@ struct Arena {
 struct Config {
   std::string name;
   std::map<std::string, float> f;  // "attn>gu" -> 0.5
+  std::map<std::string, bool> lines;  // "attn>gu=0.5L": by 128-byte line prefetches (DecodePrefetch::lines)
   float get(const char* key) const {
     auto it = f.find(key);
     return it == f.end() ? 0.0f : it->second;
@@ -78,6 +80,7 @@ static Config parse(const std::string& s) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos) { std::fprintf(stderr, "bad config item %s\n", item.c_str()); std::exit(2); }
     c.f[item.substr(0, eq)] = std::strtof(item.c_str() + eq + 1, nullptr);
+    c.lines[item.substr(0, eq)] = item.back() == 'L';
     at = end + 1;
   }
   return c;
@@ -191,12 +194,17 @@ int main(int argc, char** argv) {
       const Layer* nx = i + 1 < L.size() ? &L[i + 1] : nullptr;
       auto target = [&](const std::string& src) {  // the first target this source prefetches (one per kernel)
         for (const char* t : {"gu", "down", "next", "lm"}) {
-          const float f = c.get((src + ">" + t).c_str());
+          const std::string key = src + ">" + t;
+          const float f = c.get(key.c_str());
           if (f <= 0.0f) continue;
-          if (!std::strcmp(t, "gu")) return gate_up(l, f);
-          if (!std::strcmp(t, "down")) return down(l, f);
-          if (!std::strcmp(t, "next") && nx != nullptr) return next_qkv(*nx, f);
-          if (!std::strcmp(t, "lm") && nx == nullptr) return lm(f);
+          DecodePrefetch p;
+          if (!std::strcmp(t, "gu")) p = gate_up(l, f);
+          if (!std::strcmp(t, "down")) p = down(l, f);
+          if (!std::strcmp(t, "next") && nx != nullptr) p = next_qkv(*nx, f);
+          if (!std::strcmp(t, "lm") && nx == nullptr) p = lm(f);
+          if (p.weights.count == 0) continue;
+          p.lines = c.lines.count(key) > 0 && c.lines.at(key);
+          return p;
         }
         return DecodePrefetch{};
       };

@@ -544,8 +544,8 @@ TEST(DecodeOpsTest, AskingL2AheadNeverChangesAResult_CUDA) {
   for (const Gemv kind : {Gemv::kDefault, Gemv::kStream, Gemv::kRun}) {
     const GemvEverywhere gemvs(kind);
     for (const double f : {0.3, 1.0}) {
-      for (const auto& ahead : {fused::DecodeAhead{{later_gate, later_up}, DecodeAct::kSwiglu, f},
-                                fused::DecodeAhead{{later_down}, DecodeAct::kNone, f}}) {
+      for (const auto& ahead : {fused::DecodeAhead{{later_gate, later_up}, DecodeAct::kSwiglu, f, false},
+                                fused::DecodeAhead{{later_down}, DecodeAct::kNone, f, true}}) {
         const fused::DecodeNorm norm{nw, {}, 1e-5, true};
         EXPECT_TRUE(fused::decode_linear(x, {w}, {}, DecodeAct::kNone, res, {}, ahead)
                         .equal(fused::decode_linear(x, {w}, {}, DecodeAct::kNone, res)))
@@ -577,11 +577,16 @@ TEST(DecodeOpsTest, AskingL2AheadNeverChangesAResult_CUDA) {
       off = reduced_decode(model, "fused", 1, 4);
     }
     {
-      const PrefetchSetting all({1.0, 1.0, 1.0});
+      const PrefetchSetting all({1.0, 1.0, 1.0, false});
       on = reduced_decode(model, "fused", 1, 4);
     }
     ASSERT_EQ(on.size(), off.size());
     for (size_t i = 0; i < on.size(); ++i) EXPECT_TRUE(on[i].equal(off[i])) << model << " step " << i;
+    {
+      const PrefetchSetting by_lines({1.0, 1.0, 1.0, true});
+      on = reduced_decode(model, "fused", 1, 4);
+    }
+    for (size_t i = 0; i < on.size(); ++i) EXPECT_TRUE(on[i].equal(off[i])) << model << " step " << i << " (lines)";
   }
 }
 

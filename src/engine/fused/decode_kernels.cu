@@ -83,6 +83,17 @@ __device__ __forceinline__ void prefetch_weights(const DecodePrefetch& p) {
     const int64_t longest = (rows + p.runs - 1) / p.runs * row_bytes;
     const int64_t pieces = static_cast<int64_t>(static_cast<float>(longest) * fraction) / kPrefetchPiece + 1;
     const char* base = static_cast<const char*>(p.weights.w[o]);
+    if (p.lines) {  // a 128-byte line a prefetch, from the threads (no copy engine)
+      const int64_t per_run = static_cast<int64_t>(static_cast<float>(longest) * fraction) / 128 + 1;
+      for (int64_t i = t; i < p.runs * per_run; i += threads) {
+        const int64_t r = i / per_run, begin = i % per_run * 128;
+        const int64_t j0 = rows * r / p.runs, j1 = rows * (r + 1) / p.runs;
+        if (begin < static_cast<int64_t>(static_cast<float>((j1 - j0) * row_bytes) * fraction)) {
+          prefetch_l2(base + j0 * row_bytes + begin);
+        }
+      }
+      continue;
+    }
     for (int64_t i = t; i < p.runs * pieces; i += threads) {
       const int64_t r = i / pieces, begin = i % pieces * kPrefetchPiece;
       const int64_t j0 = rows * r / p.runs, j1 = rows * (r + 1) / p.runs;

@@ -43,6 +43,7 @@ struct DecodePrefetch {
   int64_t k = 0;
   int64_t runs = 1;
   float fraction = 0.0f;
+  bool lines = false;  // by prefetch.global.L2 of each 128-byte line from the threads, not the SMs' copy engines
 };
 
 /// The runs a one-token product of `units` outputs is read in by the run GEMV (`run`: one per warp) or the streamed

@@ -91,17 +91,19 @@ std::atomic<int64_t>& cluster_batch_slot() {
 /// ("0": off).
 struct PrefetchSlots {
   std::atomic<double> attention, mlp, next;
+  std::atomic<bool> lines;
 };
 PrefetchSlots& prefetch_slots() {
   static PrefetchSlots slots = [] {
     DecodePrefetchSetting s;
     const char* e = std::getenv("GPUBENCH_DECODE_PREFETCH");
     double v[3] = {0.0, 0.0, 0.0};
-    if (e != nullptr && std::sscanf(e, "%lf,%lf,%lf", &v[0], &v[1], &v[2]) >= 1) {
+    int lines = 0;
+    if (e != nullptr && std::sscanf(e, "%lf,%lf,%lf,%d", &v[0], &v[1], &v[2], &lines) >= 1) {
       s = DecodePrefetchSetting{std::max(0.0, std::min(v[0], 1.0)), std::max(0.0, std::min(v[1], 1.0)),
-                                std::max(0.0, std::min(v[2], 1.0))};
+                                std::max(0.0, std::min(v[2], 1.0)), lines == 1};
     }
-    return PrefetchSlots{{s.attention}, {s.mlp}, {s.next}};
+    return PrefetchSlots{{s.attention}, {s.mlp}, {s.next}, {s.lines}};
   }();
   return slots;
 }
@@ -138,7 +140,7 @@ DecodeClusterSetting decode_attention_cluster() { return {cluster_limit_slot().l
 
 DecodePrefetchSetting decode_prefetch() {
   PrefetchSlots& s = prefetch_slots();
-  return {s.attention.load(), s.mlp.load(), s.next.load()};
+  return {s.attention.load(), s.mlp.load(), s.next.load(), s.lines.load()};
 }
 
 void set_decode_prefetch(DecodePrefetchSetting setting) {
@@ -147,6 +149,7 @@ void set_decode_prefetch(DecodePrefetchSetting setting) {
   s.attention.store(clamp(setting.attention));
   s.mlp.store(clamp(setting.mlp));
   s.next.store(clamp(setting.next));
+  s.lines.store(setting.lines);
 }
 
 void set_decode_attention_cluster(DecodeClusterSetting setting) {
@@ -221,6 +224,7 @@ DecodePrefetch kernel_prefetch(const DecodeAhead& ahead, const at::Tensor& x) {
            : stream_pays(m, n, k, rows) ? decode_product_runs(false, n)
                                         : std::max<int64_t>(n, 1);
   p.fraction = static_cast<float>(std::min(ahead.fraction, 1.0));
+  p.lines = ahead.lines;
   return p;
 }
 

@@ -41,17 +41,19 @@ struct DecodeAhead {
   std::vector<at::Tensor> weights;
   DecodeAct act = DecodeAct::kNone;
   double fraction = 0.0;
+  bool lines = false;  // DecodePrefetch::lines
 };
 
 /// Which weights the decode step asks L2 for ahead of the product that reads them (DecodeAhead), each a fraction of
 /// that product's runs: the attention asks for the MLP's first product's weights (gate/up, or GPT-2's c_fc), that
 /// product for the MLP's second's (down, c_proj), and the second for what comes next (the next layer's q/k/v, or the
-/// LM head after the last layer). GPUBENCH_DECODE_PREFETCH=0 turns it off and =A,M,N sets the three (read once); the
-/// setter changes it (the tests run both ways).
+/// LM head after the last layer). GPUBENCH_DECODE_PREFETCH=0 turns it off and =A,M,N[,1] sets the three (read once;
+/// a fourth field 1: by lines); the setter changes it (the tests run both ways).
 struct DecodePrefetchSetting {
   double attention = 0.0;
   double mlp = 0.5;
   double next = 0.0;
+  bool lines = false;  // by 128-byte line prefetches from the threads (=A,M,N,1), not the copy engines
 };
 DecodePrefetchSetting decode_prefetch();
 void set_decode_prefetch(DecodePrefetchSetting setting);

@@ -268,14 +268,14 @@ torch::Tensor Gpt2BlockImpl::forward_decode(const torch::Tensor& x, const at::Te
   const at::Tensor ctx = decode_attend(x, {c_attn->weight.t()}, c_attn->bias,
                                        {ln_1->weight, ln_1->bias, ln_1->options.eps(), false}, heads_, heads_, {}, {},
                                        pos, window, cache, layer, math_,
-                                       {{c_fc->weight.t()}, DecodeAct::kGeluTanh, ahead.attention});
+                                       {{c_fc->weight.t()}, DecodeAct::kGeluTanh, ahead.attention, ahead.lines});
   const at::Tensor h =
       f::decode_linear(ctx.reshape({x.size(0), -1}), {attn_proj->weight.t()}, attn_proj->bias, DecodeAct::kNone, x);
   const at::Tensor a = f::decode_linear(h, {c_fc->weight.t()}, c_fc->bias, DecodeAct::kGeluTanh, {},
                                         {ln_2->weight, ln_2->bias, ln_2->options.eps(), false},
-                                        {{mlp_proj->weight.t()}, DecodeAct::kNone, ahead.mlp});
+                                        {{mlp_proj->weight.t()}, DecodeAct::kNone, ahead.mlp, ahead.lines});
   return f::decode_linear(a, {mlp_proj->weight.t()}, mlp_proj->bias, DecodeAct::kNone, h, {},
-                          {after, DecodeAct::kNone, ahead.next});
+                          {after, DecodeAct::kNone, ahead.next, ahead.lines});
 }
 
 Gpt2LMHeadModelImpl::Gpt2LMHeadModelImpl(const Gpt2Options& o) : fused_(o.fused) {
@@ -506,13 +506,13 @@ torch::Tensor LlamaDecoderLayerImpl::forward_decode(const torch::Tensor& x, cons
   const at::Tensor ctx = decode_attend(x, decode_first_weights(), {},
                                        {input_layernorm->weight, {}, input_layernorm->eps(), true}, heads_, kv_heads_,
                                        cos_all, sin_all, pos, window, cache, layer, math_,
-                                       {gate_up, DecodeAct::kSwiglu, ahead.attention});
+                                       {gate_up, DecodeAct::kSwiglu, ahead.attention, ahead.lines});
   const at::Tensor h = f::decode_linear(ctx.reshape({x.size(0), -1}), {o_proj->weight}, {}, DecodeAct::kNone, x);
   const at::Tensor act = f::decode_linear(h, gate_up, {}, DecodeAct::kSwiglu, {},
                                           {post_attention_layernorm->weight, {}, post_attention_layernorm->eps(), true},
-                                          {{down_proj->weight}, DecodeAct::kNone, ahead.mlp});
+                                          {{down_proj->weight}, DecodeAct::kNone, ahead.mlp, ahead.lines});
   return f::decode_linear(act, {down_proj->weight}, {}, DecodeAct::kNone, h, {},
-                          {after, DecodeAct::kNone, ahead.next});
+                          {after, DecodeAct::kNone, ahead.next, ahead.lines});
 }
 
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaOptions& o) : options_(o) {
