@@ -64,49 +64,6 @@ __device__ __forceinline__ void let_next_kernel_start() {
 #endif
 }
 
-constexpr int64_t kPrefetchPiece = 32 * 1024;  // bytes one prefetch asks for at most
-
-/// Asks L2 for the weights `p` names (DecodePrefetch): every thread of the grid a share of the runs' first bytes, in
-/// pieces of at most kPrefetchPiece. Fire and forget: nothing waits for them, and they never change results.
-__device__ __forceinline__ void prefetch_weights(const DecodePrefetch& p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (p.weights.count <= 0 || !(p.fraction > 0.0f) || p.runs < 1) return;
-  const int64_t threads = static_cast<int64_t>(gridDim.x) * gridDim.y * gridDim.z * blockDim.x;
-  const int64_t t =
-      ((static_cast<int64_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t row_bytes = p.k * 2;
-  const float fraction = p.fraction < 1.0f ? p.fraction : 1.0f;
-#pragma unroll
-  for (int o = 0; o < 3; ++o) {  // unrolled: no indexing of the parameter by a variable (no stack copy)
-    if (o >= p.weights.count) break;
-    const int64_t rows = p.weights.rows[o];
-    const int64_t longest = (rows + p.runs - 1) / p.runs * row_bytes;
-    const int64_t pieces = static_cast<int64_t>(static_cast<float>(longest) * fraction) / kPrefetchPiece + 1;
-    const char* base = static_cast<const char*>(p.weights.w[o]);
-    if (p.lines) {  // a 128-byte line a prefetch, from the threads (no copy engine)
-      const int64_t per_run = static_cast<int64_t>(static_cast<float>(longest) * fraction) / 128 + 1;
-      for (int64_t i = t; i < p.runs * per_run; i += threads) {
-        const int64_t r = i / per_run, begin = i % per_run * 128;
-        const int64_t j0 = rows * r / p.runs, j1 = rows * (r + 1) / p.runs;
-        if (begin < static_cast<int64_t>(static_cast<float>((j1 - j0) * row_bytes) * fraction)) {
-          prefetch_l2(base + j0 * row_bytes + begin);
-        }
-      }
-      continue;
-    }
-    for (int64_t i = t; i < p.runs * pieces; i += threads) {
-      const int64_t r = i / pieces, begin = i % pieces * kPrefetchPiece;
-      const int64_t j0 = rows * r / p.runs, j1 = rows * (r + 1) / p.runs;
-      const int64_t want = static_cast<int64_t>(static_cast<float>((j1 - j0) * row_bytes) * fraction) / 16 * 16;
-      if (begin >= want) continue;
-      const int64_t size = want - begin < kPrefetchPiece ? want - begin : kPrefetchPiece;
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + j0 * row_bytes + begin),
-                   "r"(static_cast<uint32_t>(size))
-                   : "memory");
-    }
-  }
-#endif
-}
 
 /// The current device's attribute `kAttr` (0 where it cannot be asked or is not positive), asked once per device.
 template <cudaDeviceAttr kAttr>
@@ -230,7 +187,7 @@ template <typename T, int M, int ACT>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     decode_gemv(const T* __restrict__ x, int64_t ldx, DecodeWeights w, const T* __restrict__ bias,
                 const T* __restrict__ residual, T* __restrict__ out, int64_t n, int64_t k, int split,
-                DecodeInputNorm norm, const DecodePrefetch prefetch) {
+                DecodeInputNorm norm) {
   constexpr bool kGlu = ACT == static_cast<int>(DecodeActivation::kSwiglu);
   constexpr int kOut = kGlu ? 2 : 1;
   using S = GemvSums<M, kOut>;
@@ -275,7 +232,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       for (int o = 0; o < kOut; ++o) prefetch_l2(reinterpret_cast<const uint4*>(rows[o]) + p);
     }
   }
-  prefetch_weights(prefetch);
   wait_for_previous_kernel();
   let_next_kernel_start();
 
@@ -398,7 +354,7 @@ int auto_split(int64_t n, int64_t k) {
 template <typename T, int M>
 cudaError_t gemv_rows(const void* x, int64_t ldx, const DecodeWeights& w, const void* bias, const void* residual,
                       void* out, int64_t n, int64_t k, DecodeActivation act, int split, const DecodeInputNorm& norm,
-                      const DecodePrefetch& prefetch, cudaStream_t stream) {
+                      cudaStream_t stream) {
   if (split <= 0) split = auto_split(n, k);
   const int64_t per_block = kGemvWarps / split;
   const dim3 grid(static_cast<unsigned>((n + per_block - 1) / per_block));
@@ -408,9 +364,9 @@ cudaError_t gemv_rows(const void* x, int64_t ldx, const DecodeWeights& w, const 
   auto* o = static_cast<T*>(out);
   const dim3 block(kGemvWarps * 32);
   switch (act) {
-    case DecodeActivation::kNone: return launch_kernel(decode_gemv<T, M, 0>, grid, block, stream, xs, ldx, w, b, res, o, n, k, split, norm, prefetch);
-    case DecodeActivation::kGeluTanh: return launch_kernel(decode_gemv<T, M, 1>, grid, block, stream, xs, ldx, w, b, res, o, n, k, split, norm, prefetch);
-    case DecodeActivation::kSwiglu: return launch_kernel(decode_gemv<T, M, 2>, grid, block, stream, xs, ldx, w, b, res, o, n, k, split, norm, prefetch);
+    case DecodeActivation::kNone: return launch_kernel(decode_gemv<T, M, 0>, grid, block, stream, xs, ldx, w, b, res, o, n, k, split, norm);
+    case DecodeActivation::kGeluTanh: return launch_kernel(decode_gemv<T, M, 1>, grid, block, stream, xs, ldx, w, b, res, o, n, k, split, norm);
+    case DecodeActivation::kSwiglu: return launch_kernel(decode_gemv<T, M, 2>, grid, block, stream, xs, ldx, w, b, res, o, n, k, split, norm);
   }
   return cudaErrorInvalidValue;
 }
@@ -418,16 +374,16 @@ cudaError_t gemv_rows(const void* x, int64_t ldx, const DecodeWeights& w, const 
 template <typename T>
 cudaError_t gemv_typed(const void* x, int64_t ldx, const DecodeWeights& w, const void* bias, const void* residual,
                        void* out, int64_t m, int64_t n, int64_t k, DecodeActivation act, int split,
-                       const DecodeInputNorm& norm, const DecodePrefetch& prefetch, cudaStream_t stream) {
+                       const DecodeInputNorm& norm, cudaStream_t stream) {
   switch (m) {
-    case 1: return gemv_rows<T, 1>(x, ldx, w, bias, residual, out, n, k, act, split, norm, prefetch, stream);
-    case 2: return gemv_rows<T, 2>(x, ldx, w, bias, residual, out, n, k, act, split, norm, prefetch, stream);
-    case 3: return gemv_rows<T, 3>(x, ldx, w, bias, residual, out, n, k, act, split, norm, prefetch, stream);
-    case 4: return gemv_rows<T, 4>(x, ldx, w, bias, residual, out, n, k, act, split, norm, prefetch, stream);
-    case 5: return gemv_rows<T, 5>(x, ldx, w, bias, residual, out, n, k, act, split, norm, prefetch, stream);
-    case 6: return gemv_rows<T, 6>(x, ldx, w, bias, residual, out, n, k, act, split, norm, prefetch, stream);
-    case 7: return gemv_rows<T, 7>(x, ldx, w, bias, residual, out, n, k, act, split, norm, prefetch, stream);
-    case 8: return gemv_rows<T, 8>(x, ldx, w, bias, residual, out, n, k, act, split, norm, prefetch, stream);
+    case 1: return gemv_rows<T, 1>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 2: return gemv_rows<T, 2>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 3: return gemv_rows<T, 3>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 4: return gemv_rows<T, 4>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 5: return gemv_rows<T, 5>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 6: return gemv_rows<T, 6>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 7: return gemv_rows<T, 7>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
+    case 8: return gemv_rows<T, 8>(x, ldx, w, bias, residual, out, n, k, act, split, norm, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -463,7 +419,6 @@ struct StreamArgs {
   DecodeInputNorm norm;
   DecodeCacheWrite cache;  // kStreamQkvCache only
   int slots = 0;           // ring slots a block may use
-  DecodePrefetch prefetch;  // a later kernel's weights, requested before the wait
 };
 
 __host__ __device__ constexpr int64_t stream_align(int64_t b) { return (b + 127) / 128 * 128; }
@@ -617,10 +572,6 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     for (int s = 0; s < slots; ++s) request(s, u0 + s);
   }
-  if (a.prefetch.weights.count > 0) {  // after this kernel's own weights
-    __syncthreads();
-    prefetch_weights(a.prefetch);
-  }
   wait_for_previous_kernel();
   let_next_kernel_start();
 
@@ -732,9 +683,6 @@ cudaError_t allow_smem(std::atomic<uint64_t>& sized, Kernel kernel, int bytes) {
   return cudaSuccess;
 }
 
-/// The streamed GEMV's blocks for `units` outputs (rotary pairs): one an SM, each a contiguous run of them.
-int64_t stream_grid(int64_t units) { return std::min<int64_t>(device::multiprocessors(), units); }
-
 template <typename T, int M, int MODE>
 cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
   void (*kernel)(const StreamArgs) = decode_stream_gemv<T, M, MODE>;
@@ -742,7 +690,7 @@ cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
   const cudaError_t e = allow_smem(sized, kernel, kStreamSmemBytes);
   if (e != cudaSuccess) return e;
   a.slots = stream_slots(M, a.k, MODE >= kStreamSwiglu ? 2 : 1);
-  const int64_t grid = stream_grid(units);
+  const int64_t grid = std::min<int64_t>(device::multiprocessors(), units);
   return launch_kernel_smem(kernel, dim3(static_cast<unsigned>(grid)), dim3(kStreamWarps * 32), kStreamSmemBytes,
                             stream, a);
 }
@@ -800,7 +748,6 @@ __global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run
   };
   uint4 buf[D][kRows];
   issue(buf);  // weights only before the wait
-  prefetch_weights(a.prefetch);
   wait_for_previous_kernel();
   let_next_kernel_start();
   stage_x<T, M>(a, xs);
@@ -866,19 +813,15 @@ __global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run
   }
 }
 
-/// The run GEMV's blocks for `units` outputs: kRunBlocksPerSm an SM, fewer where a warp would have no row.
-int64_t run_grid(int64_t units) {
-  const int64_t per_block = kStreamWarps;  // every warp a row at least
-  return std::min<int64_t>(int64_t{device::multiprocessors()} * kRunBlocksPerSm, (units + per_block - 1) / per_block);
-}
-
 template <typename T, int M, int MODE>
 cudaError_t run_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
   void (*kernel)(const StreamArgs) = decode_run_gemv<T, M, MODE>;
   static std::atomic<uint64_t> sized{0};
   const cudaError_t e = allow_smem(sized, kernel, kRunMaxSmemBytes);
   if (e != cudaSuccess) return e;
-  const int64_t grid = run_grid(units);
+  const int64_t per_block = kStreamWarps;  // every warp a row at least
+  const int64_t grid = std::min<int64_t>(int64_t{device::multiprocessors()} * kRunBlocksPerSm,
+                                         (units + per_block - 1) / per_block);
   return launch_kernel_smem(kernel, dim3(static_cast<unsigned>(grid)), dim3(kStreamWarps * 32),
                             static_cast<size_t>(M * a.k * 2), stream, a);
 }
@@ -1316,8 +1259,7 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
     decode_attention_cluster(const T* __restrict__ q, int64_t q_stride, T* __restrict__ kc, T* __restrict__ vc,
                              const T* __restrict__ fresh_k, const T* __restrict__ fresh_v, int64_t fresh_stride,
                              int* __restrict__ used_k, const int64_t* __restrict__ pos_ptr, T* __restrict__ out,
-                             int64_t positions, int hq, int hk, int per_split, float scale,
-                             const DecodePrefetch prefetch) {
+                             int64_t positions, int hq, int hk, int per_split, float scale) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int kChunks = D / 8;  // 16-byte chunks of a row; chunk c of row p sits at c ^ (p % 8), so that eight
                                   // lanes reading chunk c of eight rows meet eight different bank groups
@@ -1342,7 +1284,6 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
     copy16_async(kt + slot(p, c), kc + row_of(p0 + p) + c * 8);
     copy16_async(vt + slot(p, c), vc + row_of(p0 + p) + c * 8);
   }
-  prefetch_weights(prefetch);
   wait_for_previous_kernel();
   let_next_kernel_start();
   const int64_t used = *pos_ptr + 1;
@@ -1471,8 +1412,7 @@ cudaError_t cluster_attention_typed(const DecodeAttentionInput& in, const int64_
                                static_cast<const T*>(in.q), in.q_stride, static_cast<T*>(in.k_cache),
                                static_cast<T*>(in.v_cache), static_cast<const T*>(in.fresh_k),
                                static_cast<const T*>(in.fresh_v), in.fresh_stride, in.used_k, pos, static_cast<T*>(out),
-                               positions, static_cast<int>(hq), static_cast<int>(hk), per_split, scale,
-                               in.prefetch);
+                               positions, static_cast<int>(hq), static_cast<int>(hk), per_split, scale);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -1491,15 +1431,14 @@ bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, 
 
 cudaError_t launch_decode_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
-                               DecodeActivation act, cudaStream_t stream, int split, const DecodeInputNorm& norm,
-                               const DecodePrefetch& prefetch) {
+                               DecodeActivation act, cudaStream_t stream, int split, const DecodeInputNorm& norm) {
   if (split != 0 && split != 1 && split != 2 && split != 4 && split != 8) return cudaErrorInvalidValue;
   if (m < 1 || m > kDecodeGemvMaxRows || !decode_gemv_fits(x, ldx, weights, k)) return cudaErrorInvalidValue;
   if (act == DecodeActivation::kSwiglu && (weights.count != 2 || bias != nullptr)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   switch (dtype) {
-    case DType::kBFloat16: return gemv_typed<__nv_bfloat16>(x, ldx, weights, bias, residual, out, m, n, k, act, split, norm, prefetch, stream);
-    case DType::kFloat16: return gemv_typed<__half>(x, ldx, weights, bias, residual, out, m, n, k, act, split, norm, prefetch, stream);
+    case DType::kBFloat16: return gemv_typed<__nv_bfloat16>(x, ldx, weights, bias, residual, out, m, n, k, act, split, norm, stream);
+    case DType::kFloat16: return gemv_typed<__half>(x, ldx, weights, bias, residual, out, m, n, k, act, split, norm, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -1517,8 +1456,7 @@ namespace {
 template <bool kRun>
 cudaError_t product_launch(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                            const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
-                           DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm,
-                           const DecodePrefetch& prefetch) {
+                           DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm) {
   const bool glu = act == DecodeActivation::kSwiglu;
   const bool serves = kRun ? decode_run_serves(m, k, glu ? 2 : 1) : decode_stream_serves(m, k, glu ? 2 : 1);
   if (!serves || !decode_gemv_fits(x, ldx, weights, k)) return cudaErrorInvalidValue;
@@ -1527,7 +1465,6 @@ cudaError_t product_launch(const void* x, int64_t ldx, const DecodeWeights& weig
   StreamArgs a = stream_args(x, ldx, weights, bias, n, k, norm);
   a.residual = residual;
   a.out = out;
-  a.prefetch = prefetch;
   switch (act) {
     case DecodeActivation::kNone: return stream_typed<kStreamPlain, kRun>(a, dtype, m, n, stream);
     case DecodeActivation::kGeluTanh: return stream_typed<kStreamGelu, kRun>(a, dtype, m, n, stream);
@@ -1540,13 +1477,8 @@ cudaError_t product_launch(const void* x, int64_t ldx, const DecodeWeights& weig
 
 cudaError_t launch_decode_stream_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                       const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
-                                      DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm,
-                                      const DecodePrefetch& prefetch) {
-  return product_launch<false>(x, ldx, weights, bias, residual, out, dtype, m, n, k, act, stream, norm, prefetch);
-}
-
-int64_t decode_product_runs(bool run, int64_t units) {
-  return run ? run_grid(units) * kStreamWarps : stream_grid(units);
+                                      DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm) {
+  return product_launch<false>(x, ldx, weights, bias, residual, out, dtype, m, n, k, act, stream, norm);
 }
 
 bool decode_run_serves(int64_t m, int64_t k, int rows_per_output) {
@@ -1556,15 +1488,13 @@ bool decode_run_serves(int64_t m, int64_t k, int rows_per_output) {
 
 cudaError_t launch_decode_run_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                    const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
-                                   DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm,
-                                   const DecodePrefetch& prefetch) {
-  return product_launch<true>(x, ldx, weights, bias, residual, out, dtype, m, n, k, act, stream, norm, prefetch);
+                                   DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm) {
+  return product_launch<true>(x, ldx, weights, bias, residual, out, dtype, m, n, k, act, stream, norm);
 }
 
 cudaError_t launch_decode_stream_qkv_to_cache(const void* x, int64_t ldx, const DecodeWeights& weights,
                                               const void* bias, const DecodeCacheWrite& cache, DType dtype, int64_t m,
-                                              int64_t k, cudaStream_t stream, const DecodeInputNorm& norm,
-                                              const DecodePrefetch& prefetch) {
+                                              int64_t k, cudaStream_t stream, const DecodeInputNorm& norm) {
   const int64_t n = (cache.q_heads + 2 * cache.kv_heads) * cache.head_dim;
   int64_t rows = 0;
   for (int i = 0; i < weights.count; ++i) rows += weights.rows[i];
@@ -1576,7 +1506,6 @@ cudaError_t launch_decode_stream_qkv_to_cache(const void* x, int64_t ldx, const 
   if (n == 0) return cudaSuccess;
   StreamArgs a = stream_args(x, ldx, weights, bias, n, k, norm);
   a.cache = cache;
-  a.prefetch = prefetch;
   return stream_typed<kStreamQkvCache>(a, dtype, m, n / 2, stream);
 }
 

@@ -33,23 +33,6 @@ struct DecodeWeights {
   int count = 0;
 };
 
-/// Weights of a later kernel of the step that a kernel asks L2 to fetch before its own wait for the one before it
-/// (sm_90: cp.async.bulk.prefetch.L2; nothing elsewhere), so that memory keeps streaming while the step's short,
-/// latency-bound kernels (the attention, the small products) run. Each weight block (16-bit rows of `k` values) is
-/// read by its kernel as `runs` contiguous runs at once (decode_product_runs); the first `fraction` of each run is
-/// fetched: what that kernel reads first. None when `weights.count` is 0 or `fraction` is 0.
-struct DecodePrefetch {
-  DecodeWeights weights;
-  int64_t k = 0;
-  int64_t runs = 1;
-  float fraction = 0.0f;
-  bool lines = false;  // by prefetch.global.L2 of each 128-byte line from the threads, not the SMs' copy engines
-};
-
-/// The runs a one-token product of `units` outputs is read in by the run GEMV (`run`: one per warp) or the streamed
-/// GEMV (one per block), for a DecodePrefetch of its weights.
-int64_t decode_product_runs(bool run, int64_t units);
-
 /// A norm the GEMV applies to its input rows first (RMSNorm: bias null and `rms`; LayerNorm: mean and variance),
 /// with `weight` (and `bias`) of k elements; none when weight is null.
 struct DecodeInputNorm {
@@ -66,8 +49,7 @@ struct DecodeInputNorm {
 cudaError_t launch_decode_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
                                DecodeActivation act, cudaStream_t stream, int split = 0,
-                               const DecodeInputNorm& norm = DecodeInputNorm{},
-                               const DecodePrefetch& prefetch = DecodePrefetch{});
+                               const DecodeInputNorm& norm = DecodeInputNorm{});
 bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, int64_t k);
 
 /// The streamed GEMV (sm_90 and later): one block an SM, each streaming its run of weight rows through a ring of
@@ -82,8 +64,7 @@ bool decode_stream_serves(int64_t m, int64_t k, int rows_per_output);
 cudaError_t launch_decode_stream_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                       const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
                                       DecodeActivation act, cudaStream_t stream,
-                                      const DecodeInputNorm& norm = DecodeInputNorm{},
-                                      const DecodePrefetch& prefetch = DecodePrefetch{});
+                                      const DecodeInputNorm& norm = DecodeInputNorm{});
 
 /// The run GEMV (sm_90 and later): two blocks an SM, each warp streaming its own contiguous run of weight
 /// rows straight into registers (four 16-byte loads a lane in flight, the next four issued before they are used),
@@ -95,8 +76,7 @@ bool decode_run_serves(int64_t m, int64_t k, int rows_per_output);
 cudaError_t launch_decode_run_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
                                    const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
                                    DecodeActivation act, cudaStream_t stream,
-                                   const DecodeInputNorm& norm = DecodeInputNorm{},
-                                   const DecodePrefetch& prefetch = DecodePrefetch{});
+                                   const DecodeInputNorm& norm = DecodeInputNorm{});
 
 /// Where the q/k/v product of one token per sequence goes: q (rotated when cos and sin, [positions, head_dim]
 /// tables, are given) to q_out [m, q_heads, head_dim], k (rotated) and v into the caches [m, positions, kv_heads,
@@ -118,8 +98,7 @@ struct DecodeCacheWrite {
 cudaError_t launch_decode_stream_qkv_to_cache(const void* x, int64_t ldx, const DecodeWeights& weights,
                                               const void* bias, const DecodeCacheWrite& cache, DType dtype, int64_t m,
                                               int64_t k, cudaStream_t stream,
-                                              const DecodeInputNorm& norm = DecodeInputNorm{},
-                                              const DecodePrefetch& prefetch = DecodePrefetch{});
+                                              const DecodeInputNorm& norm = DecodeInputNorm{});
 
 /// Row norm over `rows` rows of `dim`: RMSNorm (bias null, `rms`) y = x / sqrt(mean(x^2) + eps) * w, or LayerNorm
 /// y = (x - mean) / sqrt(var + eps) * w + b. x and y [rows, dim] contiguous.
@@ -176,7 +155,6 @@ struct DecodeAttentionInput {
   const void* fresh_v = nullptr;
   int64_t fresh_stride = 0;
   int* used_k = nullptr;
-  DecodePrefetch prefetch;  // a later kernel's weights, requested before the wait
 };
 cudaError_t launch_decode_attention_cluster(const DecodeAttentionInput& in, const int64_t* pos, void* out, DType dtype,
                                             int64_t batch, int64_t positions, int64_t q_heads, int64_t kv_heads,

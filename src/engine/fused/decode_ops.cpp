@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -87,27 +86,6 @@ std::atomic<int64_t>& cluster_batch_slot() {
   return batch;
 }
 
-/// The prefetch setting's slots, from GPUBENCH_DECODE_PREFETCH once: "A,M,N" the three fractions, those left out 0
-/// ("0": off).
-struct PrefetchSlots {
-  std::atomic<double> attention, mlp, next;
-  std::atomic<bool> lines;
-};
-PrefetchSlots& prefetch_slots() {
-  static PrefetchSlots slots = [] {
-    DecodePrefetchSetting s;
-    const char* e = std::getenv("GPUBENCH_DECODE_PREFETCH");
-    double v[3] = {0.0, 0.0, 0.0};
-    int lines = 0;
-    if (e != nullptr && std::sscanf(e, "%lf,%lf,%lf,%d", &v[0], &v[1], &v[2], &lines) >= 1) {
-      s = DecodePrefetchSetting{std::max(0.0, std::min(v[0], 1.0)), std::max(0.0, std::min(v[1], 1.0)),
-                                std::max(0.0, std::min(v[2], 1.0)), lines == 1};
-    }
-    return PrefetchSlots{{s.attention}, {s.mlp}, {s.next}, {s.lines}};
-  }();
-  return slots;
-}
-
 /// decode_linear with ATen operations.
 at::Tensor linear_aten(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
                        DecodeAct act, const at::Tensor& residual) {
@@ -137,20 +115,6 @@ DecodeKernelMode decode_run_mode() { return static_cast<DecodeKernelMode>(run_mo
 void set_decode_run_mode(DecodeKernelMode mode) { run_mode_slot().store(static_cast<int>(mode)); }
 
 DecodeClusterSetting decode_attention_cluster() { return {cluster_limit_slot().load(), cluster_batch_slot().load()}; }
-
-DecodePrefetchSetting decode_prefetch() {
-  PrefetchSlots& s = prefetch_slots();
-  return {s.attention.load(), s.mlp.load(), s.next.load(), s.lines.load()};
-}
-
-void set_decode_prefetch(DecodePrefetchSetting setting) {
-  auto clamp = [](double v) { return std::max(0.0, std::min(v, 1.0)); };
-  PrefetchSlots& s = prefetch_slots();
-  s.attention.store(clamp(setting.attention));
-  s.mlp.store(clamp(setting.mlp));
-  s.next.store(clamp(setting.next));
-  s.lines.store(setting.lines);
-}
 
 void set_decode_attention_cluster(DecodeClusterSetting setting) {
   cluster_limit_slot().store(std::max(0, std::min(setting.limit, 16)));
@@ -199,41 +163,11 @@ bool kernel_norm(const DecodeNorm& norm, const at::Tensor& x, DecodeInputNorm* i
   return true;
 }
 
-/// `ahead` as the kernels take it, for a later product of x's rows: its blocks (16-bit, contiguous, 16-byte aligned,
-/// on x's device; else none) and the runs that the GEMV decode_linear sends that product to reads them in: the run
-/// GEMV's warps, the streamed GEMV's blocks, or the per-warp GEMV's rows.
-DecodePrefetch kernel_prefetch(const DecodeAhead& ahead, const at::Tensor& x) {
-  DecodePrefetch p;
-  if (!(ahead.fraction > 0.0) || ahead.weights.empty() || ahead.weights.size() > 3 || x.dim() < 1) return p;
-  const int64_t k = ahead.weights[0].dim() == 2 ? ahead.weights[0].size(1) : 0;
-  int64_t n = 0;
-  for (const auto& w : ahead.weights) {
-    if (w.device() != x.device() || !w.is_contiguous() || w.dim() != 2 || w.element_size() != 2 || w.size(1) != k ||
-        k % 8 != 0 || (reinterpret_cast<uintptr_t>(w.data_ptr()) & 15u) != 0) {
-      return {};
-    }
-    p.weights.w[p.weights.count] = w.data_ptr();
-    p.weights.rows[p.weights.count++] = w.size(0);
-    n += w.size(0);
-  }
-  const int rows = ahead.act == DecodeAct::kSwiglu ? 2 : 1;
-  if (rows == 2) n = ahead.weights[0].size(0);
-  const int64_t m = x.size(0);
-  p.k = k;
-  p.runs = run_pays(m, n, k, rows)      ? decode_product_runs(true, n)
-           : stream_pays(m, n, k, rows) ? decode_product_runs(false, n)
-                                        : std::max<int64_t>(n, 1);
-  p.fraction = static_cast<float>(std::min(ahead.fraction, 1.0));
-  p.lines = ahead.lines;
-  return p;
-}
-
 }  // namespace
 #endif
 
 at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
-                         DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm,
-                         const DecodeAhead& ahead) {
+                         DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm) {
   if (weights.empty() || weights.size() > 3 || (act == DecodeAct::kSwiglu && weights.size() != 2)) {
     throw std::invalid_argument("decode_linear: one to three weight blocks, or two (gate, up) for SwiGLU");
   }
@@ -262,18 +196,15 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
     const void* r = residual.defined() ? residual.data_ptr() : nullptr;
     const DType dtype = launch::dtype_of(x);
     void* o = out.data_ptr();
-    const DecodePrefetch pre = kernel_prefetch(ahead, x);
     launch::check(run      ? launch_decode_run_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
-                                                        launch::stream(), in, pre)
+                                                        launch::stream(), in)
                   : stream ? launch_decode_stream_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
-                                                       launch::stream(), in, pre)
+                                                       launch::stream(), in)
                            : launch_decode_gemv(x.data_ptr(), x.stride(0), dw, b, r, o, dtype, m, n, k, a,
-                                                launch::stream(), 0, in, pre),
+                                                launch::stream(), 0, in),
                   "decode_gemv");
     return out;
   }
-#else
-  (void)ahead;
 #endif
   if (norm.weight.defined()) {
     return linear_aten(decode_norm(x, norm.weight, norm.bias, norm.eps, norm.rms && !norm.bias.defined()), weights,
@@ -286,7 +217,7 @@ at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at:
                                       const at::Tensor& bias, const DecodeNorm& norm, int64_t q_heads,
                                       int64_t kv_heads, const at::Tensor& cos, const at::Tensor& sin,
                                       const at::Tensor& pos, at::Tensor& k_cache, at::Tensor& v_cache,
-                                      const at::Tensor& used_k, const DecodeAhead& ahead) {
+                                      const at::Tensor& used_k) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   DecodeWeights dw;
   DecodeInputNorm in;
@@ -321,12 +252,12 @@ at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at:
   cw.head_dim = d;
   launch::check(launch_decode_stream_qkv_to_cache(x.data_ptr(), x.stride(0), dw,
                                                   bias.defined() ? bias.data_ptr() : nullptr, cw, launch::dtype_of(x),
-                                                  m, k, launch::stream(), in, kernel_prefetch(ahead, x)),
+                                                  m, k, launch::stream(), in),
                 "decode_qkv_cache");
   return q;
 #else
   (void)x, (void)weights, (void)bias, (void)norm, (void)q_heads, (void)kv_heads, (void)cos, (void)sin, (void)pos;
-  (void)k_cache, (void)v_cache, (void)used_k, (void)ahead;
+  (void)k_cache, (void)v_cache, (void)used_k;
   return {};
 #endif
 }
@@ -377,8 +308,7 @@ int64_t decode_attention_min_split() {
 #endif
 
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
-                            const at::Tensor& pos, int64_t window, const at::Tensor& counters,
-                            const DecodeAhead& ahead) {
+                            const at::Tensor& pos, int64_t window, const at::Tensor& counters) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   const int64_t b = q.size(0), hq = q.size(1), d = q.size(2), hk = k_cache.size(2);
   // Up to 8 sequences: at 32 and 128 (TinyLlama, H200) this kernel's one warp per q head and position made the step
@@ -398,7 +328,6 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
       in.q_stride = hq * d;
       in.k_cache = k_cache.data_ptr();
       in.v_cache = v_cache.data_ptr();
-      in.prefetch = kernel_prefetch(ahead, q);
       launch::check(launch_decode_attention_cluster(in, pos.data_ptr<int64_t>(), out.data_ptr(), launch::dtype_of(q), b,
                                                     k_cache.size(1), hq, hk, d, splits, per_split, launch::stream()),
                     "decode_attention (cluster)");
@@ -415,14 +344,13 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
     return out;
   }
 #else
-  (void)q, (void)k_cache, (void)v_cache, (void)pos, (void)window, (void)counters, (void)ahead;
+  (void)q, (void)k_cache, (void)v_cache, (void)pos, (void)window, (void)counters;
 #endif
   return {};
 }
 
 at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& pos,
-                                int64_t window, at::Tensor& k_cache, at::Tensor& v_cache, const at::Tensor& used_k,
-                                const DecodeAhead& ahead) {
+                                int64_t window, at::Tensor& k_cache, at::Tensor& v_cache, const at::Tensor& used_k) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   const int64_t b = qkv.size(0), d = k_cache.size(3);
   int splits = 1, per_split = 1;
@@ -450,7 +378,6 @@ at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t 
     in.fresh_v = base + (q_heads + kv_heads) * d * bytes;
     in.fresh_stride = qkv.size(1);
     in.used_k = used_k.defined() ? used_k.data_ptr<int>() : nullptr;
-    in.prefetch = kernel_prefetch(ahead, qkv);
     at::Tensor out = at::empty({b, q_heads, d}, qkv.options());
     launch::check(launch_decode_attention_cluster(in, pos.data_ptr<int64_t>(), out.data_ptr(), launch::dtype_of(qkv),
                                                   b, k_cache.size(1), q_heads, kv_heads, d, splits, per_split,
@@ -460,7 +387,6 @@ at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t 
   }
 #else
   (void)qkv, (void)q_heads, (void)kv_heads, (void)pos, (void)window, (void)k_cache, (void)v_cache, (void)used_k;
-  (void)ahead;
 #endif
   return {};
 }

@@ -32,32 +32,6 @@ struct DecodeClusterSetting {
 DecodeClusterSetting decode_attention_cluster();
 void set_decode_attention_cluster(DecodeClusterSetting setting);
 
-/// A later product's weights that a decode operation asks L2 for before its own wait for the kernel before it, so
-/// that memory keeps streaming while the step's short, latency-bound kernels run (DecodePrefetch in
-/// decode_kernels.h; on sm_90, and ignored elsewhere or where the operation runs by ATen): `weights` as that
-/// product's decode_linear takes them, for `act` (two blocks for SwiGLU), and the `fraction` of each run its GEMV
-/// reads them in (the first part: what it reads first). A hint: results never change.
-struct DecodeAhead {
-  std::vector<at::Tensor> weights;
-  DecodeAct act = DecodeAct::kNone;
-  double fraction = 0.0;
-  bool lines = false;  // DecodePrefetch::lines
-};
-
-/// Which weights the decode step asks L2 for ahead of the product that reads them (DecodeAhead), each a fraction of
-/// that product's runs: the attention asks for the MLP's first product's weights (gate/up, or GPT-2's c_fc), that
-/// product for the MLP's second's (down, c_proj), and the second for what comes next (the next layer's q/k/v, or the
-/// LM head after the last layer). GPUBENCH_DECODE_PREFETCH=0 turns it off and =A,M,N[,1] sets the three (read once;
-/// a fourth field 1: by lines); the setter changes it (the tests run both ways).
-struct DecodePrefetchSetting {
-  double attention = 0.0;
-  double mlp = 0.5;
-  double next = 0.0;
-  bool lines = false;  // by 128-byte line prefetches from the threads (=A,M,N,1), not the copy engines
-};
-DecodePrefetchSetting decode_prefetch();
-void set_decode_prefetch(DecodePrefetchSetting setting);
-
 /// A norm of decode_linear's input (RMSNorm when `bias` is undefined and `rms`, else LayerNorm); none when `weight`
 /// is undefined. On the kernel path every block of the GEMV computes it (no kernel of its own).
 struct DecodeNorm {
@@ -76,8 +50,7 @@ struct DecodeNorm {
 /// faster on the H200: one token on every product but a large plain one, 2 to 8 tokens over rows of at most 1,024;
 /// cuBLAS with ATen's epilogues otherwise.
 at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
-                         DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm = {},
-                         const DecodeAhead& ahead = {});
+                         DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm = {});
 
 /// decode_linear of x against the q, k and v weights (with `bias` and `norm`) followed by decode_qkv_to_cache, as one
 /// kernel (the streamed GEMV writes q, the rotated k and v straight to their places): q [m, q_heads, head_dim], or
@@ -87,7 +60,7 @@ at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at:
                                       const at::Tensor& bias, const DecodeNorm& norm, int64_t q_heads,
                                       int64_t kv_heads, const at::Tensor& cos, const at::Tensor& sin,
                                       const at::Tensor& pos, at::Tensor& k_cache, at::Tensor& v_cache,
-                                      const at::Tensor& used_k, const DecodeAhead& ahead = {});
+                                      const at::Tensor& used_k);
 
 /// RMSNorm (`bias` undefined, `rms`) or LayerNorm of x [m, dim] with `weight` (and `bias`), eps.
 at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps, bool rms);
@@ -106,8 +79,7 @@ int64_t decode_attention_min_split();
 /// kv_heads], zero; KvCache holds them). Undefined where the kernel does not serve (not CUDA bf16/fp16, head_dim not
 /// 64 or 128, a cache of another dtype, more than 8 sequences): the caller attends by its own path then.
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
-                            const at::Tensor& pos, int64_t window, const at::Tensor& counters,
-                            const DecodeAhead& ahead = {});
+                            const at::Tensor& pos, int64_t window, const at::Tensor& counters);
 
 /// decode_qkv_to_cache then decode_attention in one launch, for a q/k/v product without rotary embeddings (GPT-2):
 /// the cluster form reads q and the new k and v straight from qkv [batch, (q_heads + 2 kv_heads) head_dim], writes
@@ -115,8 +87,7 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
 /// q_heads, head_dim]. Undefined where it does not serve (no cluster form here, other dtypes or layouts): nothing
 /// is written then, and the caller takes decode_qkv_to_cache and decode_attention.
 at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& pos,
-                                int64_t window, at::Tensor& k_cache, at::Tensor& v_cache, const at::Tensor& used_k,
-                                const DecodeAhead& ahead = {});
+                                int64_t window, at::Tensor& k_cache, at::Tensor& v_cache, const at::Tensor& used_k);
 
 /// One token per sequence: qkv [batch, (q_heads + 2 kv_heads) head_dim] split into q, k, v; rotary embeddings on q
 /// and k at position `pos` (a one-element int64 device tensor) when `cos`, `sin` ([positions, head_dim]) are

@@ -150,7 +150,7 @@ namespace {
 at::Tensor decode_attend(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
                          const engine::fused::DecodeNorm& norm, int64_t q_heads, int64_t kv_heads,
                          const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& pos, int64_t window,
-                         KvCache& cache, size_t layer, bool math, const engine::fused::DecodeAhead& ahead) {
+                         KvCache& cache, size_t layer, bool math) {
   namespace f = engine::fused;
   const at::Tensor used_k = layer == 0 && cache.flash ? cache.used_k : at::Tensor();
   at::Tensor q = f::decode_qkv_linear_to_cache(x, weights, bias, norm, q_heads, kv_heads, cos, sin, pos,
@@ -159,13 +159,12 @@ at::Tensor decode_attend(const at::Tensor& x, const std::vector<at::Tensor>& wei
     const at::Tensor qkv = f::decode_linear(x, weights, bias, f::DecodeAct::kNone, {}, norm);
     if (!cos.defined()) {  // no rotary: the attention can take q, k and v from the product and write the cache
       const at::Tensor ctx = f::decode_qkv_attention(qkv, q_heads, kv_heads, pos, window, cache.k[layer],
-                                                     cache.v[layer], used_k, ahead);
+                                                     cache.v[layer], used_k);
       if (ctx.defined()) return ctx;
     }
     q = f::decode_qkv_to_cache(qkv, q_heads, kv_heads, cos, sin, pos, cache.k[layer], cache.v[layer], used_k);
   }
-  const at::Tensor ctx =
-      f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters, ahead);
+  const at::Tensor ctx = f::decode_attention(q, cache.k[layer], cache.v[layer], pos, window, cache.attn_counters);
   return ctx.defined() ? ctx : attend_cached(q, cache, layer, pos, window, math);
 }
 
@@ -261,21 +260,17 @@ torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& x, const at::Te
 }
 
 torch::Tensor Gpt2BlockImpl::forward_decode(const torch::Tensor& x, const at::Tensor& pos, int64_t window,
-                                            KvCache& cache, size_t layer, const std::vector<at::Tensor>& after) {
+                                            KvCache& cache, size_t layer) {
   using engine::fused::DecodeAct;
   namespace f = engine::fused;
-  const f::DecodePrefetchSetting ahead = f::decode_prefetch();
   const at::Tensor ctx = decode_attend(x, {c_attn->weight.t()}, c_attn->bias,
                                        {ln_1->weight, ln_1->bias, ln_1->options.eps(), false}, heads_, heads_, {}, {},
-                                       pos, window, cache, layer, math_,
-                                       {{c_fc->weight.t()}, DecodeAct::kGeluTanh, ahead.attention, ahead.lines});
+                                       pos, window, cache, layer, math_);
   const at::Tensor h =
       f::decode_linear(ctx.reshape({x.size(0), -1}), {attn_proj->weight.t()}, attn_proj->bias, DecodeAct::kNone, x);
   const at::Tensor a = f::decode_linear(h, {c_fc->weight.t()}, c_fc->bias, DecodeAct::kGeluTanh, {},
-                                        {ln_2->weight, ln_2->bias, ln_2->options.eps(), false},
-                                        {{mlp_proj->weight.t()}, DecodeAct::kNone, ahead.mlp, ahead.lines});
-  return f::decode_linear(a, {mlp_proj->weight.t()}, mlp_proj->bias, DecodeAct::kNone, h, {},
-                          {after, DecodeAct::kNone, ahead.next, ahead.lines});
+                                        {ln_2->weight, ln_2->bias, ln_2->options.eps(), false});
+  return f::decode_linear(a, {mlp_proj->weight.t()}, mlp_proj->bias, DecodeAct::kNone, h);
 }
 
 Gpt2LMHeadModelImpl::Gpt2LMHeadModelImpl(const Gpt2Options& o) : fused_(o.fused) {
@@ -353,11 +348,7 @@ torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const
     namespace f = engine::fused;
     // (flash's keys in use are set by layer 0's decode_attend)
     at::Tensor h = (wte(ids) + rows_at(wpe->weight, pos, t)).squeeze(1);
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      h = blocks[i]->forward_decode(h, pos, window, cache, i,
-                                    i + 1 < blocks.size() ? blocks[i + 1]->decode_first_weights()
-                                                          : std::vector<at::Tensor>{wte->weight});
-    }
+    for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_decode(h, pos, window, cache, i);
     return f::decode_linear(h, {wte->weight}, {}, f::DecodeAct::kNone, {},
                             {ln_f_->weight, ln_f_->bias, ln_f_->options.eps(), false});
   }
@@ -493,26 +484,18 @@ torch::Tensor LlamaDecoderLayerImpl::forward_cached(const torch::Tensor& x, cons
 
 torch::Tensor LlamaDecoderLayerImpl::forward_decode(const torch::Tensor& x, const torch::Tensor& cos_all,
                                                     const torch::Tensor& sin_all, const at::Tensor& pos,
-                                                    int64_t window, KvCache& cache, size_t layer,
-                                                    const std::vector<at::Tensor>& after) {
+                                                    int64_t window, KvCache& cache, size_t layer) {
   using engine::fused::DecodeAct;
   namespace f = engine::fused;
   // Five launches a layer on sm_90 (six before): q/k/v with the input norm, rotary and the cache writes, attention,
-  // the output projection + residual, gate/up + SwiGLU (with the post-attention norm), down + residual. The
-  // attention, gate/up and down ask L2 ahead for the weights of gate/up, down and what follows the layer
-  // (f::decode_prefetch()).
-  const f::DecodePrefetchSetting ahead = f::decode_prefetch();
-  const std::vector<at::Tensor> gate_up = {gate_proj->weight, up_proj->weight};
-  const at::Tensor ctx = decode_attend(x, decode_first_weights(), {},
+  // the output projection + residual, gate/up + SwiGLU (with the post-attention norm), down + residual.
+  const at::Tensor ctx = decode_attend(x, {q_proj->weight, k_proj->weight, v_proj->weight}, {},
                                        {input_layernorm->weight, {}, input_layernorm->eps(), true}, heads_, kv_heads_,
-                                       cos_all, sin_all, pos, window, cache, layer, math_,
-                                       {gate_up, DecodeAct::kSwiglu, ahead.attention, ahead.lines});
+                                       cos_all, sin_all, pos, window, cache, layer, math_);
   const at::Tensor h = f::decode_linear(ctx.reshape({x.size(0), -1}), {o_proj->weight}, {}, DecodeAct::kNone, x);
-  const at::Tensor act = f::decode_linear(h, gate_up, {}, DecodeAct::kSwiglu, {},
-                                          {post_attention_layernorm->weight, {}, post_attention_layernorm->eps(), true},
-                                          {{down_proj->weight}, DecodeAct::kNone, ahead.mlp, ahead.lines});
-  return f::decode_linear(act, {down_proj->weight}, {}, DecodeAct::kNone, h, {},
-                          {after, DecodeAct::kNone, ahead.next, ahead.lines});
+  const at::Tensor act = f::decode_linear(h, {gate_proj->weight, up_proj->weight}, {}, DecodeAct::kSwiglu, {},
+                                          {post_attention_layernorm->weight, {}, post_attention_layernorm->eps(), true});
+  return f::decode_linear(act, {down_proj->weight}, {}, DecodeAct::kNone, h);
 }
 
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaOptions& o) : options_(o) {
@@ -591,11 +574,7 @@ torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, cons
     namespace f = engine::fused;
     // (flash's keys in use are set by layer 0's decode_attend)
     at::Tensor h = embed_tokens_(ids).squeeze(1);
-    for (size_t i = 0; i < layers.size(); ++i) {
-      h = layers[i]->forward_decode(h, cos_all, sin_all, pos, window, cache, i,
-                                    i + 1 < layers.size() ? layers[i + 1]->decode_first_weights()
-                                                          : std::vector<at::Tensor>{lm_head_->weight});
-    }
+    for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward_decode(h, cos_all, sin_all, pos, window, cache, i);
     return f::decode_linear(h, {lm_head_->weight}, {}, f::DecodeAct::kNone, {}, {norm_->weight, {}, norm_->eps(), true});
   }
   const at::Tensor cos = rows_at(cos_all, pos, t), sin = rows_at(sin_all, pos, t);

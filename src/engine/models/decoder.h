@@ -91,13 +91,9 @@ class Gpt2BlockImpl : public torch::nn::Module {
   torch::Tensor forward_cached(const torch::Tensor& x, const at::Tensor& pos, int64_t window, KvCache& cache,
                                size_t layer);
   /// One decode step of the block by the decode operations (kernels: fused): x [batch, hidden] at `pos`; the
-  /// Conv1D weights stored transposed (Gpt2LMHeadModelImpl::make_cache lays them out so). `after`: the weights of
-  /// the product that follows the block (the next block's c_attn, or the LM head), which its last product asks L2
-  /// for ahead (fused/decode_ops.h, DecodePrefetchSetting).
+  /// Conv1D weights stored transposed (Gpt2LMHeadModelImpl::make_cache lays them out so).
   torch::Tensor forward_decode(const torch::Tensor& x, const at::Tensor& pos, int64_t window, KvCache& cache,
-                               size_t layer, const std::vector<at::Tensor>& after = {});
-  /// The weights of the block's first product, as the decode operations take them.
-  std::vector<at::Tensor> decode_first_weights() const { return {c_attn->weight.t()}; }
+                               size_t layer);
   int64_t heads() const { return heads_; }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   Conv1D c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};  ///< attn.c_attn, attn.c_proj, mlp.*
@@ -191,14 +187,9 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
   torch::Tensor forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer);
   /// One decode step of the layer by the decode operations (kernels: fused): x [batch, hidden] at `pos`, with the
-  /// rotary tables of every cache position. `after`: as for Gpt2BlockImpl::forward_decode.
+  /// rotary tables of every cache position.
   torch::Tensor forward_decode(const torch::Tensor& x, const torch::Tensor& cos_all, const torch::Tensor& sin_all,
-                               const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer,
-                               const std::vector<at::Tensor>& after = {});
-  /// The weights of the layer's first product, as the decode operations take them.
-  std::vector<at::Tensor> decode_first_weights() const {
-    return {q_proj->weight, k_proj->weight, v_proj->weight};
-  }
+                               const at::Tensor& pos, int64_t window, KvCache& cache, size_t layer);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};  ///< self_attn.*
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};            ///< mlp.*
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
