@@ -11,8 +11,12 @@
 //   down head N down by the head variant
 //   o ring B    the output product's streamed GEMV with B KB of shared memory instead of 110 (its weights need ~66),
 //               so that two head blocks of gate/up fit an SM beside it and start during it
+// Added after call 1: the streamed GEMV with its ring read by one 16-byte shared load a lane (stream_v4_gemv, made by
+// build.sh from decode_stream_gemv's source: nvcc compiles the committed one's ring reads to four 4-byte loads at a
+// 16-byte lane stride, 4-way bank conflicts) for q/k/v and the output product, and streamed gate/up and down.
 // Correctness: every variant's hidden state and logits after a step equal the baseline's bit for bit (the head rows
-// are summed in the run GEMV's order).
+// are summed in the run GEMV's order; v4 changes only how the same values are loaded; the streamed and run GEMVs
+// sum a row in the same order).
 // This translation unit includes decode_kernels.cu itself, for its internals (StreamArgs, stage_x, the epilogue).
 //   head_bench [layers] [window] [pos] [rounds] [replays]
 #include "fused/decode_kernels.cu"
@@ -192,6 +196,31 @@ cudaError_t launch_run_head(StreamArgs a, int head, cudaStream_t stream) {
                             stream, a, head);
 }
 
+/// 16 bytes of shared memory as one ld.shared.v4 (p 16-byte aligned).
+__device__ __forceinline__ uint4 lds128(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))));
+  return v;
+}
+
+/// stream_v4_gemv: decode_stream_gemv with its ring reads by lds128 (build.sh makes stream_v4.inc from the source).
+template <typename T, int M, int MODE>
+#include "stream_v4.inc"
+
+/// stream_launch with stream_v4_gemv (v4) or decode_stream_gemv, M = 1, bf16.
+template <int MODE>
+cudaError_t launch_stream(StreamArgs a, int64_t units, bool v4, cudaStream_t stream) {
+  void (*kernel)(const StreamArgs) =
+      v4 ? stream_v4_gemv<__nv_bfloat16, 1, MODE> : decode_stream_gemv<__nv_bfloat16, 1, MODE>;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStreamSmemBytes);
+  if (e != cudaSuccess) return e;
+  a.slots = stream_slots(1, a.k, MODE >= kStreamSwiglu ? 2 : 1);
+  return launch_kernel_smem(kernel, dim3(static_cast<unsigned>(std::min<int64_t>(device::multiprocessors(), units))),
+                            dim3(kStreamWarps * 32), kStreamSmemBytes, stream, a);
+}
+
 /// The streamed GEMV (plain, M = 1) with `bytes` of shared memory instead of kStreamSmemBytes.
 cudaError_t launch_stream_small(StreamArgs a, int bytes, cudaStream_t stream) {
   auto kernel = decode_stream_gemv<__nv_bfloat16, 1, kStreamPlain>;
@@ -218,6 +247,10 @@ __global__ void fill(bf16* p, int64_t n, uint32_t seed, float scale, float offse
 struct Variant {
   std::string name;
   int gu_head = 0, down_head = 0, o_smem = 0;  // 0: as committed
+  // the streamed GEMV with 16-byte ring reads for q/k/v and the output product (as committed: streamed), and the
+  // streamed GEMV (1: as committed, 2: with 16-byte ring reads) for gate/up and down instead of the run GEMV
+  bool qkv_v4 = false, o_v4 = false;
+  int gu_stream = 0, down_stream = 0;
 };
 
 int main(int argc, char** argv) {
@@ -226,10 +259,21 @@ int main(int argc, char** argv) {
   const int64_t pos0 = argc > 3 ? std::atoll(argv[3]) : 576;
   const int rounds = argc > 4 ? std::atoi(argv[4]) : 5;
   const int replays = argc > 5 ? std::atoi(argv[5]) : 200;
-  const std::vector<Variant> variants = {
-      {"baseline", 0, 0, 0},           {"gu head 1", 1, 0, 0},           {"down head 1", 0, 1, 0},
-      {"gu head 1, down head 1", 1, 1, 0}, {"o ring 72 KB", 0, 0, 72 * 1024}, {"o ring 72 KB, gu head 1", 1, 0, 72 * 1024},
-      {"o ring 72 KB, gu head 1, down head 1", 1, 1, 72 * 1024}, {"gu head 2", 2, 0, 0}, {"baseline", 0, 0, 0}};
+  std::vector<Variant> variants = {{"baseline"}, {"gu head 1", 1}, {"down head 1", 0, 1}};
+  auto add = [&](const char* name, bool qkv, bool o, int gu, int down) {
+    Variant v{name};
+    v.qkv_v4 = qkv; v.o_v4 = o; v.gu_stream = gu; v.down_stream = down;
+    variants.push_back(v);
+  };
+  add("q/k/v v4", true, false, 0, 0);
+  add("output v4", false, true, 0, 0);
+  add("q/k/v and output v4", true, true, 0, 0);
+  add("gate/up streamed (as committed)", false, false, 1, 0);
+  add("gate/up streamed v4", false, false, 2, 0);
+  add("down streamed v4", false, false, 0, 2);
+  add("gate/up and down streamed v4", false, false, 2, 2);
+  add("all four streamed v4", true, true, 2, 2);
+  variants.push_back({"baseline"});
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t st;
@@ -294,13 +338,24 @@ int main(int argc, char** argv) {
       cw.positions = positions; cw.q_heads = hq; cw.kv_heads = hk; cw.head_dim = d;
       DecodeInputNorm n1;
       n1.weight = l.n1; n1.eps = 1e-5f; n1.rms = true;
-      CHECK(launch_decode_stream_qkv_to_cache(h, dim, qkv, nullptr, cw, bf, 1, dim, st, n1));
+      if (v.qkv_v4) {
+        StreamArgs a = stream_args(h, dim, qkv, nullptr, (hq + 2 * hk) * d, dim, n1);
+        a.cache = cw;
+        CHECK(launch_stream<kStreamQkvCache>(a, (hq + 2 * hk) * d / 2, true, st));
+      } else {
+        CHECK(launch_decode_stream_qkv_to_cache(h, dim, qkv, nullptr, cw, bf, 1, dim, st, n1));
+      }
       DecodeAttentionInput in;
       in.q = q; in.q_stride = hq * d; in.k_cache = l.kc; in.v_cache = l.vc;
       CHECK(launch_decode_attention_cluster(in, pos, attn, bf, 1, positions, hq, hk, d, cs, cper, st));
       DecodeWeights wo;
       wo.w[0] = l.wo; wo.rows[0] = dim; wo.count = 1;
-      if (v.o_smem > 0) {
+      if (v.o_v4) {
+        StreamArgs a = stream_args(attn, hq * d, wo, nullptr, dim, hq * d, DecodeInputNorm{});
+        a.residual = h;
+        a.out = h2;
+        CHECK(launch_stream<kStreamPlain>(a, dim, true, st));
+      } else if (v.o_smem > 0) {
         StreamArgs a = stream_args(attn, hq * d, wo, nullptr, dim, hq * d, DecodeInputNorm{});
         a.residual = h;
         a.out = h2;
@@ -313,7 +368,11 @@ int main(int argc, char** argv) {
       gu.w[0] = l.wg; gu.w[1] = l.wu; gu.rows[0] = gu.rows[1] = ffn; gu.count = 2;
       DecodeInputNorm n2;
       n2.weight = l.n2; n2.eps = 1e-5f; n2.rms = true;
-      if (v.gu_head > 0) {
+      if (v.gu_stream > 0) {
+        StreamArgs a = stream_args(h2, dim, gu, nullptr, ffn, dim, n2);
+        a.out = mlp;
+        CHECK(launch_stream<kStreamSwiglu>(a, ffn, v.gu_stream == 2, st));
+      } else if (v.gu_head > 0) {
         StreamArgs a = stream_args(h2, dim, gu, nullptr, ffn, dim, n2);
         a.out = mlp;
         CHECK(launch_run_head<kStreamSwiglu>(a, v.gu_head, st));
@@ -323,7 +382,12 @@ int main(int argc, char** argv) {
       }
       DecodeWeights wd;
       wd.w[0] = l.wd; wd.rows[0] = dim; wd.count = 1;
-      if (v.down_head > 0) {
+      if (v.down_stream > 0) {
+        StreamArgs a = stream_args(mlp, ffn, wd, nullptr, dim, ffn, DecodeInputNorm{});
+        a.residual = h2;
+        a.out = h;
+        CHECK(launch_stream<kStreamPlain>(a, dim, v.down_stream == 2, st));
+      } else if (v.down_head > 0) {
         StreamArgs a = stream_args(mlp, ffn, wd, nullptr, dim, ffn, DecodeInputNorm{});
         a.residual = h2;
         a.out = h;
