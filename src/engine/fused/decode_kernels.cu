@@ -437,6 +437,16 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
+/// 16 bytes of shared memory (16-byte aligned) as one load: where the ring's rows were read through a uint4*, nvcc
+/// emitted four 4-byte loads at a 16-byte lane stride (4-way bank conflicts); one load made TinyLlama's step 1.032x
+/// as fast on the H200 (results/2026-12-03-h200-decode-run-head, call 2).
+__device__ __forceinline__ uint4 load_shared16(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(smem_address(p)));
+  return v;
+}
 __device__ __forceinline__ void barrier_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
   do {
@@ -605,7 +615,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const
     for (int64_t c = lane; c < chunks; c += 32) {
       float wf[kRows][8];
 #pragma unroll
-      for (int o = 0; o < kRows; ++o) unpack8<T>(wv[o * chunks + c], wf[o]);
+      for (int o = 0; o < kRows; ++o) unpack8<T>(load_shared16(wv + o * chunks + c), wf[o]);
 #pragma unroll
       for (int r = 0; r < M; ++r) {
         float xf[8];
