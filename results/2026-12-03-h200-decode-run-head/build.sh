@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds head_bench into build-bench/ on the developer machine (nvcc 13.0, sm_90a, the CUDA runtime linked
 # statically); the device call carries build-bench/. head_bench.cu includes src/engine/fused/decode_kernels.cu as of
-# commit 2da151b (git archive; what calls 1 and 2 ran: call 1 at 3d0142e, the same source without the v4 variants).
+# commit 2da151b (git archive), which is 611f095's; call 1's bench was 3d0142e's head_bench.cu, without the v4 variants.
 # stream_v4.inc is that commit's decode_stream_gemv, renamed, with its ring reads by one 16-byte shared load a lane
-# (ld.shared.v4) where nvcc emitted four 4-byte ones at a 16-byte lane stride (4-way bank conflicts). The commit
-# after 2da151b made decode_stream_gemv itself read so: its sm_90a SASS equals stream_v4_gemv's.
+# (ld.shared.v4) where nvcc emitted four 4-byte ones at a 16-byte lane stride (4-way bank conflicts). Commit
+# 914d123 made decode_stream_gemv itself read so: its sm_90a SASS equals stream_v4_gemv's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rev=${HEAD_REV:-2da151b}
