@@ -18,8 +18,8 @@ using device::copies_wait;
 using device::copy16_async;
 using device::load_once;
 using device::prefetch_l2;
-using device::softmax_numerators;
 using device::rounded;
+using device::softmax_numerators;
 using device::store;
 using device::unpack8;
 using device::warp_sum;
@@ -49,7 +49,6 @@ struct StepParams {
   int xs_floats = 0;   // the input vector (fp32), or the attention's working set
   int warp_slots = 0;  // per-warp partial sums of a GEMV phase
 };
-
 
 /// One element another block of this launch may have written: through L2 (L1 is not coherent across SMs).
 template <typename T>
