@@ -78,6 +78,37 @@ __device__ __forceinline__ uint4 load_once(const void* p) {
 #endif
 }
 
+/// An L2 eviction policy for a kernel's weight loads (createpolicy): evict_first where `first` (weights are read once
+/// a step, and a step streams far more of them than L2 holds: first in line to go, they leave the KV cache, the
+/// activations and the small per-step tables in L2), else evict_normal, the loads' default priority.
+__device__ __forceinline__ uint64_t weight_policy(bool first) {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (first) {
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  } else {
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
+  }
+#else
+  (void)first;
+#endif
+  return policy;
+}
+
+/// load_once with an L2 eviction policy (weight_policy).
+__device__ __forceinline__ uint4 load_once(const void* p, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+#else
+  (void)policy;
+  return __ldcs(static_cast<const uint4*>(p));
+#endif
+}
+
 /// 16 bytes copied from global to shared memory asynchronously (through L2, not L1), waited for by copies_wait.
 __device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(smem))),

@@ -26,6 +26,7 @@ using device::softmax_numerators;
 using device::store;
 using device::unpack8;
 using device::warp_sum;
+using device::weight_policy;
 
 
 /// One or two 16-bit values from their bits (shared memory holds them as words).
@@ -95,6 +96,13 @@ bool programmatic_launch() {
   return !off && device_major() >= 9;
 }
 
+/// Whether the streamed and run GEMVs load their weights with L2's evict_first priority (weight_policy), unless
+/// switched off (GPUBENCH_DECODE_EVICT_FIRST=0, for measuring what it buys).
+bool weights_evict_first() {
+  static const bool off = switched_off("GPUBENCH_DECODE_EVICT_FIRST");
+  return !off;
+}
+
 /// Whether the streamed GEMV can run here: sm_90 and later (decode_ops decides which products it takes).
 bool stream_available() { return device_major() >= 9; }
 
@@ -151,18 +159,27 @@ struct GemvSums {
                        kBeta = kGamma + kOut, kCount = kBeta + kOut;
 };
 
-/// The output of row r for column j: act(dot + bias) (+ up for SwiGLU) + residual.
+/// The output of row r for column j from its bias and residual values (0 where there is none; loaded early, off the
+/// kernel's tail): act(dot + bias) (+ up for SwiGLU) + residual.
 template <typename T, int ACT>
-__device__ __forceinline__ void gemv_epilogue(float dot, float up, const T* bias, const T* residual, T* out, int64_t n,
-                                              int64_t j, int r) {
-  float v = dot + (bias != nullptr ? load(bias, j) : 0.0f);
+__device__ __forceinline__ void gemv_epilogue_values(float dot, float up, float bias, bool has_residual, float residual,
+                                                     T* out, int64_t n, int64_t j, int r) {
+  float v = dot + bias;
   if (ACT == static_cast<int>(DecodeActivation::kGeluTanh)) {
     v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
   } else if (ACT == static_cast<int>(DecodeActivation::kSwiglu)) {
     v = v / (1.0f + __expf(-v)) * up;
   }
-  if (residual != nullptr) v += load(residual, r * n + j);
+  if (has_residual) v += residual;
   store(out, r * n + j, v);
+}
+
+/// The output of row r for column j: act(dot + bias) (+ up for SwiGLU) + residual.
+template <typename T, int ACT>
+__device__ __forceinline__ void gemv_epilogue(float dot, float up, const T* bias, const T* residual, T* out, int64_t n,
+                                              int64_t j, int r) {
+  gemv_epilogue_values<T, ACT>(dot, up, bias != nullptr ? load(bias, j) : 0.0f, residual != nullptr,
+                               residual != nullptr ? load(residual, r * n + j) : 0.0f, out, n, j, r);
 }
 
 /// norm(x_r) . W_j from the sums: with no norm the product itself; RMSNorm r (x.(gamma W_j)), r = 1/sqrt(mean x^2 +
@@ -232,8 +249,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       for (int o = 0; o < kOut; ++o) prefetch_l2(reinterpret_cast<const uint4*>(rows[o]) + p);
     }
   }
+  // Lane r < M of the warp that writes output j holds its bias (a weight: before the wait) and residual (after it,
+  // loaded now rather than in the epilogue, where it would be one more round trip on the kernel's tail).
+  const bool writes = valid && part == 0 && lane < M;
+  const float bias_j = writes && bias != nullptr ? load(bias, j) : 0.0f;
   wait_for_previous_kernel();
   let_next_kernel_start();
+  const float residual_j = writes && residual != nullptr ? load(residual, lane * n + j) : 0.0f;
 
   float v[S::kCount];
 #pragma unroll
@@ -337,7 +359,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       dot[o] = normed_dot(v[S::kProducts + o * M + r], kind, v[S::kRowSum + r], v[S::kRowSquares + r],
                           v[S::kGamma + o], v[S::kBeta + o], inv_k, norm.eps);
     }
-    gemv_epilogue<T, ACT>(dot[0], dot[kOut - 1], bias, residual, out, n, j, r);
+    gemv_epilogue_values<T, ACT>(dot[0], dot[kOut - 1], bias_j, residual != nullptr, residual_j, out, n, j, r);
   }
 }
 
@@ -404,6 +426,7 @@ constexpr int kStreamWarps = 8;
 constexpr int kStreamMaxSlots = 64;
 constexpr int kStreamSmemBytes = 110 * 1024;  // two blocks an SM (228 KB on sm_90, 1 KB of it reserved per block)
 constexpr int kStreamBarrierBytes = kStreamMaxSlots * 8;
+constexpr int kStreamEpilogue = 128;  // outputs (x rows) whose bias and residual a block stages; rotary: head size
 
 enum StreamMode : int { kStreamPlain = 0, kStreamGelu = 1, kStreamSwiglu = 2, kStreamQkvCache = 3 };
 
@@ -419,6 +442,7 @@ struct StreamArgs {
   DecodeInputNorm norm;
   DecodeCacheWrite cache;  // kStreamQkvCache only
   int slots = 0;           // ring slots a block may use
+  bool weights_first = false;  // weights loaded with L2's evict_first priority (weights_evict_first)
 };
 
 __host__ __device__ constexpr int64_t stream_align(int64_t b) { return (b + 127) / 128 * 128; }
@@ -433,9 +457,13 @@ __device__ __forceinline__ void barrier_init(uint32_t bar) {
 __device__ __forceinline__ void barrier_expect(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+/// `bytes` from global memory into shared memory at `dst` by the copy engine, completed on the mbarrier `bar`, with
+/// the L2 eviction policy `policy` (weight_policy).
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
+                                          uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+      ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
 }
 /// 16 bytes of shared memory (16-byte aligned) as one load: where the ring's rows were read through a uint4*, nvcc
 /// emitted four 4-byte loads at a 16-byte lane stride (4-way bank conflicts); one load made TinyLlama's step 1.032x
@@ -471,11 +499,27 @@ __device__ __forceinline__ const T* weight_row(const DecodeWeights& w, int64_t j
   return static_cast<const T*>(base) + j * k;
 }
 
+/// The norm's gamma and beta for this thread's first chunk of x (zeros past k or without them): weights, so loaded
+/// before the wait for the previous kernel, where stage_x would otherwise fetch them after x's statistics, a
+/// dependent round trip on the kernel's critical path.
+struct NormAhead {
+  uint4 gamma = make_uint4(0, 0, 0, 0), beta = make_uint4(0, 0, 0, 0);
+};
+template <typename T>
+__device__ __forceinline__ NormAhead norm_ahead(const StreamArgs& a) {
+  NormAhead n;
+  if (a.norm.weight != nullptr && threadIdx.x < a.k / 8) {
+    n.gamma = __ldg(reinterpret_cast<const uint4*>(a.norm.weight) + threadIdx.x);
+    if (a.norm.bias != nullptr) n.beta = __ldg(reinterpret_cast<const uint4*>(a.norm.bias) + threadIdx.x);
+  }
+  return n;
+}
+
 /// x's M rows (row stride a.ldx) into shared memory xs [M, k], normalized as the norm's module returns them (RMSNorm:
 /// x r rounded to the storage type, then times gamma, rounded again; LayerNorm rounded once), by all kStreamWarps
-/// warps of the block, after the wait for the previous kernel; ends with a barrier.
+/// warps of the block, after the wait for the previous kernel; ends with a barrier. `ahead`: norm_ahead's values.
 template <typename T, int M>
-__device__ __forceinline__ void stage_x(const StreamArgs& a, T* xs) {
+__device__ __forceinline__ void stage_x(const StreamArgs& a, T* xs, const NormAhead& ahead) {
   const int64_t k = a.k, chunks = k / 8;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   __shared__ float stats[kStreamWarps][M][2];
@@ -527,8 +571,9 @@ __device__ __forceinline__ void stage_x(const StreamArgs& a, T* xs) {
         uint4* p = reinterpret_cast<uint4*>(xs + r * k) + c;
         float f[8], g[8], b[8];
         unpack8<T>(*p, f);
-        unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nw) + c), g);
-        if (nb != nullptr) unpack8<T>(__ldg(reinterpret_cast<const uint4*>(nb) + c), b);
+        const bool first = c == threadIdx.x;
+        unpack8<T>(first ? ahead.gamma : __ldg(reinterpret_cast<const uint4*>(nw) + c), g);
+        if (nb != nullptr) unpack8<T>(first ? ahead.beta : __ldg(reinterpret_cast<const uint4*>(nb) + c), b);
         T y[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
@@ -568,13 +613,14 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const
       return weight_row<T>(a.w, u, k);
     }
   };
+  const uint64_t policy = weight_policy(a.weights_first);
   auto request = [&](int slot, int64_t u) {  // one thread: the unit's rows into the slot
     const uint32_t bar = bars + 8 * slot;
     barrier_expect(bar, unit_bytes);
 #pragma unroll
     for (int o = 0; o < kRows; ++o) {
       bulk_copy(smem_address(ring + static_cast<int64_t>(slot) * unit_bytes + o * row_bytes), unit_row(u, o),
-                row_bytes, bar);
+                row_bytes, bar, policy);
     }
   };
   if (threadIdx.x == 0) {  // weights only before the wait: nothing an earlier kernel of the step writes
@@ -582,17 +628,40 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     for (int s = 0; s < slots; ++s) request(s, u0 + s);
   }
+  // What the epilogues add, staged once so that no unit's epilogue waits on a load of its own: the bias of the
+  // block's outputs (a weight: before the wait) and their residual, or for the q/k/v product the rotary tables' row
+  // at the position. Where it does not fit (more than kStreamEpilogue values), the epilogue loads them itself.
+  __shared__ float epi[2][kStreamEpilogue];  // bias / cos, residual / sin
+  const bool staged = MODE == kStreamQkvCache ? a.cache.cos != nullptr && a.cache.head_dim <= kStreamEpilogue
+                                              : count * M <= kStreamEpilogue;
+  if (MODE != kStreamQkvCache && staged && a.bias != nullptr) {
+    for (int i = threadIdx.x; i < count * M; i += kStreamWarps * 32) {
+      epi[0][i] = load(static_cast<const T*>(a.bias), u0 + i / M);
+    }
+  }
+  const NormAhead ahead = norm_ahead<T>(a);
   wait_for_previous_kernel();
   let_next_kernel_start();
 
-  stage_x<T, M>(a, xs);
   int64_t pos = 0;
   if (MODE == kStreamQkvCache) {
     pos = *a.cache.pos;
     if (blockIdx.x == 0 && a.cache.used_k != nullptr && threadIdx.x < M) {
       a.cache.used_k[threadIdx.x] = static_cast<int>(pos + 1);
     }
+    if (staged) {
+      const int64_t d = a.cache.head_dim;
+      for (int i = threadIdx.x; i < d; i += kStreamWarps * 32) {
+        epi[0][i] = load(static_cast<const T*>(a.cache.cos) + pos * d, i);
+        epi[1][i] = load(static_cast<const T*>(a.cache.sin) + pos * d, i);
+      }
+    }
+  } else if (staged && a.residual != nullptr) {
+    for (int i = threadIdx.x; i < count * M; i += kStreamWarps * 32) {
+      epi[1][i] = load(static_cast<const T*>(a.residual), (i % M) * a.n + u0 + i / M);
+    }
   }
+  stage_x<T, M>(a, xs, ahead);  // ends with a barrier: epi is complete
 
   const uint4* xv = reinterpret_cast<const uint4*>(xs);
   // Each slot has one warp (slot mod 8), which consumes its units in order and refills it: a slot's fills then never
@@ -651,8 +720,11 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const
           const T* cs = static_cast<const T*>(cw.cos) + pos * d;
           const T* sn = static_cast<const T*>(cw.sin) + pos * d;
           const float x1 = y1, x2 = y2;
-          y1 = x1 * load(cs, e) - x2 * load(sn, e);
-          y2 = x2 * load(cs, e + half) + x1 * load(sn, e + half);
+          const float c1 = staged ? epi[0][e] : load(cs, e), s1 = staged ? epi[1][e] : load(sn, e);
+          const float c2 = staged ? epi[0][e + half] : load(cs, e + half);
+          const float s2 = staged ? epi[1][e + half] : load(sn, e + half);
+          y1 = x1 * c1 - x2 * s1;
+          y2 = x2 * c2 + x1 * s2;
         }
         T* dst = head < cw.q_heads ? static_cast<T*>(cw.q_out) + (r * cw.q_heads + head) * d
                  : head < cw.q_heads + cw.kv_heads
@@ -661,6 +733,11 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const
                            ((r * cw.positions + pos) * cw.kv_heads + head - cw.q_heads - cw.kv_heads) * d;
         store(dst, e, y1);
         store(dst, e + half, y2);
+      } else if (staged) {
+        const int at = i * M + r;
+        gemv_epilogue_values<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
+            acc[0][r], acc[kRows - 1][r], a.bias != nullptr ? epi[0][at] : 0.0f, a.residual != nullptr, epi[1][at],
+            static_cast<T*>(a.out), a.n, u, r);
       } else {
         gemv_epilogue<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
             acc[0][r], acc[kRows - 1][r], static_cast<const T*>(a.bias), static_cast<const T*>(a.residual),
@@ -700,6 +777,7 @@ cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
   const cudaError_t e = allow_smem(sized, kernel, kStreamSmemBytes);
   if (e != cudaSuccess) return e;
   a.slots = stream_slots(M, a.k, MODE >= kStreamSwiglu ? 2 : 1);
+  a.weights_first = weights_evict_first();
   const int64_t grid = std::min<int64_t>(device::multiprocessors(), units);
   return launch_kernel_smem(kernel, dim3(static_cast<unsigned>(grid)), dim3(kStreamWarps * 32), kStreamSmemBytes,
                             stream, a);
@@ -741,13 +819,16 @@ __global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run
   const T* lrow[kRows];
   int64_t lj = j0, lt = 0, issued = 0;
   if (steps > 0) rows_of(j0, lrow);
+  const uint64_t policy = weight_policy(a.weights_first);
   auto issue = [&](uint4 (&dst)[D][kRows]) {
 #pragma unroll
     for (int u = 0; u < D; ++u) {
       if (issued < steps) {
         const int64_t c = lt * 32 + lane;
 #pragma unroll
-        for (int o = 0; o < kRows; ++o) dst[u][o] = c < chunks ? load_once(lrow[o] + 8 * c) : make_uint4(0, 0, 0, 0);
+        for (int o = 0; o < kRows; ++o) {
+          dst[u][o] = c < chunks ? load_once(lrow[o] + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+        }
         ++issued;
         if (++lt == per_row) {
           lt = 0;
@@ -758,9 +839,18 @@ __global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run
   };
   uint4 buf[D][kRows];
   issue(buf);  // weights only before the wait
+  // What the epilogues add, held by the lanes so that no row's epilogue waits on a load of its own: lane l has output
+  // (row j0 + l / M, x row l % M)'s bias (a weight: before the wait) and residual (after it); rows past 32 / M of the
+  // run load theirs in the epilogue.
+  const bool held = lane < (j1 - j0) * M;
+  const int64_t held_j = j0 + lane / M;
+  const float held_bias = held && a.bias != nullptr ? load(static_cast<const T*>(a.bias), held_j) : 0.0f;
+  const NormAhead ahead = norm_ahead<T>(a);
   wait_for_previous_kernel();
   let_next_kernel_start();
-  stage_x<T, M>(a, xs);
+  const float held_residual =
+      held && a.residual != nullptr ? load(static_cast<const T*>(a.residual), (lane % M) * a.n + held_j) : 0.0f;
+  stage_x<T, M>(a, xs, ahead);
 
   const uint4* xv = reinterpret_cast<const uint4*>(xs);
   float acc[kRows][M];
@@ -798,9 +888,18 @@ __global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run
 #pragma unroll
           for (int r = 0; r < M; ++r) acc[o][r] = warp_sum(acc[o][r]);
         }
+        const int64_t at = (j - j0) * M;  // lane at + r holds (j, r)'s bias and residual, where at + M <= 32
+        const int from = static_cast<int>((at + lane) & 31);
+        const float bias_r = __shfl_sync(0xffffffffu, held_bias, from);
+        const float residual_r = __shfl_sync(0xffffffffu, held_residual, from);
 #pragma unroll
         for (int r = 0; r < M; ++r) {
-          if (lane == r) {
+          if (lane != r) continue;
+          if (at + M <= 32) {
+            gemv_epilogue_values<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
+                acc[0][r], acc[kRows - 1][r], bias_r, a.residual != nullptr, residual_r, static_cast<T*>(a.out), a.n,
+                j, r);
+          } else {
             gemv_epilogue<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
                 acc[0][r], acc[kRows - 1][r], static_cast<const T*>(a.bias), static_cast<const T*>(a.residual),
                 static_cast<T*>(a.out), a.n, j, r);
@@ -829,6 +928,7 @@ cudaError_t run_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
   static std::atomic<uint64_t> sized{0};
   const cudaError_t e = allow_smem(sized, kernel, kRunMaxSmemBytes);
   if (e != cudaSuccess) return e;
+  a.weights_first = weights_evict_first();
   const int64_t per_block = kStreamWarps;  // every warp a row at least
   const int64_t grid = std::min<int64_t>(int64_t{device::multiprocessors()} * kRunBlocksPerSm,
                                          (units + per_block - 1) / per_block);
@@ -1297,6 +1397,15 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
   wait_for_previous_kernel();
   let_next_kernel_start();
   const int64_t used = *pos_ptr + 1;
+  // q's first values a thread stages, loaded beside the position rather than after the new row's round trip.
+  const T* qb = q + static_cast<int64_t>(b) * q_stride + kh * group * D;
+  constexpr int kQAhead = 2;
+  float q_ahead[kQAhead];
+#pragma unroll
+  for (int u = 0; u < kQAhead; ++u) {
+    const int i = tid + u * kClusterAttnThreads;
+    q_ahead[u] = i < group * D ? load(qb, i) : 0.0f;
+  }
   const int n = static_cast<int>(used <= p0 ? 0 : used - p0 < per_split ? used - p0 : per_split);
   // The new position's row: its owner threads (those that copied it above) read it again, after their copies land.
   const int fresh = static_cast<int>(used - 1 - p0);
@@ -1315,8 +1424,13 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
     vnew = __ldcg(reinterpret_cast<const uint4*>(vc + row_of(p0 + fresh)) + mine);
   }
   if (used_k != nullptr && split == 0 && kh == 0 && tid == 0) used_k[b] = static_cast<int>(used);
-  for (int i = tid; i < group * D; i += kClusterAttnThreads) {
-    qs[i] = load(q + static_cast<int64_t>(b) * q_stride + kh * group * D, i) * scale;
+#pragma unroll
+  for (int u = 0; u < kQAhead; ++u) {
+    const int i = tid + u * kClusterAttnThreads;
+    if (i < group * D) qs[i] = q_ahead[u] * scale;
+  }
+  for (int i = tid + kQAhead * kClusterAttnThreads; i < group * D; i += kClusterAttnThreads) {
+    qs[i] = load(qb, i) * scale;
   }
   copies_wait();
   if (owner) {
