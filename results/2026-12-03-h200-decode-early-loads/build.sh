@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds ab_bench into build-bench/ on the developer machine (nvcc 13.0, sm_90a, the CUDA runtime linked statically);
+# Builds ab_bench (build-bench/ab_bench.xz) on the developer machine (nvcc 13.0, sm_90a, the CUDA runtime linked statically);
 # the device call carries build-bench/. Three versions of src/engine/fused/decode_kernels.cu link into it, each
 # compiled with -Dgpubench=<its namespace> (as is its ab_step.cu), from `git archive` of:
 #   v_old    OLD_REV (370b866: the kernels before this change)
@@ -35,5 +35,8 @@ done
 nvcc -std=c++17 -O3 "${arch[@]}" -I "$here" -c "$here/ab_main.cu" -o build-obj/ab/ab_main.o
 for p in "${pids[@]}"; do wait "$p"; done
 nvcc "${arch[@]}" build-obj/ab/ab_main.o build-obj/ab/v_*/decode_kernels.o build-obj/ab/v_*/ab_step.o \
-  -o build-bench/ab_bench
-echo "built build-bench/ab_bench ($old, $new)"
+  -o build-obj/ab/ab_bench
+# 28 MB with three copies of the kernels: carried stripped and compressed (run_gpubench.sh unpacks it)
+strip -o build-obj/ab/ab_bench.stripped build-obj/ab/ab_bench
+xz -T2 -6 -c build-obj/ab/ab_bench.stripped > build-bench/ab_bench.xz
+echo "built build-bench/ab_bench.xz ($old, $new)"

@@ -18,6 +18,9 @@ namespace gpubench::engine::fused {
 /// Whether the decode kernels are launched programmatically on the current device (sm_90 and later, unless
 /// GPUBENCH_DECODE_PDL=0).
 bool decode_programmatic_launch();
+/// Whether the streamed and run GEMVs load their weights with L2's evict_first priority (read once a step, they then
+/// leave the KV cache, the activations and the small tables in L2): yes unless GPUBENCH_DECODE_EVICT_FIRST=0.
+bool decode_weights_evict_first();
 
 /// The most rows (tokens) one GEMV launch serves; more go to cuBLAS.
 constexpr int64_t kDecodeGemvMaxRows = 8;

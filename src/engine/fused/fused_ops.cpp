@@ -838,7 +838,8 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                 "registers; GPUBENCH_DECODE_RUN=0: off, =1: wherever it serves), else over rows of at least 2,048 "
                 "and 8 MiB or more the streamed GEMV (one block an SM, its weight rows copied into a ring of shared "
                 "memory by bulk asynchronous copies, ~100 KB requested before the previous kernel ends; "
-                "GPUBENCH_DECODE_STREAM=0: off, =1: wherever it serves); otherwise the per-warp GEMV where it "
+                "GPUBENCH_DECODE_STREAM=0: off, =1: wherever it serves), both reading their weights with L2's "
+                "evict_first priority (GPUBENCH_DECODE_EVICT_FIRST=0: normal); otherwise the per-warp GEMV where it "
                 "beats cuBLAS on the H200 (one sequence: every product but a large plain one; 2 to 8: rows of at "
                 "most 1,024), cuBLAS with the residual as its C and one SwiGLU kernel elsewhere. On "
                 "sm_90 and later each decode kernel is launched programmatically: it requests its weights while the "
@@ -872,6 +873,8 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                                                          : std::string(", the ") + name + " where it pays";
         };
         f.note += which(decode_run_mode(), "run GEMV") + which(decode_stream_mode(), "streamed GEMV");
+        f.note += decode_weights_evict_first() ? ", weights read with L2 evict_first"
+                                               : ", weights read with L2's normal priority (GPUBENCH_DECODE_EVICT_FIRST=0)";
       }
       if (kernels && n == "decode_attention") {
         const DecodeClusterSetting cluster = decode_attention_cluster();
