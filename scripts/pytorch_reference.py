@@ -18,7 +18,11 @@ torch.compile (the compilation happens in the warm-up and is reported as warmup_
 
 --mode generate (gpt2, llama) runs transformers' generate as gpubench's mode generate is measured: a prompt of
 --prompt-tokens, then --new-tokens greedy tokens, batch 1 by default; time to first token, prefill and decode
-tokens/s and inter-token latencies per repetition (--compile: the static cache with torch.compile).
+tokens/s and inter-token latencies per repetition (--compile: the static cache with torch.compile). With --graph it runs
+gpt-fast's recipe on the same model instead of generate: transformers' static cache, the prompt's forward, then each
+decode step (the forward at a position held on the device, the argmax, the token fed back) captured once as a CUDA
+graph and replayed per token, so the host launches nothing per token; --graph --compile compiles the decode forward
+first (torch.compile, default mode: the CUDA graph is the script's own).
 
 --mode inference runs the model as gpubench's mode inference does: eval mode under torch.inference_mode(), no optimizer,
 weights cast to the autocast type (bf16/fp16, as torch_dtype= pipelines load them) with autocast on; per-batch latency
@@ -243,9 +247,21 @@ def generate_reference(cfg, model, dev, precision, library_version):
         assert out.shape[1] == prompt_len + fresh, out.shape
         ttft = start.elapsed_time(marks.events[0])
         itl = [marks.events[i].elapsed_time(marks.events[i + 1]) for i in range(len(marks.events) - 1)]
-        reps.append({"ttft_ms": ttft, "e2e_ms": e2e * 1e3, "itl_ms": itl,
-                     "prefill_tokens_per_s": bs * prompt_len / (ttft / 1e3),
-                     "decode_tokens_per_s": bs * (fresh - 1) / (sum(itl) / 1e3) if itl else None})
+        reps.append(generation(bs, prompt_len, ttft, e2e, itl))
+    return emit(generate_record(cfg, reps, mode, warmup_s, compile_error, library_version, dev, precision),
+                cfg["json"])
+
+
+def generation(bs, prompt_len, ttft_ms, e2e_s, itl_ms):
+    """One timed generation's figures from its TTFT, end-to-end time and inter-token latencies."""
+    return {"ttft_ms": ttft_ms, "e2e_ms": e2e_s * 1e3, "itl_ms": itl_ms,
+            "prefill_tokens_per_s": bs * prompt_len / (ttft_ms / 1e3),
+            "decode_tokens_per_s": bs * len(itl_ms) / (sum(itl_ms) / 1e3) if itl_ms else None}
+
+
+def generate_record(cfg, reps, mode, warmup_s, compile_error, library_version, dev, precision, **extra):
+    """The generate reference's record: medians over the repetitions, ITL percentiles over every token of them."""
+    import torch
 
     def median(v):
         v = sorted(x for x in v if x is not None)
@@ -254,26 +270,114 @@ def generate_reference(cfg, model, dev, precision, library_version):
     itl_all = sorted(x for r in reps for x in r["itl_ms"])
 
     def pct(q):
-        pos = (len(itl_all) - 1) * q / 100.0
-        lo = int(pos)
+        at = (len(itl_all) - 1) * q / 100.0
+        lo = int(at)
         hi = min(lo + 1, len(itl_all) - 1)
-        return itl_all[lo] + (itl_all[hi] - itl_all[lo]) * (pos - lo)
-    result = {
+        return itl_all[lo] + (itl_all[hi] - itl_all[lo]) * (at - lo)
+    return {
         "tool": "pytorch", "torch_version": torch.__version__, "model_library_version": library_version,
         "device_name": torch.cuda.get_device_name(dev), "mode": mode, "generate": True,
         "scenario": {k: v for k, v in cfg.items() if k not in ("json", "trace", "trace_steps")},
-        "precision_resolved": precision, "batch_size": bs, "prompt_tokens": prompt_len, "new_tokens": fresh,
-        "warmup_seconds": warmup_s, "compile_error": compile_error,
+        "precision_resolved": precision, "batch_size": cfg["batch_size"], "prompt_tokens": cfg["prompt_tokens"],
+        "new_tokens": cfg["new_tokens"], "warmup_seconds": warmup_s, "compile_error": compile_error,
         "ttft_ms": median(r["ttft_ms"] for r in reps),
         "prefill_tokens_per_s": median(r["prefill_tokens_per_s"] for r in reps),
         "decode_tokens_per_s": median(r["decode_tokens_per_s"] for r in reps),
         "e2e_latency_ms": median(r["e2e_ms"] for r in reps),
         "itl_p50_ms": pct(50) if itl_all else None, "itl_p90_ms": pct(90) if itl_all else None,
         "itl_p99_ms": pct(99) if itl_all else None,
-        "peak_allocated_bytes": torch.cuda.max_memory_allocated(dev),
+        "peak_allocated_bytes": torch.cuda.max_memory_allocated(dev), **extra,
         "repetitions": [{k: v for k, v in r.items() if k != "itl_ms"} for r in reps],
     }
-    return emit(result, cfg["json"])
+
+
+def static_cache_decoder(model, prompt, fresh, forward=None):
+    """gpt-fast's decode loop over transformers' static cache, for `model` and `prompt` [batch, P]: returns (prefill,
+    step, tokens). prefill() runs the prompt's forward (positions 0..P-1 into the cache) and puts its argmax, the first
+    new token, in the token buffer; step() feeds that token at the position held in a device tensor, writes the
+    argmax back into it and moves the position on, with no host work (so it can be captured as a CUDA graph); tokens
+    [batch, fresh] holds every new token. `forward`: the decode step's forward (model.forward, or a compiled one)."""
+    import torch
+    import transformers
+
+    bs, plen = prompt.shape
+    dev = prompt.device
+    cache = transformers.StaticCache(config=model.config, max_cache_len=plen + fresh)
+    forward = forward or model.forward
+    token = torch.zeros(bs, 1, dtype=torch.long, device=dev)
+    pos = torch.zeros(1, dtype=torch.long, device=dev)
+    tokens = torch.zeros(bs, fresh, dtype=torch.long, device=dev)
+
+    def prefill():
+        with torch.inference_mode():
+            positions = torch.arange(plen, device=dev)
+            logits = model(input_ids=prompt, cache_position=positions, past_key_values=cache, use_cache=True).logits
+            token.copy_(logits[:, -1:].argmax(-1))
+            tokens[:, :1].copy_(token)
+            pos.fill_(plen)
+
+    def step():
+        with torch.inference_mode():
+            logits = forward(input_ids=token, position_ids=pos.view(1, 1).expand(bs, 1), cache_position=pos,
+                             past_key_values=cache, use_cache=True).logits
+            token.copy_(logits[:, -1:].argmax(-1))
+            tokens.index_copy_(1, pos - (plen - 1), token)
+            pos.add_(1)
+
+    return prefill, step, tokens
+
+
+def graph_generate_reference(cfg, model, dev, precision, library_version):
+    """--mode generate --graph: static_cache_decoder's loop, the decode step captured once as a CUDA graph after a
+    side-stream warm-up and replayed per token (--compile: its forward compiled first); TTFT is the prompt's forward
+    to its argmax, each replay one inter-token latency (CUDA events), as gpubench's mode generate measures them."""
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    model.eval()
+    if dtype is not None:
+        model.to(dtype)
+    bs, prompt_len, fresh = cfg["batch_size"], cfg["prompt_tokens"], cfg["new_tokens"]
+    torch.manual_seed(0)
+    prompt = torch.randint(0, model.config.vocab_size, (bs, prompt_len), device=dev)
+    forward = torch.compile(model.forward, fullgraph=True) if cfg["compile"] else None
+    prefill, step, tokens = static_cache_decoder(model, prompt, fresh, forward)
+    mode = "compile_cuda_graph_static_cache" if cfg["compile"] else "cuda_graph_static_cache"
+    t0 = time.perf_counter()
+    try:
+        prefill()
+        side = torch.cuda.Stream(dev)
+        side.wait_stream(torch.cuda.current_stream(dev))
+        with torch.cuda.stream(side):
+            for _ in range(3):  # the warm-up (and compilation) PyTorch's graph recipe asks for
+                step()
+        torch.cuda.current_stream(dev).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step()
+        torch.cuda.synchronize(dev)
+    except Exception as e:  # noqa: BLE001: the record says why this form did not run
+        emit({"tool": "pytorch", "mode": mode, "generate": True, "status": "error", "reason": repr(e)}, cfg["json"])
+        return 1
+    warmup_s = time.perf_counter() - t0
+    reps = []
+    for _ in range(cfg["repetitions"]):
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(fresh + 1)]
+        torch.cuda.synchronize(dev)
+        t0 = time.perf_counter()
+        events[0].record()
+        prefill()
+        events[1].record()
+        for i in range(fresh - 1):
+            graph.replay()
+            events[i + 2].record()
+        torch.cuda.synchronize(dev)
+        e2e = time.perf_counter() - t0
+        ttft = events[0].elapsed_time(events[1])
+        itl = [events[i].elapsed_time(events[i + 1]) for i in range(1, fresh)]
+        reps.append(generation(bs, prompt_len, ttft, e2e, itl))
+    return emit(generate_record(cfg, reps, mode, warmup_s, None, library_version, dev, precision,
+                                first_tokens=tokens[0, :8].tolist()), cfg["json"])
 
 
 def emit(result, path):
@@ -345,7 +449,8 @@ def main(argv):
         model = transformers.AutoModelForCausalLM.from_config(config).to(dev)
         channels_last = False
         if cfg["mode"] == "generate":
-            return generate_reference(cfg, model, dev, precision, transformers.__version__)
+            run = graph_generate_reference if cfg["graph"] else generate_reference
+            return run(cfg, model, dev, precision, transformers.__version__)
         x = torch.randint(0, config.vocab_size, (bs, cfg["seq_len"]), device=dev)
         if inference:
             forward = lambda: model(input_ids=x).logits

@@ -76,6 +76,33 @@ class ReferenceArgumentsTest(unittest.TestCase):
         with self.assertRaises(SystemExit):
             pytorch_reference.parse_args(["--model", "resnet50", "--mode", "generate"])
 
+    def test_static_cache_decoder_gives_generates_greedy_tokens(self):
+        # --mode generate --graph's decode loop (gpt-fast's, over transformers' static cache), run eagerly on the CPU:
+        # the tokens transformers' generate(do_sample=False) picks, for a reduced llama (grouped kv heads) and gpt2.
+        try:
+            import torch
+            import transformers
+        except ImportError:
+            self.skipTest("no torch / transformers in this Python")
+        torch.manual_seed(0)
+        for config in (transformers.LlamaConfig(vocab_size=97, hidden_size=64, intermediate_size=96,
+                                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                max_position_embeddings=128, tie_word_embeddings=False),
+                       transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=97, n_positions=128,
+                                               bos_token_id=0, eos_token_id=0)):
+            model = transformers.AutoModelForCausalLM.from_config(config).eval()
+            model.generation_config.eos_token_id = None
+            model.generation_config.pad_token_id = 0
+            prompt = torch.randint(0, 97, (2, 11))
+            with torch.inference_mode():
+                expected = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=20,
+                                          min_new_tokens=20, do_sample=False)[:, 11:]
+            prefill, step, tokens = pytorch_reference.static_cache_decoder(model, prompt, 20)
+            prefill()
+            for _ in range(19):
+                step()
+            self.assertTrue(torch.equal(tokens, expected), (config.model_type, tokens, expected))
+
     def test_compile_caches_never_cross_autocast_dtypes(self):
         # torch 2.11's AOTAutograd cache reused an fp16 graph for a bf16 run (H200, 2026-12-02): one folder per dtype.
         bf16 = pytorch_reference.inductor_cache_dir("bfloat16", None, "/tmp/torchinductor_u")
