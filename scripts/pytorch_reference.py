@@ -293,8 +293,8 @@ def generate_record(cfg, reps, mode, warmup_s, compile_error, library_version, d
 
 def static_cache_decoder(model, prompt, fresh, forward=None):
     """gpt-fast's decode loop over transformers' static cache, for `model` and `prompt` [batch, P]: returns (prefill,
-    step, tokens). prefill() runs the prompt's forward (positions 0..P-1 into the cache) and puts its argmax, the first
-    new token, in the token buffer; step() feeds that token at the position held in a device tensor, writes the
+    step, tokens). prefill() empties the cache, runs the prompt's forward (positions 0..P-1) and puts its argmax, the
+    first new token, in the token buffer; step() feeds that token at the position held in a device tensor, writes the
     argmax back into it and moves the position on, with no host work (so it can be captured as a CUDA graph); tokens
     [batch, fresh] holds every new token. `forward`: the decode step's forward (model.forward, or a compiled one)."""
     import torch
@@ -310,6 +310,9 @@ def static_cache_decoder(model, prompt, fresh, forward=None):
 
     def prefill():
         with torch.inference_mode():
+            # transformers 5's static layers keep their own fill count on the device (and write there, whatever
+            # cache_position says): a new prompt needs it reset
+            cache.reset()
             positions = torch.arange(plen, device=dev)
             logits = model(input_ids=prompt, cache_position=positions, past_key_values=cache, use_cache=True).logits
             token.copy_(logits[:, -1:].argmax(-1))

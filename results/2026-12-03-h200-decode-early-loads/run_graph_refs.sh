@@ -17,7 +17,7 @@ ref() {  # NAME SECONDS ARGS...
   local name=$1 t=$2; shift 2
   [ "$SECONDS" -gt "${LIMIT:-250}" ] && { echo "$name: no time left" | tee -a "$W/session.log"; return; }
   echo "== $(date -u +%H:%M:%S) [${SECONDS}s] $name: $*" | tee -a "$W/session.log"
-  timeout "$t" python3 scripts/pytorch_reference.py "$@" --mode generate --json "$W/pytorch_$name.json" \
+  timeout "$t" python3 scripts/pytorch_reference.py "$@" --catalog results/2026-12-03-h200-decode-early-loads/catalog.json --mode generate --json "$W/pytorch_$name.json" \
     > "$W/console_$name.txt" 2>&1
   echo "exit $?" | tee -a "$W/session.log"
   grep -E '"(mode|status|reason|ttft_ms|decode_tokens_per_s|itl_p50_ms|e2e_latency_ms|warmup_seconds)"' \
