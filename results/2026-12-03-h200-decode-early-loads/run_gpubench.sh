@@ -3,8 +3,10 @@
 # CPUs; the decode CUDA tests; gpubench --mode generate at batch 1 with --kernels fused, the committed setting (L2
 # evict_first for the streamed and run GEMVs' weights) alternated with GPUBENCH_DECODE_EVICT_FIRST=0, twice each, for
 # TinyLlama and GPT-2; TinyLlama with GPUBENCH_DECODE_RUN=1 (its output product on the run GEMV); then transformers'
-# eager generate for both (REFS=1). Everything goes into one archive, $OUT/<CALL>-<time>.tar.gz. From the repository
-# root:  OUT=... CALL=call1 GPUBENCH_GIT_REVISION=<commit> results/2026-12-03-h200-decode-early-loads/run_gpubench.sh
+# eager generate for both (REFS=1). PLAN=graph instead alternates gpubench with scripts/pytorch_reference.py --graph
+# (gpt-fast's recipe) and --graph --compile, for both models (REF_LIMIT=150 gives the compiles time). Everything goes
+# into one archive, $OUT/<CALL>-<time>.tar.gz. From the repository root:
+#   OUT=... CALL=call1 GPUBENCH_GIT_REVISION=<commit> results/2026-12-03-h200-decode-early-loads/run_gpubench.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -53,7 +55,7 @@ reference() {
   local name="$1"; shift
   [ "$SECONDS" -gt "$LIMIT" ] && { log "$name: no time left"; return; }
   log "pytorch $name: $*"
-  local left=$((${END:-585} - SECONDS)); [ "$left" -gt 100 ] && left=100
+  local left=$((${END:-585} - SECONDS)); [ "$left" -gt "${REF_LIMIT:-100}" ] && left=${REF_LIMIT:-100}
   timeout "$left" python3 scripts/pytorch_reference.py "$@" --mode generate --json "$W/records/pytorch_$name.json" \
     > "$W/records/console_pytorch_$name.txt" 2>&1
   log "exit $?"
@@ -62,6 +64,17 @@ reference() {
 }
 off() { GPUBENCH_DECODE_EVICT_FIRST=0 gpubench "$@"; }
 a=(--precision bf16 --batch-size 1 --kernels fused)
+if [ "${PLAN:-evict}" = graph ]; then  # gpubench against gpt-fast's recipe in PyTorch (--graph), alternated
+  gpubench llama_bs1 llama "${a[@]}"
+  reference llama_bs1_graph --model llama --precision bf16 --batch-size 1 --graph
+  gpubench gpt2_bs1 gpt2 "${a[@]}"
+  reference gpt2_bs1_graph --model gpt2 --precision bf16 --batch-size 1 --graph
+  reference llama_bs1_graph_compile --model llama --precision bf16 --batch-size 1 --graph --compile
+  gpubench llama_bs1_2 llama "${a[@]}"
+  reference gpt2_bs1_graph_compile --model gpt2 --precision bf16 --batch-size 1 --graph --compile
+  gpubench gpt2_bs1_2 gpt2 "${a[@]}"
+  exit 0
+fi
 gpubench llama_bs1 llama "${a[@]}"
 off llama_bs1_normal llama "${a[@]}"
 gpubench gpt2_bs1 gpt2 "${a[@]}"
