@@ -191,15 +191,10 @@ def generate_reference(cfg, model, dev, precision, library_version):
     import torch
     import transformers
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-    model.eval()
-    if dtype is not None:
-        model.to(dtype)
+    prompt = generate_prompt(cfg, model, dev, precision)
+    bs, prompt_len, fresh = cfg["batch_size"], cfg["prompt_tokens"], cfg["new_tokens"]
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0
-    bs, prompt_len, fresh = cfg["batch_size"], cfg["prompt_tokens"], cfg["new_tokens"]
-    torch.manual_seed(0)
-    prompt = torch.randint(0, model.config.vocab_size, (bs, prompt_len), device=dev)
     mask = torch.ones_like(prompt)
     extra = {}
     mode = "eager"
@@ -250,6 +245,19 @@ def generate_reference(cfg, model, dev, precision, library_version):
         reps.append(generation(bs, prompt_len, ttft, e2e, itl))
     return emit(generate_record(cfg, reps, mode, warmup_s, compile_error, library_version, dev, precision),
                 cfg["json"])
+
+
+def generate_prompt(cfg, model, dev, precision):
+    """Both generate references' start: the model in eval mode with its weights in the precision's type (as gpubench
+    holds them), and the prompt, [batch_size, prompt_tokens] random token ids (seed 0) on the device."""
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    model.eval()
+    if dtype is not None:
+        model.to(dtype)
+    torch.manual_seed(0)
+    return torch.randint(0, model.config.vocab_size, (cfg["batch_size"], cfg["prompt_tokens"]), device=dev)
 
 
 def generation(bs, prompt_len, ttft_ms, e2e_s, itl_ms):
@@ -336,13 +344,8 @@ def graph_generate_reference(cfg, model, dev, precision, library_version):
     to its argmax, each replay one inter-token latency (CUDA events), as gpubench's mode generate measures them."""
     import torch
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-    model.eval()
-    if dtype is not None:
-        model.to(dtype)
+    prompt = generate_prompt(cfg, model, dev, precision)
     bs, prompt_len, fresh = cfg["batch_size"], cfg["prompt_tokens"], cfg["new_tokens"]
-    torch.manual_seed(0)
-    prompt = torch.randint(0, model.config.vocab_size, (bs, prompt_len), device=dev)
     forward = torch.compile(model.forward, fullgraph=True) if cfg["compile"] else None
     prefill, step, tokens = static_cache_decoder(model, prompt, fresh, forward)
     mode = "compile_cuda_graph_static_cache" if cfg["compile"] else "cuda_graph_static_cache"
