@@ -22,7 +22,8 @@ tokens/s and inter-token latencies per repetition (--compile: the static cache w
 gpt-fast's recipe on the same model instead of generate: transformers' static cache, the prompt's forward, then each
 decode step (the forward at a position held on the device, the argmax, the token fed back) captured once as a CUDA
 graph and replayed per token, so the host launches nothing per token; --graph --compile compiles the decode forward
-first (torch.compile, default mode: the CUDA graph is the script's own).
+first (torch.compile, default mode with gpt-fast's inductor settings, coordinate descent tuning among them: the CUDA
+graph is the script's own).
 
 --mode inference runs the model as gpubench's mode inference does: eval mode under torch.inference_mode(), no optimizer,
 weights cast to the autocast type (bf16/fp16, as torch_dtype= pipelines load them) with autocast on; per-batch latency
@@ -346,6 +347,14 @@ def graph_generate_reference(cfg, model, dev, precision, library_version):
 
     prompt = generate_prompt(cfg, model, dev, precision)
     bs, prompt_len, fresh = cfg["batch_size"], cfg["prompt_tokens"], cfg["new_tokens"]
+    inductor = None
+    if cfg["compile"]:  # gpt-fast's inductor settings: coordinate descent tunes each kernel's launch (bs 1 GEMVs)
+        import torch._inductor.config as inductor_config
+
+        inductor_config.coordinate_descent_tuning = True
+        inductor_config.triton.unique_kernel_names = True
+        inductor_config.fx_graph_cache = True
+        inductor = "coordinate_descent_tuning, fx_graph_cache (gpt-fast's settings)"
     forward = torch.compile(model.forward, fullgraph=True) if cfg["compile"] else None
     prefill, step, tokens = static_cache_decoder(model, prompt, fresh, forward)
     mode = "compile_cuda_graph_static_cache" if cfg["compile"] else "cuda_graph_static_cache"
@@ -383,7 +392,7 @@ def graph_generate_reference(cfg, model, dev, precision, library_version):
         itl = [events[i].elapsed_time(events[i + 1]) for i in range(1, fresh)]
         reps.append(generation(bs, prompt_len, ttft, e2e, itl))
     return emit(generate_record(cfg, reps, mode, warmup_s, None, library_version, dev, precision,
-                                first_tokens=tokens[0, :8].tolist()), cfg["json"])
+                                first_tokens=tokens[0, :8].tolist(), inductor=inductor), cfg["json"])
 
 
 def emit(result, path):

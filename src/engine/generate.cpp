@@ -15,6 +15,7 @@
 #include "copy_rate.h"
 #include "cuda_graph.h"
 #include "fused/decode_ops.h"
+#include "models/decoder.h"
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
 #include "gpubench/core/record/stats.hpp"
@@ -133,11 +134,7 @@ class GenerateRun {
   at::Tensor decode_step(int64_t window) {
     c10::InferenceMode no_autograd;
     AutocastScope autocast(dev_.type(), std::nullopt);
-    if (fused_ && gen_->decode_greedy(token_, pos_, window)) {  // the next token already in token_
-      out_.index_copy_(1, pos_ - (prompt_ - 1), token_);
-      pos_.add_(1);
-      return token_;
-    }
+    if (fused_ && gen_->decode_greedy({token_, pos_, out_, prompt_ - 1}, window)) return token_;
     const at::Tensor logits = gen_->decode(token_, pos_, window);
     const at::Tensor next = fused_ ? fused::decode_argmax(logits) : logits.argmax(-1, /*keepdim=*/true);
     out_.index_copy_(1, pos_ - (prompt_ - 1), next);

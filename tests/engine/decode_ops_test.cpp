@@ -295,6 +295,58 @@ TEST(DecodeOpsTest, StreamedAndRunGemvsMatchTheirAtenFormOverLongProducts_CUDA) 
   }
 }
 
+/// The LM head's launch with greedy decoding's tail (decode_lm_head_greedy) against the same run GEMV's logits and
+/// decode_argmax: the same tokens, a tie going to the first column, in the token buffer and in the history at
+/// pos - offset (the other columns untouched), the position moved on and the scratch left zero, over launches in a
+/// row; GPT-2's odd vocabulary with a LayerNorm, TinyLlama's with an RMSNorm at 2 rows, a small one at 4 rows. Off
+/// (set_decode_greedy_tail), nothing runs.
+TEST(DecodeOpsTest, LmHeadGreedyTailWritesTheArgmaxAndMovesOn_CUDA) {
+  if (!streamed_here()) GTEST_SKIP() << "no sm_90 GPU or no kernels in this build";
+  const GemvEverywhere setting(Gemv::kRun);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  const auto ids = cuda.dtype(torch::kLong);
+  struct Case {
+    int64_t m, n, k;
+    bool rms;
+  };
+  for (const Case& c : {Case{1, 50257, 768, false}, Case{2, 32000, 2048, true}, Case{4, 1000, 256, true}}) {
+    torch::manual_seed(c.n + c.m);
+    const at::Tensor nw = torch::randn({c.k}), nb = torch::randn({c.k});
+    const fused::DecodeNorm norm = c.rms ? fused::DecodeNorm{nw.to(cuda.dtype(at::kBFloat16)), {}, 1e-5, true}
+                                         : fused::DecodeNorm{nw.to(cuda.dtype(at::kBFloat16)),
+                                                             nb.to(cuda.dtype(at::kBFloat16)), 1e-5, false};
+    at::Tensor w = torch::randn({c.n, c.k}) / std::sqrt(c.k);
+    at::Tensor token = torch::zeros({c.m, 1}, ids), history = torch::full({c.m, 8}, -1, ids);
+    const at::Tensor pos = torch::full({1}, 20, ids), scratch = torch::zeros({c.m + 1}, ids);
+    for (int step = 0; step < 3; ++step) {
+      const at::Tensor x_cpu = torch::randn({c.m, c.k});
+      // Columns 5 and n - 7 of row 0: equal and by far the largest (the first must win).
+      const at::Tensor y = fused::decode_norm(x_cpu.narrow(0, 0, 1), nw, c.rms ? at::Tensor() : nb, 1e-5, c.rms);
+      const at::Tensor big = (10 * y / y.norm()).squeeze(0);
+      w[5].copy_(big);
+      w[c.n - 7].copy_(big);
+      const at::Tensor x = x_cpu.to(cuda.dtype(at::kBFloat16)), wg = w.to(cuda.dtype(at::kBFloat16));
+      const at::Tensor want = fused::decode_argmax(fused::decode_linear(x, {wg}, {}, DecodeAct::kNone, {}, norm));
+      ASSERT_EQ(want[0].item<int64_t>(), 5);
+      ASSERT_TRUE(fused::decode_lm_head_greedy(x, wg, norm, {token, history, pos, scratch, 18})) << "m " << c.m;
+      const std::string at_case = "m " + std::to_string(c.m) + " n " + std::to_string(c.n) + " step " +
+                                  std::to_string(step);
+      EXPECT_TRUE(token.cpu().equal(want.cpu())) << at_case << ": " << token << want;
+      EXPECT_TRUE(history.select(1, 2 + step).cpu().equal(want.squeeze(1).cpu())) << at_case;
+      EXPECT_EQ(pos.item<int64_t>(), 21 + step) << at_case;
+      EXPECT_EQ(scratch.abs().sum().item<int64_t>(), 0) << at_case << ": the scratch is left zero";
+    }
+    EXPECT_TRUE(history.narrow(1, 0, 2).eq(-1).all().item<bool>()) << "columns before the offset untouched";
+    EXPECT_TRUE(history.narrow(1, 5, 3).eq(-1).all().item<bool>()) << "columns not reached untouched";
+    fused::set_decode_greedy_tail(false);
+    const at::Tensor x = torch::randn({c.m, c.k}).to(cuda.dtype(at::kBFloat16));
+    EXPECT_FALSE(fused::decode_lm_head_greedy(x, w.to(cuda.dtype(at::kBFloat16)), norm,
+                                              {token, history, pos, scratch, 18}));
+    EXPECT_EQ(pos.item<int64_t>(), 23) << "off: nothing ran";
+    fused::set_decode_greedy_tail(true);
+  }
+}
+
 /// The q/k/v product straight into the cache (one streamed GEMV) against the product then the cache write in fp32:
 /// llama's shape (grouped kv heads, rotary tables, RMSNorm) and GPT-2's (bias, LayerNorm, no tables), 1 to 4 rows.
 TEST(DecodeOpsTest, QkvProductIntoTheCacheMatchesTheTwoSteps_CUDA) {

@@ -71,10 +71,12 @@ TEST(DecodeStepTest, StepKernelPicksTheDecodeOperationsGreedyTokens_CUDA) {
     for (int i = 0; i < 70; ++i) {
       const int64_t window = (40 + i) / 64 * 64 + 64;  // generate's windows: 64, then 128
       const at::Tensor logits = g->decode(token, pos, window).to(at::kCPU, at::kFloat);
-      at::Tensor next = token.clone();
-      ASSERT_TRUE(g->decode_greedy(next, pos, window)) << model << ": " << g->greedy_note();
+      at::Tensor next = token.clone(), step_pos = pos.clone(), history = torch::full({1, 80}, -1, pos.options());
+      ASSERT_TRUE(g->decode_greedy({next, step_pos, history, 39}, window)) << model << ": " << g->greedy_note();
       ++served;
       const int64_t got = next.item<int64_t>(), want = logits.argmax(-1).item<int64_t>();
+      EXPECT_EQ(step_pos.item<int64_t>(), pos.item<int64_t>() + 1) << "the position moves on";
+      EXPECT_EQ(history[0][pos.item<int64_t>() - 39].item<int64_t>(), got) << "the history holds the token";
       const double top = logits[0][want].item<double>(), mine = logits[0][got].item<double>();
       EXPECT_LE(top - mine, 1.6e-2 * std::abs(top) + 1e-3) << model << " step " << i << ": token " << got << " against "
                                                            << want;
@@ -101,7 +103,8 @@ TEST(DecodeStepTest, StepKernelLogitsMatchTheDecodeOperations_CUDA) {
   at::Tensor token = m->logits_cached(prompt, {}, 100, cache).argmax(-1, /*keepdim=*/true);
   const at::Tensor pos = torch::full({1}, 100, cuda.dtype(torch::kLong));
   const at::Tensor want = m->logits_cached(token, pos, 128, cache).to(at::kCPU, at::kFloat);
-  ASSERT_TRUE(m->decode_greedy(token, pos, 128, cache)) << cache.step_kernel_why;
+  const at::Tensor history = torch::zeros({1, 8}, pos.options());
+  ASSERT_TRUE(m->decode_greedy({token, pos.clone(), history, 99}, 128, cache)) << cache.step_kernel_why;
   ASSERT_TRUE(cache.step_kernel);
   const at::Tensor got = cache.step_kernel->logits().to(at::kCPU, at::kFloat);
   const double scale = want.abs().max().item<double>();
@@ -109,32 +112,50 @@ TEST(DecodeStepTest, StepKernelLogitsMatchTheDecodeOperations_CUDA) {
   EXPECT_EQ(token.item<int64_t>(), got.argmax(-1).item<int64_t>()) << "the token is its own logits' greedy one";
 }
 
-/// Where the kernel is off (the default) or does not serve, decode_greedy runs nothing; where it was asked for it says
-/// why not: the CPU, more than one sequence.
-TEST(DecodeStepTest, StepKernelDeclinesWhatItDoesNotTake) {
+/// Where the step kernel is off (the default) or does not serve, decode_greedy takes the decode operations' step (on
+/// the CPU their ATen forms: the logits, their argmax, the token into the buffer and the history, the position on),
+/// and where it was asked for it says why not: the CPU, more than one sequence. Without `kernels: fused` it runs
+/// nothing.
+TEST(DecodeStepTest, DecodeGreedyTakesTheDecodeOperationsWhereTheStepKernelDoesNotServe) {
   Scenario s;
   s.model = "gpt2";
   s.kernels = "fused";
   s.mode = "generate";
   s.model_options = nlohmann::json{{"layers", 1}, {"width", 64}, {"heads", 4}, {"vocab", 100}, {"seq_len", 32}};
+  torch::manual_seed(24);
   auto w = find_model("gpt2").make(s);
   w->module()->eval();
   TextGenerator* g = w->generator();
   c10::InferenceMode no_autograd;
-  g->allocate(1, 32, at::TensorOptions().dtype(at::kFloat));
-  at::Tensor token = torch::zeros({1, 1}, torch::kLong);
+  auto greedy_step = [&](int64_t batch) {
+    g->allocate(batch, 32, at::TensorOptions().dtype(at::kFloat));
+    g->prefill(torch::randint(0, 100, {batch, 3}, torch::kLong));
+    const at::Tensor token = torch::randint(0, 100, {batch, 1}, torch::kLong), pos = torch::full({1}, 3, torch::kLong);
+    const at::Tensor want = g->decode(token, pos, 32).argmax(-1, /*keepdim=*/true);
+    const at::Tensor history = torch::full({batch, 4}, -1, torch::kLong);
+    EXPECT_TRUE(g->decode_greedy({token, pos, history, 2}, 32)) << "batch " << batch;
+    EXPECT_TRUE(token.equal(want)) << "batch " << batch;
+    EXPECT_TRUE(history.select(1, 1).equal(want.squeeze(1))) << "batch " << batch;
+    EXPECT_EQ(pos.item<int64_t>(), 4) << "batch " << batch;
+  };
   ASSERT_FALSE(fused::decode_step_enabled()) << "off unless asked for";
-  EXPECT_FALSE(g->decode_greedy(token, torch::full({1}, 3, torch::kLong), 32));
+  greedy_step(1);
   EXPECT_EQ(g->greedy_note(), "") << "no note when off";
-  const StepKernelOn on;
-  g->allocate(1, 32, at::TensorOptions().dtype(at::kFloat));
-  EXPECT_FALSE(g->decode_greedy(token, torch::full({1}, 3, torch::kLong), 32));
-  EXPECT_NE(g->greedy_note().find("not one kernel"), std::string::npos) << g->greedy_note();
-  EXPECT_EQ(token.item<int64_t>(), 0) << "nothing ran";
-  g->allocate(2, 32, at::TensorOptions().dtype(at::kFloat));
-  at::Tensor two = torch::zeros({2, 1}, torch::kLong);
-  EXPECT_FALSE(g->decode_greedy(two, torch::full({1}, 3, torch::kLong), 32));
-  EXPECT_NE(g->greedy_note().find("more than one sequence"), std::string::npos) << g->greedy_note();
+  {
+    const StepKernelOn on;
+    greedy_step(1);
+    EXPECT_NE(g->greedy_note().find("not one kernel"), std::string::npos) << g->greedy_note();
+    greedy_step(2);
+    EXPECT_NE(g->greedy_note().find("more than one sequence"), std::string::npos) << g->greedy_note();
+  }
+  s.kernels = "aten";
+  auto plain = find_model("gpt2").make(s);
+  plain->module()->eval();
+  TextGenerator* pg = plain->generator();
+  pg->allocate(1, 32, at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor token = torch::zeros({1, 1}, torch::kLong), pos = torch::full({1}, 3, torch::kLong);
+  EXPECT_FALSE(pg->decode_greedy({token, pos, torch::zeros({1, 4}, torch::kLong), 2}, 32));
+  EXPECT_EQ(pos.item<int64_t>(), 3) << "nothing ran";
 }
 
 }  // namespace

@@ -159,11 +159,30 @@ struct GemvSums {
                        kBeta = kGamma + kOut, kCount = kBeta + kOut;
 };
 
+/// The better of (v, i) and (v2, i2) into (v, i) for an argmax: NaN is the largest, as torch.argmax has it; ties go
+/// to the first index.
+__device__ __forceinline__ void better(float& v, int64_t& i, float v2, int64_t i2) {
+  const bool nan2 = v2 != v2, nan1 = v != v;
+  if ((nan2 && !nan1) || (nan2 == nan1 && (v2 > v || (v2 == v && i2 < i)))) {
+    v = v2;
+    i = i2;
+  }
+}
+
+__device__ __forceinline__ void warp_best(float& v, int64_t& idx) {
+  for (int off = 16; off > 0; off >>= 1) {
+    const float v2 = __shfl_xor_sync(0xffffffffu, v, off);
+    const int64_t i2 = __shfl_xor_sync(0xffffffffu, idx, off);
+    better(v, idx, v2, i2);
+  }
+}
+
 /// The output of row r for column j from its bias and residual values (0 where there is none; loaded early, off the
 /// kernel's tail): act(dot + bias) (+ up for SwiGLU) + residual.
+/// Returns the output as stored (rounded to T).
 template <typename T, int ACT>
-__device__ __forceinline__ void gemv_epilogue_values(float dot, float up, float bias, bool has_residual, float residual,
-                                                     T* out, int64_t n, int64_t j, int r) {
+__device__ __forceinline__ float gemv_epilogue_values(float dot, float up, float bias, bool has_residual, float residual,
+                                                      T* out, int64_t n, int64_t j, int r) {
   float v = dot + bias;
   if (ACT == static_cast<int>(DecodeActivation::kGeluTanh)) {
     v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
@@ -172,13 +191,14 @@ __device__ __forceinline__ void gemv_epilogue_values(float dot, float up, float 
   }
   if (has_residual) v += residual;
   store(out, r * n + j, v);
+  return rounded<T>(v);
 }
 
 /// The output of row r for column j: act(dot + bias) (+ up for SwiGLU) + residual.
 template <typename T, int ACT>
-__device__ __forceinline__ void gemv_epilogue(float dot, float up, const T* bias, const T* residual, T* out, int64_t n,
-                                              int64_t j, int r) {
-  gemv_epilogue_values<T, ACT>(dot, up, bias != nullptr ? load(bias, j) : 0.0f, residual != nullptr,
+__device__ __forceinline__ float gemv_epilogue(float dot, float up, const T* bias, const T* residual, T* out, int64_t n,
+                                               int64_t j, int r) {
+  return gemv_epilogue_values<T, ACT>(dot, up, bias != nullptr ? load(bias, j) : 0.0f, residual != nullptr,
                                residual != nullptr ? load(residual, r * n + j) : 0.0f, out, n, j, r);
 }
 
@@ -428,7 +448,8 @@ constexpr int kStreamSmemBytes = 110 * 1024;  // two blocks an SM (228 KB on sm_
 constexpr int kStreamBarrierBytes = kStreamMaxSlots * 8;
 constexpr int kStreamEpilogue = 128;  // outputs (x rows) whose bias and residual a block stages; rotary: head size
 
-enum StreamMode : int { kStreamPlain = 0, kStreamGelu = 1, kStreamSwiglu = 2, kStreamQkvCache = 3 };
+/// kStreamGreedy: a plain product (the run GEMV only) whose outputs also go through the greedy tail (DecodeGreedyTail).
+enum StreamMode : int { kStreamPlain = 0, kStreamGelu = 1, kStreamSwiglu = 2, kStreamQkvCache = 3, kStreamGreedy = 4 };
 
 /// What a streamed GEMV launch computes and where its outputs go (one struct: a kernel parameter).
 struct StreamArgs {
@@ -443,6 +464,7 @@ struct StreamArgs {
   DecodeCacheWrite cache;  // kStreamQkvCache only
   int slots = 0;           // ring slots a block may use
   bool weights_first = false;  // weights loaded with L2's evict_first priority (weights_evict_first)
+  DecodeGreedyTail greedy;     // kStreamGreedy only
 };
 
 __host__ __device__ constexpr int64_t stream_align(int64_t b) { return (b + 127) / 128 * 128; }
@@ -792,6 +814,50 @@ cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
 // row (gate and up for SwiGLU) in flight and the next kRunDepth issued before the current ones are used; the first
 // are issued before the wait for the previous kernel. x, normalized as in the streamed GEMV, sits in shared memory.
 
+/// An argmax candidate as one 64-bit key whose unsigned order is `better`'s: the value's bits mapped to an unsigned
+/// order (NaN the largest), then the column inverted (ties to the first).
+__device__ __forceinline__ unsigned long long greedy_key(float v, int64_t j) {
+  uint32_t u = v != v ? 0x7fffffffu : __float_as_uint(v);
+  u = (u & 0x80000000u) != 0 ? ~u : u | 0x80000000u;
+  return (static_cast<unsigned long long>(u) << 32) | (0xffffffffu - static_cast<uint32_t>(j));
+}
+
+/// The greedy tail (DecodeGreedyTail) at the end of a block whose lanes r < M hold their warp's best (v, j) of x row
+/// r: the block's best of each row into scratch[r] (64-bit atomic max of greedy_key), then the last block to arrive
+/// (the counter in scratch[M]) writes the tokens, the history and the next position, and zeroes scratch again.
+template <int M>
+__device__ void greedy_tail(const DecodeGreedyTail& g, float v, int64_t j, int64_t n) {
+  __shared__ unsigned long long block_best[M];
+  __shared__ bool last;
+  const int lane = threadIdx.x & 31;
+  if (threadIdx.x < M) block_best[threadIdx.x] = 0;
+  __syncthreads();
+  if (lane < M) atomicMax(&block_best[lane], greedy_key(v, j));
+  __syncthreads();
+  auto* keys = reinterpret_cast<unsigned long long*>(g.scratch);
+  auto* arrived = reinterpret_cast<unsigned int*>(g.scratch + M);
+  if (threadIdx.x == 0) {
+    for (int r = 0; r < M; ++r) atomicMax(&keys[r], block_best[r]);
+    __threadfence();  // this block's keys before its arrival
+    last = atomicAdd(arrived, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x >= M) return;
+  __threadfence();  // every block's keys are in
+  const int r = static_cast<int>(threadIdx.x);
+  const unsigned long long key = atomicExch(&keys[r], 0ull);
+  const int64_t best = 0xffffffffll - static_cast<int64_t>(key & 0xffffffffull);
+  const int64_t token = best >= 0 && best < n ? best : 0;
+  const int64_t p = *g.pos, column = p - g.history_offset;
+  g.token[r] = token;
+  if (column >= 0 && column < g.history_ld) g.history[r * g.history_ld + column] = token;
+  __syncwarp(0xffffffffu >> (32 - M));  // every lane has read *pos
+  if (r == 0) {
+    *g.pos = p + 1;
+    *arrived = 0;
+  }
+}
+
 constexpr int kRunDepth = 4;
 constexpr int kRunBlocksPerSm = 2;
 constexpr int kRunMaxSmemBytes = 96 * 1024;  // x's rows: two blocks an SM
@@ -853,6 +919,8 @@ __global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run
   stage_x<T, M>(a, xs, ahead);
 
   const uint4* xv = reinterpret_cast<const uint4*>(xs);
+  float best_v = -INFINITY;  // kStreamGreedy: lane r < M's best output of x row r so far, and its column
+  int64_t best_j = a.n;
   float acc[kRows][M];
 #pragma unroll
   for (int o = 0; o < kRows; ++o) {
@@ -895,15 +963,17 @@ __global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run
 #pragma unroll
         for (int r = 0; r < M; ++r) {
           if (lane != r) continue;
+          float v;
           if (at + M <= 32) {
-            gemv_epilogue_values<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
+            v = gemv_epilogue_values<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
                 acc[0][r], acc[kRows - 1][r], bias_r, a.residual != nullptr, residual_r, static_cast<T*>(a.out), a.n,
                 j, r);
           } else {
-            gemv_epilogue<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
+            v = gemv_epilogue<T, MODE == kStreamGelu ? 1 : MODE == kStreamSwiglu ? 2 : 0>(
                 acc[0][r], acc[kRows - 1][r], static_cast<const T*>(a.bias), static_cast<const T*>(a.residual),
                 static_cast<T*>(a.out), a.n, j, r);
           }
+          if constexpr (MODE == kStreamGreedy) better(best_v, best_j, v, j);
         }
 #pragma unroll
         for (int o = 0; o < kRows; ++o) {
@@ -920,6 +990,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, kRunBlocksPerSm) decode_run
       for (int o = 0; o < kRows; ++o) buf[u][o] = next[u][o];
     }
   }
+  if constexpr (MODE == kStreamGreedy) greedy_tail<M>(a.greedy, best_v, best_j, a.n);
 }
 
 template <typename T, int M, int MODE>
@@ -1063,23 +1134,6 @@ __global__ void decode_qkv_to_cache(const T* __restrict__ qkv, const T* __restri
 
 constexpr int kArgmaxThreads = 256;
 constexpr int kArgmaxBlocksPerRow = 32;
-
-__device__ __forceinline__ void better(float& v, int64_t& i, float v2, int64_t i2) {
-  // NaN is the largest, as torch.argmax has it; ties go to the first index
-  const bool nan2 = v2 != v2, nan1 = v != v;
-  if ((nan2 && !nan1) || (nan2 == nan1 && (v2 > v || (v2 == v && i2 < i)))) {
-    v = v2;
-    i = i2;
-  }
-}
-
-__device__ __forceinline__ void warp_best(float& v, int64_t& idx) {
-  for (int off = 16; off > 0; off >>= 1) {
-    const float v2 = __shfl_xor_sync(0xffffffffu, v, off);
-    const int64_t i2 = __shfl_xor_sync(0xffffffffu, idx, off);
-    better(v, idx, v2, i2);
-  }
-}
 
 /// Stage 1: block (g, row) finds the best of its slice of the row.
 template <typename T>
@@ -1615,6 +1669,25 @@ cudaError_t launch_decode_run_gemv(const void* x, int64_t ldx, const DecodeWeigh
                                    const void* residual, void* out, DType dtype, int64_t m, int64_t n, int64_t k,
                                    DecodeActivation act, cudaStream_t stream, const DecodeInputNorm& norm) {
   return product_launch<true>(x, ldx, weights, bias, residual, out, dtype, m, n, k, act, stream, norm);
+}
+
+int64_t decode_greedy_scratch(int64_t m) { return m + 1; }
+
+cudaError_t launch_decode_run_gemv_greedy(const void* x, int64_t ldx, const void* weight, void* logits, DType dtype,
+                                          int64_t m, int64_t n, int64_t k, const DecodeGreedyTail& tail,
+                                          cudaStream_t stream, const DecodeInputNorm& norm) {
+  DecodeWeights weights;
+  weights.w[0] = weight;
+  weights.rows[0] = n;
+  weights.count = 1;
+  if (!decode_run_serves(m, k, 1) || !decode_gemv_fits(x, ldx, weights, k) || n < 1 || n > 0xffffffffll ||
+      tail.token == nullptr || tail.history == nullptr || tail.pos == nullptr || tail.scratch == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  StreamArgs a = stream_args(x, ldx, weights, nullptr, n, k, norm);
+  a.out = logits;
+  a.greedy = tail;
+  return stream_typed<kStreamGreedy, true>(a, dtype, m, n, stream);
 }
 
 cudaError_t launch_decode_stream_qkv_to_cache(const void* x, int64_t ldx, const DecodeWeights& weights,

@@ -115,6 +115,26 @@ int64_t decode_argmax_scratch(int64_t rows);
 cudaError_t launch_decode_argmax(const void* logits, DType dtype, int64_t rows, int64_t n, float* scratch_v,
                                  int64_t* scratch_i, int64_t* out, cudaStream_t stream);
 
+/// Greedy decoding's whole tail in the LM head's run GEMV (launch_decode_run_gemv_greedy): besides the logits, the
+/// first index of each row's largest logit (as stored, NaN largest: torch.argmax's choice) goes to token[r] and to
+/// history[r * history_ld + *pos - history_offset] (when that column is in [0, history_ld)), and *pos moves on by
+/// one, so that the step ends with the LM head's launch (no argmax launches, no copies). Each block folds its rows'
+/// best into scratch with 64-bit atomics and the last block to finish writes the token; `scratch`
+/// (decode_greedy_scratch(m) int64s) must be zero before the first launch, and each launch leaves it zero.
+struct DecodeGreedyTail {
+  int64_t* token = nullptr;    ///< [m]
+  int64_t* history = nullptr;  ///< [m, history_ld]
+  int64_t history_ld = 0, history_offset = 0;
+  int64_t* pos = nullptr;  ///< one element
+  int64_t* scratch = nullptr;
+};
+int64_t decode_greedy_scratch(int64_t m);
+/// launch_decode_run_gemv of a plain product (no bias, no residual, one weight block) with the greedy tail; needs
+/// decode_run_serves(m, k, 1). `logits` [m, n] receives the product.
+cudaError_t launch_decode_run_gemv_greedy(const void* x, int64_t ldx, const void* weight, void* logits, DType dtype,
+                                          int64_t m, int64_t n, int64_t k, const DecodeGreedyTail& tail,
+                                          cudaStream_t stream, const DecodeInputNorm& norm = DecodeInputNorm{});
+
 /// Decode attention: q [batch, q_heads, head_dim] (one token per sequence) over the first *pos + 1 positions of the
 /// caches [batch, positions, kv_heads, head_dim], softmax(q k^T / sqrt(head_dim)) v to out [batch, q_heads,
 /// head_dim], in one launch split over positions (`splits` of `per_split`, from decode_attention_splits for the

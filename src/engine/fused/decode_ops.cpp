@@ -73,6 +73,14 @@ std::atomic<int>& run_mode_slot() {
   return mode;
 }
 
+std::atomic<bool>& greedy_tail_slot() {
+  static std::atomic<bool> on{[] {
+    const char* e = std::getenv("GPUBENCH_DECODE_GREEDY_TAIL");
+    return e == nullptr || std::string(e) != "0";
+  }()};
+  return on;
+}
+
 std::atomic<int>& cluster_limit_slot() {
   static std::atomic<int> limit{[] {
     const char* e = std::getenv("GPUBENCH_DECODE_ATTN_CLUSTER");
@@ -113,6 +121,10 @@ void set_decode_stream_mode(DecodeKernelMode mode) { stream_mode_slot().store(st
 DecodeKernelMode decode_run_mode() { return static_cast<DecodeKernelMode>(run_mode_slot().load()); }
 
 void set_decode_run_mode(DecodeKernelMode mode) { run_mode_slot().store(static_cast<int>(mode)); }
+
+bool decode_greedy_tail_enabled() { return greedy_tail_slot().load(); }
+
+void set_decode_greedy_tail(bool on) { greedy_tail_slot().store(on); }
 
 DecodeClusterSetting decode_attention_cluster() { return {cluster_limit_slot().load(), cluster_batch_slot().load()}; }
 
@@ -211,6 +223,42 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
                        bias, act, residual);
   }
   return linear_aten(x, weights, bias, act, residual);
+}
+
+bool decode_lm_head_greedy(const at::Tensor& x, const at::Tensor& weight, const DecodeNorm& norm,
+                           const DecodeGreedy& g) {
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  if (!decode_greedy_tail_enabled()) return false;
+  DecodeWeights dw;
+  DecodeInputNorm in;
+  int64_t n = 0;
+  if (!kernel_weights(x, {weight}, &dw, &n) || !kernel_norm(norm, x, &in)) return false;
+  const int64_t m = x.size(0), k = x.size(1);
+  auto index_tensor = [&](const at::Tensor& t, int64_t numel) {
+    return t.defined() && t.scalar_type() == at::kLong && t.device() == x.device() && t.is_contiguous() &&
+           t.numel() >= numel;
+  };
+  if (!run_pays(m, n, k, 1) || !index_tensor(g.token, m) || g.token.numel() != m || !index_tensor(g.pos, 1) ||
+      !index_tensor(g.scratch, decode_greedy_scratch(m)) || !index_tensor(g.history, m) || g.history.dim() != 2 ||
+      g.history.size(0) != m) {
+    return false;
+  }
+  at::Tensor logits = at::empty({m, n}, x.options());
+  DecodeGreedyTail tail;
+  tail.token = g.token.data_ptr<int64_t>();
+  tail.history = g.history.data_ptr<int64_t>();
+  tail.history_ld = g.history.size(1);
+  tail.history_offset = g.history_offset;
+  tail.pos = g.pos.data_ptr<int64_t>();
+  tail.scratch = g.scratch.data_ptr<int64_t>();
+  launch::check(launch_decode_run_gemv_greedy(x.data_ptr(), x.stride(0), weight.data_ptr(), logits.data_ptr(),
+                                              launch::dtype_of(x), m, n, k, tail, launch::stream(), in),
+                "decode_lm_head_greedy");
+  return true;
+#else
+  (void)x, (void)weight, (void)norm, (void)g;
+  return false;
+#endif
 }
 
 at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at::Tensor>& weights,

@@ -69,6 +69,26 @@ at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::
 /// [m, 1], as logits.argmax(-1, keepdim=true).
 at::Tensor decode_argmax(const at::Tensor& logits);
 
+/// Where a greedy decode step's token goes (generate's buffers): `token` [m, 1] (the next step's input), `history`
+/// [m, fresh] at column *pos - history_offset, and `pos` (one int64, on the device) moved on by one; all int64 on
+/// the LM head's device. `scratch`: int64 [m + 1], zero (KvCache holds it; each launch leaves it zero).
+struct DecodeGreedy {
+  at::Tensor token, history, pos, scratch;
+  int64_t history_offset = 0;
+};
+
+/// Whether decode_lm_head_greedy may run its kernel: on unless GPUBENCH_DECODE_GREEDY_TAIL=0 (read once; for
+/// measuring what it buys); the setter changes it (the tests run both).
+bool decode_greedy_tail_enabled();
+void set_decode_greedy_tail(bool on);
+
+/// The end of a greedy decode step in one launch where the run GEMV takes the LM head (CUDA sm_90, bf16/fp16, one
+/// token per sequence, the sizes decode_linear sends it): x [m, k] (after `norm`) against `weight` [vocab, k], each
+/// row's argmax (the first largest logit, as decode_argmax) written to g.token and g.history, and g.pos moved on, in
+/// the GEMV's last block. False, with nothing run, elsewhere: the caller takes decode_linear and decode_argmax.
+bool decode_lm_head_greedy(const at::Tensor& x, const at::Tensor& weight, const DecodeNorm& norm,
+                           const DecodeGreedy& g);
+
 /// The least positions a split of decode_attention covers: GPUBENCH_DECODE_ATTN_MIN_SPLIT (a positive count, for
 /// measuring the rule; read once) or the kernels' default, 64 (builds with the CUDA kernels only).
 int64_t decode_attention_min_split();

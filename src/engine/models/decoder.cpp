@@ -107,7 +107,10 @@ KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t k
   const char* knob = std::getenv("GPUBENCH_FLASH_DECODE");
   const bool allowed = knob == nullptr || std::string(knob) != "0";
   c.flash = allowed && options.device().is_cuda() && (t == at::kHalf || t == at::kBFloat16) && flash_decode_works(options);
-  if (options.device().is_cuda()) c.attn_counters = at::zeros({batch * kv_heads}, options.dtype(at::kInt));
+  if (options.device().is_cuda()) {
+    c.attn_counters = at::zeros({batch * kv_heads}, options.dtype(at::kInt));
+    c.greedy_scratch = at::zeros({batch + 1}, options.dtype(at::kLong));
+  }
   if (c.flash) {
     const auto i32 = options.dtype(at::kInt);
     c.cu_q = at::arange(batch + 1, i32);
@@ -168,10 +171,33 @@ at::Tensor decode_attend(const at::Tensor& x, const std::vector<at::Tensor>& wei
   return ctx.defined() ? ctx : attend_cached(q, cache, layer, pos, window, math);
 }
 
+/// The end of a greedy step after its argmax `next` [batch, 1]: into the token buffer and the history, and the
+/// position on by one (three small operations; decode_lm_head_greedy's launch does them itself).
+void advance_greedy(const GreedyStep& s, const at::Tensor& next) {
+  s.history.index_copy_(1, s.pos - s.history_offset, next);
+  if (!next.is_same(s.token)) s.token.copy_(next);
+  s.pos.add_(1);
+}
+
+/// decode_greedy's end after the layers: the LM head (`weight`, after the final `norm`) of h with the whole tail in
+/// its launch where decode_lm_head_greedy takes it, else the logits, their argmax and advance_greedy.
+void greedy_head(const at::Tensor& h, const at::Tensor& weight, const engine::fused::DecodeNorm& norm,
+                 const GreedyStep& s, KvCache& cache) {
+  namespace f = engine::fused;
+  if (cache.greedy_scratch.defined() &&
+      f::decode_lm_head_greedy(h, weight, norm, {s.token, s.history, s.pos, cache.greedy_scratch, s.history_offset})) {
+    return;
+  }
+  advance_greedy(s, f::decode_argmax(f::decode_linear(h, {weight}, {}, f::DecodeAct::kNone, {}, norm)));
+}
+
 /// decode_greedy's common part: the step kernel for this cache, made at the first step from `describe`'s weights
-/// where it is asked for (one sequence only), then one step of it; false where it is off or does not serve.
-bool step_kernel_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache,
+/// where it is asked for (one sequence only), then one step of it with advance_greedy; false where it is off or does
+/// not serve.
+bool step_kernel_greedy(const GreedyStep& s, int64_t window, KvCache& cache,
                         const std::function<engine::fused::DecodeStepWeights()>& describe) {
+  at::Tensor token = s.token;
+  const at::Tensor& pos = s.pos;
   if (!cache.step_kernel_checked) {
     cache.step_kernel_checked = true;
     if (!engine::fused::decode_step_enabled()) {
@@ -187,6 +213,7 @@ bool step_kernel_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window
   }
   if (!cache.step_kernel || token.size(0) != 1) return false;
   cache.step_kernel->step(token, pos, window);
+  advance_greedy(s, token);
   return true;
 }
 
@@ -346,10 +373,7 @@ torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const
   const int64_t t = ids.size(1);
   if (fused_ && pos.defined() && t == 1) {  // one decode step by the decode operations
     namespace f = engine::fused;
-    // (flash's keys in use are set by layer 0's decode_attend)
-    at::Tensor h = (wte(ids) + rows_at(wpe->weight, pos, t)).squeeze(1);
-    for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_decode(h, pos, window, cache, i);
-    return f::decode_linear(h, {wte->weight}, {}, f::DecodeAct::kNone, {},
+    return f::decode_linear(decode_hidden(ids, pos, window, cache), {wte->weight}, {}, f::DecodeAct::kNone, {},
                             {ln_f_->weight, ln_f_->bias, ln_f_->options.eps(), false});
   }
   if (pos.defined()) cache.begin_step(pos);
@@ -358,9 +382,17 @@ torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const
   return at::linear(ln_f_(h.narrow(1, t - 1, 1)).squeeze(1), wte->weight);  // the last token's logits only
 }
 
-bool Gpt2LMHeadModelImpl::decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache) {
+torch::Tensor Gpt2LMHeadModelImpl::decode_hidden(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
+                                                 KvCache& cache) {
+  // (flash's keys in use are set by layer 0's decode_attend)
+  at::Tensor h = (wte(ids) + rows_at(wpe->weight, pos, 1)).squeeze(1);
+  for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_decode(h, pos, window, cache, i);
+  return h;
+}
+
+bool Gpt2LMHeadModelImpl::decode_greedy(const GreedyStep& step, int64_t window, KvCache& cache) {
   if (!fused_) return false;
-  return step_kernel_greedy(token, pos, window, cache, [this] {
+  const bool one_kernel = step_kernel_greedy(step, window, cache, [this] {
     engine::fused::DecodeStepWeights w;
     const int64_t dim = wte->weight.size(1);
     for (auto& b : blocks) {  // the Conv1D weights transposed in memory (make_cache): W^T is [out, in] contiguous
@@ -394,6 +426,11 @@ bool Gpt2LMHeadModelImpl::decode_greedy(at::Tensor& token, const at::Tensor& pos
     w.eps = ln_f_->options.eps();
     return w;
   });
+  if (!one_kernel) {
+    greedy_head(decode_hidden(step.token, step.pos, window, cache), wte->weight,
+                {ln_f_->weight, ln_f_->bias, ln_f_->options.eps(), false}, step, cache);
+  }
+  return true;
 }
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
@@ -572,10 +609,8 @@ torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, cons
   const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), dtype);
   if (options_.fused && pos.defined() && t == 1) {  // one decode step by the decode operations
     namespace f = engine::fused;
-    // (flash's keys in use are set by layer 0's decode_attend)
-    at::Tensor h = embed_tokens_(ids).squeeze(1);
-    for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward_decode(h, cos_all, sin_all, pos, window, cache, i);
-    return f::decode_linear(h, {lm_head_->weight}, {}, f::DecodeAct::kNone, {}, {norm_->weight, {}, norm_->eps(), true});
+    return f::decode_linear(decode_hidden(ids, pos, window, cache), {lm_head_->weight}, {}, f::DecodeAct::kNone, {},
+                            {norm_->weight, {}, norm_->eps(), true});
   }
   const at::Tensor cos = rows_at(cos_all, pos, t), sin = rows_at(sin_all, pos, t);
   if (pos.defined()) cache.begin_step(pos);
@@ -584,9 +619,19 @@ torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, cons
   return linear(lm_head_, norm_(h.narrow(1, t - 1, 1)).squeeze(1));  // the last token's logits only
 }
 
-bool LlamaForCausalLMImpl::decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache) {
+torch::Tensor LlamaForCausalLMImpl::decode_hidden(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
+                                                  KvCache& cache) {
+  const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), engine::compute_dtype(lm_head_->weight));
+  // (flash's keys in use are set by layer 0's decode_attend)
+  at::Tensor h = embed_tokens_(ids).squeeze(1);
+  for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward_decode(h, cos_all, sin_all, pos, window, cache, i);
+  return h;
+}
+
+bool LlamaForCausalLMImpl::decode_greedy(const GreedyStep& step, int64_t window, KvCache& cache) {
   if (!options_.fused) return false;
-  return step_kernel_greedy(token, pos, window, cache, [this, &cache, &token] {
+  const at::Tensor& token = step.token;
+  const bool one_kernel = step_kernel_greedy(step, window, cache, [this, &cache, &token] {
     engine::fused::DecodeStepWeights w;
     for (auto& l : layers) {
       engine::fused::DecodeStepLayerWeights t;
@@ -613,6 +658,11 @@ bool LlamaForCausalLMImpl::decode_greedy(at::Tensor& token, const at::Tensor& po
     w.eps = norm_->eps();
     return w;
   });
+  if (!one_kernel) {
+    greedy_head(decode_hidden(step.token, step.pos, window, cache), lm_head_->weight,
+                {norm_->weight, {}, norm_->eps(), true}, step, cache);
+  }
+  return true;
 }
 
 double decoder_attention_train_flops_per_sequence(int64_t layers, int64_t hidden, int64_t seq_len) {

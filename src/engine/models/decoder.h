@@ -29,6 +29,7 @@ struct KvCache {
   bool flash = false;
   at::Tensor cu_q, cu_k, used_k;  ///< int32: query and key offsets per sequence [batch + 1], keys in use [batch]
   at::Tensor attn_counters;       ///< int32 [batch x kv_heads], zero: fused::decode_attention's (CUDA only)
+  at::Tensor greedy_scratch;      ///< int64 [batch + 1], zero: fused::decode_lm_head_greedy's (CUDA only)
   int64_t bytes() const;
   int64_t positions() const { return k.empty() ? 0 : k.front().size(1); }
   /// Before a decode step at device position `pos`: the keys in use become pos + 1 (one small kernel per step).
@@ -38,6 +39,14 @@ struct KvCache {
   std::shared_ptr<engine::fused::DecodeStep> step_kernel;
   bool step_kernel_checked = false;
   std::string step_kernel_why;
+};
+
+/// A greedy decode step's buffers (mode: generate): `token` [batch, 1] goes in and is replaced by the next token,
+/// which also goes to `history` [batch, new tokens] at column pos - history_offset; `pos` (one int64 on the device,
+/// so that a captured step replays for the next position) moves on by one.
+struct GreedyStep {
+  at::Tensor token, pos, history;
+  int64_t history_offset = 0;
 };
 
 /// A cache of `layers` layers for `batch` sequences of `positions` tokens with `kv_heads` heads of `head_dim`.
@@ -124,10 +133,11 @@ class Gpt2LMHeadModelImpl : public torch::nn::Module {
   /// so the decode GEMVs read each output's weights contiguously.
   KvCache make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options);
   torch::Tensor logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
-  /// With `fused`, one sequence and the step kernel asked for (fused::decode_step_enabled): the greedy next token of
-  /// `token` [1, 1] at `pos` straight into `token`, the whole step one kernel (KvCache::step_kernel); false (nothing
-  /// run) where that kernel is off or does not serve.
-  bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache);
+  /// With `fused`: one greedy decode step (GreedyStep) by the decode operations, ending, where the run GEMV takes the
+  /// LM head, with its launch (fused::decode_lm_head_greedy: no argmax launches, no copies); for one sequence with
+  /// the step kernel asked for (fused::decode_step_enabled), the whole step one kernel (KvCache::step_kernel). False
+  /// (nothing run) without `fused`.
+  bool decode_greedy(const GreedyStep& step, int64_t window, KvCache& cache);
   std::vector<Gpt2Block> blocks;
   /// Runs block i (gradient checkpointing wraps it).
   std::function<torch::Tensor(size_t, const torch::Tensor&)> run_layer;
@@ -138,6 +148,8 @@ class Gpt2LMHeadModelImpl : public torch::nn::Module {
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};  ///< lm_head is tied to wte (no parameter of its own)
 
  private:
+  /// The fused decode step's hidden state [batch, hidden] before the final norm, for `ids` [batch, 1] at `pos`.
+  torch::Tensor decode_hidden(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
   std::shared_ptr<torch::nn::Module> transformer_;
   torch::nn::LayerNorm ln_f_{nullptr};
   torch::nn::Dropout drop_{nullptr};
@@ -218,7 +230,7 @@ class LlamaForCausalLMImpl : public torch::nn::Module {
   KvCache make_cache(int64_t batch, int64_t positions, const at::TensorOptions& options) const;
   torch::Tensor logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
   /// As Gpt2LMHeadModelImpl's.
-  bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window, KvCache& cache);
+  bool decode_greedy(const GreedyStep& step, int64_t window, KvCache& cache);
   std::vector<LlamaDecoderLayer> layers;
   std::function<torch::Tensor(size_t, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)> run_layer;
   /// kernels: fused: the layers hand each other the stream and its normalised input (forward_fused); gradient
@@ -226,6 +238,8 @@ class LlamaForCausalLMImpl : public torch::nn::Module {
   bool fuse_across_layers = true;
 
  private:
+  /// As Gpt2LMHeadModelImpl's.
+  torch::Tensor decode_hidden(const torch::Tensor& ids, const at::Tensor& pos, int64_t window, KvCache& cache);
   /// cos and sin of the rotary angles for `tokens` positions, [tokens, head_dim], computed in fp32 as transformers'
   /// LlamaRotaryEmbedding does, then held in `dtype` (cached per length, device and dtype).
   std::pair<torch::Tensor, torch::Tensor> rotary(int64_t tokens, const torch::Device& device, at::ScalarType dtype);

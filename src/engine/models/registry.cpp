@@ -206,7 +206,7 @@ class CachedGenerator final : public TextGenerator {
  public:
   using MakeCache = std::function<models::KvCache(int64_t, int64_t, const at::TensorOptions&)>;
   using Logits = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, models::KvCache&)>;
-  using Greedy = std::function<bool(at::Tensor&, const at::Tensor&, int64_t, models::KvCache&)>;
+  using Greedy = std::function<bool(const models::GreedyStep&, int64_t, models::KvCache&)>;
   CachedGenerator(MakeCache make, Logits logits, Greedy greedy, int64_t vocab, double weight_flops_per_token,
                   double attention_flops_per_context)
       : make_(std::move(make)),
@@ -223,9 +223,7 @@ class CachedGenerator final : public TextGenerator {
   at::Tensor decode(const at::Tensor& token, const at::Tensor& pos, int64_t window) override {
     return logits_(token, pos, window, cache_);
   }
-  bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window) override {
-    return greedy_(token, pos, window, cache_);
-  }
+  bool decode_greedy(const models::GreedyStep& step, int64_t window) override { return greedy_(step, window, cache_); }
   std::string greedy_note() const override {
     if (!cache_.step_kernel_checked || (!cache_.step_kernel && cache_.step_kernel_why.empty())) return "";  // off
     return cache_.step_kernel ? "one kernel for the whole step (gpubench's step kernel, GPUBENCH_DECODE_STEP=1)"
@@ -323,8 +321,8 @@ std::unique_ptr<TextGenerator> generator_of(Model m, int64_t vocab, double train
       [m](const at::Tensor& ids, const at::Tensor& pos, int64_t window, models::KvCache& c) mutable {
         return m->logits_cached(ids, pos, window, c);
       },
-      [m](at::Tensor& token, const at::Tensor& pos, int64_t window, models::KvCache& c) mutable {
-        return m->decode_greedy(token, pos, window, c);
+      [m](const models::GreedyStep& step, int64_t window, models::KvCache& c) mutable {
+        return m->decode_greedy(step, window, c);
       },
       vocab, train_flops_per_token / 3.0 - attention_per_context, attention_per_context);
 }

@@ -11,6 +11,10 @@
 #include "gpubench/core/scenario/scenario.hpp"
 #include "gpubench/core/scenario/model_catalog.hpp"
 
+namespace gpubench::models {
+struct GreedyStep;
+}
+
 namespace gpubench::engine {
 
 /// One synthetic batch, already on the device.
@@ -31,11 +35,12 @@ class TextGenerator {
   /// The logits [batch, vocab] after `token` [batch, 1] at position `pos` (a one-element int64 tensor on the device,
   /// so a captured step replays for the next position), attending to the cache's first `window` positions.
   virtual at::Tensor decode(const at::Tensor& token, const at::Tensor& pos, int64_t window) = 0;
-  /// A greedy step without logits where the model has one (kernels: fused, one sequence, GPUBENCH_DECODE_STEP=1: the
-  /// whole step one kernel): the next token of `token` straight into `token`; false (nothing run) where it has none,
-  /// and decode + argmax serve instead.
-  virtual bool decode_greedy(at::Tensor& token, const at::Tensor& pos, int64_t window) {
-    (void)token, (void)pos, (void)window;
+  /// A whole greedy step where the model has one (kernels: fused: the decode operations, the LM head's launch
+  /// ending the step where it can, or with GPUBENCH_DECODE_STEP=1 one kernel): the next token of step.token into
+  /// step.token and step.history, step.pos moved on (models::GreedyStep); false (nothing run) where it has none, and
+  /// decode + argmax serve instead.
+  virtual bool decode_greedy(const models::GreedyStep& step, int64_t window) {
+    (void)step, (void)window;
     return false;
   }
   /// What decode_greedy runs, or why it does not where it was asked for (empty before the first step and when off).
