@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# One device call: the LM head's launch ending the greedy step (decode_lm_head_greedy: the argmax, the token, the
-# history and the position in the run GEMV's last block) measured in gpubench --mode generate --kernels fused at
-# batch 1, alternated with GPUBENCH_DECODE_GREEDY_TAIL=0 (the two argmax launches and three ATen copies as before),
-# twice each for TinyLlama and GPT-2; the decode CUDA tests; then scripts/pytorch_reference.py --graph --compile with
-# gpt-fast's inductor settings (coordinate descent tuning), alternated with gpubench. While gpubench builds on the
+# One device call: the decode step's ends as decode kernels, measured in gpubench --mode generate --kernels fused at
+# batch 1: the LM head's launch ending the greedy step (decode_lm_head_greedy: the argmax, the token, the history and
+# the position in the run GEMV's last block) and the embeddings as one programmatic launch (decode_embed), alternated
+# with both off (GPUBENCH_DECODE_GREEDY_TAIL=0 GPUBENCH_DECODE_EMBED=0: the two argmax launches, three ATen copies and
+# ATen's embedding as before) and each off alone, for GPT-2 and TinyLlama; the decode CUDA tests first; then
+# scripts/pytorch_reference.py --graph --compile with gpt-fast's inductor settings (coordinate descent tuning),
+# alternated with gpubench. While gpubench builds on the
 # CPUs, each compiled reference runs once untimed (it fills inductor's caches, so the timed runs spend less of the call
 # compiling). Everything goes into one archive, $OUT/<CALL>-<time>.tar.gz. From the repository root (carry [".deps"]):
 #   OUT=... CALL=tail GPUBENCH_GIT_REVISION=<commit> results/2026-12-03-h200-decode-greedy-tail/run.sh
@@ -56,23 +58,23 @@ grep -E "^\[  (PASSED|FAILED) |Failure|tests ran|^\[  FAILED" "$W/parity_cuda.lo
 gpubench() {  # NAME ARGS...
   local name="$1"; shift
   [ "$SECONDS" -gt "${LIMIT:-500}" ] && { log "$name: no time left"; return; }
-  log "gpubench $name (GREEDY_TAIL=${GPUBENCH_DECODE_GREEDY_TAIL-default}): $*"
+  log "gpubench $name (GREEDY_TAIL=${GPUBENCH_DECODE_GREEDY_TAIL-default} EMBED=${GPUBENCH_DECODE_EMBED-default}): $*"
   timeout 60 "$GB" run "$@" --mode generate --output "$W/records/gpubench_$name.json" \
     > "$W/records/console_gpubench_$name.txt" 2>&1
   log "exit $?"
   grep -oE "decode \(median of generations\) \(tokens/s\): [0-9.]+|fraction of the roofline bound reached: [0-9.]+%|error.*" \
     "$W/records/console_gpubench_$name.txt" | tr '\n' ' ' | tee -a "$W/session.log"; echo | tee -a "$W/session.log"
 }
-off() { GPUBENCH_DECODE_GREEDY_TAIL=0 gpubench "$@"; }
+off() { GPUBENCH_DECODE_GREEDY_TAIL=0 GPUBENCH_DECODE_EMBED=0 gpubench "$@"; }  # the step as before both
 a=(--precision bf16 --batch-size 1 --kernels fused)
-gpubench llama_bs1 llama "${a[@]}"
-off llama_bs1_off llama "${a[@]}"
-gpubench gpt2_bs1 gpt2 "${a[@]}"
-off gpt2_bs1_off gpt2 "${a[@]}"
-off gpt2_bs1_off_2 gpt2 "${a[@]}"
-gpubench gpt2_bs1_2 gpt2 "${a[@]}"
-off llama_bs1_off_2 llama "${a[@]}"
-gpubench llama_bs1_2 llama "${a[@]}"
+for model in gpt2 llama; do
+  gpubench ${model}_bs1 $model "${a[@]}"
+  off ${model}_bs1_off $model "${a[@]}"
+  GPUBENCH_DECODE_GREEDY_TAIL=0 gpubench ${model}_bs1_off_tail $model "${a[@]}"
+  GPUBENCH_DECODE_EMBED=0 gpubench ${model}_bs1_off_embed $model "${a[@]}"
+  off ${model}_bs1_off_2 $model "${a[@]}"
+  gpubench ${model}_bs1_2 $model "${a[@]}"
+done
 reference records llama_bs1_graph_compile 120 "${ll[@]}"
 gpubench llama_bs1_3 llama "${a[@]}"
 reference records gpt2_bs1_graph_compile 90 "${g2[@]}"

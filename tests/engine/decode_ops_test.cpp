@@ -109,7 +109,8 @@ TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
       names.push_back(f.name);
       if (f.name.rfind("decode_", 0) == 0) EXPECT_EQ(f.implementation, "aten") << f.name;
     }
-    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention", "decode_argmax"}) {
+    for (const char* n : {"decode_embed", "decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention",
+                          "decode_argmax"}) {
       EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << model << " lists " << n;
     }
   }
@@ -344,6 +345,41 @@ TEST(DecodeOpsTest, LmHeadGreedyTailWritesTheArgmaxAndMovesOn_CUDA) {
                                               {token, history, pos, scratch, 18}));
     EXPECT_EQ(pos.item<int64_t>(), 23) << "off: nothing ran";
     fused::set_decode_greedy_tail(true);
+  }
+}
+
+/// decode_embed: the tokens' rows of the table plus the position's row of the position table (GPT-2), or the rows
+/// alone (Llama); on the CPU (ATen's form) against the definition.
+TEST(DecodeOpsTest, DecodeEmbedAddsThePositionsRowToTheTokensRows) {
+  torch::manual_seed(31);
+  const at::Tensor table = torch::randn({50, 16}), positions = torch::randn({20, 16});
+  const at::Tensor ids = torch::tensor({7, 0, 49}, torch::kLong).view({3, 1}), pos = torch::full({1}, 11, torch::kLong);
+  const at::Tensor h = fused::decode_embed(ids, table, positions, pos);
+  ASSERT_EQ(h.sizes(), (at::IntArrayRef{3, 16}));
+  EXPECT_TRUE(h[2].equal(table[49] + positions[11]));
+  EXPECT_TRUE(fused::decode_embed(ids, table, {}, pos)[0].equal(table[7]));
+}
+
+/// decode_embed's kernel against its ATen form, bit for bit (one rounding of the fp32 sum either way): GPT-2's width
+/// with its position table, TinyLlama's without, 1 and 3 rows; an id outside the table gives a zero row.
+TEST(DecodeOpsTest, DecodeEmbedKernelMatchesItsAtenForm_CUDA) {
+  if (!kernels_here()) GTEST_SKIP() << "no CUDA device or no kernels in this build";
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  for (const int64_t dim : {768, 2048}) {
+    torch::manual_seed(dim);
+    const at::Tensor table = torch::randn({1000, dim}, cuda).to(at::kBFloat16);
+    const at::Tensor positions = dim == 768 ? torch::randn({64, dim}, cuda).to(at::kBFloat16) : at::Tensor();
+    const at::Tensor pos = torch::full({1}, 37, cuda.dtype(torch::kLong));
+    for (const int64_t m : {1, 3}) {
+      const at::Tensor ids = torch::randint(0, 1000, {m, 1}, cuda.dtype(torch::kLong));
+      const at::Tensor got = fused::decode_embed(ids, table, positions, pos);
+      fused::set_decode_embed_kernel(false);
+      const at::Tensor want = fused::decode_embed(ids, table, positions, pos);
+      fused::set_decode_embed_kernel(true);
+      EXPECT_TRUE(got.equal(want)) << "dim " << dim << " rows " << m;
+    }
+    const at::Tensor outside = torch::full({1, 1}, 1000, cuda.dtype(torch::kLong));
+    EXPECT_EQ(fused::decode_embed(outside, table, {}, pos).abs().sum().item<float>(), 0.0f) << "dim " << dim;
   }
 }
 

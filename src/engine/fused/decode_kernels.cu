@@ -20,10 +20,12 @@ using device::copies_wait;
 using device::copy16_async;
 using device::load;
 using device::load_once;
+using device::load_v;
 using device::prefetch_l2;
 using device::rounded;
 using device::softmax_numerators;
 using device::store;
+using device::store_v;
 using device::unpack8;
 using device::warp_sum;
 using device::weight_policy;
@@ -1130,6 +1132,35 @@ __global__ void decode_qkv_to_cache(const T* __restrict__ qkv, const T* __restri
   }
 }
 
+// ---- the step's input: the tokens' embeddings (+ the position's) -----------------------------------------------
+
+constexpr int kEmbedThreads = 128;
+
+/// Block r: out[r] = table[ids[r]] (+ pos_table[*pos]), 16 bytes a thread at a time, summed in fp32 and rounded once
+/// (as ATen's add of the two rows); an id outside [0, vocab) gives a zero row.
+template <typename T>
+__global__ void __launch_bounds__(kEmbedThreads)
+    decode_embed_rows(const int64_t* __restrict__ ids, const T* __restrict__ table, int64_t vocab,
+                      const T* __restrict__ pos_table, const int64_t* __restrict__ pos, T* __restrict__ out,
+                      int64_t dim) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+  const int64_t id = ids[blockIdx.x];
+  const T* row = id >= 0 && id < vocab ? table + id * dim : nullptr;
+  const T* at = pos_table != nullptr ? pos_table + *pos * dim : nullptr;
+  for (int64_t c = threadIdx.x; c < dim / 8; c += kEmbedThreads) {
+    float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (row != nullptr) load_v<T, 8>(row, 8 * c, v);
+    if (at != nullptr) {
+      float w[8];
+      load_v<T, 8>(at, 8 * c, w);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] += w[e];
+    }
+    store_v<T, 8>(out + blockIdx.x * dim, 8 * c, v);
+  }
+}
+
 // ---- greedy choice: the first largest logit of each row ------------------------------------------------------
 
 constexpr int kArgmaxThreads = 256;
@@ -1720,6 +1751,28 @@ cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bi
       return launch_kernel(decode_norm<__half>, grid, dim3(kNormThreads), stream, static_cast<const __half*>(x),
                            static_cast<const __half*>(weight), static_cast<const __half*>(bias),
                            static_cast<__half*>(y), dim, eps, rms);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t launch_decode_embed(const int64_t* ids, const void* table, int64_t vocab, const void* pos_table,
+                                const int64_t* pos, void* out, DType dtype, int64_t rows, int64_t dim,
+                                cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (dim % 8 != 0 || !aligned16(table) || !aligned16(out) || (pos_table != nullptr && (!aligned16(pos_table) ||
+                                                                                      pos == nullptr))) {
+    return cudaErrorInvalidValue;
+  }
+  const dim3 grid(static_cast<unsigned>(rows));
+  switch (dtype) {
+    case DType::kBFloat16:
+      return launch_kernel(decode_embed_rows<__nv_bfloat16>, grid, dim3(kEmbedThreads), stream, ids,
+                           static_cast<const __nv_bfloat16*>(table), vocab,
+                           static_cast<const __nv_bfloat16*>(pos_table), pos, static_cast<__nv_bfloat16*>(out), dim);
+    case DType::kFloat16:
+      return launch_kernel(decode_embed_rows<__half>, grid, dim3(kEmbedThreads), stream, ids,
+                           static_cast<const __half*>(table), vocab, static_cast<const __half*>(pos_table), pos,
+                           static_cast<__half*>(out), dim);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -108,6 +108,13 @@ cudaError_t launch_decode_stream_qkv_to_cache(const void* x, int64_t ldx, const 
 cudaError_t launch_decode_norm(const void* x, const void* weight, const void* bias, void* y, DType dtype, int64_t rows,
                                int64_t dim, float eps, bool rms, cudaStream_t stream);
 
+/// The decode step's input: out[r] = table[ids[r]] (+ pos_table[*pos], GPT-2's learned positions, when given) for
+/// `rows` rows of `dim` (a multiple of 8; table, pos_table and out 16-byte aligned), summed in fp32 and rounded once;
+/// an id outside [0, vocab) gives a zero row. One launch, programmatic where the device allows.
+cudaError_t launch_decode_embed(const int64_t* ids, const void* table, int64_t vocab, const void* pos_table,
+                                const int64_t* pos, void* out, DType dtype, int64_t rows, int64_t dim,
+                                cudaStream_t stream);
+
 /// Greedy decoding's choice: out[r] = the first index of the largest of logits[r, 0..n) (NaN largest, as
 /// torch.argmax), for `rows` contiguous rows, in two small launches (slices of each row, then the rows); scratch of
 /// decode_argmax_scratch(rows) floats and int64s.

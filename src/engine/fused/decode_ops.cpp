@@ -73,11 +73,18 @@ std::atomic<int>& run_mode_slot() {
   return mode;
 }
 
+/// Whether the environment variable `name` leaves a kernel on (anything but "0").
+bool on_unless_zero(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::string(e) != "0";
+}
+
 std::atomic<bool>& greedy_tail_slot() {
-  static std::atomic<bool> on{[] {
-    const char* e = std::getenv("GPUBENCH_DECODE_GREEDY_TAIL");
-    return e == nullptr || std::string(e) != "0";
-  }()};
+  static std::atomic<bool> on{on_unless_zero("GPUBENCH_DECODE_GREEDY_TAIL")};
+  return on;
+}
+std::atomic<bool>& embed_slot() {
+  static std::atomic<bool> on{on_unless_zero("GPUBENCH_DECODE_EMBED")};
   return on;
 }
 
@@ -125,6 +132,10 @@ void set_decode_run_mode(DecodeKernelMode mode) { run_mode_slot().store(static_c
 bool decode_greedy_tail_enabled() { return greedy_tail_slot().load(); }
 
 void set_decode_greedy_tail(bool on) { greedy_tail_slot().store(on); }
+
+bool decode_embed_kernel_enabled() { return embed_slot().load(); }
+
+void set_decode_embed_kernel(bool on) { embed_slot().store(on); }
 
 DecodeClusterSetting decode_attention_cluster() { return {cluster_limit_slot().load(), cluster_batch_slot().load()}; }
 
@@ -325,6 +336,34 @@ at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::
 #endif
   if (rms) return at::rms_norm(x, {dim}, weight, eps);
   return at::layer_norm(x, {dim}, weight, bias, eps);
+}
+
+at::Tensor decode_embed(const at::Tensor& ids, const at::Tensor& table, const at::Tensor& pos_table,
+                        const at::Tensor& pos) {
+  const int64_t m = ids.numel(), dim = table.size(1);
+#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  auto index = [&](const at::Tensor& t) {
+    return t.scalar_type() == at::kLong && t.device() == table.device() && t.is_contiguous();
+  };
+  auto rows16 = [&](const at::Tensor& t) {  // 16-byte aligned rows, as the kernel reads them
+    return t.is_contiguous() && t.dim() == 2 && t.size(1) == dim && dim % 8 == 0 &&
+           reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+  };
+  const bool positions = pos_table.defined();
+  if (decode_embed_kernel_enabled() && on_decode_kernels(table) && rows16(table) && index(ids) &&
+      (!positions || (pos_table.scalar_type() == table.scalar_type() && pos_table.device() == table.device() &&
+                      rows16(pos_table) && index(pos) && pos.numel() == 1))) {
+    at::Tensor out = at::empty({m, dim}, table.options());
+    launch::check(launch_decode_embed(ids.data_ptr<int64_t>(), table.data_ptr(), table.size(0),
+                                      positions ? pos_table.data_ptr() : nullptr,
+                                      positions ? pos.data_ptr<int64_t>() : nullptr, out.data_ptr(),
+                                      launch::dtype_of(table), m, dim, launch::stream()),
+                  "decode_embed");
+    return out;
+  }
+#endif
+  at::Tensor h = table.index_select(0, ids.reshape({m}));
+  return pos_table.defined() ? h + pos_table.index_select(0, pos.reshape({1})) : h;
 }
 
 at::Tensor decode_argmax(const at::Tensor& logits) {

@@ -65,6 +65,16 @@ at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at:
 /// RMSNorm (`bias` undefined, `rms`) or LayerNorm of x [m, dim] with `weight` (and `bias`), eps.
 at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps, bool rms);
 
+/// The decode step's input rows: the embeddings `table` [vocab, dim] of ids [m, 1] (int64), plus pos_table's row at
+/// `pos` when pos_table is defined (GPT-2's learned positions) -> [m, dim], as table.index_select(0, ids) + that row.
+/// One kernel on CUDA bf16/fp16 (launched programmatically, so the first product's weights stream in during it; an
+/// id outside the table gives a zero row there), ATen's operations elsewhere or with GPUBENCH_DECODE_EMBED=0 (read
+/// once; the setter changes it).
+at::Tensor decode_embed(const at::Tensor& ids, const at::Tensor& table, const at::Tensor& pos_table,
+                        const at::Tensor& pos);
+bool decode_embed_kernel_enabled();
+void set_decode_embed_kernel(bool on);
+
 /// Greedy decoding: the index of each row's largest logit (the first of equal ones), logits [m, vocab] -> int64
 /// [m, 1], as logits.argmax(-1, keepdim=true).
 at::Tensor decode_argmax(const at::Tensor& logits);

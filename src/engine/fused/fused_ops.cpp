@@ -853,8 +853,15 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
                 "sequence on sm_90 and later a thread block cluster per kv head, each block's keys and values whole "
                 "in shared memory, copied before the previous kernel ends, the splits combined through the "
                 "cluster's distributed shared memory; otherwise in tiles, the splits combined by the last block"
-          : n == "decode_argmax" ? "the greedy choice (the first largest logit) of each sequence, in two small launches"
-                                 : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
+          : n == "decode_argmax"
+              ? "the greedy choice (the first largest logit) of each sequence: where the run GEMV takes the LM head "
+                "(sm_90, one sequence), inside its launch, whose last block also writes the token, the history and "
+                "the next position (GPUBENCH_DECODE_GREEDY_TAIL=0: off); else two small launches, then the token, "
+                "the history and the position by three ATen operations"
+          : n == "decode_embed"
+              ? "the step's input: the tokens' embedding rows (+ GPT-2's position row) in one programmatic launch, so "
+                "the first product's weights stream in during it (GPUBENCH_DECODE_EMBED=0: ATen's operations)"
+              : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
                                    "the cache: in the streamed GEMV's epilogue where that GEMV takes the q/k/v "
                                    "product (each warp computes a rotary pair of rows; no q/k/v product in memory, no "
                                    "launch of its own); without rotary embeddings (GPT-2, one sequence, sm_90), in "
@@ -875,6 +882,13 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
         f.note += which(decode_run_mode(), "run GEMV") + which(decode_stream_mode(), "streamed GEMV");
         f.note += decode_weights_evict_first() ? ", weights read with L2 evict_first"
                                                : ", weights read with L2's normal priority (GPUBENCH_DECODE_EVICT_FIRST=0)";
+      }
+      if (kernels && n == "decode_argmax") {
+        f.note += decode_greedy_tail_enabled() ? "; this run: in the LM head's launch where it serves"
+                                               : "; this run: two launches (GPUBENCH_DECODE_GREEDY_TAIL=0)";
+      }
+      if (kernels && n == "decode_embed" && !decode_embed_kernel_enabled()) {
+        f.note += "; this run: ATen's operations (GPUBENCH_DECODE_EMBED=0)";
       }
       if (kernels && n == "decode_attention") {
         const DecodeClusterSetting cluster = decode_attention_cluster();

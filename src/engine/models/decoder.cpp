@@ -385,7 +385,7 @@ torch::Tensor Gpt2LMHeadModelImpl::logits_cached(const torch::Tensor& ids, const
 torch::Tensor Gpt2LMHeadModelImpl::decode_hidden(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
                                                  KvCache& cache) {
   // (flash's keys in use are set by layer 0's decode_attend)
-  at::Tensor h = (wte(ids) + rows_at(wpe->weight, pos, 1)).squeeze(1);
+  at::Tensor h = engine::fused::decode_embed(ids, wte->weight, wpe->weight, pos);
   for (size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward_decode(h, pos, window, cache, i);
   return h;
 }
@@ -623,7 +623,7 @@ torch::Tensor LlamaForCausalLMImpl::decode_hidden(const torch::Tensor& ids, cons
                                                   KvCache& cache) {
   const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), engine::compute_dtype(lm_head_->weight));
   // (flash's keys in use are set by layer 0's decode_attend)
-  at::Tensor h = embed_tokens_(ids).squeeze(1);
+  at::Tensor h = engine::fused::decode_embed(ids, embed_tokens_->weight, {}, pos);
   for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward_decode(h, cos_all, sin_all, pos, window, cache, i);
   return h;
 }

@@ -388,7 +388,8 @@ bool fused_loss(const Scenario& s) { return fused_kernels(s) && s.mode == "train
 /// `base` and, in mode: generate with kernels: fused, the decode step's operations (fused/decode_ops.h).
 std::vector<std::string> with_decode_fusions(const Scenario& s, std::vector<std::string> base) {
   if (fused_kernels(s) && s.mode == "generate") {
-    for (const char* n : {"decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention", "decode_argmax"}) {
+    for (const char* n : {"decode_embed", "decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention",
+                          "decode_argmax"}) {
       base.emplace_back(n);
     }
   }
