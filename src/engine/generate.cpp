@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <numeric>
 
@@ -304,7 +305,37 @@ class GenerateRun {
       record_.status = RunStatus::kNan;
       record_.reason = "generation " + std::to_string(e + 1) + " produced tokens outside the vocabulary";
     }
+    note_tokens(e);
     return ep;
+  }
+
+  /// The first timed generation's tokens in the notes (sequence 0's first ones and a digest of all: runs of other
+  /// kernel settings on the same prompts must agree); a later generation that differs from it (the same prompts,
+  /// greedy) is noted too: a kernel is not deterministic.
+  void note_tokens(int64_t e) {
+    const at::Tensor all = out_.to(at::kCPU).contiguous();
+    const int64_t* t = all.data_ptr<int64_t>();
+    uint64_t h = 14695981039346656037ull;  // FNV-1a 64 over the tokens' values
+    for (int64_t i = 0; i < all.numel(); ++i) {
+      for (int b = 0; b < 8; ++b) {
+        h ^= static_cast<uint64_t>(t[i]) >> (8 * b) & 0xffu;
+        h *= 1099511628211ull;
+      }
+    }
+    if (e == 0) {
+      tokens_digest_ = h;
+      std::string first;
+      for (int64_t i = 0; i < std::min<int64_t>(8, fresh_); ++i) first += (i ? ", " : "") + std::to_string(t[i]);
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+      record_.notes.push_back("generated tokens: sequence 0 begins [" + first + "]; FNV-1a digest of all " +
+                              std::to_string(all.numel()) + " new tokens " + hex);
+    } else if (h != tokens_digest_ && !tokens_differ_) {
+      tokens_differ_ = true;
+      record_.notes.push_back("generation " + std::to_string(e + 1) +
+                              "'s tokens differ from the first timed generation's (the same prompts, greedy): the "
+                              "decode step is not deterministic");
+    }
   }
 
   void finish() {
@@ -433,6 +464,8 @@ class GenerateRun {
   Clock::time_point warm_t0_;
   double measured_s_ = 0;
   std::vector<double> all_itl_, ttft_, prefill_rate_, decode_rate_, e2e_ms_;
+  uint64_t tokens_digest_ = 0;
+  bool tokens_differ_ = false;
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
@@ -85,7 +87,7 @@ TEST(DecodeOpsTest, AttentionFromTheQkvProductIsLeftToTheTwoStepsOffTheGpu) {
 }
 
 /// A reduced decoder generating with kernels: fused on the CPU: the record lists the decode operations, run by ATen
-/// here (and says so); gpt2 generates with them too.
+/// here (and says so), and notes the generated tokens; gpt2 generates with them too.
 TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
   for (const std::string model : {"llama", "gpt2"}) {
     Scenario s;
@@ -100,10 +102,17 @@ TEST(DecodeOpsTest, GenerateWithFusedKernelsListsTheDecodeOperations) {
     s.batch_size = 2;
     s.prompt_tokens = 8;
     s.new_tokens = 6;
-    s.epochs = 1;
+    s.epochs = 2;
     RunObserver quiet;
     const RunRecord r = run_benchmark(s, quiet, RunOptions{});
     ASSERT_EQ(r.status, RunStatus::kOk) << model << ": " << r.reason;
+    // The tokens in the notes (the first generation's), and no later generation that differs from it.
+    const auto has = [&r](const std::string& text) {
+      return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(text) != n.npos; });
+    };
+    EXPECT_TRUE(has("generated tokens: sequence 0 begins [")) << model;
+    EXPECT_TRUE(has("FNV-1a digest of all 12 new tokens")) << model;
+    EXPECT_FALSE(has("differ from the first")) << model;
     std::vector<std::string> names;
     for (const auto& f : r.execution.fusions) {
       names.push_back(f.name);
