@@ -22,8 +22,8 @@ tokens/s and inter-token latencies per repetition (--compile: the static cache w
 gpt-fast's recipe on the same model instead of generate: transformers' static cache, the prompt's forward, then each
 decode step (the forward at a position held on the device, the argmax, the token fed back) captured once as a CUDA
 graph and replayed per token, so the host launches nothing per token; --graph --compile compiles the decode forward
-first (torch.compile, default mode with gpt-fast's inductor settings, coordinate descent tuning among them: the CUDA
-graph is the script's own).
+first (torch.compile, default mode: the CUDA graph is the script's own; --coordinate-descent adds gpt-fast's inductor
+settings, coordinate descent tuning among them).
 
 --mode inference runs the model as gpubench's mode inference does: eval mode under torch.inference_mode(), no optimizer,
 weights cast to the autocast type (bf16/fp16, as torch_dtype= pipelines load them) with autocast on; per-batch latency
@@ -98,6 +98,8 @@ def parse_args(argv):
     p.add_argument("--fused", action="store_true", help="fused optimizer kernel (PyTorch's default is foreach)")
     p.add_argument("--graph", action="store_true", help="capture the whole step in a CUDA graph (implies --fused)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--coordinate-descent", action="store_true",
+                   help="--mode generate --graph --compile: gpt-fast's inductor settings (coordinate descent tuning)")
     p.add_argument("--batch-size", type=int)
     p.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16", "amp", "fp8"],
                    help="fp8: torchao's float8 training (tensorwise scaling) of the Linear layers, bf16 autocast "
@@ -140,6 +142,7 @@ def parse_args(argv):
         "fused": a.fused or a.graph,
         "graph": a.graph,
         "compile": a.compile,
+        "coordinate_descent": a.coordinate_descent,
         "batch_size": a.batch_size or key("batch_size"),
         "latent_size": a.latent_size or key("latent_size"),
         "precision": a.precision or key("precision"),
@@ -348,7 +351,9 @@ def graph_generate_reference(cfg, model, dev, precision, library_version):
     prompt = generate_prompt(cfg, model, dev, precision)
     bs, prompt_len, fresh = cfg["batch_size"], cfg["prompt_tokens"], cfg["new_tokens"]
     inductor = None
-    if cfg["compile"]:  # gpt-fast's inductor settings: coordinate descent tunes each kernel's launch (bs 1 GEMVs)
+    if cfg["compile"] and cfg.get("coordinate_descent"):  # gpt-fast's inductor settings (results/2026-12-03-h200-decode-
+        # greedy-tail: on the H200 TinyLlama 531 tokens/s with them against 560 without in the call before, GPT-2
+        # 1,904 against 1,892, and one first compile's tokens went wrong from the third on: so opt-in)
         import torch._inductor.config as inductor_config
 
         inductor_config.coordinate_descent_tuning = True
