@@ -396,8 +396,32 @@ def graph_generate_reference(cfg, model, dev, precision, library_version):
         ttft = events[0].elapsed_time(events[1])
         itl = [events[i].elapsed_time(events[i + 1]) for i in range(1, fresh)]
         reps.append(generation(bs, prompt_len, ttft, e2e, itl))
+    agree = None
+    if cfg["compile"]:  # the compiled step's tokens against the model's own forward, step by step, untimed
+        eager_prefill, eager_step, eager_tokens = static_cache_decoder(model, prompt, fresh)
+        eager_prefill()
+        for _ in range(fresh - 1):
+            eager_step()
+        agree = leading_agreement(tokens, eager_tokens)
+        if agree < min(8, fresh):
+            print(f"warning: the compiled step's tokens leave the uncompiled forward's after {agree} of {fresh}",
+                  file=sys.stderr)
     return emit(generate_record(cfg, reps, mode, warmup_s, None, library_version, dev, precision,
-                                first_tokens=tokens[0, :8].tolist(), inductor=inductor), cfg["json"])
+                                first_tokens=tokens[0, :8].tolist(), inductor=inductor,
+                                tokens_agree_with_uncompiled=agree), cfg["json"])
+
+
+def leading_agreement(a, b):
+    """How many leading new tokens two [batch, fresh] token tables (tensors or lists of rows) share in every sequence."""
+    rows_a = a.tolist() if hasattr(a, "tolist") else a
+    rows_b = b.tolist() if hasattr(b, "tolist") else b
+    count = 0
+    width = min(len(r) for r in rows_a + rows_b)
+    for i in range(width):
+        if any(ra[i] != rb[i] for ra, rb in zip(rows_a, rows_b)):
+            break
+        count += 1
+    return count
 
 
 def emit(result, path):

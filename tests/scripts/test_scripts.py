@@ -106,6 +106,13 @@ class ReferenceArgumentsTest(unittest.TestCase):
                 step()
             self.assertTrue(torch.equal(tokens, expected), (config.model_type, tokens, expected))
 
+    def test_leading_agreement_counts_the_new_tokens_every_sequence_shares(self):
+        # --graph --compile's check of its tokens against the uncompiled forward's (tokens_agree_with_uncompiled).
+        agree = pytorch_reference.leading_agreement
+        self.assertEqual(agree([[1, 2, 3], [4, 5, 6]], [[1, 2, 3], [4, 5, 6]]), 3)
+        self.assertEqual(agree([[1, 2, 3], [4, 5, 6]], [[1, 2, 9], [4, 5, 6]]), 2)
+        self.assertEqual(agree([[1, 2, 3], [4, 5, 6]], [[1, 2, 3], [7, 5, 6]]), 0)
+
     def test_compile_caches_never_cross_autocast_dtypes(self):
         # torch 2.11's AOTAutograd cache reused an fp16 graph for a bf16 run (H200, 2026-12-02): one folder per dtype.
         bf16 = pytorch_reference.inductor_cache_dir("bfloat16", None, "/tmp/torchinductor_u")
