@@ -504,6 +504,52 @@ TEST(DecodeOpsTest, FusedDecodeStepsMatchTheAtenPathAtEveryBatch_CUDA) {
   }
 }
 
+/// Whole greedy steps (TextGenerator::decode_greedy) with the run GEMV on every product it takes, so that each step
+/// ends in the LM head's launch (decode_lm_head_greedy), on both decoders at 1 and 2 sequences, against the same
+/// step's logits (g->decode at the same token and position: the same kernels, so the same values): the token is their
+/// argmax exactly, it is in the history's column, and the position moves on; then the same with the tail off.
+TEST(DecodeOpsTest, GreedyStepsEndInTheLmHeadWithTheArgmaxOfTheStepsLogits_CUDA) {
+  if (!streamed_here()) GTEST_SKIP() << "no sm_90 GPU or no kernels in this build";
+  const GemvEverywhere setting(Gemv::kRun);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  for (const bool tail : {true, false}) {
+    fused::set_decode_greedy_tail(tail);
+    for (const std::string model : {"llama", "gpt2"}) {
+      for (const int64_t batch : {1, 2}) {
+        Scenario s;
+        s.model = model;
+        s.kernels = "fused";
+        s.mode = "generate";
+        s.model_options = model == "llama"
+                              ? nlohmann::json{{"layers", 2}, {"hidden", 256}, {"heads", 4}, {"kv_heads", 2},
+                                               {"intermediate", 512}, {"vocab", 3000}, {"seq_len", 64}}
+                              : nlohmann::json{{"layers", 2}, {"width", 256}, {"heads", 4}, {"vocab", 3001},
+                                               {"seq_len", 64}};
+        torch::manual_seed(13);
+        auto w = find_model(model).make(s);
+        w->module()->to(torch::Device(torch::kCUDA, 0), at::kBFloat16);
+        w->module()->eval();
+        TextGenerator* g = w->generator();
+        c10::InferenceMode no_autograd;
+        const at::Tensor prompt = torch::randint(0, 3000, {batch, 20}, cuda.dtype(torch::kLong));
+        g->allocate(batch, 40, cuda.dtype(at::kBFloat16));
+        at::Tensor token = g->prefill(prompt).argmax(-1, /*keepdim=*/true);
+        const at::Tensor pos = torch::full({1}, 20, cuda.dtype(torch::kLong));
+        const at::Tensor history = torch::full({batch, 20}, -1, cuda.dtype(torch::kLong));
+        const std::string at_case = model + " batch " + std::to_string(batch) + (tail ? "" : " (tail off)");
+        for (int i = 0; i < 12; ++i) {
+          const at::Tensor want = g->decode(token, pos, 64).argmax(-1, /*keepdim=*/true);
+          ASSERT_TRUE(g->decode_greedy({token, pos, history, 19}, 64)) << at_case;
+          EXPECT_TRUE(token.equal(want)) << at_case << " step " << i << ": " << token << want;
+          EXPECT_TRUE(history.select(1, i + 1).equal(want.squeeze(1))) << at_case << " step " << i;
+          EXPECT_EQ(pos.item<int64_t>(), 21 + i) << at_case;
+        }
+      }
+    }
+  }
+  fused::set_decode_greedy_tail(true);
+}
+
 /// Decode attention's cluster limit for a scope, at every batch it takes (0: the form whose last block combines);
 /// the setting before is restored after.
 class ClusterLimit {

@@ -95,6 +95,24 @@ std::pair<at::Tensor, std::vector<at::Tensor>> greedy(Workload& w, const at::Ten
   return {at::cat(out, 1), logits};
 }
 
+/// The same generation by whole greedy steps (TextGenerator::decode_greedy, as mode: generate runs kernels: fused:
+/// the token, the history and the position moved by the step itself): the new tokens, or undefined where the model
+/// has no such step (kernels: aten).
+at::Tensor greedy_by_steps(Workload& w, const at::Tensor& prompt, int64_t fresh, int64_t window_step) {
+  TextGenerator* g = w.generator();
+  c10::InferenceMode no_autograd;
+  const int64_t b = prompt.size(0), p = prompt.size(1);
+  g->allocate(b, p + fresh, at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor token = g->prefill(prompt).argmax(-1, true);
+  const at::Tensor history = at::zeros({b, fresh}, at::kLong), pos = at::full({1}, p, at::kLong);
+  history.narrow(1, 0, 1).copy_(token);
+  for (int64_t i = 1; i < fresh; ++i) {
+    const int64_t window = std::min(p + fresh, ((p + i - 1) / window_step + 1) * window_step);
+    if (!g->decode_greedy({token, pos, history, p - 1}, window)) return {};
+  }
+  return history;
+}
+
 void expect_transformers_generation(Workload& w, const Ref& ref) {
   const at::Tensor prompt = ref.at("generate_prompt").toTensor();
   const at::Tensor expected = ref.at("generate_tokens").toTensor();
@@ -102,6 +120,8 @@ void expect_transformers_generation(Workload& w, const Ref& ref) {
   for (const int64_t window_step : {int64_t{16}, int64_t{64}, int64_t{1024}}) {  // windows crossed, one, the whole
     const auto [tokens, logits] = greedy(w, prompt, expected.size(1), window_step);
     EXPECT_TRUE(tokens.equal(expected)) << "window step " << window_step << "\n" << tokens << "\n" << expected;
+    const at::Tensor stepped = greedy_by_steps(w, prompt, expected.size(1), window_step);
+    if (stepped.defined()) EXPECT_TRUE(stepped.equal(expected)) << "window step " << window_step << ", whole steps";
     // Each step's logits are the full forward's at that position: the cache holds the right keys and values.
     double worst = 0;
     for (size_t i = 0; i < logits.size(); ++i) {
