@@ -16,10 +16,10 @@
 #include "copy_rate.h"
 #include "cuda_graph.h"
 #include "fused/decode_ops.h"
-#include "models/decoder.h"
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
 #include "gpubench/core/record/stats.hpp"
+#include "models/decoder.h"
 #include "precision.h"
 #include "step_timer.h"
 

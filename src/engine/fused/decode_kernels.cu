@@ -201,7 +201,7 @@ template <typename T, int ACT>
 __device__ __forceinline__ float gemv_epilogue(float dot, float up, const T* bias, const T* residual, T* out, int64_t n,
                                                int64_t j, int r) {
   return gemv_epilogue_values<T, ACT>(dot, up, bias != nullptr ? load(bias, j) : 0.0f, residual != nullptr,
-                               residual != nullptr ? load(residual, r * n + j) : 0.0f, out, n, j, r);
+                                      residual != nullptr ? load(residual, r * n + j) : 0.0f, out, n, j, r);
 }
 
 /// norm(x_r) . W_j from the sums: with no norm the product itself; RMSNorm r (x.(gamma W_j)), r = 1/sqrt(mean x^2 +
@@ -817,9 +817,9 @@ cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
 // are issued before the wait for the previous kernel. x, normalized as in the streamed GEMV, sits in shared memory.
 
 /// An argmax candidate as one 64-bit key whose unsigned order is `better`'s: the value's bits mapped to an unsigned
-/// order (NaN the largest), then the column inverted (ties to the first).
+/// order (NaN the largest, -0 as +0, as comparisons have them), then the column inverted (ties to the first).
 __device__ __forceinline__ unsigned long long greedy_key(float v, int64_t j) {
-  uint32_t u = v != v ? 0x7fffffffu : __float_as_uint(v);
+  uint32_t u = v != v ? 0x7fffffffu : v == 0.0f ? 0u : __float_as_uint(v);
   u = (u & 0x80000000u) != 0 ? ~u : u | 0x80000000u;
   return (static_cast<unsigned long long>(u) << 32) | (0xffffffffu - static_cast<uint32_t>(j));
 }
