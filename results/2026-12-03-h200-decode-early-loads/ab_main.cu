@@ -16,6 +16,13 @@ AB_DECLARE(v_old)
 AB_DECLARE(v_early)
 AB_DECLARE(v_new)
 
+// The variants' names in the tables (another experiment's build.sh may link other kernels into the same slots).
+#ifndef AB_LABEL_OLD
+#define AB_LABEL_OLD "old (370b866)"
+#define AB_LABEL_EARLY "early loads"
+#define AB_LABEL_NEW "early loads + evict_first"
+#endif
+
 #define CHECK(x)                                                                              \
   do {                                                                                        \
     cudaError_t e_ = (x);                                                                     \
@@ -175,10 +182,10 @@ int main(int argc, char** argv) {
     m.token = buffer<int64_t>(1); m.pos = buffer<int64_t>(1);
     CHECK(cudaMemcpy(m.pos, &pos0, 8, cudaMemcpyHostToDevice));
     m.scratch_v = buffer<float>(scratch); m.scratch_i = buffer<int64_t>(scratch);
-    std::vector<Variant> vs = {{"old (370b866)", [&] { v_old::tiny_step(m, st); }},
-                               {"early loads", [&] { v_early::tiny_step(m, st); }},
-                               {"early loads + evict_first", [&] { v_new::tiny_step(m, st); }},
-                               {"old (370b866), again", [&] { v_old::tiny_step(m, st); }}};
+    std::vector<Variant> vs = {{AB_LABEL_OLD, [&] { v_old::tiny_step(m, st); }},
+                               {AB_LABEL_EARLY, [&] { v_early::tiny_step(m, st); }},
+                               {AB_LABEL_NEW, [&] { v_new::tiny_step(m, st); }},
+                               {AB_LABEL_OLD ", again", [&] { v_old::tiny_step(m, st); }}};
     char title[128];
     std::snprintf(title, sizeof title, "TinyLlama shapes, %lld layers", (long long)tiny_layers);
     ok &= compare(title, vs, m.h, M::dim, m.logits, M::vocab, rounds, replays);
@@ -206,10 +213,10 @@ int main(int argc, char** argv) {
     m.token = buffer<int64_t>(1); m.pos = buffer<int64_t>(1);
     CHECK(cudaMemcpy(m.pos, &pos0, 8, cudaMemcpyHostToDevice));
     m.scratch_v = buffer<float>(scratch); m.scratch_i = buffer<int64_t>(scratch);
-    std::vector<Variant> vs = {{"old (370b866)", [&] { v_old::gpt2_step(m, st); }},
-                               {"early loads", [&] { v_early::gpt2_step(m, st); }},
-                               {"early loads + evict_first", [&] { v_new::gpt2_step(m, st); }},
-                               {"old (370b866), again", [&] { v_old::gpt2_step(m, st); }}};
+    std::vector<Variant> vs = {{AB_LABEL_OLD, [&] { v_old::gpt2_step(m, st); }},
+                               {AB_LABEL_EARLY, [&] { v_early::gpt2_step(m, st); }},
+                               {AB_LABEL_NEW, [&] { v_new::gpt2_step(m, st); }},
+                               {AB_LABEL_OLD ", again", [&] { v_old::gpt2_step(m, st); }}};
     char title[128];
     std::snprintf(title, sizeof title, "GPT-2 shapes, %lld layers", (long long)gpt2_layers);
     ok &= compare(title, vs, m.h, M::dim, m.logits, M::vocab, rounds, replays);
