@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <numeric>
 
@@ -17,6 +16,7 @@
 #include "cuda_graph.h"
 #include "fused/decode_ops.h"
 #include "gpubench/core/analysis/bottleneck.hpp"
+#include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/check.hpp"
 #include "gpubench/core/record/stats.hpp"
 #include "models/decoder.h"
@@ -315,22 +315,15 @@ class GenerateRun {
   void note_tokens(int64_t e) {
     const at::Tensor all = out_.to(at::kCPU).contiguous();
     const int64_t* t = all.data_ptr<int64_t>();
-    uint64_t h = 14695981039346656037ull;  // FNV-1a 64 over the tokens' values
-    for (int64_t i = 0; i < all.numel(); ++i) {
-      for (int b = 0; b < 8; ++b) {
-        h ^= static_cast<uint64_t>(t[i]) >> (8 * b) & 0xffu;
-        h *= 1099511628211ull;
-      }
-    }
+    // over the tokens' int64 values as they lie in memory
+    const std::string digest = fnv1a_hex({reinterpret_cast<const char*>(t), all.numel() * sizeof(int64_t)});
     if (e == 0) {
-      tokens_digest_ = h;
+      tokens_digest_ = digest;
       std::string first;
       for (int64_t i = 0; i < std::min<int64_t>(8, fresh_); ++i) first += (i ? ", " : "") + std::to_string(t[i]);
-      char hex[17];
-      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
       record_.notes.push_back("generated tokens: sequence 0 begins [" + first + "]; FNV-1a digest of all " +
-                              std::to_string(all.numel()) + " new tokens " + hex);
-    } else if (h != tokens_digest_ && !tokens_differ_) {
+                              std::to_string(all.numel()) + " new tokens " + digest);
+    } else if (digest != tokens_digest_ && !tokens_differ_) {
       tokens_differ_ = true;
       record_.notes.push_back("generation " + std::to_string(e + 1) +
                               "'s tokens differ from the first timed generation's (the same prompts, greedy): the "
@@ -464,7 +457,7 @@ class GenerateRun {
   Clock::time_point warm_t0_;
   double measured_s_ = 0;
   std::vector<double> all_itl_, ttft_, prefill_rate_, decode_rate_, e2e_ms_;
-  uint64_t tokens_digest_ = 0;
+  std::string tokens_digest_;
   bool tokens_differ_ = false;
 };
 

@@ -35,6 +35,13 @@ std::vector<const RunRecord*> pointers(const std::vector<RunRecord>& v) {
   return out;
 }
 
+/// The digest behind identity ids (and generate's token digests) is FNV-1a 64, by its published test vectors.
+TEST(ScenarioGroupsTest, IdsAreFnv1aDigests) {
+  EXPECT_EQ(fnv1a_hex(""), "cbf29ce484222325");
+  EXPECT_EQ(fnv1a_hex("a"), "af63dc4c8601ec8c");
+  EXPECT_EQ(identity_id(nlohmann::json{{"model", "gpt2"}}), fnv1a_hex(R"({"model":"gpt2"})"));
+}
+
 TEST(ScenarioGroupsTest, SpreadHasAStudentTIntervalFromTwoRunsOn) {
   const RunSpread one = spread_of({4300});
   EXPECT_EQ(one.n, 1);

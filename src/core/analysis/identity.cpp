@@ -102,15 +102,19 @@ std::string identity_label(const RunRecord& r) {
   return label;
 }
 
-std::string identity_id(const nlohmann::json& identity) {
-  uint64_t h = 14695981039346656037ull;  // FNV-1a 64
-  for (const unsigned char c : identity.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) {
+std::string fnv1a_hex(std::string_view bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : bytes) {
     h ^= c;
     h *= 1099511628211ull;
   }
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
+}
+
+std::string identity_id(const nlohmann::json& identity) {
+  return fnv1a_hex(identity.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 nlohmann::json without_keys(nlohmann::json identity, const std::vector<std::string>& keys) {

@@ -245,13 +245,12 @@ bool decode_lm_head_greedy(const at::Tensor& x, const at::Tensor& weight, const 
   int64_t n = 0;
   if (!kernel_weights(x, {weight}, &dw, &n) || !kernel_norm(norm, x, &in)) return false;
   const int64_t m = x.size(0), k = x.size(1);
-  auto index_tensor = [&](const at::Tensor& t, int64_t numel) {
-    return t.defined() && t.scalar_type() == at::kLong && t.device() == x.device() && t.is_contiguous() &&
-           t.numel() >= numel;
+  auto index_tensor = [&](const at::Tensor& t) {
+    return t.defined() && t.scalar_type() == at::kLong && t.device() == x.device() && t.is_contiguous();
   };
-  if (!run_pays(m, n, k, 1) || !index_tensor(g.token, m) || g.token.numel() != m || !index_tensor(g.pos, 1) ||
-      !index_tensor(g.scratch, decode_greedy_scratch(m)) || !index_tensor(g.history, m) || g.history.dim() != 2 ||
-      g.history.size(0) != m) {
+  if (!run_pays(m, n, k, 1) || !index_tensor(g.token) || g.token.numel() != m || !index_tensor(g.pos) ||
+      g.pos.numel() < 1 || !index_tensor(g.scratch) || g.scratch.numel() < decode_greedy_scratch(m) ||
+      !index_tensor(g.history) || g.history.dim() != 2 || g.history.size(0) != m) {
     return false;
   }
   at::Tensor logits = at::empty({m, n}, x.options());

@@ -603,15 +603,14 @@ KvCache LlamaForCausalLMImpl::make_cache(int64_t batch, int64_t positions, const
 
 torch::Tensor LlamaForCausalLMImpl::logits_cached(const torch::Tensor& ids, const at::Tensor& pos, int64_t window,
                                                   KvCache& cache) {
-  const at::ScalarType dtype = engine::compute_dtype(lm_head_->weight);
   const int64_t t = ids.size(1);
-  // The tables for every position the cache holds (cached once), the tokens' rows picked on the device.
-  const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), dtype);
   if (options_.fused && pos.defined() && t == 1) {  // one decode step by the decode operations
     namespace f = engine::fused;
     return f::decode_linear(decode_hidden(ids, pos, window, cache), {lm_head_->weight}, {}, f::DecodeAct::kNone, {},
                             {norm_->weight, {}, norm_->eps(), true});
   }
+  // The tables for every position the cache holds (cached once), the tokens' rows picked on the device.
+  const auto [cos_all, sin_all] = rotary(cache.positions(), ids.device(), engine::compute_dtype(lm_head_->weight));
   const at::Tensor cos = rows_at(cos_all, pos, t), sin = rows_at(sin_all, pos, t);
   if (pos.defined()) cache.begin_step(pos);
   torch::Tensor h = embed_tokens_(ids);

@@ -5,6 +5,7 @@
 // keys that differ.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,9 @@ std::string identity_label(const RunRecord& r);
 /// A stable 16-hex-digit id of an identity (FNV-1a 64 of its canonical JSON): equal identities, equal ids, on any
 /// machine. Export's `scenario_id` column, so a notebook groups runs by one column.
 std::string identity_id(const nlohmann::json& identity);
+
+/// FNV-1a 64 of `bytes` as 16 hex digits (identity_id's digest; mode: generate's digest of the generated tokens).
+std::string fnv1a_hex(std::string_view bytes);
 
 /// `identity` without `keys` (compare --ignore device_model: compare chips on purpose). Unknown keys are left alone.
 nlohmann::json without_keys(nlohmann::json identity, const std::vector<std::string>& keys);
