@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 
@@ -69,6 +70,7 @@ class GenerateRun {
   void run() {
     prepare();
     warm_up();
+    capture_prefill();
     capture_graphs();
     measure_bandwidth();
     timed_generations();
@@ -147,10 +149,15 @@ class GenerateRun {
   /// The attention window of the step that feeds position `p`.
   int64_t window_for(int64_t p) const { return std::min(prompt_ + fresh_, (p / kWindowStep + 1) * kWindowStep); }
 
-  /// One whole generation, eager or with the captured steps; a mark after the first token and after each next one.
+  /// One whole generation, eager or with the captured prefill and steps; a mark after the first token and after each
+  /// next one.
   void generate_once(bool timed) {
     if (timed) timer_->begin_epoch(fresh_);
-    prefill();
+    if (prefill_graph_) {
+      prefill_graph_->replay();
+    } else {
+      prefill();
+    }
     if (timed) timer_->mark();
     for (int64_t i = 1; i < fresh_; ++i) {
       const int64_t window = window_for(prompt_ + i - 1);
@@ -172,9 +179,41 @@ class GenerateRun {
     synchronize(plan_.device);
   }
 
+  /// The prompt's forward, its cache writes and the first token (prefill()) as one CUDA graph, captured after the eager
+  /// warm-up and replayed by every generation: eager, the time to first token is mostly the host's few hundred
+  /// launches (a 512-token TinyLlama prefill is ~2 ms of GPU work). The prompts stay where they are, so a replay
+  /// prefills them again. GPUBENCH_PREFILL_GRAPH=0 keeps it eager, to measure it; a failed capture (e.g. out of memory
+  /// for the graph's own pool at a large batch) falls back to eager, said in the notes.
+  void capture_prefill() {
+    if (!graphs_wanted_ || !cuda_graphs_compiled()) return;
+    if (const char* knob = std::getenv("GPUBENCH_PREFILL_GRAPH"); knob != nullptr && std::string(knob) == "0") {
+      describe("prefill: eager (GPUBENCH_PREFILL_GRAPH=0)");
+      return;
+    }
+    observer_.on_phase("capturing the prefill in a CUDA graph");
+    try {
+      prefill_graph_ = capture_step(
+          [this] {
+            prefill();
+            return token_;
+          },
+          1);
+      describe("prefill: one CUDA graph (the prompt's forward, its cache writes and the first token), captured once "
+               "and replayed by every generation");
+    } catch (const std::exception& e) {
+      prefill_graph_.reset();
+      release_cached_memory(plan_.device);
+      note("prefill not captured in a CUDA graph (" + first_line(e.what()) + "); prefilling eager");
+    }
+  }
+
   /// One CUDA graph of the decode step per attention window, captured after the eager warm-up.
   void capture_graphs() {
-    if (!graphs_wanted_ || fresh_ < 2) return;
+    if (!graphs_wanted_) return;
+    if (fresh_ < 2) {  // no decode step: the prefill is the whole generation
+      if (prefill_graph_) record_.execution.mode = "cuda_graph";
+      return;
+    }
     std::string why = cuda_graphs_compiled() ? "" : "this build has no CUDA graphs";
     if (why.empty()) {
       observer_.on_phase("capturing the decode step in CUDA graphs (one per " + std::to_string(kWindowStep) +
@@ -211,20 +250,38 @@ class GenerateRun {
   }
 
   /// The prompt's forward alone, as mode: inference runs it (every position's logits, no cache, no argmax): what the
-  /// time to first token is held against. Median of three, after the timed generations; skipped where it does not
-  /// fit in memory (its logits for every position are the largest tensor of all).
+  /// time to first token is held against, run as the prefill ran (captured in a CUDA graph where the prefill was,
+  /// so that the ratio compares the same kind of launch). Median of three, after the timed generations; skipped where
+  /// it does not fit in memory (its logits for every position are the largest tensor of all).
   void measure_prefill_forward() {
     if (record_.status != RunStatus::kOk || !record_.summary.stopped_by.empty()) return;
     try {
-      c10::InferenceMode no_autograd;
-      AutocastScope autocast(dev_.type(), std::nullopt);
       Batch b;
       b.inputs.push_back(prompts_);
+      const auto forward = [this, &b] {
+        c10::InferenceMode no_autograd;
+        AutocastScope autocast(dev_.type(), std::nullopt);
+        return workload_.infer(b);
+      };
+      std::unique_ptr<StepGraph> graph;
+      if (prefill_graph_) {
+        try {
+          graph = capture_step(forward, 1);
+        } catch (const c10::OutOfMemoryError&) {
+          throw;
+        } catch (const std::exception& e) {
+          note("the prompt's forward alone not captured (" + first_line(e.what()) + "): timed eager");
+        }
+      }
       std::vector<double> ms;
       for (int i = 0; i < 3; ++i) {
         synchronize(plan_.device);
         const auto t0 = Clock::now();
-        workload_.infer(b);
+        if (graph) {
+          graph->replay();
+        } else {
+          forward();
+        }
         synchronize(plan_.device);
         ms.push_back(seconds_since(t0) * 1e3);
       }
@@ -451,6 +508,7 @@ class GenerateRun {
   at::Tensor prompts_, token_, pos_, out_;
   int64_t weight_bytes_ = 0, kv_bytes_ = 0, kv_per_position_ = 0;
   bool graphs_wanted_ = false;
+  std::unique_ptr<StepGraph> prefill_graph_;              ///< capture_prefill's, where it was captured
   std::map<int64_t, std::unique_ptr<StepGraph>> graphs_;  ///< by attention window
   std::unique_ptr<StepTimer> timer_;
   double bandwidth_ = 0, prefill_forward_ms_ = 0;

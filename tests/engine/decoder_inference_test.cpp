@@ -304,6 +304,55 @@ TEST(InferenceModeTest, DecodersInferAndTrainOnTheGpuWithGraphs_CUDA) {
   }
 }
 
+/// The note of `r` that begins with `prefix`, or "".
+std::string note_with(const RunRecord& r, const std::string& prefix) {
+  for (const auto& n : r.notes) {
+    if (n.rfind(prefix, 0) == 0) return n;
+  }
+  return "";
+}
+
+/// The prefill captured in a CUDA graph and replayed per generation gives the eager prefill's tokens (the same seeded
+/// prompts: the notes' token digests equal), and the time to first token is held against the prompt's forward run
+/// the same way.
+TEST(GenerateTest, ThePrefillGraphGivesTheEagerPrefillsTokens_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const std::string model : {"gpt2", "llama"}) {
+    for (const std::string kernels : {"aten", "fused"}) {
+      Scenario s = decoder(model, "cuda");
+      s.mode = "generate";
+      s.precision = "bf16";
+      s.graph = true;
+      s.kernels = kernels;
+      s.batch_size = 2;
+      s.prompt_tokens = 16;
+      s.new_tokens = 8;
+      s.epochs = 2;
+      RunObserver obs;
+      const RunRecord graphed = run_benchmark(s, obs, {});
+      ASSERT_EQ(graphed.status, RunStatus::kOk) << model << " " << kernels << ": " << graphed.reason;
+      EXPECT_EQ(graphed.execution.mode, "cuda_graph") << graphed.execution.graph_fallback;
+      EXPECT_NE(note_with(graphed, "prefill: one CUDA graph"), "") << model << " " << kernels;
+      ::setenv("GPUBENCH_PREFILL_GRAPH", "0", 1);
+      const RunRecord eager = run_benchmark(s, obs, {});
+      ::unsetenv("GPUBENCH_PREFILL_GRAPH");
+      ASSERT_EQ(eager.status, RunStatus::kOk) << eager.reason;
+      EXPECT_NE(note_with(eager, "prefill: eager"), "");
+      const std::string tokens = note_with(graphed, "generated tokens:");
+      ASSERT_NE(tokens, "");
+      EXPECT_EQ(tokens, note_with(eager, "generated tokens:")) << model << " " << kernels;
+      EXPECT_EQ(note_with(graphed, "generation 2's tokens differ"), "") << model << " " << kernels;
+      const auto metric = [](const RunRecord& r, const std::string& tag) {
+        for (const auto& m : r.summary.metrics) {
+          if (m.tag == tag) return m.value;
+        }
+        return -1.0;
+      };
+      EXPECT_GT(metric(graphed, "ttft_over_prefill_forward"), 0);
+    }
+  }
+}
+
 TEST(InferenceModeTest, FlashAttentionWithGroupedHeadsMatchesTheMathForm_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(0);
