@@ -1,5 +1,6 @@
 #include "cuda_graph.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #ifdef GPUBENCH_WITH_CUDA
@@ -12,6 +13,11 @@
 
 namespace gpubench::engine {
 
+std::optional<int64_t> with_graph_working_set(std::optional<int64_t> allocated, const StepGraph* graph) {
+  if (!allocated || graph == nullptr) return allocated;
+  return std::max(*allocated, graph->working_set_bytes());
+}
+
 #ifdef GPUBENCH_WITH_CUDA
 
 namespace {
@@ -22,6 +28,7 @@ class CudaStepGraph final : public StepGraph {
     graph_.replay();
     return loss_;
   }
+  void set_working_set(int64_t bytes) { working_set_bytes_ = bytes; }
   at::cuda::CUDAGraph graph_;
   at::Tensor loss_;
 };
@@ -37,6 +44,8 @@ std::unique_ptr<StepGraph> capture_step(const std::function<at::Tensor()>& step,
   at::cuda::CUDAEvent main_ready;
   main_ready.record(main);
   main_ready.block(side);
+  const c10::DeviceIndex device = c10::cuda::current_device();
+  c10::cuda::CUDACachingAllocator::resetPeakStats(device);  // the working set: the warm-up's and the capture's peak
   {
     const c10::cuda::CUDAStreamGuard guard(side);
     // Lazy initialisation tied to a stream (cuBLAS workspaces, AccumulateGrad's stream bookkeeping) happens here,
@@ -59,6 +68,7 @@ std::unique_ptr<StepGraph> capture_step(const std::function<at::Tensor()>& step,
   at::cuda::CUDAEvent side_done;
   side_done.record(side);
   side_done.block(main);
+  g->set_working_set(c10::cuda::CUDACachingAllocator::getDeviceStats(device).allocated_bytes[0].peak);  // AGGREGATE
   return g;
 }
 

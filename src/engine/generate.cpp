@@ -335,7 +335,10 @@ class GenerateRun {
     for (double v : itl) ep.step_times_ms.push_back(std::round(v * 1e4) / 1e4);
     all_itl_.insert(all_itl_.end(), itl.begin(), itl.end());
     const DeviceMemoryPeaks peaks = read_memory_peaks(plan_.device);
-    ep.peak_allocated_bytes = peaks.allocated_bytes;
+    ep.peak_allocated_bytes = with_graph_working_set(peaks.allocated_bytes, prefill_graph_.get());
+    for (const auto& [window, graph] : graphs_) {
+      ep.peak_allocated_bytes = with_graph_working_set(ep.peak_allocated_bytes, graph.get());
+    }
     ep.peak_reserved_bytes = peaks.reserved_bytes;
     if (dev_.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
     ep.complete = true;

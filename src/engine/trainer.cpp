@@ -292,7 +292,7 @@ class TrainingRun {
     for (double v : step_ms) ep.step_times_ms.push_back(std::round(v * 1e4) / 1e4);
     all_step_ms_.insert(all_step_ms_.end(), step_ms.begin(), step_ms.end());
     const DeviceMemoryPeaks peaks = read_memory_peaks(plan_.device);
-    ep.peak_allocated_bytes = peaks.allocated_bytes;
+    ep.peak_allocated_bytes = with_graph_working_set(peaks.allocated_bytes, graph_.get());
     ep.peak_reserved_bytes = peaks.reserved_bytes;
     if (dev_.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
     ep.skipped_steps = take_skipped();
