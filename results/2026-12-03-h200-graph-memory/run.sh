@@ -14,13 +14,13 @@ mkdir -p "$W/records"
 log() { echo "== $(date -u +%H:%M:%S) [${SECONDS}s] $*" | tee -a "$W/session.log"; }
 finish() { tar -C "$OUT" -czf "$OUT/$C.tar.gz" "$C" && rm -rf "$W"; }
 trap finish EXIT
-LIMIT="${LIMIT:-380}"
+LIMIT="${LIMIT:-300}"
 GPUBENCH_BUILD_TARGETS="gpubench engine_tests" OUT="$W" scripts/device_run.sh build > "$W/build_phase.log" 2>&1 \
   || { tail -40 "$W/build.log"; exit 1; }
 rm -f "$W/records.tar.gz"
 log "build done"
 GB="$PWD/build-device/gpubench"
-(cd build-device && timeout 90 ctest --output-on-failure \
+(cd build-device && timeout 60 ctest --output-on-failure \
   -R "(WorkingSet|GenerateTest|CudaGraphCaptures|DecodersInferAndTrainOnTheGpuWithGraphs).*_CUDA" \
   > "$W/ctest_cuda.log" 2>&1)
 log "ctest exit $?"
@@ -30,7 +30,7 @@ gpubench() {  # NAME ARGS...
   local name="$1"; shift
   [ "$SECONDS" -gt "$LIMIT" ] && { log "$name: no time left"; return; }
   log "gpubench $name: $*"
-  timeout 60 "$GB" run "$@" --output "$W/records/gpubench_$name.json" > "$W/records/console_gpubench_$name.txt" 2>&1
+  timeout 40 "$GB" run "$@" --output "$W/records/gpubench_$name.json" > "$W/records/console_gpubench_$name.txt" 2>&1
   log "exit $?"
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); s=d['summary']; \
 print(d['status'], d['execution']['mode'], 'peak allocated %.2f GiB, reserved %.2f GiB' % \
