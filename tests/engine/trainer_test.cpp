@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 
+#include "cuda_graph.h"
 #include "gpubench/engine/engine.hpp"
 
 namespace gpubench {
@@ -255,6 +256,20 @@ TEST(TrainerTest, CudaGraphCapturesTheWholeStepAndTrains_CUDA) {
   ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
   EXPECT_EQ(r.execution.mode, "cuda_graph") << r.execution.graph_fallback;
   EXPECT_LT(r.epochs[2].loss_last, r.epochs[0].loss_first);
+}
+
+/// The epoch's allocated peak with a graph: raised to the graph's working set, never lowered, unknown stays unknown.
+TEST(TrainerTest, APeakWithAGraphIsAtLeastTheGraphsWorkingSet) {
+  struct FakeGraph : engine::StepGraph {
+    explicit FakeGraph(int64_t bytes) { working_set_bytes_ = bytes; }
+    const at::Tensor& replay() override { return loss; }
+    at::Tensor loss;
+  };
+  const FakeGraph g(7000);
+  EXPECT_EQ(engine::with_graph_working_set(5000, &g), 7000);
+  EXPECT_EQ(engine::with_graph_working_set(9000, &g), 9000);
+  EXPECT_EQ(engine::with_graph_working_set(5000, nullptr), 5000);
+  EXPECT_FALSE(engine::with_graph_working_set(std::nullopt, &g).has_value());  // a device with no counter (the CPU)
 }
 
 /// A captured step's intermediates live in the graph's own pool, which the allocator's allocated counter does not see
