@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <numeric>
 
@@ -23,6 +22,7 @@
 #include "models/decoder.h"
 #include "precision.h"
 #include "step_timer.h"
+#include "switches.h"
 
 namespace gpubench::engine {
 
@@ -186,7 +186,7 @@ class GenerateRun {
   /// for the graph's own pool at a large batch) falls back to eager, said in the notes.
   void capture_prefill() {
     if (!graphs_wanted_ || !cuda_graphs_compiled()) return;
-    if (const char* knob = std::getenv("GPUBENCH_PREFILL_GRAPH"); knob != nullptr && std::string(knob) == "0") {
+    if (switched_off("GPUBENCH_PREFILL_GRAPH")) {
       describe("prefill: eager (GPUBENCH_PREFILL_GRAPH=0)");
       return;
     }

@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "switches.h"
+
 namespace gpubench::engine {
 
 namespace {
@@ -194,8 +196,7 @@ std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why) {
                          sym("nvjpegDecodeParamsDestroy", a.params_destroy) &&
                          sym("nvjpegDecodeParamsSetOutputFormat", a.params_output_format) &&
                          sym("nvjpegDecodeParamsSetROI", a.params_roi) && sym("nvjpegDecodeBatchedEx", a.batched_ex);
-  const char* roi_env = std::getenv("GPUBENCH_NVJPEG_ROI");
-  d->roi_ok_ = roi_calls && !(roi_env != nullptr && std::string(roi_env) == "0");
+  d->roi_ok_ = roi_calls && !switched_off("GPUBENCH_NVJPEG_ROI");
   if (!roi_calls) d->roi_off_reason_ = "this nvJPEG has no batched ROI decoding (nvjpegDecodeBatchedEx)";
   if (roi_calls && !d->roi_ok_) d->roi_off_reason_ = "GPUBENCH_NVJPEG_ROI=0";
   std::string errors;

@@ -11,6 +11,7 @@
 
 #include "fused/decode_device.cuh"
 #include "fused/device_values.cuh"
+#include "switches.h"
 
 namespace gpubench::engine::fused {
 
@@ -84,12 +85,6 @@ int device_attribute() {
 
 /// The current device's compute capability major.
 int device_major() { return device_attribute<cudaDevAttrComputeCapabilityMajor>(); }
-
-/// Whether the environment variable `name` is "0" (a switch for measuring what a feature buys).
-bool switched_off(const char* name) {
-  const char* e = std::getenv(name);
-  return e != nullptr && std::strcmp(e, "0") == 0;
-}
 
 /// Whether this device takes programmatic launches (compute capability 9.0 and later) and they are not switched off
 /// (GPUBENCH_DECODE_PDL=0, for measuring what they buy).

@@ -9,6 +9,7 @@
 
 #include "fused/fused_ops.h"
 #include "fused/kernel_launch.h"
+#include "switches.h"
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 #include "fused/decode_kernels.h"
@@ -73,18 +74,12 @@ std::atomic<int>& run_mode_slot() {
   return mode;
 }
 
-/// Whether the environment variable `name` leaves a kernel on (anything but "0").
-bool on_unless_zero(const char* name) {
-  const char* e = std::getenv(name);
-  return e == nullptr || std::string(e) != "0";
-}
-
 std::atomic<bool>& greedy_tail_slot() {
-  static std::atomic<bool> on{on_unless_zero("GPUBENCH_DECODE_GREEDY_TAIL")};
+  static std::atomic<bool> on{!switched_off("GPUBENCH_DECODE_GREEDY_TAIL")};
   return on;
 }
 std::atomic<bool>& embed_slot() {
-  static std::atomic<bool> on{on_unless_zero("GPUBENCH_DECODE_EMBED")};
+  static std::atomic<bool> on{!switched_off("GPUBENCH_DECODE_EMBED")};
   return on;
 }
 

@@ -14,6 +14,7 @@
 #include "fused/fused_ops.h"
 #include "precision.h"
 #include "models/layers.h"
+#include "switches.h"
 
 namespace gpubench::models {
 
@@ -104,8 +105,7 @@ KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t k
   }
   const at::ScalarType t = options.dtype().toScalarType();
   // GPUBENCH_FLASH_DECODE=0 keeps the masked SDPA path (to compare the two on one device).
-  const char* knob = std::getenv("GPUBENCH_FLASH_DECODE");
-  const bool allowed = knob == nullptr || std::string(knob) != "0";
+  const bool allowed = !engine::switched_off("GPUBENCH_FLASH_DECODE");
   c.flash = allowed && options.device().is_cuda() && (t == at::kHalf || t == at::kBFloat16) && flash_decode_works(options);
   if (options.device().is_cuda()) {
     c.attn_counters = at::zeros({batch * kv_heads}, options.dtype(at::kInt));
