@@ -86,13 +86,15 @@ class LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntropy
               "softmax_cross_entropy");
 #endif
       } else {
+        // log_softmax and softmax, as cross_entropy computes them: ATen's own vectorised exp. Not at::exp, which
+        // on float calls MKL's VML; its first call in a process, after an MKL GEMM and under CPU contention, has
+        // been seen to return values off by ~3e-5 (relative) in its second thread (wheel 2.11.0, oneMKL 2024.0).
         const at::Tensor logits = at::mm(hr, w.t()).to(at::kFloat);
-        const at::Tensor lse = at::logsumexp(logits, 1);
         const at::Tensor keep = tr.ne(ignore_index);
         const at::Tensor safe = at::where(keep, tr, at::zeros_like(tr));
-        const at::Tensor picked = logits.gather(1, safe.unsqueeze(1)).squeeze(1);
-        loss_rows.narrow(0, r0, rows).copy_((lse - picked) * keep);
-        at::Tensor p = at::exp(logits - lse.unsqueeze(1));
+        const at::Tensor picked = at::log_softmax(logits, 1).gather(1, safe.unsqueeze(1)).squeeze(1);
+        loss_rows.narrow(0, r0, rows).copy_(-picked * keep);
+        at::Tensor p = at::softmax(logits, 1);
         p.scatter_add_(1, safe.unsqueeze(1), -at::ones({rows, 1}, p.options()));
         g = (p * keep.unsqueeze(1).to(at::kFloat) * inv_count).to(dtype);
       }
