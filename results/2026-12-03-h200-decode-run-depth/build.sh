@@ -1,31 +1,35 @@
 #!/usr/bin/env bash
-# Builds ab_bench (build-bench/ab_bench.xz) for the run GEMV depth experiment, on the developer machine (nvcc 13.0,
-# sm_90a), from results/2026-12-03-h200-decode-early-loads' ab_main.cu and ab_step.cu. Three versions of
-# src/engine/fused/decode_kernels.cu, all from `git archive` of REV (default HEAD), each compiled into a namespace of
-# its own (-Dgpubench=<its namespace>); only the run GEMV's depth (16-byte loads a lane in flight per weight row, and
-# as many issued before they are used) differs:
-#   v_old    as committed: kRunDepth 4 for every mode
-#   v_early  PLAIN_EARLY / GLU_EARLY (default 6 / 4): the plain form (down, the LM heads) deeper
-#   v_new    PLAIN_NEW / GLU_NEW (default 8 / 4)
+# Builds an ab_bench (build-bench/<NAME>.xz, default ab_bench) on the developer machine (nvcc 13.0, sm_90a), from
+# results/2026-12-03-h200-decode-early-loads' ab_main.cu and ab_step.cu. Three versions of
+# src/engine/fused/decode_kernels.cu, each compiled into a namespace of its own (-Dgpubench=<its namespace>), each
+# given as REV:PLAIN:GLU: `git archive` of REV with the run GEMV's depth (16-byte loads a lane in flight per weight
+# row, and as many issued before they are used; committed: 4) set to PLAIN for the plain form (down, the LM heads)
+# and GLU for the SwiGLU form (gate/up), or left as committed where empty.
+#   call 1's depth bench (built by this script's first form at 0ac8887, the same kernels):
+#                             OLD=0ac8887:: EARLY=0ac8887:6:4 NEW=0ac8887:8:4 build.sh
+#   call 1's position bench:  NAME=ab_pos OLD=bf0e56d:: EARLY=6df4880:: NEW=6df4880:8:4 build.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-here=results/2026-12-03-h200-decode-run-depth
 ab=results/2026-12-03-h200-decode-early-loads
-rev=${REV:-HEAD}
+name=${NAME:-ab_bench}
 mkdir -p build-bench build-obj/ab
-unpack() {  # DIR
-  rm -rf "$1" && mkdir -p "$1" && git archive "$rev" src | tar -x -C "$1"
-}
 f=src/engine/fused/decode_kernels.cu
-depth() {  # DIR PLAIN GLU
-  unpack "$1"
-  sed -i "s/constexpr int kRows = MODE == kStreamSwiglu ? 2 : 1, D = kRunDepth;/constexpr int kRows = MODE == kStreamSwiglu ? 2 : 1, D = MODE == kStreamSwiglu ? $3 : $2;/" \
-    "$1/$f"
-  grep -q "D = MODE == kStreamSwiglu ? $3 : $2;" "$1/$f"
+label() {  # SPEC
+  IFS=: read -r rev plain glu <<< "$1"
+  echo "$(git rev-parse --short "$rev")${plain:+, plain $plain}${glu:+, SwiGLU $glu}"
 }
-unpack build-obj/ab/v_old
-depth build-obj/ab/v_early "${PLAIN_EARLY:-6}" "${GLU_EARLY:-4}"
-depth build-obj/ab/v_new "${PLAIN_NEW:-8}" "${GLU_NEW:-4}"
+unpack() {  # DIR SPEC
+  IFS=: read -r rev plain glu <<< "$2"
+  rm -rf "$1" && mkdir -p "$1" && git archive "$rev" src | tar -x -C "$1"
+  if [ -n "$plain$glu" ]; then
+    sed -i "s/constexpr int kRows = MODE == kStreamSwiglu ? 2 : 1, D = kRunDepth;/constexpr int kRows = MODE == kStreamSwiglu ? 2 : 1, D = MODE == kStreamSwiglu ? ${glu:-kRunDepth} : ${plain:-kRunDepth};/" \
+      "$1/$f"
+    grep -q "D = MODE == kStreamSwiglu ? ${glu:-kRunDepth} : ${plain:-kRunDepth};" "$1/$f"
+  fi
+}
+unpack build-obj/ab/v_old "${OLD:?OLD=REV:PLAIN:GLU}"
+unpack build-obj/ab/v_early "${EARLY:?EARLY=REV:PLAIN:GLU}"
+unpack build-obj/ab/v_new "${NEW:?NEW=REV:PLAIN:GLU}"
 arch=(-gencode arch=compute_90a,code=sm_90a)
 pids=()
 for v in v_old v_early v_new; do
@@ -37,17 +41,18 @@ for v in v_old v_early v_new; do
     -c "$ab/ab_step.cu" -o "build-obj/ab/$v/ab_step.o" &
   pids+=($!)
 done
-nvcc -std=c++17 -O3 "${arch[@]}" -I "$ab" -DAB_LABEL_OLD='"committed (depth 4)"' \
-  -DAB_LABEL_EARLY="\"plain ${PLAIN_EARLY:-6}, SwiGLU ${GLU_EARLY:-4}\"" \
-  -DAB_LABEL_NEW="\"plain ${PLAIN_NEW:-8}, SwiGLU ${GLU_NEW:-4}\"" \
+nvcc -std=c++17 -O3 "${arch[@]}" -I "$ab" -DAB_LABEL_OLD="\"$(label "$OLD")\"" \
+  -DAB_LABEL_EARLY="\"$(label "$EARLY")\"" -DAB_LABEL_NEW="\"$(label "$NEW")\"" \
   -c "$ab/ab_main.cu" -o build-obj/ab/ab_main.o
 for p in "${pids[@]}"; do wait "$p"; done
 nvcc "${arch[@]}" build-obj/ab/ab_main.o build-obj/ab/v_*/decode_kernels.o build-obj/ab/v_*/ab_step.o \
   -o build-obj/ab/ab_bench
 strip -o build-obj/ab/ab_bench.stripped build-obj/ab/ab_bench
-xz -T2 -6 -c build-obj/ab/ab_bench.stripped > build-bench/ab_bench.xz
-for v in v_old v_early v_new; do
-  echo "$v:"; grep -A1 "decode_run_gemv" "build-obj/ab/$v/ptxas.log" | grep -o "Used [0-9]* registers\|[0-9]* bytes spill stores" \
-    | paste -sd' ' | cut -c1-400
+xz -T2 -6 -c build-obj/ab/ab_bench.stripped > "build-bench/$name.xz"
+for v in v_old v_early v_new; do  # the bf16, one-row run GEMVs: plain, SwiGLU, greedy
+  for m in 0 2 4; do
+    grep -A3 "Compiling entry.*decode_run_gemvI13__nv_bfloat16Li1ELi${m}EE" "build-obj/ab/$v/ptxas.log" \
+      | grep -oE "[0-9]+ bytes spill stores|Used [0-9]+ registers" | paste -sd' ' | sed "s/^/$v run GEMV mode $m: /"
+  done
 done
-echo "built build-bench/ab_bench.xz from $(git rev-parse --short "$rev")"
+echo "built build-bench/$name.xz: $(label "$OLD") | $(label "$EARLY") | $(label "$NEW")"
