@@ -52,13 +52,6 @@ __device__ __forceinline__ float2 pair_from_bits(uint32_t w) {
 // kernel of the step writes (weights, the cache's older positions), then waits for the previous kernel to finish,
 // and only then lets the next one start. Before its wait a kernel reads nothing the step writes (only weights, and
 // L2 prefetches of cache rows, which are hints); every other read and every write comes after it.
-//
-// One exception, the position (`pos`, one value): since every decode kernel lets the next start only after its own
-// wait, a kernel that starts finds the kernel before the previous one finished and its writes visible. The position
-// is written only at the end of a step (the greedy tail of the LM head, or host-side operations between steps), and
-// the first kernel of a step (the embedding) reads it after its wait; so every later kernel of the step, two or more
-// launches after the writer, may read it before its wait (read_position_early), which takes one L2 round trip off
-// the attention's and the q/k/v product's paths after it.
 
 /// Waits until the previous kernel in the stream has finished and its writes are visible (a no-op before sm_90 and
 /// when the launch was not programmatic).
@@ -75,10 +68,6 @@ __device__ __forceinline__ void let_next_kernel_start() {
 #endif
 }
 
-
-/// The position, read before the wait for the previous kernel: only by kernels two or more launches after the
-/// position's writer (see above), from L2 (not a line an earlier kernel may have left in this SM's L1).
-__device__ __forceinline__ int64_t read_position_early(const int64_t* pos) { return __ldcg(pos); }
 
 /// The current device's attribute `kAttr` (0 where it cannot be asked or is not positive), asked once per device.
 template <cudaDeviceAttr kAttr>
@@ -669,24 +658,22 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 2) decode_stream_gemv(const
       epi[0][i] = load(static_cast<const T*>(a.bias), u0 + i / M);
     }
   }
+  const NormAhead ahead = norm_ahead<T>(a);
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+
   int64_t pos = 0;
-  if (MODE == kStreamQkvCache) {  // the position and its rotary row: before the wait (read_position_early)
-    pos = read_position_early(a.cache.pos);
+  if (MODE == kStreamQkvCache) {
+    pos = *a.cache.pos;
+    if (blockIdx.x == 0 && a.cache.used_k != nullptr && threadIdx.x < M) {
+      a.cache.used_k[threadIdx.x] = static_cast<int>(pos + 1);
+    }
     if (staged) {
       const int64_t d = a.cache.head_dim;
       for (int i = threadIdx.x; i < d; i += kStreamWarps * 32) {
         epi[0][i] = load(static_cast<const T*>(a.cache.cos) + pos * d, i);
         epi[1][i] = load(static_cast<const T*>(a.cache.sin) + pos * d, i);
       }
-    }
-  }
-  const NormAhead ahead = norm_ahead<T>(a);
-  wait_for_previous_kernel();
-  let_next_kernel_start();
-
-  if (MODE == kStreamQkvCache) {
-    if (blockIdx.x == 0 && a.cache.used_k != nullptr && threadIdx.x < M) {
-      a.cache.used_k[threadIdx.x] = static_cast<int>(pos + 1);
     }
   } else if (staged && a.residual != nullptr) {
     for (int i = threadIdx.x; i < count * M; i += kStreamWarps * 32) {
@@ -1116,9 +1103,9 @@ __global__ void decode_qkv_to_cache(const T* __restrict__ qkv, const T* __restri
                                     const int64_t* __restrict__ pos_ptr, T* __restrict__ q_out, T* __restrict__ kc,
                                     T* __restrict__ vc, int* __restrict__ used_k, int64_t batch, int64_t positions,
                                     int64_t hq, int64_t hk, int64_t d) {
-  const int64_t pos = read_position_early(pos_ptr);
   wait_for_previous_kernel();
   let_next_kernel_start();
+  const int64_t pos = *pos_ptr;
   const int64_t half = d / 2, heads = hq + 2 * hk;
   const int64_t total = batch * heads * half;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -1266,9 +1253,9 @@ __global__ void __launch_bounds__(kAttnThreads)
       prefetch_l2(vc + row_of(p) + off);
     }
   }
-  const int64_t used = read_position_early(pos_ptr) + 1;
   wait_for_previous_kernel();
   let_next_kernel_start();
+  const int64_t used = *pos_ptr + 1;
   const int64_t p1 = p0 + per_split < used ? p0 + per_split : used;
   for (int i = tid; i < group * D; i += kAttnThreads) {
     qs[i] = load(q + (static_cast<int64_t>(b) * hq + kh * group) * D, i) * scale;
@@ -1487,9 +1474,9 @@ __global__ void __launch_bounds__(kClusterAttnThreads)
     copy16_async(kt + slot(p, c), kc + row_of(p0 + p) + c * 8);
     copy16_async(vt + slot(p, c), vc + row_of(p0 + p) + c * 8);
   }
-  const int64_t used = read_position_early(pos_ptr) + 1;
   wait_for_previous_kernel();
   let_next_kernel_start();
+  const int64_t used = *pos_ptr + 1;
   // q's first values a thread stages, loaded beside the position rather than after the new row's round trip.
   const T* qb = q + static_cast<int64_t>(b) * q_stride + kh * group * D;
   constexpr int kQAhead = 2;
