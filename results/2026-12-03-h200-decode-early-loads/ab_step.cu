@@ -43,8 +43,18 @@ void tiny_step(const Tiny& m, cudaStream_t st) {
           "attention");
     DecodeWeights wo;
     wo.w[0] = l.wo; wo.rows[0] = M::dim; wo.count = 1;
+    // The output product: streamed, as decoder.cpp runs it; AB_O_RUN / AB_O_GEMV (2026-12-03-h200-decode-run-depth's
+    // call 2) put it on the run GEMV or the per-warp GEMV instead.
+#if defined(AB_O_RUN)
+    check(launch_decode_run_gemv(m.attn, M::hq * M::d, wo, nullptr, m.h, m.h2, bf, 1, M::dim, M::hq * M::d,
+                                 DecodeActivation::kNone, st), "output");
+#elif defined(AB_O_GEMV)
+    check(launch_decode_gemv(m.attn, M::hq * M::d, wo, nullptr, m.h, m.h2, bf, 1, M::dim, M::hq * M::d,
+                             DecodeActivation::kNone, st), "output");
+#else
     check(launch_decode_stream_gemv(m.attn, M::hq * M::d, wo, nullptr, m.h, m.h2, bf, 1, M::dim, M::hq * M::d,
                                     DecodeActivation::kNone, st), "output");
+#endif
     DecodeWeights gu;
     gu.w[0] = l.wg; gu.w[1] = l.wu; gu.rows[0] = gu.rows[1] = M::ffn; gu.count = 2;
     DecodeInputNorm n2;

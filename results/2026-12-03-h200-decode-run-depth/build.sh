@@ -2,12 +2,14 @@
 # Builds an ab_bench (build-bench/<NAME>.xz, default ab_bench) on the developer machine (nvcc 13.0, sm_90a), from
 # results/2026-12-03-h200-decode-early-loads' ab_main.cu and ab_step.cu. Three versions of
 # src/engine/fused/decode_kernels.cu, each compiled into a namespace of its own (-Dgpubench=<its namespace>), each
-# given as REV:PLAIN:GLU: `git archive` of REV with the run GEMV's depth (16-byte loads a lane in flight per weight
-# row, and as many issued before they are used; committed: 4) set to PLAIN for the plain form (down, the LM heads)
-# and GLU for the SwiGLU form (gate/up), or left as committed where empty.
+# given as REV:PLAIN:GLU[:MACRO]: `git archive` of REV with the run GEMV's depth (16-byte loads a lane in flight per
+# weight row, and as many issued before they are used; committed: 4) set to PLAIN for the plain form (down, the LM
+# heads) and GLU for the SwiGLU form (gate/up), or left as committed where empty; MACRO, if any, is defined for that
+# variant's ab_step.cu (AB_O_RUN, AB_O_GEMV: TinyLlama's output product on the run or the per-warp GEMV).
 #   call 1's depth bench (built by this script's first form at 0ac8887, the same kernels):
 #                             OLD=0ac8887:: EARLY=0ac8887:6:4 NEW=0ac8887:8:4 build.sh
 #   call 1's position bench:  NAME=ab_pos OLD=bf0e56d:: EARLY=6df4880:: NEW=6df4880:8:4 build.sh
+#   call 2's output bench:    NAME=ab_out OLD=0fd5342:: EARLY=0fd5342:::AB_O_RUN NEW=0fd5342:::AB_O_GEMV build.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ab=results/2026-12-03-h200-decode-early-loads
@@ -15,11 +17,15 @@ name=${NAME:-ab_bench}
 mkdir -p build-bench build-obj/ab
 f=src/engine/fused/decode_kernels.cu
 label() {  # SPEC
-  IFS=: read -r rev plain glu <<< "$1"
-  echo "$(git rev-parse --short "$rev")${plain:+, plain $plain}${glu:+, SwiGLU $glu}"
+  IFS=: read -r rev plain glu macro <<< "$1"
+  echo "$(git rev-parse --short "$rev")${plain:+, plain $plain}${glu:+, SwiGLU $glu}${macro:+, $macro}"
+}
+macro_of() {  # SPEC: -D<its macro>, or nothing
+  IFS=: read -r _ _ _ macro <<< "$1"
+  [ -n "$macro" ] && echo "-D$macro" || true
 }
 unpack() {  # DIR SPEC
-  IFS=: read -r rev plain glu <<< "$2"
+  IFS=: read -r rev plain glu _ <<< "$2"
   rm -rf "$1" && mkdir -p "$1" && git archive "$rev" src | tar -x -C "$1"
   if [ -n "$plain$glu" ]; then
     sed -i "s/constexpr int kRows = MODE == kStreamSwiglu ? 2 : 1, D = kRunDepth;/constexpr int kRows = MODE == kStreamSwiglu ? 2 : 1, D = MODE == kStreamSwiglu ? ${glu:-kRunDepth} : ${plain:-kRunDepth};/" \
@@ -32,12 +38,14 @@ unpack build-obj/ab/v_early "${EARLY:?EARLY=REV:PLAIN:GLU}"
 unpack build-obj/ab/v_new "${NEW:?NEW=REV:PLAIN:GLU}"
 arch=(-gencode arch=compute_90a,code=sm_90a)
 pids=()
+declare -A spec=([v_old]="$OLD" [v_early]="$EARLY" [v_new]="$NEW")
 for v in v_old v_early v_new; do
   inc="build-obj/ab/$v/src/engine"
   nvcc -std=c++17 -O3 "${arch[@]}" -Xptxas -v -Dgpubench=gpubench_$v -I "$inc" \
     -c "$inc/fused/decode_kernels.cu" -o "build-obj/ab/$v/decode_kernels.o" > "build-obj/ab/$v/ptxas.log" 2>&1 &
   pids+=($!)
-  nvcc -std=c++17 -O3 "${arch[@]}" -Dgpubench=gpubench_$v -DVARIANT=$v -I "$inc" -I "$ab" \
+  # shellcheck disable=SC2046
+  nvcc -std=c++17 -O3 "${arch[@]}" -Dgpubench=gpubench_$v -DVARIANT=$v $(macro_of "${spec[$v]}") -I "$inc" -I "$ab" \
     -c "$ab/ab_step.cu" -o "build-obj/ab/$v/ab_step.o" &
   pids+=($!)
 done
