@@ -44,14 +44,15 @@ bool stream_pays(int64_t m, int64_t n, int64_t k, int rows) {
 }
 
 /// Whether the run GEMV takes this product, before the streamed GEMV is asked: where it serves and the mode allows;
-/// with kWherePays, one token over 16 MiB of weights or more. Alone on the H200 (results/2026-12-02-h200-decode-gemv-
+/// with kWherePays, one token over 8 MiB of weights or more. Alone on the H200 (results/2026-12-02-h200-decode-gemv-
 /// bench) it read TinyLlama's gate/up in 13.6-14.2 us against the streamed GEMV's 18.4, its down product in 8.4
-/// against 9.3, its LM head in 34.7 against 48.9 and GPT-2's in 21.2 against cuBLAS's 30.7; the smaller products
-/// were as fast or faster streamed (all of their weights requested before the previous kernel ends).
+/// against 9.3, its LM head in 34.7 against 48.9 and GPT-2's in 21.2 against cuBLAS's 30.7. TinyLlama's output
+/// product (8 MiB) was as fast streamed alone, but in the whole step on the run GEMV it made the step 1.005-1.006x as
+/// fast (results/2026-12-03-h200-decode-run-depth, call 2); until then the threshold was 16 MiB.
 bool run_pays(int64_t m, int64_t n, int64_t k, int rows) {
   const DecodeKernelMode mode = decode_run_mode();
   if (mode == DecodeKernelMode::kOff || !decode_run_serves(m, k, rows)) return false;
-  return mode == DecodeKernelMode::kEverywhere || (m == 1 && n * k * rows * 2 >= (int64_t{16} << 20));
+  return mode == DecodeKernelMode::kEverywhere || (m == 1 && n * k * rows * 2 >= (int64_t{8} << 20));
 }
 #endif
 
