@@ -46,9 +46,9 @@ struct DecodeNorm {
 /// weights or more (TinyLlama's output, gate/up and down products, both LM heads) the run GEMV, else over rows of at
 /// least 2,048 and 8 MiB or more the streamed GEMV (decode_kernels.h; it also takes TinyLlama's q/k/v product with
 /// the cache write, decode_qkv_cache; both round the norm's output to the storage type, as the norm module does;
-/// GPUBENCH_DECODE_RUN / _STREAM=1 send them every product they serve); else gpubench's per-warp GEMV (one pass over the weights, the epilogue in registers) where it is the
-/// faster on the H200: one token on every product but a large plain one, 2 to 8 tokens over rows of at most 1,024;
-/// cuBLAS with ATen's epilogues otherwise.
+/// GPUBENCH_DECODE_RUN / _STREAM=1 send them every product they serve); else gpubench's per-warp GEMV (one pass over
+/// the weights, the epilogue in registers) where it is the faster on the H200: one token on every product but a large
+/// plain one, 2 to 8 tokens over rows of at most 1,024; cuBLAS with ATen's epilogues otherwise.
 at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
                          DecodeAct act, const at::Tensor& residual, const DecodeNorm& norm = {});
 
