@@ -2,14 +2,16 @@
 # Builds an ab_bench (build-bench/<NAME>.xz, default ab_bench) on the developer machine (nvcc 13.0, sm_90a), from
 # results/2026-12-03-h200-decode-early-loads' ab_main.cu and ab_step.cu. Three versions of
 # src/engine/fused/decode_kernels.cu, each compiled into a namespace of its own (-Dgpubench=<its namespace>), each
-# given as REV:PLAIN:GLU[:MACRO[:BLOCKS]]: `git archive` of REV with the run GEMV's depth (16-byte loads a lane in
+# given as REV:PLAIN:GLU[:MACRO[:BLOCKS[:PBLOCKS]]]: `git archive` of REV with the run GEMV's depth (16-byte loads a lane in
 # flight per weight row, and as many issued before they are used; committed: 4) set to PLAIN for the plain form
 # (down, the output product, the LM heads) and GLU for the SwiGLU form (gate/up), and its blocks an SM
-# (kRunBlocksPerSm, committed: 2) set to BLOCKS, each left as committed where empty; MACRO, if any, is defined for
+# (kRunBlocksPerSm, committed: 2) set to BLOCKS, the plain form's alone to PBLOCKS (its launch bounds and grid), each
+# left as committed where empty; MACRO, if any, is defined for
 # that variant's ab_step.cu (AB_O_RUN: TinyLlama's output product on the run GEMV, as decoder.cpp runs it since
 # 8ccebcd; ab_step.cu's default is the streamed GEMV, as before).
 # (A copy of results/2026-12-03-h200-decode-run-depth/build.sh with the BLOCKS field added.)
 #   call 1's bench: OLD=5aa0f9b:::AB_O_RUN EARLY=5aa0f9b:8:4:AB_O_RUN:1 NEW=5aa0f9b:4:4:AB_O_RUN:1 build.sh
+#   call 2's bench: OLD=5aa0f9b:::AB_O_RUN EARLY=5aa0f9b:::AB_O_RUN::3 NEW=5aa0f9b:2::AB_O_RUN::3 build.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ab=results/2026-12-03-h200-decode-early-loads
@@ -17,19 +19,24 @@ name=${NAME:-ab_bench}
 mkdir -p build-bench build-obj/ab
 f=src/engine/fused/decode_kernels.cu
 label() {  # SPEC
-  IFS=: read -r rev plain glu macro blocks <<< "$1"
-  echo "$(git rev-parse --short "$rev")${plain:+, plain $plain}${glu:+, SwiGLU $glu}${blocks:+, $blocks/SM}${macro:+, $macro}"
+  IFS=: read -r rev plain glu macro blocks pblocks <<< "$1"
+  echo "$(git rev-parse --short "$rev")${plain:+, plain $plain}${glu:+, SwiGLU $glu}${blocks:+, $blocks/SM}${pblocks:+, plain $pblocks/SM}${macro:+, $macro}"
 }
 macro_of() {  # SPEC: -D<its macro>, or nothing
-  IFS=: read -r _ _ _ macro _ <<< "$1"
+  IFS=: read -r _ _ _ macro _ _ <<< "$1"
   [ -n "$macro" ] && echo "-D$macro" || true
 }
 unpack() {  # DIR SPEC
-  IFS=: read -r rev plain glu _ blocks <<< "$2"
+  IFS=: read -r rev plain glu _ blocks pblocks <<< "$2"
   rm -rf "$1" && mkdir -p "$1" && git archive "$rev" src | tar -x -C "$1"
   if [ -n "$blocks" ]; then
     sed -i "s/^constexpr int kRunBlocksPerSm = 2;/constexpr int kRunBlocksPerSm = $blocks;/" "$1/$f"
     grep -q "^constexpr int kRunBlocksPerSm = $blocks;" "$1/$f"
+  fi
+  if [ -n "$pblocks" ]; then
+    sed -i -e "s/__launch_bounds__(kStreamWarps \* 32, kRunBlocksPerSm) decode_run_gemv/__launch_bounds__(kStreamWarps * 32, MODE == kStreamSwiglu ? kRunBlocksPerSm : $pblocks) decode_run_gemv/" \
+      -e "s/int64_t{device::multiprocessors()} \* kRunBlocksPerSm,/int64_t{device::multiprocessors()} * (MODE == kStreamSwiglu ? kRunBlocksPerSm : $pblocks),/" "$1/$f"
+    [ "$(grep -c "MODE == kStreamSwiglu ? kRunBlocksPerSm : $pblocks" "$1/$f")" = 2 ]
   fi
   if [ -n "$plain$glu" ]; then
     sed -i "s/constexpr int kRows = MODE == kStreamSwiglu ? 2 : 1, D = kRunDepth;/constexpr int kRows = MODE == kStreamSwiglu ? 2 : 1, D = MODE == kStreamSwiglu ? ${glu:-kRunDepth} : ${plain:-kRunDepth};/" \
