@@ -2,9 +2,9 @@
 # Builds an ab_bench (build-bench/<NAME>.xz, default ab_bench) on the developer machine (nvcc 13.0, sm_90a), from
 # results/2026-12-03-h200-decode-early-loads' ab_main.cu and ab_step.cu. Three versions of
 # src/engine/fused/decode_kernels.cu, each compiled into a namespace of its own (-Dgpubench=<its namespace>), each
-# given as REV:PLAIN:GLU[:MACRO[:BLOCKS[:PBLOCKS]]]: `git archive` of REV with the run GEMV's depth (16-byte loads a lane in
-# flight per weight row, and as many issued before they are used; committed: 4) set to PLAIN for the plain form
-# (down, the output product, the LM heads) and GLU for the SwiGLU form (gate/up), and its blocks an SM
+# given as REV:PLAIN:GLU[:MACRO[:BLOCKS[:PBLOCKS]]]: `git archive` of REV with the run GEMV's depth (16-byte loads
+# a lane in flight per weight row, and as many issued before they are used; committed: 4) set to PLAIN for the plain
+# form (down, the output product, the LM heads) and GLU for the SwiGLU form (gate/up), and its blocks an SM
 # (kRunBlocksPerSm, committed: 2) set to BLOCKS, the plain form's alone to PBLOCKS (its launch bounds and grid), each
 # left as committed where empty; MACRO, if any, is defined for
 # that variant's ab_step.cu (AB_O_RUN: TinyLlama's output product on the run GEMV, as decoder.cpp runs it since
