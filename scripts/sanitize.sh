@@ -3,7 +3,7 @@
 # UndefinedBehaviorSanitizer, then a short libFuzzer run of each fuzz target (fuzz/): the scenario loader on YAML and
 # JSON, record reading, Chrome-trace reading (`gpubench trace`), JPEG decoding (the input pipeline), the results store
 # (records into `db add`, history filters) and the printers (record text into every format). Seeds come from configs/,
-# tests/data/, results/ and small inputs written here. Part of scripts/test.sh.
+# tests/data/, tests/fixtures/ and small inputs written here. Part of scripts/test.sh.
 # Needs clang with its runtime (Debian: clang, libclang-rt-14-dev), installed here when missing and apt-get can; where
 # no such compiler can be had the script says so and skips (exit 0): gcc's sanitizers lack libFuzzer.
 # Knobs: GPUBENCH_FUZZ_SECONDS (per target, default 45), GPUBENCH_SANITIZE_BUILD_DIR (default build-sanitize/),
@@ -69,12 +69,12 @@ for f in "$ROOT"/configs/*.yaml "$ROOT"/configs/*.json "$ROOT"/configs/published
   case "$f" in *.json) byte='\001' ;; *) byte='\000' ;; esac  # the fuzzer's first byte picks the format
   { printf "$byte"; cat "$f"; } > "$corpus/scenario/seed$n"
 done
-find "$ROOT/results" -name '*.json' -size -1024k -print0 2>/dev/null | head -z -n 200 | \
+find "$ROOT/tests/fixtures" -name '*.json' -size -1024k -print0 2>/dev/null | head -z -n 200 | \
   xargs -0 -r -I{} cp {} "$corpus/record/" 2>/dev/null || true
 
 # The store: a few real records (first byte even: `db add`) and history filters (odd: NUL-separated values).
 k=0
-for f in $(find "$ROOT/results" -name '*.json' -size -256k 2>/dev/null | head -n 20); do
+for f in $(find "$ROOT/tests/fixtures" -name '*.json' -size -256k 2>/dev/null | head -n 20); do
   k=$((k + 1))
   { printf '\000'; cat "$f"; } > "$corpus/store/record$k"
 done

@@ -95,7 +95,7 @@ TEST_F(CliTest, ProfileWritesTheTraceBesideTheRecordAndPrintsTheVerdict) {
 }
 
 TEST_F(CliTest, TraceReadsTheCommittedGzippedTracesAndRefusesBrokenOnes) {
-  const std::string dir = std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-30-h200-profile-bert-parity/2-profile-and-targets/records/";
+  const std::string dir = std::string(GPUBENCH_FIXTURES) + "/records/profile-bert/";
   const Result r = gpubench("trace " + dir + "gpubench_bert_bs128_r1.trace.json.gz " + dir +
                             "pytorch_bert_bs128_r1.trace.json.gz --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -162,7 +162,7 @@ TEST_F(CliTest, ScalingProjectionFromTheCommittedH200RecordsMatchesTheMeasuredTw
   // model, from the 1-GPU record alone, must land within 3 points (it ignores synchronisation and stragglers, so it
   // is the optimistic side).
   const std::string dir =
-      std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-30-h200x2-ddp-scaling/records/scaling_resnet_bs256/";
+      std::string(GPUBENCH_FIXTURES) + "/records/ddp-scaling/";
   const Result r = gpubench("scaling --project 1,2,8,64,1024 " + dir + "resnet50_gpus1.json " + dir +
                             "resnet50_gpus2.json --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -635,7 +635,7 @@ TEST_F(CliTest, ACopiedBinaryDrawsTheChartsAndFindsTelemetryBesideACommittedReco
   fs::create_directories(dir_ / "prefix" / "bin");
   fs::copy_file(GPUBENCH_BINARY, dir_ / "prefix" / "bin" / "gpubench");
   const std::string record =
-      std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-29-h200-telemetry-bert-unet/telemetry_on_r1.json";
+      std::string(GPUBENCH_FIXTURES) + "/records/telemetry/telemetry_on_r1.json";
   const std::string copied = (dir_ / "prefix" / "bin" / "gpubench").string();
   const auto run_copy = [&](const std::string& args, const std::string& env) {
     const std::string cmd = env + " " + copied + " " + args + " > " + (dir_ / "out").string() + " 2> " +
@@ -689,8 +689,8 @@ TEST_F(CliTest, HelpListsScenarioFlagsAndExitCodes) {
 namespace gpubench {
 namespace {
 
-const std::string kCommitted = std::string(GPUBENCH_SOURCE_DIR) +
-                               "/results/2026-11-30-h200x2-trust-amp-energy/records/gpubench_amp_bs256_r1.json";
+const std::string kCommitted = std::string(GPUBENCH_FIXTURES) +
+                               "/records/amp-energy/gpubench_amp_bs256_r1.json";
 
 bool has_pandas() { return std::system("/usr/bin/python3 -c 'import pandas' > /dev/null 2>&1") == 0; }
 
@@ -767,8 +767,8 @@ TEST_F(CliTest, CommittedAndFreshRecordsAndShippedScenariosMatchTheJsonSchemas) 
   }
   const std::string validate = "/usr/bin/python3 -W ignore " + src + "/scripts/validate_records.py ";
   const std::string out = (dir_ / "v.out").string();
-  // Every record under results/ (schema 1 and 2), the shipped scenarios, and what the commands write now.
-  const std::string all = validate + src + "/results " + src + "/configs " + fresh + " " + sweep + " > " + out + " 2>&1";
+  // Every record under tests/fixtures/ (schema 1, 2 and 3), the shipped scenarios, and what the commands write now.
+  const std::string all = validate + GPUBENCH_FIXTURES + " " + src + "/configs " + fresh + " " + sweep + " > " + out + " 2>&1";
   EXPECT_EQ(std::system(all.c_str()), 0) << slurp(out);
   EXPECT_NE(slurp(out).find(" ok"), std::string::npos) << slurp(out);
   // And the schema is no formality: an impossible record fails, naming the file and the path in it.

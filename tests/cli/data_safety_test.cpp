@@ -10,9 +10,9 @@
 namespace gpubench {
 namespace {
 
-const std::string kRecords = std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-30-h200-arch-check/records/";
+const std::string kRecords = std::string(GPUBENCH_FIXTURES) + "/records/arch-check/";
 const std::string kScaling =
-    std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-30-h200x2-ddp-scaling/records/scaling_resnet_bs256/";
+    std::string(GPUBENCH_FIXTURES) + "/records/ddp-scaling/";
 
 class DataSafetyTest : public CliTest {
  protected:

@@ -14,8 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kScaling =
-    std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-30-h200x2-ddp-scaling/records/scaling_resnet_bs256/";
-const std::string kAa = std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-12-01-h200-aa-noise/records/";
+    std::string(GPUBENCH_FIXTURES) + "/records/ddp-scaling/";
+const std::string kAa = std::string(GPUBENCH_FIXTURES) + "/records/aa-noise/";
 
 TEST_F(CliTest, OneAndTwoGpuRunsAreNotTheSameScenario) {
   const Result r = gpubench("compare " + kScaling + "resnet50_gpus1.json " + kScaling + "resnet50_gpus2.json");
@@ -113,7 +113,7 @@ TEST_F(CliTest, TheMainRecordAgainstPublishedFiguresIsNotTheSameWorkAndGetsTheRe
   // The README's main job on the H200 (fp16 AMP, batch 256, synthetic) beside seed 000's fp32 batch-128 JPEG epochs
   // and beside seed 004's BERT figure: neither a headline percentage nor exit 0.
   const std::string main_record =
-      std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-11-30-h200-main-job/records/main_resnet50_amp.json";
+      std::string(GPUBENCH_FIXTURES) + "/records/main-job/main_resnet50_amp.json";
   Result r = gpubench("compare published/seed000-rtx4090 " + main_record);
   EXPECT_EQ(r.exit_code, 5) << r.err;
   for (const char* expected : {"**Not the same work**", "batch size: 256 here, 128 published",

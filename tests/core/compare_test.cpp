@@ -242,7 +242,7 @@ TEST(CompareNoiseTest, HostBoundRunsWithoutRepeatsOnBothSidesAreInconclusive) {
 
 TEST(CompareNoiseTest, TheCommittedH200AaRepeatsGiveNoRegression) {
   const std::vector<LoadedRecord> all =
-      load_records({std::string(GPUBENCH_SOURCE_DIR) + "/results/2026-12-01-h200-aa-noise/records"}, nullptr);
+      load_records({std::string(GPUBENCH_FIXTURES) + "/records/aa-noise"}, nullptr);
   ASSERT_GE(all.size(), 30u);
   int pairs = 0, regressions = 0, inconclusive = 0;
   for (size_t i = 0; i < all.size(); ++i) {

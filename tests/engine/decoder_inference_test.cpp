@@ -137,7 +137,8 @@ TEST(ModelSizeTest, DeclaredParameterCountsAreTheBuiltModelsAtOddSizes) {
   }
 }
 
-/// Every run record committed under results/: the JSON files, and those inside the records.tar.gz archives (a ustar
+/// Every run record under tests/fixtures/records/: the JSON files, and those inside .tar.gz archives (h200-peaks.tar.gz
+/// holds one H200 record per distinct scenario from the measurements of 2026-11-29 to 12-03; a ustar
 /// stream: a 512-byte header naming each member and giving its size in octal, the member padded to 512 bytes).
 std::vector<std::pair<std::string, RunRecord>> committed_records() {
   namespace fs = std::filesystem;
@@ -149,7 +150,7 @@ std::vector<std::pair<std::string, RunRecord>> committed_records() {
       // not a record (a summary, a compare result)
     }
   };
-  for (const auto& entry : fs::recursive_directory_iterator(fs::path(GPUBENCH_SOURCE_DIR) / "results")) {
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(GPUBENCH_FIXTURES) / "records")) {
     const std::string path = entry.path().string();
     if (entry.path().extension() == ".json" && entry.file_size() <= (4u << 20)) {
       take(path, [&] { return read_record(path); });
@@ -173,7 +174,7 @@ std::vector<std::pair<std::string, RunRecord>> committed_records() {
 
 TEST(ModelSizeTest, TheMemoryEstimateStaysBelowEveryCommittedH200PeakAndNearIt) {
   // A refusal must mean a certain out-of-memory: the estimate is held below what the H200 measured (peak allocated)
-  // for every committed single-GPU eager record of a model step, and at least 70 % of it (79-97 % when written).
+  // for every single-GPU eager record of a model step among the fixtures, and at least 70 % of it (79-97 % when written).
   int checked = 0;
   double lowest = 1e9, highest = 0;
   for (const auto& [where, r] : committed_records()) {

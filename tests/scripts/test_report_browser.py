@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`gpubench report` of committed H200 records, opened in headless Chromium at 1,280 px, checked on its DOM.
 
-Two report sizes: about 20 records (training and inference of three models) and every committed gpubench record
-(over 150). A script added to a copy of the page measures what a reader sees (the page and each table against the
+Two report sizes: about 20 records (training and inference of three models) and every gpubench record among the
+test fixtures (tests/fixtures/records, with h200-peaks.tar.gz unpacked: over 150). A script added to a copy of the page measures what a reader sees (the page and each table against the
 viewport, with every folded <details> opened, each chart's decoded size and its labels) and writes it into the DOM,
 which Chromium prints (--dump-dom). A screenshot of each page (up to its first 9,000 px) is taken too: into
 $GPUBENCH_REPORT_SCREENSHOTS when set (docs/report/ holds the committed ones), else into a temporary folder.
@@ -17,10 +17,12 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "records")
 WIDTH = 1280
 
 # Measures the page once it has loaded; the result goes into <pre id="gpubench-check"> as JSON.
@@ -67,10 +69,16 @@ def chromium():
     return None
 
 
-def record_folders():
-    """Every committed folder that holds gpubench run records (report reads a folder's records, not its subfolders)."""
+def record_folders(unpacked):
+    """Every fixture folder that holds gpubench run records (report reads a folder's records, not its subfolders), and
+    those of the fixtures' record archives, unpacked into `unpacked`."""
+    for archive in glob.glob(os.path.join(FIXTURES, "*.tar.gz")):
+        with tarfile.open(archive) as t:
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # the archives are our own fixtures
+            t.extractall(os.path.join(unpacked, os.path.basename(archive)[:-7]), **safe)
     folders = set()
-    for p in glob.glob(os.path.join(ROOT, "results", "**", "*.json"), recursive=True):
+    for p in (glob.glob(os.path.join(FIXTURES, "**", "*.json"), recursive=True) +
+              glob.glob(os.path.join(unpacked, "**", "*.json"), recursive=True)):
         try:
             with open(p) as f:
                 if json.load(f).get("schema") == "gpubench.run":
@@ -148,10 +156,9 @@ class ReportBrowserTest(unittest.TestCase):
             raise AssertionError("Chromium is needed for the report's browser test (Debian: apt-get install chromium; "
                                  "scripts/bootstrap.sh installs it) or GPUBENCH_CHROMIUM")
         cls.work = tempfile.mkdtemp(prefix="gpubench-report-browser-")
-        small = [os.path.join(ROOT, "results", "2026-11-30-h200-llm-inference", d, "records")
-                 for d in ("1-train-unet", "2-llm-inference")]
+        small = [os.path.join(FIXTURES, "llm-inference", d) for d in ("1-train-unet", "2-llm-inference")]
         cls.reports["small"] = ReportInBrowser("20-records", small, cls.work)
-        cls.reports["large"] = ReportInBrowser("all-records", record_folders(), cls.work)
+        cls.reports["large"] = ReportInBrowser("all-records", record_folders(os.path.join(cls.work, "unpacked")), cls.work)
 
     @classmethod
     def tearDownClass(cls):

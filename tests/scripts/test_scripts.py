@@ -290,8 +290,8 @@ class ReportBinaryTest(unittest.TestCase):
         self.binary = os.environ.get("GPUBENCH_BINARY")
         if not self.binary:
             self.skipTest("GPUBENCH_BINARY names the gpubench to test")
-        self.records = os.path.join(os.path.dirname(__file__), "..", "..", "results", "2026-11-30-h200-llm-inference",
-                                    "2-llm-inference", "records")
+        self.records = os.path.join(os.path.dirname(__file__), "..", "fixtures", "records", "llm-inference",
+                                    "2-llm-inference")
 
     def report(self, d, env=None):
         import shutil
@@ -339,9 +339,8 @@ class ExportTest(unittest.TestCase):
             import pandas as pd
         except ImportError:
             self.fail("python3-pandas is needed (scripts/bootstrap.sh installs it)")
-        root = os.path.join(os.path.dirname(__file__), "..", "..", "results")
-        folders = [os.path.join(root, "2026-12-01-h200-aa-noise", "records"),
-                   os.path.join(root, "2026-11-30-h200x2-ddp-scaling", "records", "scaling_resnet_bs256")]
+        root = os.path.join(os.path.dirname(__file__), "..", "fixtures", "records")
+        folders = [os.path.join(root, "aa-noise"), os.path.join(root, "ddp-scaling")]
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "runs.csv")
             subprocess.run([os.environ["GPUBENCH_BINARY"], "export", *folders, "--per", "run", "--out", out, "-q"],

@@ -1,4 +1,0 @@
-#!/usr/bin/env bash
-# Call 2 (the machine still warm from run.sh, whose bench stopped at the 600 s limit during the cold torch.compile):
-# one more round of configs/bench/llama-fp8.yaml with the same build (commit 4198297), then a profiled FP8 run.
-export PYTHONPATH=/tmp/site; ls build-device/gpubench >/dev/null && (OUT=$OUT ROUNDS=1 GPUBENCH_GIT_REVISION=4198297 scripts/device_run.sh bench configs/bench/llama-fp8.yaml 2>&1 | grep -v Warning | tail -15); build-device/gpubench run --config "$OUT/scenarios/llama-fp8.yaml" --kernels fused --dataset-size 64 --profile true --quiet --output "$OUT/records/profile_fp8.json" > "$OUT/profile_run.log" 2>&1; echo profile exit $?; build-device/gpubench trace $OUT/records/profile_fp8.trace.json > $OUT/profile_fp8_kernels.txt 2>&1; head -50 $OUT/profile_fp8_kernels.txt
