@@ -5,7 +5,8 @@
 #   3. CMake configure (once) and an incremental build.
 # Source it (it sets GPUBENCH_BUILD_DIR and GPUBENCH_PYTHON) or run it. Output goes to stderr.
 # Knobs: GPUBENCH_BUILD_DIR (default build/), GPUBENCH_CMAKE_ARGS (extra configure arguments), GPUBENCH_NO_APT=1 (never call apt-get), GPUBENCH_PYTHON (a python3
-# with torch 2.11), GPUBENCH_WITH_TESTS=ON|OFF (default ON), CMAKE_BUILD_TYPE (default Release),
+# with torch 2.11), GPUBENCH_WITH_TESTS=ON|OFF|keep (default ON; keep: what the build folder has, OFF in a new one),
+# GPUBENCH_PACKAGES=run|test (default test: the Debian packages the tests need too), CMAKE_BUILD_TYPE (default Release),
 # GPUBENCH_BUILD_TARGETS (what to build, default everything; scripts/gpubench builds only the binary),
 # GPUBENCH_NEED_REFERENCE=0|1 (default 1: the python also needs torchvision and transformers, for the parity tests'
 # reference exports; scripts/gpubench, which runs no test, asks only for torch).
@@ -20,16 +21,19 @@ TRANSFORMERS_PIN="5.17.0"  # the GPU machine's version; used only by the tests' 
 _log() { echo "[bootstrap] $*" >&2; }
 _die() { echo "[bootstrap] error: $*" >&2; exit 1; }
 
-_apt_packages=(g++ cmake ninja-build git python3 python3-venv python3-pip
-               libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev
-               librocm-smi-dev libgloo-dev python3-matplotlib python3-pandas
-               python3-jsonschema python3-yaml libsqlite3-dev openmpi-bin slurm-wlm libjpeg62-turbo-dev zlib1g-dev
-               chromium fonts-dejavu-core)  # chromium: the report's browser test
+# What building and running gpubench needs (scripts/gpubench installs only these), then what the tests add (the
+# GoogleTest headers, the Python of the schema and export tests, the report's charts and browser, the launchers).
+_apt_run=(g++ cmake ninja-build git python3 python3-venv python3-pip ccache
+          libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev
+          librocm-smi-dev libgloo-dev libsqlite3-dev libjpeg62-turbo-dev zlib1g-dev)
+_apt_test=(libgtest-dev python3-matplotlib python3-pandas python3-jsonschema python3-yaml
+           openmpi-bin slurm-wlm chromium fonts-dejavu-core)
 
 _install_debian_packages() {
   command -v dpkg-query >/dev/null 2>&1 || { _log "not a Debian system: skipping package checks"; return 0; }
-  local missing=()
-  for p in "${_apt_packages[@]}"; do
+  local missing=() wanted=("${_apt_run[@]}")
+  [ "${GPUBENCH_PACKAGES:-test}" = run ] || wanted+=("${_apt_test[@]}")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -86,6 +90,10 @@ _configure_and_build() {
   prefix="$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
   command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
   local tests="${GPUBENCH_WITH_TESTS:-ON}"
+  if [ "$tests" = keep ]; then
+    tests=$(sed -n 's/^GPUBENCH_BUILD_TESTS:BOOL=//p' "$GPUBENCH_BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+    [ -n "$tests" ] || tests=OFF
+  fi
   if [ ! -f "$GPUBENCH_BUILD_DIR/CMakeCache.txt" ] || ! grep -q "GPUBENCH_PYTHON:FILEPATH=$py\$" "$GPUBENCH_BUILD_DIR/CMakeCache.txt" \
      || ! grep -qi "GPUBENCH_BUILD_TESTS:BOOL=$tests\$" "$GPUBENCH_BUILD_DIR/CMakeCache.txt"; then
     _log "configuring $GPUBENCH_BUILD_DIR (LibTorch from $prefix)"

@@ -4,7 +4,8 @@
 #             Release build of the binary and the tests in build-device/
 #   test      the whole ctest suite, *_CUDA tests included
 #   cudatest  only the *_CUDA tests (the CPU suite runs in CI)
-#   main      the README's main job: gpubench run resnet50 --amp (one full 100k-sample epoch)
+#   main      the README's main job: gpubench run resnet50 --amp (one full 100k-sample epoch), its console kept
+#   options   a fused ResNet-50 run, and TinyLlama's decode with kernel_options by default, by flag and by variable
 #   bench F…  the bench files F… (configs/bench/*.yaml: a gpubench scenario and its PyTorch reference variants),
 #             alternating round by round, with scripts/bench.py's table of ratios (summary.md)
 #   info      gpubench info --measure-peak (the device's measured matmul and copy ceilings)
@@ -14,7 +15,7 @@
 # there carries an earlier commit's .git, so without it the records would name that commit (with -dirty).
 # Python wheels the machine lacks (diffusers, torchao) travel in .whl/ (carry [".whl"]) and are installed first.
 # The device tool brings back only a handful of files from $OUT (eight on 2026-12-02, top level first): the records
-# travel in records.tar.gz; a wrapper script with many logs should bundle them too (results/2026-12-02-h200-fp8-kernels/run2.sh).
+# travel in records.tar.gz; a wrapper script with many logs should bundle them too (f77cd0e:results/2026-12-02-h200-fp8-kernels/run2.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/device-out}"
@@ -40,9 +41,11 @@ phase_build() {
     export GPUBENCH_CMAKE_ARGS="-DJPEG_INCLUDE_DIR=$PWD/.deps/jpeg/include -DJPEG_LIBRARY=$PWD/.deps/jpeg/lib/libjpeg.a"
     log "libjpeg from .deps/jpeg (static)"
   fi
+  local start=$SECONDS
   GPUBENCH_WITH_TESTS="${GPUBENCH_WITH_TESTS:-ON}" scripts/bootstrap.sh > "$OUT/build.log" 2>&1 \
     || { tail -40 "$OUT/build.log"; log "BUILD FAILED"; return 1; }
   tail -3 "$OUT/build.log"
+  log "build of ${GPUBENCH_BUILD_TARGETS:-everything} took $((SECONDS - start)) s ($(nproc) cores)"
 }
 
 phase_test() {
@@ -64,7 +67,22 @@ phase_cudatest() {
 
 phase_main() {
   log "main: gpubench run resnet50 --amp"
-  "$GB" run resnet50 --amp --output "$OUT/records/main_resnet50_amp.json" 2>&1 | tail -8
+  "$GB" run resnet50 --amp --output "$OUT/records/main_resnet50_amp.json" > "$OUT/console_main.txt" 2>&1
+  tail -8 "$OUT/console_main.txt"
+  bundle
+}
+
+# The kernel options in force: a fused ResNet-50 epoch, then TinyLlama's batch-1 decode with the defaults, with the
+# run and streamed GEMVs off by flag, and off by the old variables (the records' kernel_options and fusion notes say
+# which ran; the two off runs must agree).
+phase_options() {
+  log "options"
+  "$GB" run resnet50 --amp --kernels fused --output "$OUT/records/fused_resnet50_amp.json" 2>&1 | tail -4
+  local gen=(run llama --mode generate --precision bf16 --kernels fused)
+  "$GB" "${gen[@]}" --output "$OUT/records/generate_default.json" 2>&1 | tail -3
+  "$GB" "${gen[@]}" --decode-run off --decode-stream off --output "$OUT/records/generate_flags_off.json" 2>&1 | tail -3
+  GPUBENCH_DECODE_RUN=0 GPUBENCH_DECODE_STREAM=0 "$GB" "${gen[@]}" --output "$OUT/records/generate_env_off.json" \
+    2>&1 | tail -3
   bundle
 }
 
@@ -81,7 +99,7 @@ phase_bench() {
   bundle
 }
 
-phases=(build test cudatest main info bench)
+phases=(build test cudatest main options info bench)
 while [ $# -gt 0 ]; do
   phase="$1"
   shift

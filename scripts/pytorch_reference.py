@@ -351,7 +351,7 @@ def graph_generate_reference(cfg, model, dev, precision, library_version):
     prompt = generate_prompt(cfg, model, dev, precision)
     bs, prompt_len, fresh = cfg["batch_size"], cfg["prompt_tokens"], cfg["new_tokens"]
     inductor = None
-    if cfg["compile"] and cfg.get("coordinate_descent"):  # gpt-fast's inductor settings (results/2026-12-03-h200-decode-
+    if cfg["compile"] and cfg.get("coordinate_descent"):  # gpt-fast's inductor settings (f77cd0e:results/2026-12-03-h200-decode-
         # greedy-tail: on the H200 TinyLlama 531 tokens/s with them against 560 without in the call before, GPT-2
         # 1,904 against 1,892, and one first compile's tokens went wrong from the third on: so opt-in)
         import torch._inductor.config as inductor_config

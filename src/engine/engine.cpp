@@ -15,6 +15,7 @@
 #include "distributed.h"
 #include "fp8.h"
 #include "fused/fused_ops.h"
+#include "kernel_options.h"
 #include "gpubench/core/reference/device_table.hpp"
 #include "gpubench/engine/engine.hpp"
 #include "models/layers.h"
@@ -28,16 +29,15 @@ namespace gpubench {
 namespace {
 
 
-/// Test hook for OOM handling (sweeps continue past an OOM point): GPUBENCH_FAULT_INJECT=oom-above-batch:N makes
-/// every run with a batch larger than N end as if the device ran out of memory.
+/// Test hook for OOM handling (sweeps continue past an OOM point): fault_inject (GPUBENCH_FAULT_INJECT)
+/// oom-above-batch:N makes every run with a batch larger than N end as if the device ran out of memory.
 struct InjectedOom : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-void maybe_inject_oom(int64_t batch_size) {
-  const char* f = std::getenv("GPUBENCH_FAULT_INJECT");
+void maybe_inject_oom(const Scenario& s, int64_t batch_size) {
   long limit = 0;
-  if (f != nullptr && std::sscanf(f, "oom-above-batch:%ld", &limit) == 1 && batch_size > limit) {
-    throw InjectedOom("injected by GPUBENCH_FAULT_INJECT=" + std::string(f));
+  if (std::sscanf(s.fault_inject.c_str(), "oom-above-batch:%ld", &limit) == 1 && batch_size > limit) {
+    throw InjectedOom("injected by GPUBENCH_FAULT_INJECT=" + s.fault_inject);
   }
 }
 
@@ -46,13 +46,13 @@ void maybe_inject_oom(int64_t batch_size) {
 void record_kernels(const Scenario& s, const engine::Workload& workload, const engine::ResolvedDevice& device,
                     RunObserver& observer, RunRecord& record) {
   record.execution.kernels = s.kernels;
-  if (s.kernels != "fused") return;
+  if (!s.fused_kernels()) return;
   engine::fused::begin_run();  // the fallbacks reported after this run are its own
   std::vector<std::string> names = workload.fusions();
   if (s.mode == "generate") {  // no loss in generation: the LM head and its loss in one does not run
     names.erase(std::remove(names.begin(), names.end(), "linear_cross_entropy"), names.end());
   }
-  record.execution.fusions = engine::fused::describe(names, device.device);
+  record.execution.fusions = engine::fused::describe(names, device.device, s.kernel_options);
   std::string note;
   if (names.empty()) {
     note = "kernels: fused: " + s.model + (s.mode == "inference" ? " in inference" : "") +
@@ -184,6 +184,7 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
     observer.on_note(note);
   }
   record.precision.requested = requested.precision;
+  engine::apply_kernel_options(requested.kernel_options);
   engine::ResolvedDevice device;
   std::unique_ptr<engine::Workload> workload;
   auto fail = [&](RunStatus status, const std::string& reason) {
@@ -275,7 +276,7 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
       record.precision.fp8 = describe_fp8(*fp8_plan, record);
     }
     observer.on_start(record);
-    maybe_inject_oom(*s.batch_size * s.grad_accumulation);
+    maybe_inject_oom(s, *s.batch_size * s.grad_accumulation);
     {
       const engine::fp8::PlanScope fp8_scope(fp8_plan.get());
       if (generation) {

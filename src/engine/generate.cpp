@@ -14,7 +14,7 @@
 
 #include "copy_rate.h"
 #include "cuda_graph.h"
-#include "fused/decode_ops.h"
+#include "decode/decode_ops.h"
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/check.hpp"
@@ -22,15 +22,10 @@
 #include "models/decoder.h"
 #include "precision.h"
 #include "step_timer.h"
-#include "switches.h"
 
 namespace gpubench::engine {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /// Positions per attention window: a decode step at position p attends to the first multiple of this above p (one
 /// CUDA graph per window), so its attention reads at most this many unused positions.
@@ -65,7 +60,7 @@ class GenerateRun {
         batch_(*plan.scenario.batch_size),
         prompt_(plan.scenario.prompt_tokens.value_or(512)),
         fresh_(plan.scenario.new_tokens.value_or(128)),
-        fused_(plan.scenario.kernels == "fused") {}
+        fused_(plan.scenario.fused_kernels()) {}
 
   void run() {
     prepare();
@@ -182,12 +177,12 @@ class GenerateRun {
   /// The prompt's forward, its cache writes and the first token (prefill()) as one CUDA graph, captured after the eager
   /// warm-up and replayed by every generation: eager, the time to first token is mostly the host's few hundred
   /// launches (a 512-token TinyLlama prefill is ~2 ms of GPU work). The prompts stay where they are, so a replay
-  /// prefills them again. GPUBENCH_PREFILL_GRAPH=0 keeps it eager, to measure it; a failed capture (e.g. out of memory
+  /// prefills them again. kernel_options.prefill_graph: false keeps it eager, to measure it; a failed capture (e.g. out of memory
   /// for the graph's own pool at a large batch) falls back to eager, said in the notes.
   void capture_prefill() {
     if (!graphs_wanted_ || !cuda_graphs_compiled()) return;
-    if (switched_off("GPUBENCH_PREFILL_GRAPH")) {
-      describe("prefill: eager (GPUBENCH_PREFILL_GRAPH=0)");
+    if (!s_.kernel_options.prefill_graph) {
+      describe("prefill: eager (kernel_options.prefill_graph: false)");
       return;
     }
     observer_.on_phase("capturing the prefill in a CUDA graph");

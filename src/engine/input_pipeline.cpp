@@ -361,7 +361,7 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
       why_not_gpu = "GPU decoding needs a CUDA device (this run is on " + device.id + ")";
     } else {
 #if defined(GPUBENCH_WITH_CUDA) && defined(GPUBENCH_WITH_GPU_AUGMENT)
-      m.decoder = NvjpegDecoder::open(why_not_gpu);
+      m.decoder = NvjpegDecoder::open(why_not_gpu, {s.nvjpeg_library, s.kernel_options.nvjpeg_roi});
       m.gpu_decode = m.decoder != nullptr;
 #else
       why_not_gpu = "this gpubench was built without nvcc, so without the GPU crop kernel";

@@ -11,7 +11,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "switches.h"
 
 namespace gpubench::engine {
 
@@ -59,9 +58,9 @@ std::string site_packages() {
   return std::filesystem::path(found).parent_path().parent_path().parent_path().string();
 }
 
-std::vector<std::string> candidates() {
+std::vector<std::string> candidates(const std::string& first) {
   std::vector<std::string> c;
-  if (const char* env = std::getenv("GPUBENCH_NVJPEG"); env != nullptr && *env != '\0') c.emplace_back(env);
+  if (!first.empty()) c.push_back(first);
   c.emplace_back("libnvjpeg.so.13");
   const std::string sp = site_packages();
   if (!sp.empty()) {
@@ -161,10 +160,10 @@ struct NvjpegDecoder::Api {
       nullptr;
 };
 
-std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why) {
+std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why, const Options& options) {
   std::unique_ptr<NvjpegDecoder> d(new NvjpegDecoder());
   std::string tried;
-  for (const auto& c : candidates()) {
+  for (const auto& c : candidates(options.library)) {
     d->lib_ = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (d->lib_ != nullptr) {
       d->library_ = c;
@@ -196,9 +195,9 @@ std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why) {
                          sym("nvjpegDecodeParamsDestroy", a.params_destroy) &&
                          sym("nvjpegDecodeParamsSetOutputFormat", a.params_output_format) &&
                          sym("nvjpegDecodeParamsSetROI", a.params_roi) && sym("nvjpegDecodeBatchedEx", a.batched_ex);
-  d->roi_ok_ = roi_calls && !switched_off("GPUBENCH_NVJPEG_ROI");
+  d->roi_ok_ = roi_calls && options.roi;
   if (!roi_calls) d->roi_off_reason_ = "this nvJPEG has no batched ROI decoding (nvjpegDecodeBatchedEx)";
-  if (roi_calls && !d->roi_ok_) d->roi_off_reason_ = "GPUBENCH_NVJPEG_ROI=0";
+  if (roi_calls && !d->roi_ok_) d->roi_off_reason_ = "kernel_options.nvjpeg_roi: false";
   std::string errors;
   for (auto [backend, name] : {std::pair{kHardware, "hardware"}, std::pair{kGpuHybrid, "gpu_hybrid"},
                                std::pair{kDefault, "hybrid"}}) {

@@ -17,10 +17,17 @@ namespace gpubench::engine {
 
 class NvjpegDecoder {
  public:
-  /// Loads nvJPEG (GPUBENCH_NVJPEG, then libnvjpeg.so.13 on the loader path, then the copies that ship beside the
+  /// What the scenario says about nvJPEG: a library to try first (Scenario::nvjpeg_library, from GPUBENCH_NVJPEG)
+  /// and whether to decode crop windows only (kernel_options.nvjpeg_roi).
+  struct Options {
+    std::string library;
+    bool roi = true;
+  };
+  /// Loads nvJPEG (options.library, then libnvjpeg.so.13 on the loader path, then the copies that ship beside the
   /// torch wheel: torchvision.libs/, nvidia/cu13/lib/, nvidia/nvjpeg/lib/) and creates a decoder on the current
   /// CUDA device. Returns null with `why` set when that fails.
-  static std::unique_ptr<NvjpegDecoder> open(std::string& why);
+  static std::unique_ptr<NvjpegDecoder> open(std::string& why, const Options& options);
+  static std::unique_ptr<NvjpegDecoder> open(std::string& why) { return open(why, Options{}); }
   ~NvjpegDecoder();
   NvjpegDecoder(const NvjpegDecoder&) = delete;
   NvjpegDecoder& operator=(const NvjpegDecoder&) = delete;
@@ -39,7 +46,7 @@ class NvjpegDecoder {
   bool decode(const std::vector<const uint8_t*>& data, const std::vector<size_t>& sizes,
               const std::vector<uint8_t*>& dst, const std::vector<size_t>& pitch, cudaStream_t stream,
               std::string& error, const std::vector<Roi>* roi = nullptr);
-  /// Whether decode() takes regions of interest: this nvJPEG has the batched ROI calls, GPUBENCH_NVJPEG_ROI is not
+  /// Whether decode() takes regions of interest: this nvJPEG has the batched ROI calls, kernel_options.nvjpeg_roi is not
   /// 0, and no ROI batch has failed yet (the first failure turns it off for the decoder's life: `roi_off_reason`).
   bool roi_available() const { return roi_ok_; }
   const std::string& roi_off_reason() const { return roi_off_reason_; }

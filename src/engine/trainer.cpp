@@ -28,10 +28,6 @@ namespace gpubench::engine {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 bool stop_requested(const TrainingPlan& plan) {
   return plan.stop_requested != nullptr && plan.stop_requested->load(std::memory_order_relaxed);
 }
@@ -61,7 +57,7 @@ class TrainingRun {
         dist_(plan.comm != nullptr),
         inference_(plan.scenario.mode == "inference"),
         world_(plan.comm != nullptr ? plan.comm->world_size() : 1),
-        fault_(FaultInjection::from_env()) {}
+        fault_(FaultInjection::from_spec(plan.scenario.fault_inject)) {}
 
   void run() {
     GPUBENCH_CHECK(s_.batch_size.has_value() && *s_.batch_size > 0, "the engine resolves batch_size before training");

@@ -103,14 +103,10 @@ std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer* 
   return {};
 }
 
-/// Test hook for fault handling: GPUBENCH_FAULT_INJECT=ACTION-rank:R:step:N sends this process a
-/// signal at its Nth step (warm-up and timed steps counted together, from 1);
-/// ACTION-rank:R:after-epoch:E does it right after epoch E (1-based) was reported and streamed.
-/// ACTION: kill (SIGKILL), term (SIGTERM), stop (SIGSTOP: a hung rank). A single process is rank 0.
-FaultInjection FaultInjection::from_env() {
+FaultInjection FaultInjection::from_spec(const std::string& spec) {
   FaultInjection f;
-  const char* v = std::getenv("GPUBENCH_FAULT_INJECT");
-  if (v == nullptr) return f;
+  if (spec.empty()) return f;
+  const char* v = spec.c_str();
   char action[8] = {};
   char when[16] = {};
   long long n = -1;

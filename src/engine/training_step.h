@@ -43,14 +43,15 @@ class StepRunner {
 /// inference mode (a forward pass alone: no all-reduces, no recomputation, no optimizer to check).
 std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer* optimizer);
 
-/// Test hook for fault handling: GPUBENCH_FAULT_INJECT=ACTION-rank:R:step:N sends this process a
+/// Test hook for fault handling (Scenario::fault_inject, from GPUBENCH_FAULT_INJECT): ACTION-rank:R:step:N sends this
+/// process a
 /// signal at its Nth step (warm-up and timed steps counted together, from 1);
 /// ACTION-rank:R:after-epoch:E does it right after epoch E (1-based) was reported and streamed.
 /// ACTION: kill (SIGKILL), term (SIGTERM), stop (SIGSTOP: a hung rank). A single process is rank 0.
 struct FaultInjection {
   int signal = 0, rank = -1;
   int64_t step = -1, after_epoch = -1;
-  static FaultInjection from_env();
+  static FaultInjection from_spec(const std::string& spec);
   bool mine(const Communicator* comm) const {
     return signal != 0 && (comm != nullptr ? comm->rank() : 0) == rank;
   }

@@ -20,6 +20,10 @@ struct Result {
   std::string out, err;
 };
 
+/// A committed H200 record (ResNet-50 bs 256, --amp, with telemetry), for the commands that read records.
+inline const std::string kCommitted =
+    std::string(GPUBENCH_FIXTURES) + "/records/amp-energy/gpubench_amp_bs256_r1.json";
+
 class CliTest : public ::testing::Test {
  protected:
 

@@ -45,6 +45,38 @@ TEST_F(CliTest, ARunsRecordScenarioIsWhatValidateResolvedPrinted) {
   EXPECT_EQ(record["notes"][0], resolved["notes"][0]);  // the CPU note, as resolution wrote it
 }
 
+TEST_F(CliTest, KernelOptionsAreResolvedOnceShownWithTheirOriginAndRecorded) {
+  // A flag, a documented variable and a default, each shown with where it came from and kept in the record; the
+  // fusions' notes name what steered them.
+  const std::string out = (dir_ / "fused.json").string();
+  const std::string args = "run --config " + tiny() + " --epochs 1 --kernels fused --decode-run off --output " + out;
+  const Result dry = gpubench(args + " --dry-run --format json", "GPUBENCH_PREFILL_GRAPH=0");
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  const nlohmann::json resolved = nlohmann::json::parse(dry.out);
+  const nlohmann::json& options = resolved["scenario"]["kernel_options"];
+  EXPECT_EQ(options["decode_run"], "off");
+  EXPECT_EQ(options["prefill_graph"], false);
+  EXPECT_EQ(options["decode_stream"], "auto");
+  EXPECT_EQ(resolved["scenario_sources"]["kernel_options.decode_run"], "command line --decode-run");
+  EXPECT_EQ(resolved["scenario_sources"]["kernel_options.prefill_graph"], "environment GPUBENCH_PREFILL_GRAPH");
+  EXPECT_FALSE(resolved["scenario_sources"].contains("kernel_options.decode_stream"));
+  const Result r = gpubench(args, "GPUBENCH_PREFILL_GRAPH=0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json record = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(record["scenario"]["kernel_options"], options);
+  // A malformed variable is a usage error naming it, before anything runs, and no record.
+  const std::string bad = (dir_ / "bad.json").string();
+  const Result refused = gpubench("run --config " + tiny() + " --kernels fused --output " + bad,
+                                  "GPUBENCH_DECODE_ATTN_CLUSTER=lots");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("GPUBENCH_DECODE_ATTN_CLUSTER='lots'"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(bad));
+  // A plain run's record has no kernel options: it stays as records were.
+  const std::string plain = (dir_ / "plain.json").string();
+  ASSERT_EQ(gpubench("run --config " + tiny() + " --epochs 1 --output " + plain).exit_code, 0);
+  EXPECT_FALSE(nlohmann::json::parse(slurp(plain))["scenario"].contains("kernel_options"));
+}
+
 TEST_F(CliTest, TheDefaultRecordPathIsTheOneValidateShows) {
   const std::string cwd = "cd " + dir_.string() + " && ";
   const Result v = gpubench("validate --resolved " + tiny() + " --epochs 1 --format json", cwd);

@@ -1,4 +1,4 @@
-// mode: generate with `kernels: fused`: the decode step's operations (fused/decode_ops.h). On the CPU their ATen
+// mode: generate with `kernels: fused`: the decode step's operations (decode/decode_ops.h). On the CPU their ATen
 // forms against the definitions; in the *_CUDA tests gpubench's decode kernels against those ATen forms, on shapes
 // the kernels take and on shapes they hand back to ATen (rows beyond 8, a width not a multiple of 8).
 
@@ -9,7 +9,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
-#include "fused/decode_ops.h"
+#include "decode/decode_ops.h"
 #include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
 #include "models/decoder.h"

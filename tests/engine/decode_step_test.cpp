@@ -1,4 +1,4 @@
-// mode: generate with `kernels: fused` at batch 1: the whole greedy step as one kernel (fused/decode_step_ops.h)
+// mode: generate with `kernels: fused` at batch 1: the whole greedy step as one kernel (decode/decode_step_ops.h)
 // against the decode operations' step (decode_ops.h, itself held to the ATen path and to transformers), on reduced
 // Llama and GPT-2 models whose shapes it takes, over several steps and windows; and where it declines.
 
@@ -7,7 +7,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
-#include "fused/decode_step_ops.h"
+#include "decode/decode_step_ops.h"
 #include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
 #include "models/decoder.h"

@@ -201,7 +201,7 @@ TEST(DecoderParityTest, LlamaTransformersWeightsGiveTransformersLogitsAndLoss) {
 std::vector<double> gpu_decode_errors(const Ref& ref, bool flash, const std::string& kernels = "aten") {
   const std::map<std::string, nlohmann::json> keys{{"layers", 2},       {"hidden", 64}, {"heads", 4},
                                                    {"kv_heads", 2},     {"intermediate", 128}, {"vocab", 500}};
-  setenv("GPUBENCH_FLASH_DECODE", flash ? "1" : "0", 1);
+  models::set_flash_decode_allowed(flash);  // kernel_options.flash_decode, as the engine sets it for a run
   auto w = reduced("llama", keys, ref, kernels, "generate_state");
   w->module()->to(torch::Device(torch::kCUDA, 0), at::kBFloat16);
   TextGenerator* g = w->generator();
@@ -219,7 +219,7 @@ std::vector<double> gpu_decode_errors(const Ref& ref, bool flash, const std::str
     logits.push_back(g->decode(tokens.narrow(1, i - 1, 1), pos, std::min(p + fresh, ((p + i - 1) / 16 + 1) * 16)));
     pos.add_(1);
   }
-  unsetenv("GPUBENCH_FLASH_DECODE");
+  models::set_flash_decode_allowed(true);
   std::vector<double> errors;
   for (size_t i = 0; i < logits.size(); ++i) {
     const at::Tensor expected = full.select(1, p - 1 + static_cast<int64_t>(i));

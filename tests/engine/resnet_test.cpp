@@ -238,7 +238,7 @@ TEST(ResNet50Test, MaxPoolKernelsEqualAtensOnTheGpu_CUDA) {
 /// distance, or 5 % of the first loss), and its loss goes down. The fp32 curve is the yardstick because two bf16
 /// curves need not agree step for step: the kernels round the normalised output once where ATen rounds it and then
 /// the residual sum (on 2026-12-02, call 4, at lr 0.02 the fused and ATen bf16 curves parted by 2.7 times the first
-/// loss somewhere). This form passed on the H200 (results/2026-12-02-h200-resnet-fused-timing: fused 0.115 and 0.093
+/// loss somewhere). This form passed on the H200 (f77cd0e:results/2026-12-02-h200-resnet-fused-timing: fused 0.115 and 0.093
 /// of the first loss from fp32 in calls 2 and 3, ATen 0.089 and 0.096).
 TEST(ResNet50Test, FusedPathTrainsAsCloseToTheFp32CurveAsAtensBf16_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";

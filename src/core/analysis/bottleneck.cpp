@@ -1,5 +1,7 @@
 #include "gpubench/core/analysis/bottleneck.hpp"
 
+#include "core/text.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <initializer_list>
@@ -23,11 +25,7 @@ constexpr double kUtilisation = 80.0;    // NVML: a kernel running less than 80 
 constexpr double kComputeMfu = 0.35;     // model FLOPs at 35 % of the dense peak or more (no profile)
 constexpr double kRoofline = 0.50;       // generate: a decode step within 2x of its roofline bound
 
-std::string num(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using text::num;
 std::string pct(double fraction) { return num("%.0f %%", fraction * 100.0); }
 
 /// The largest fraction of readings, over the complete epochs, in which any of `reasons` held the clock down.

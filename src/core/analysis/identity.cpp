@@ -43,9 +43,19 @@ nlohmann::json scenario_identity(const RunRecord& r) {
                         "profile_steps", "device"}) {
     j.erase(k);
   }
+  // Choices left at their defaults name no scenario of their own: a record written before kernel_options existed
+  // pairs with a new one that kept them.
+  if (r.scenario.kernel_options == KernelOptions{}) j.erase("kernel_options");
   // Only the record's own model keys (a caller that bypassed the loader may have set others).
   if (!r.model.scenario_keys.empty()) {
-    static const nlohmann::json common = Scenario{};
+    // Every key a scenario can write, those written only for generation, FP8 or kernel options included.
+    static const nlohmann::json common = [] {
+      Scenario all;
+      all.mode = "generate";
+      all.precision = "fp8";
+      all.kernels = "fused";
+      return nlohmann::json(all);
+    }();
     for (auto it = j.begin(); it != j.end();) {
       const bool own = std::find(r.model.scenario_keys.begin(), r.model.scenario_keys.end(), it.key()) !=
                        r.model.scenario_keys.end();

@@ -1,5 +1,7 @@
 #include "gpubench/core/analysis/profile.hpp"
 
+#include "core/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -11,11 +13,7 @@ namespace gpubench {
 
 namespace {
 
-std::string lower(const std::string& s) {
-  std::string out = s;
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
+using text::lower;
 
 bool has_any(const std::string& s, std::initializer_list<const char*> parts) {
   return std::any_of(parts.begin(), parts.end(), [&s](const char* p) { return s.find(p) != std::string::npos; });

@@ -1,5 +1,7 @@
 #include "gpubench/core/analysis/projection.hpp"
 
+#include "core/text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,11 +13,7 @@ namespace gpubench {
 
 namespace {
 
-std::string num(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using text::num;
 
 /// Ring all-reduce of `bytes` over `n` GPUs on one link class.
 double ring(double bytes, int64_t n, const LinkModel& l) {

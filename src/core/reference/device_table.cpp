@@ -1,5 +1,7 @@
 #include "gpubench/core/reference/device_table.hpp"
 
+#include "core/text.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -14,10 +16,7 @@ extern const char* const kDeviceTableYaml;
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
+using text::lower;
 
 std::optional<double> number(const YAML::Node& entry, const char* key, const std::string& where) {
   const YAML::Node n = entry[key];

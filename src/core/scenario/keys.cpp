@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/scenario/values.h"
+#include "gpubench/core/scenario/kernel_options.hpp"
 
 namespace gpubench {
 
@@ -165,6 +166,28 @@ const std::vector<Field>& fields() {
         "and rotary embeddings, resnet50's batch-norms (+ residual add + ReLU) and max pool; in mode: generate, the decode step's GEMVs, norms and cache writes; the record lists "
         "each and how it ran)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.kernels = as_enum(n, c, {"aten", "fused"}); });
+    // kernel_options.*: one key per declared option (kernel_options.hpp), flag --<name with dashes>.
+    for (const KernelOptionInfo& o : kernel_option_table()) {
+      std::string flag = "--" + o.name;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      const std::string name = o.name;
+      Setter set = [name](auto& n, auto& c, Scenario& s, const Models&) {
+        const KernelOptionInfo& info = *find_kernel_option(name);
+        if (info.type == "BOOL") {
+          info.set(s.kernel_options, as_bool(n, c));
+        } else if (info.type == "INT") {
+          info.set(s.kernel_options, as_int(n, c, info.min, info.max));
+        } else {
+          info.set(s.kernel_options, as_enum(n, c, {"off", "auto", "on"}));
+        }
+      };
+      const std::string desc = o.applies + ": " + o.help + " (environment: " + o.env + ")";
+      if (o.type == "BOOL") {
+        add_bool("kernel_options." + o.name, flag, o.type, desc, std::move(set));
+      } else {
+        add("kernel_options." + o.name, flag, o.type, desc, std::move(set));
+      }
+    }
     add("memory_check", "--memory-check", "refuse|warn",
         "refuse (default: exit 2 before anything is built when the estimate of weights, gradients, optimizer state "
         "and activations exceeds the device's memory: the host's available memory on the CPU, the GPU's total) | "

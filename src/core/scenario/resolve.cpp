@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
@@ -93,7 +94,7 @@ std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo
   // the loss without its logits), FP8 keeps its layers' inputs in one byte: counted at 80 % and 90 % of them, below
   // every committed H200 measurement (GPT-2 bs 32 fused keeps 83 %, TinyLlama's FP8 fused run 82 %), so a refusal
   // still means a certain out-of-memory.
-  if (train && s.kernels == "fused") per_sample *= 0.8;
+  if (train && s.fused_kernels()) per_sample *= 0.8;
   if (train && precision == "fp8") per_sample *= 0.9;
   m.activation_bytes = static_cast<int64_t>(per_sample * static_cast<double>(s.batch_size.value_or(1)));
   m.total_bytes = m.weights_bytes + m.autocast_copy_bytes + m.optimizer_bytes +
@@ -278,6 +279,33 @@ void check_generation(const Scenario& s, const ModelInfo& model, int world_size)
 
 }  // namespace
 
+void apply_documented_environment(Scenario& s, const std::function<const char*(const char*)>& getenv) {
+  std::vector<std::pair<std::string, nlohmann::json>> values;
+  try {
+    values = kernel_options_from_environment(getenv);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();  // "VARIABLE='value': takes ..."
+    std::string key = "kernel_options";
+    for (const auto& o : kernel_option_table()) {
+      if (what.rfind(o.env + "=", 0) == 0) key += "." + o.name;
+    }
+    throw ScenarioError(Origin{"environment", 0, 0}, key, what);
+  }
+  for (const auto& [name, value] : values) {
+    const std::string key = "kernel_options." + name;
+    if (s.is_set(key)) continue;  // the file or a flag said otherwise
+    const KernelOptionInfo& info = *find_kernel_option(name);
+    info.set(s.kernel_options, value);
+    s.origins[key] = Origin{"environment " + info.env, 0, 0};
+  }
+  const auto text = [&getenv](const char* name) {
+    const char* v = getenv(name);
+    return v != nullptr ? std::string(v) : std::string();
+  };
+  s.fault_inject = text("GPUBENCH_FAULT_INJECT");
+  s.nvjpeg_library = text("GPUBENCH_NVJPEG");
+}
+
 ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog& models, const DeviceFacts& device,
                                   const ResolveOptions& options) {
   const ModelInfo* model = find_model_info(models, requested.model);
@@ -294,6 +322,7 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
   } catch (const std::invalid_argument& e) {
     throw ScenarioError(origin_of(requested, "model"), "model", e.what());
   }
+  apply_documented_environment(r.scenario, [](const char* name) { return std::getenv(name); });
   r.notes = fill_device_defaults(r.scenario, *model, device);
   r.precision = resolved_precision(r.scenario.precision, device.type);
   Scenario& s = r.scenario;

@@ -63,8 +63,8 @@ void merge_map(const YAML::Node& map, const std::string& prefix, const std::stri
     if (!key_node.IsScalar()) throw ScenarioError(key_origin, "", "keys must be plain words");
     const std::string key = prefix + key_node.Scalar();
     if (!seen.insert(key).second) throw ScenarioError(key_origin, key, "duplicate key");
-    if (key == "optimizer" && value.IsMap()) {
-      merge_map(value, "optimizer.", source, s, models, find_option, option_keys);
+    if ((key == "optimizer" || key == "kernel_options") && value.IsMap()) {
+      merge_map(value, key + ".", source, s, models, find_option, option_keys);
       continue;
     }
     if (!set_key(key == "optimizer" ? "optimizer.name" : key, value, origin_of(value, source), s, models,

@@ -6,14 +6,14 @@
 #include <stdexcept>
 
 #include "fp8.h"
-#include "fused/decode_ops.h"
+#include "decode/decode_ops.h"
 #include "fused/kernel_launch.h"
 #include "precision.h"
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 
-#include "fused/decode_kernels.h"
+#include "decode/decode_kernels.h"
 #include "fused/lt_epilogues.h"
 #endif
 
@@ -811,161 +811,17 @@ std::vector<at::Tensor> linear_qkv(const at::Tensor& x, const at::Tensor& wq, co
   return LinearQkvFn::apply(x, wq, bq, wk, bk, wv, bv, static_cast<int64_t>(compute_dtype(wq)));
 }
 
-namespace {
-/// ResNet's operations (batch_norm_ops.cpp), whose CUDA fallbacks batch_norm_declined() reports.
-bool resnet_op(const std::string& name) { return name.rfind("batch_norm", 0) == 0 || name == "max_pool"; }
-}  // namespace
-
-std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device) {
-  std::vector<FusionRecord> out;
-  const bool kernels = device.is_cuda() && cuda_kernels_compiled();
-  const std::string why = device.is_cuda() ? "this gpubench was built without nvcc" : "no kernel for " + device.str();
-  for (const auto& n : names) {
-    FusionRecord f;
-    f.name = n;
-    if (n == "linear_cross_entropy") {
-      f.implementation = kernels ? "cuda kernel" : "aten (chunked)";
-      f.note = kernels ? "the LM head's GEMMs with the vocabulary padded to a multiple of 64, then softmax, loss and "
-                         "gradient in one pass, in place; no fp32 logits"
-                       : why + ": the same loss in chunks of tokens with ATen operations (no fp32 logits of the "
-                               "whole batch)";
-    } else if (n.rfind("decode_", 0) == 0) {
-      f.implementation = kernels ? "cuda kernel" : "aten";
-      const std::string what =
-          n == "decode_gemv"
-              ? "the decode step's matrix products by gpubench's GEMV, one pass over the weights with the input's norm, "
-                "bias, GELU, SwiGLU (gate and up together) and the residual add in it, q, k and v as one product. On "
-                "sm_90 and later, one sequence: over 8 MiB of weights or more (TinyLlama's output, gate/up and down "
-                "products, the LM heads) the run GEMV (each warp of two blocks an SM streams its run of weight rows "
-                "straight into registers; GPUBENCH_DECODE_RUN=0: off, =1: wherever it serves), else over rows of at "
-                "least 2,048 and 8 MiB or more the streamed GEMV (one block an SM, its weight rows copied into a ring "
-                "of shared memory by bulk asynchronous copies, ~100 KB requested before the previous kernel ends; "
-                "GPUBENCH_DECODE_STREAM=0: off, =1: wherever it serves), both reading their weights with L2's "
-                "evict_first priority (GPUBENCH_DECODE_EVICT_FIRST=0: normal); otherwise the per-warp GEMV where it "
-                "beats cuBLAS on the H200 (one sequence: every product but a large plain one; 2 to 8: rows of at "
-                "most 1,024), cuBLAS with the residual as its C and one SwiGLU kernel elsewhere. On "
-                "sm_90 and later each decode kernel is launched programmatically: it requests its weights while the "
-                "kernel before it finishes (GPUBENCH_DECODE_PDL=0: plain launches)"
-          : n == "decode_norm"   ? "the decode step's RMSNorm / LayerNorm, inside the GEMV that reads its output (gamma "
-                                   "and beta folded into the weights, the row statistics summed beside the product); "
-                                   "the final norm before cuBLAS's LM head is one kernel"
-          : n == "decode_attention"
-              ? "one query per sequence over the keys in use, split over positions (64 or more a split), in one "
-                "launch (up to 8 sequences, head_dim 64 or 128; FlashAttention or SDPA otherwise): for one "
-                "sequence on sm_90 and later a thread block cluster per kv head, each block's keys and values whole "
-                "in shared memory, copied before the previous kernel ends, the splits combined through the "
-                "cluster's distributed shared memory; otherwise in tiles, the splits combined by the last block"
-          : n == "decode_argmax"
-              ? "the greedy choice (the first largest logit) of each sequence: where the run GEMV takes the LM head "
-                "(sm_90, one sequence), inside its launch, whose last block also writes the token, the history and "
-                "the next position (GPUBENCH_DECODE_GREEDY_TAIL=0: off); else two small launches, then the token, "
-                "the history and the position by three ATen operations"
-          : n == "decode_embed"
-              ? "the step's input: the tokens' embedding rows (+ GPT-2's position row) in one programmatic launch, so "
-                "the first product's weights stream in during it (GPUBENCH_DECODE_EMBED=0: ATen's operations)"
-              : "the new token's q, k and v split, rotated (llama's rotary embeddings) and written to "
-                                   "the cache: in the streamed GEMV's epilogue where that GEMV takes the q/k/v "
-                                   "product (each warp computes a rotary pair of rows; no q/k/v product in memory, no "
-                                   "launch of its own); without rotary embeddings (GPT-2, one sequence, sm_90), in "
-                                   "the decode attention's cluster form, which reads q, k and v from the product and "
-                                   "writes k and v into the cache; else one kernel";
-      f.note = kernels ? what + " (bf16 and fp16; fp32 runs the ATen operations)"
-                       : why + ": the same operations by ATen";
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
-      if (kernels && n == "decode_gemv") {
-        f.note += decode_programmatic_launch() ? "; this run: programmatic launches"
-                                               : "; this run: plain launches (a device before sm_90, or "
-                                                 "GPUBENCH_DECODE_PDL=0)";
-        auto which = [](DecodeKernelMode mode, const char* name) {
-          return !decode_stream_available() || mode == DecodeKernelMode::kOff ? std::string(", no ") + name
-                 : mode == DecodeKernelMode::kEverywhere ? std::string(", the ") + name + " wherever it serves"
-                                                         : std::string(", the ") + name + " where it pays";
-        };
-        f.note += which(decode_run_mode(), "run GEMV") + which(decode_stream_mode(), "streamed GEMV");
-        f.note += decode_weights_evict_first() ? ", weights read with L2 evict_first"
-                                               : ", weights read with L2's normal priority (GPUBENCH_DECODE_EVICT_FIRST=0)";
-      }
-      if (kernels && n == "decode_argmax") {
-        f.note += decode_greedy_tail_enabled() ? "; this run: in the LM head's launch where it serves"
-                                               : "; this run: two launches (GPUBENCH_DECODE_GREEDY_TAIL=0)";
-      }
-      if (kernels && n == "decode_embed" && !decode_embed_kernel_enabled()) {
-        f.note += "; this run: ATen's operations (GPUBENCH_DECODE_EMBED=0)";
-      }
-      if (kernels && n == "decode_attention") {
-        const DecodeClusterSetting cluster = decode_attention_cluster();
-        const bool clusters = decode_stream_available() && cluster.limit > 0 && cluster.max_batch > 0;
-        f.note += "; this run: splits of " + std::to_string(decode_attention_min_split()) + " positions or more, " +
-                  (clusters ? "clusters of up to " + std::to_string(cluster.limit) + " splits for up to " +
-                                  std::to_string(cluster.max_batch) +
-                                  (cluster.max_batch == 1 ? " sequence" : " sequences")
-                            : std::string("no clusters (a device before sm_90, or GPUBENCH_DECODE_ATTN_CLUSTER=0)"));
-      }
-#endif
-    } else {
-      f.implementation = kernels ? "cuda kernel" : "aten";
-      const std::string what =
-          n == "batch_norm_relu" || n == "batch_norm_add_relu" || n == "batch_norm"
-              ? std::string(n == "batch_norm_relu" ? "batch-norm and ReLU"
-                            : n == "batch_norm"    ? "the downsample shortcuts' batch-norm (no ReLU)"
-                                                   : "batch-norm, the residual add and ReLU") +
-                    " in training, channels-last: the batch statistics in one read (fp64 sums across blocks, no "
-                    "finalising launch), the output in one pass" +
-                    (n == "batch_norm" ? "" : " writing the ReLU's mask as one byte per 8 elements") +
-                    "; backward, the two per-channel sums in one read and the input's" +
-                    (n == "batch_norm_add_relu" ? " and the residual's" : "") +
-                    " gradients in one pass (evaluation, NCHW tensors or channel counts not a multiple of 8: "
-                    "ATen's batch_norm" + (n == "batch_norm" ? "" : ", add and relu") + ")"
-          : n == "max_pool"
-              ? "the stem's 3 x 3 max pool, channels-last: the forward pass keeps each maximum's window position "
-                "as one byte, the backward pass gathers each input's gradient from the windows that chose it (no "
-                "scatter, no atomics; NCHW tensors: ATen's max_pool2d)"
-          : n == "swiglu" ? "silu(gate) * up and its gradient, one pass each"
-          : n == "rotary" ? "q and k rotated together, one pass each way"
-          : n == "geglu" ? "a * gelu(gate) over the two halves of the projection and its gradient, one pass each "
-                           "(the gradient written as one tensor, no concatenation)"
-          : n == "linear_add_layer_norm"
-              ? "the output projection by cuBLAS (bias in the epilogue), the residual add and the next LayerNorm in "
-                "one pass writing the residual stream and the normalised input of the next sub-layer in the compute "
-                "dtype; backward, one pass with the stream's own gradient added (rows of up to 1,536 elements; ATen's "
-                "operations beyond)"
-          : n == "linear_qkv"
-              ? "the query, key and value projections of one input by cuBLAS (bias in the epilogue); backward, the "
-                "input gradient accumulated by the three GEMMs in one buffer, the weight gradients written in fp32 "
-                "and the bias gradients by one column-sum pass each"
-          : n == "linear_gelu"
-              ? "the linear layer by cuBLAS with its bias in the epilogue and ATen's GELU; backward, GELU's gradient "
-                "and the bias gradient in one pass"
-          : n == "add_rms_norm"
-              ? "the residual add and the next RMSNorm in one pass writing the residual stream and the normalised "
-                "input of the next sub-layer in the compute dtype; backward, one pass with the stream's own gradient "
-                "added and gamma's gradient summed per block (rows of up to 8,192 elements; ATen's operations beyond)"
-          : n == "mlp_add_layer_norm"
-              ? "the MLP (c_fc, GELU tanh, c_proj) as one operation: c_fc by cuBLASLt with bias + GELU in its "
-                "epilogue keeping the pre-activation (GELU_AUX_BIAS); backward, GELU's derivative and c_fc's bias "
-                "gradient in the epilogue of the GEMM giving c_fc's output gradient (DGELU_BGRAD); c_proj's output "
-                "with dropout, the residual add and the next LayerNorm in one pass each way, the residual stream in the "
-                "compute dtype (bf16/fp16; fp32 runs the GEMMs and gpubench's GELU kernels)"
-              : "the linear layer by cuBLAS with its bias in the epilogue, then dropout (the CUDA generator's Philox "
-                "stream), the residual add and LayerNorm in one pass writing the compute dtype (the residual stream "
-                "stays in it, no fp32 copies); backward, one pass giving the input, residual, gamma, beta and bias "
-                "gradients (rows of up to 1,536 elements; ATen's operations beyond)";
-      f.note = kernels ? what
-                       : why + (n == "max_pool"    ? ": ATen's max_pool2d"
-                                : resnet_op(n) ? ": ATen's batch_norm, add and relu"
-                                               : ": the ATen operations, in one autograd node");
-    }
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-
 void begin_run() {
   forget_batch_norm_declined();
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   lt::forget_run();
 #endif
 }
+
+namespace {
+/// ResNet's operations (batch_norm_ops.cpp), whose CUDA fallbacks batch_norm_declined() reports.
+bool resnet_op(const std::string& name) { return name.rfind("batch_norm", 0) == 0 || name == "max_pool"; }
+}  // namespace
 
 std::string describe_after_run(std::vector<FusionRecord>& fusions) {
   std::string note;

@@ -114,8 +114,10 @@ void forget_batch_norm_declined();  ///< (begin_run's part for ResNet's operatio
 
 /// (Each computes and returns in compute_dtype (precision.h) of its weight: autocast's dtype, else the weight's.)
 
-/// How each of `names` runs on `device`, for the record (execution.fusions).
-std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device);
+/// How each of `names` runs on `device` under `options` (the scenario's kernel_options), for the record
+/// (execution.fusions): fusion_catalog.cpp.
+std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device,
+                                   const KernelOptions& options = {});
 
 /// Before a run: forgets what earlier runs in this process found (the fallbacks describe_after_run reports are
 /// this run's: `run --repeat` runs several in one process).

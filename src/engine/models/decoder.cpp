@@ -4,17 +4,17 @@
 #include <torch/nn/init.h>
 #include <torch/nn/modules/container/modulelist.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <map>
 
-#include "fused/decode_ops.h"
-#include "fused/decode_step_ops.h"
+#include "decode/decode_ops.h"
+#include "decode/decode_step_ops.h"
 #include "fused/fused_ops.h"
 #include "precision.h"
 #include "models/layers.h"
-#include "switches.h"
 
 namespace gpubench::models {
 
@@ -94,7 +94,11 @@ bool flash_decode_works(const at::TensorOptions& options) {
   return ok;
 }
 
+std::atomic<bool> g_flash_decode_allowed{true};
+
 }  // namespace
+
+void set_flash_decode_allowed(bool allowed) { g_flash_decode_allowed.store(allowed); }
 
 KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t kv_heads, int64_t head_dim,
                       const at::TensorOptions& options) {
@@ -104,8 +108,7 @@ KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t k
     c.v.push_back(at::zeros({batch, positions, kv_heads, head_dim}, options));
   }
   const at::ScalarType t = options.dtype().toScalarType();
-  // GPUBENCH_FLASH_DECODE=0 keeps the masked SDPA path (to compare the two on one device).
-  const bool allowed = !engine::switched_off("GPUBENCH_FLASH_DECODE");
+  const bool allowed = g_flash_decode_allowed.load();
   c.flash = allowed && options.device().is_cuda() && (t == at::kHalf || t == at::kBFloat16) && flash_decode_works(options);
   if (options.device().is_cuda()) {
     c.attn_counters = at::zeros({batch * kv_heads}, options.dtype(at::kInt));

@@ -34,7 +34,7 @@ struct KvCache {
   int64_t positions() const { return k.empty() ? 0 : k.front().size(1); }
   /// Before a decode step at device position `pos`: the keys in use become pos + 1 (one small kernel per step).
   void begin_step(const at::Tensor& pos);
-  /// kernels: fused, one sequence, when asked for: the whole greedy step as one kernel (fused/decode_step_ops.h), made
+  /// kernels: fused, one sequence, when asked for: the whole greedy step as one kernel (decode/decode_step_ops.h), made
   /// at the first step (null where it is off or does not serve: `step_kernel_why` says why it does not serve).
   std::shared_ptr<engine::fused::DecodeStep> step_kernel;
   bool step_kernel_checked = false;
@@ -48,6 +48,10 @@ struct GreedyStep {
   at::Tensor token, pos, history;
   int64_t history_offset = 0;
 };
+
+/// Whether caches made from now on may use FlashAttention's KV-cache kernel for a token's attention
+/// (kernel_options.flash_decode; on by default; false keeps the masked SDPA path, to compare the two on one device).
+void set_flash_decode_allowed(bool allowed);
 
 /// A cache of `layers` layers for `batch` sequences of `positions` tokens with `kv_heads` heads of `head_dim`.
 KvCache make_kv_cache(size_t layers, int64_t batch, int64_t positions, int64_t kv_heads, int64_t head_dim,
@@ -72,7 +76,7 @@ struct Gpt2Options {
   double layer_norm_eps = 1e-5;
   bool math_attention = false;
   /// kernels: fused: the blocks' sub-layers as fused operations (fused/fused_ops.h), and generation's decode step by
-  /// gpubench's kernels (fused/decode_ops.h)
+  /// gpubench's kernels (decode/decode_ops.h)
   bool fused = false;
   int64_t intermediate() const { return 4 * hidden; }
 };
@@ -164,7 +168,7 @@ struct LlamaOptions {
   double rms_norm_eps = 1e-5, rope_theta = 10000.0;
   bool math_attention = false;
   /// kernels: fused: rotary embeddings, SwiGLU and the residual adds with their RMSNorms by gpubench's kernels
-  /// (fused/fused_ops.h), and generation's decode step (fused/decode_ops.h)
+  /// (fused/fused_ops.h), and generation's decode step (decode/decode_ops.h)
   bool fused = false;
   int64_t head_dim() const { return hidden / heads; }
 };

@@ -382,10 +382,10 @@ void require_heads_divide(const std::string& model, const std::string& key, int6
 /// Gradient checkpointing as asked, in training only (inference keeps no activations for a backward).
 bool checkpointing(const Scenario& s) { return s.mode == "train" && required<bool>(s, "gradient_checkpointing"); }
 
-bool fused_kernels(const Scenario& s) { return s.kernels == "fused"; }
+bool fused_kernels(const Scenario& s) { return s.fused_kernels(); }
 /// The LM head fused with its loss: training only (an inference step returns the logits).
 bool fused_loss(const Scenario& s) { return fused_kernels(s) && s.mode == "train"; }
-/// `base` and, in mode: generate with kernels: fused, the decode step's operations (fused/decode_ops.h).
+/// `base` and, in mode: generate with kernels: fused, the decode step's operations (decode/decode_ops.h).
 std::vector<std::string> with_decode_fusions(const Scenario& s, std::vector<std::string> base) {
   if (fused_kernels(s) && s.mode == "generate") {
     for (const char* n : {"decode_embed", "decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention",
@@ -501,7 +501,7 @@ ModelSize stack_size(int64_t parameters, int64_t layers, int64_t seq_len, double
 /// The loss's logits per token: ATen's cross-entropy keeps fp32 logits, their log-softmax and its gradient; the
 /// fused LM head + loss keeps one 2-byte copy.
 double lm_logits_bytes(const Scenario& s, int64_t vocab) {
-  return (s.kernels == "fused" ? 2.0 : 12.0) * static_cast<double>(vocab);
+  return (s.fused_kernels() ? 2.0 : 12.0) * static_cast<double>(vocab);
 }
 
 ModelSize bert_size(const Scenario& s) {

@@ -98,7 +98,13 @@ struct ResolvedScenario {
   std::optional<MemoryEstimate> memory;    ///< checked against the device's memory (`memory_check`)
 };
 
-/// `requested` (loaded and checked) resolved for `device`: the model's keys, the device-dependent defaults (batch,
+/// The documented variables read into `s`: each kernel option's (kernel_options.hpp: GPUBENCH_DECODE_RUN, ...) where
+/// neither file nor flag set its key (its origin then "environment VAR"), and the hooks (Scenario::fault_inject from
+/// GPUBENCH_FAULT_INJECT, Scenario::nvjpeg_library from GPUBENCH_NVJPEG). The one place a run's choices come from the
+/// environment: the engine reads none. Throws ScenarioError naming the variable for a malformed value.
+void apply_documented_environment(Scenario& s, const std::function<const char*(const char*)>& getenv);
+
+/// `requested` (loaded and checked) resolved for `device`: the documented environment (above), the model's keys, the device-dependent defaults (batch,
 /// warm-up, time budget and memory format; bounded on the CPU), the recipe's optimizer, the record paths, the
 /// model's cross-key rules and the data folder. Throws ScenarioError naming the key. Resolving a resolved scenario
 /// changes nothing.

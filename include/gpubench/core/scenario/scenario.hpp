@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpubench/core/scenario/kernel_options.hpp"
+
 namespace gpubench {
 
 /// Where a scenario value came from, so an error (or a reader of the record) can point at it.
@@ -73,6 +75,9 @@ struct Scenario {
   /// aten (the operations PyTorch eager runs: like for like with published eager figures) | fused (gpubench's fused
   /// kernels where the model has them; the record lists each and how it ran)
   std::string kernels = "aten";
+  /// The per-operation choices of fused kernels, generation and GPU decoding (kernel_options.hpp): keys
+  /// kernel_options.<name>. Written to records only where one applies (kernels: fused, mode: generate, data: folder).
+  KernelOptions kernel_options;
   /// refuse (exit 2 before anything is built when the memory estimate exceeds the device's memory) | warn (a note)
   std::string memory_check = "refuse";
   double ddp_bucket_mb = 25;              ///< multi-GPU: gradient all-reduce bucket size (MiB), as DDP's bucket_cap_mb
@@ -96,6 +101,11 @@ struct Scenario {
   /// The engine fills in the model's defaults, so a record holds every key the model takes.
   std::map<std::string, nlohmann::json> model_options;
 
+  /// Test and installation hooks from documented variables, filled by the resolver (never scenario keys, never
+  /// recorded): GPUBENCH_FAULT_INJECT (docs/cli.md: a rank killed, stopped or out of memory at a chosen step) and
+  /// GPUBENCH_NVJPEG (the nvJPEG library to load first).
+  std::string fault_inject, nvjpeg_library;
+
   /// Where each key that was set came from (dotted key -> origin). Keys absent here hold defaults.
   std::map<std::string, Origin> origins;
 
@@ -108,9 +118,16 @@ struct Scenario {
   }
 
   bool is_set(const std::string& key) const { return origins.count(key) != 0; }
+  /// kernels: fused (gpubench's kernels where the model has them, steered by kernel_options), the one test of the
+  /// kernel path every layer asks.
+  bool fused_kernels() const { return kernels == "fused"; }
   /// Values only (origins are provenance, not identity): two runs of the same scenario compare equal.
   bool operator==(const Scenario& o) const;
 };
+
+/// Whether any of the scenario's kernel_options acts in it (kernels: fused, mode: generate or data: folder): where
+/// records and identities carry them.
+bool kernel_options_apply(const Scenario& s);
 
 /// Preferred-precision values accepted by `precision`.
 const std::vector<std::string>& precision_names();

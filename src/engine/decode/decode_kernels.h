@@ -4,7 +4,7 @@
 // traffic and the number of kernels: these do a layer in six launches (q/k/v GEMV with the input norm, rotary + cache
 // write, attention, output GEMV + residual, gate/up GEMV with the norm + SwiGLU, down GEMV + residual) instead of
 // ATen's ~45, each launched programmatically on sm_90 and later (it starts, and requests its weights, while the
-// kernel before it finishes; GPUBENCH_DECODE_PDL=0 switches that off).
+// kernel before it finishes; kernel_options.decode_pdl: false switches that off).
 // All compute in fp32 over bf16 or fp16 storage (DType from fused_kernels.h; fp32 storage is not served here).
 
 #include <cstdint>
@@ -16,11 +16,14 @@
 namespace gpubench::engine::fused {
 
 /// Whether the decode kernels are launched programmatically on the current device (sm_90 and later, unless
-/// GPUBENCH_DECODE_PDL=0).
+/// kernel_options.decode_pdl is false).
 bool decode_programmatic_launch();
 /// Whether the streamed and run GEMVs load their weights with L2's evict_first priority (read once a step, they then
-/// leave the KV cache, the activations and the small tables in L2): yes unless GPUBENCH_DECODE_EVICT_FIRST=0.
+/// leave the KV cache, the activations and the small tables in L2): yes unless kernel_options.decode_evict_first is
+/// false.
 bool decode_weights_evict_first();
+/// Sets the two above for the runs that follow (the engine, from the scenario's kernel_options).
+void set_decode_launch_options(bool programmatic, bool evict_first);
 
 /// The most rows (tokens) one GEMV launch serves; more go to cuBLAS.
 constexpr int64_t kDecodeGemvMaxRows = 8;
@@ -73,7 +76,7 @@ cudaError_t launch_decode_stream_gemv(const void* x, int64_t ldx, const DecodeWe
 /// rows straight into registers (four 16-byte loads a lane in flight, the next four issued before they are used),
 /// x normalized in shared memory as in the streamed GEMV (decode_kernels.cu). The same results as
 /// launch_decode_stream_gemv; for the large products of one token, where it reads faster than the streamed GEMV
-/// (results/2026-12-02-h200-decode-gemv-bench). decode_run_serves: m <= kDecodeStreamMaxRows rows of k (m k 16-bit
+/// (f77cd0e:results/2026-12-02-h200-decode-gemv-bench). decode_run_serves: m <= kDecodeStreamMaxRows rows of k (m k 16-bit
 /// values in shared memory: at most 96 KB), one or two weight rows per output; decode_ops decides (decode_run_mode).
 bool decode_run_serves(int64_t m, int64_t k, int rows_per_output);
 cudaError_t launch_decode_run_gemv(const void* x, int64_t ldx, const DecodeWeights& weights, const void* bias,
@@ -153,7 +156,7 @@ constexpr int64_t kDecodeAttentionMaxBatch = 8;
 /// Splits: about 256 blocks in all, each over at least min_per_split positions (kDecodeAttentionMinPerSplit by
 /// default: a whole tile at head_dim 64, and fewer splits for the last block to combine) and at most 256, within
 /// what the combine holds. 64 against the 16 before: TinyLlama's batch-1 step 1.127 ms against 1.213 and GPT-2's
-/// 0.327 against 0.338 on the H200 (results/2026-12-02-h200-decode-run-gemv).
+/// 0.327 against 0.338 on the H200 (f77cd0e:results/2026-12-02-h200-decode-run-gemv).
 constexpr int64_t kDecodeAttentionMinPerSplit = 64;
 void decode_attention_splits(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t window, int* splits,
                              int* per_split, int64_t min_per_split = kDecodeAttentionMinPerSplit);

@@ -1,4 +1,4 @@
-#include "fused/decode_ops.h"
+#include "decode/decode_ops.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,10 +9,10 @@
 
 #include "fused/fused_ops.h"
 #include "fused/kernel_launch.h"
-#include "switches.h"
+#include "gpubench/core/scenario/kernel_options.hpp"
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-#include "fused/decode_kernels.h"
+#include "decode/decode_kernels.h"
 #endif
 
 namespace gpubench::engine::fused {
@@ -23,7 +23,7 @@ namespace {
 bool on_decode_kernels(const at::Tensor& t) { return launch::on_kernels(t, /*allow_fp32=*/false); }
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-/// Whether gpubench's GEMV beats cuBLAS on this product (H200, results/2026-12-01-h200-fused-decode/gemv_bench.txt):
+/// Whether gpubench's GEMV beats cuBLAS on this product (H200, f77cd0e:results/2026-12-01-h200-fused-decode/gemv_bench.txt):
 /// for one token everywhere but on a large plain product (the LM head: 131 MB, cuBLAS 3.7 TB/s against 2.6); for 2 to
 /// 8 tokens only over short rows (GPT-2's k = 768), where cuBLAS's kernels for narrow products are slow.
 bool gemv_pays(int64_t m, int64_t n, int64_t k, bool plain) {
@@ -33,7 +33,7 @@ bool gemv_pays(int64_t m, int64_t n, int64_t k, bool plain) {
 
 /// Whether the streamed GEMV takes this product (m rows of k against `rows` weight rows of k per output, n outputs):
 /// where it serves and the mode allows; with kWherePays, for one token over rows of at least 2,048 and 8 MiB of
-/// weights or more. On the H200 (results/2026-12-02-h200-decode-stream) it made TinyLlama's batch-1 step 11.8 %
+/// weights or more. On the H200 (f77cd0e:results/2026-12-02-h200-decode-stream) it made TinyLlama's batch-1 step 11.8 %
 /// faster, but GPT-2's (rows of 768, products of at most 4.7 MB but the LM head) 12 % slower and TinyLlama's at
 /// batch 4 12 % slower: its fixed cost per launch (the ring's set-up, x and its norm through shared memory) is paid
 /// back only on long rows and large products.
@@ -44,11 +44,11 @@ bool stream_pays(int64_t m, int64_t n, int64_t k, int rows) {
 }
 
 /// Whether the run GEMV takes this product, before the streamed GEMV is asked: where it serves and the mode allows;
-/// with kWherePays, one token over 8 MiB of weights or more. Alone on the H200 (results/2026-12-02-h200-decode-gemv-
+/// with kWherePays, one token over 8 MiB of weights or more. Alone on the H200 (f77cd0e:results/2026-12-02-h200-decode-gemv-
 /// bench) it read TinyLlama's gate/up in 13.6-14.2 us against the streamed GEMV's 18.4, its down product in 8.4
 /// against 9.3, its LM head in 34.7 against 48.9 and GPT-2's in 21.2 against cuBLAS's 30.7. TinyLlama's output
 /// product (8 MiB) was as fast streamed alone, but in the whole step on the run GEMV it made the step 1.005-1.006x as
-/// fast (results/2026-12-03-h200-decode-run-depth, call 2); until then the threshold was 16 MiB.
+/// fast (f77cd0e:results/2026-12-03-h200-decode-run-depth, call 2); until then the threshold was 16 MiB.
 bool run_pays(int64_t m, int64_t n, int64_t k, int rows) {
   const DecodeKernelMode mode = decode_run_mode();
   if (mode == DecodeKernelMode::kOff || !decode_run_serves(m, k, rows)) return false;
@@ -56,41 +56,33 @@ bool run_pays(int64_t m, int64_t n, int64_t k, int rows) {
 }
 #endif
 
-/// A mode from the environment variable `name` ("0": off, "1": everywhere, else where it pays).
-int mode_from_env(const char* name) {
-  const char* e = std::getenv(name);
-  const std::string v = e != nullptr ? e : "";
-  return static_cast<int>(v == "0"   ? DecodeKernelMode::kOff
-                          : v == "1" ? DecodeKernelMode::kEverywhere
-                                     : DecodeKernelMode::kWherePays);
-}
-
-/// The modes' slots, each read from its variable once, at the first question.
+/// The choices' slots: the defaults until the engine sets a run's kernel_options (kernel_options.cpp), the tests'
+/// setters otherwise.
 std::atomic<int>& stream_mode_slot() {
-  static std::atomic<int> mode{mode_from_env("GPUBENCH_DECODE_STREAM")};
+  static std::atomic<int> mode{static_cast<int>(DecodeKernelMode::kWherePays)};
   return mode;
 }
 std::atomic<int>& run_mode_slot() {
-  static std::atomic<int> mode{mode_from_env("GPUBENCH_DECODE_RUN")};
+  static std::atomic<int> mode{static_cast<int>(DecodeKernelMode::kWherePays)};
   return mode;
 }
 
 std::atomic<bool>& greedy_tail_slot() {
-  static std::atomic<bool> on{!switched_off("GPUBENCH_DECODE_GREEDY_TAIL")};
+  static std::atomic<bool> on{true};
   return on;
 }
 std::atomic<bool>& embed_slot() {
-  static std::atomic<bool> on{!switched_off("GPUBENCH_DECODE_EMBED")};
+  static std::atomic<bool> on{true};
   return on;
 }
 
 std::atomic<int>& cluster_limit_slot() {
-  static std::atomic<int> limit{[] {
-    const char* e = std::getenv("GPUBENCH_DECODE_ATTN_CLUSTER");
-    const long v = e != nullptr && *e != '\0' ? std::strtol(e, nullptr, 10) : -1;
-    return v >= 0 ? static_cast<int>(std::min<long>(v, 16)) : DecodeClusterSetting{}.limit;
-  }()};
+  static std::atomic<int> limit{DecodeClusterSetting{}.limit};
   return limit;
+}
+std::atomic<int64_t>& min_split_slot() {
+  static std::atomic<int64_t> least{KernelOptions{}.decode_attention_min_split};
+  return least;
 }
 std::atomic<int64_t>& cluster_batch_slot() {
   static std::atomic<int64_t> batch{DecodeClusterSetting{}.max_batch};
@@ -378,23 +370,16 @@ at::Tensor decode_argmax(const at::Tensor& logits) {
   return logits.argmax(-1, /*keepdim=*/true);
 }
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
-int64_t decode_attention_min_split() {
-  static const int64_t least = [] {
-    const char* e = std::getenv("GPUBENCH_DECODE_ATTN_MIN_SPLIT");
-    const long v = e != nullptr ? std::strtol(e, nullptr, 10) : 0;
-    return v > 0 ? static_cast<int64_t>(v) : kDecodeAttentionMinPerSplit;
-  }();
-  return least;
-}
-#endif
+int64_t decode_attention_min_split() { return min_split_slot().load(); }
+
+void set_decode_attention_min_split(int64_t positions) { min_split_slot().store(std::max<int64_t>(1, positions)); }
 
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                             const at::Tensor& pos, int64_t window, const at::Tensor& counters) {
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   const int64_t b = q.size(0), hq = q.size(1), d = q.size(2), hk = k_cache.size(2);
   // Up to 8 sequences: at 32 and 128 (TinyLlama, H200) this kernel's one warp per q head and position made the step
-  // 1.2 and 1.5x slower than FlashAttention's (results/2026-12-01-h200-fused-decode), which serves them instead.
+  // 1.2 and 1.5x slower than FlashAttention's (f77cd0e:results/2026-12-01-h200-fused-decode), which serves them instead.
   if (b <= kDecodeAttentionMaxBatch && on_decode_kernels(q) && q.dim() == 3 && q.is_contiguous() && k_cache.scalar_type() == q.scalar_type() &&
       v_cache.scalar_type() == q.scalar_type() && k_cache.is_contiguous() && v_cache.is_contiguous() &&
       k_cache.size(3) == d && decode_attention_serves(hq, hk, d) && counters.defined() && counters.is_cuda() &&

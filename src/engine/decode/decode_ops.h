@@ -12,8 +12,8 @@ namespace gpubench::engine::fused {
 enum class DecodeAct { kNone, kGeluTanh, kSwiglu };
 
 /// Where decode_linear uses one of its sm_90 GEMVs: nowhere, where it measured faster (the default), or on every
-/// product it can take. The streamed GEMV: GPUBENCH_DECODE_STREAM=0 / 1 sets kOff / kEverywhere for the process; the
-/// run GEMV: GPUBENCH_DECODE_RUN=0 / 1 (each read once); the setters change them (the tests run every setting).
+/// product it can take: kernel_options.decode_stream and decode_run off / auto / on (the engine sets them for each
+/// run; the tests run every setting).
 enum class DecodeKernelMode { kOff, kWherePays, kEverywhere };
 DecodeKernelMode decode_stream_mode();
 void set_decode_stream_mode(DecodeKernelMode mode);
@@ -21,9 +21,8 @@ DecodeKernelMode decode_run_mode();
 void set_decode_run_mode(DecodeKernelMode mode);
 
 /// Where decode_attention (and decode_qkv_attention) use the cluster form (sm_90): clusters of at most `limit`
-/// splits (0: never; 8, the portable cluster size, by default; GPUBENCH_DECODE_ATTN_CLUSTER=N, 0-16, read once, sets
-/// it), for at most `max_batch` sequences (1: on the H200 it made TinyLlama's step 1.09x as fast at one sequence but
-/// 0.98x and 0.94x at 4 and 8, results/2026-12-03-h200-decode-attn-cluster). Elsewhere the form whose last block
+/// splits (0: never; 8, the portable cluster size, by default; kernel_options.decode_attention_cluster sets it), for at most `max_batch` sequences (1: on the H200 it made TinyLlama's step 1.09x as fast at one sequence but
+/// 0.98x and 0.94x at 4 and 8, f77cd0e:results/2026-12-03-h200-decode-attn-cluster). Elsewhere the form whose last block
 /// combines runs. The setter changes both (the tests run every form).
 struct DecodeClusterSetting {
   int limit = 8;
@@ -46,7 +45,7 @@ struct DecodeNorm {
 /// weights or more (TinyLlama's output, gate/up and down products, both LM heads) the run GEMV, else over rows of at
 /// least 2,048 and 8 MiB or more the streamed GEMV (decode_kernels.h; it also takes TinyLlama's q/k/v product with
 /// the cache write, decode_qkv_cache; both round the norm's output to the storage type, as the norm module does;
-/// GPUBENCH_DECODE_RUN / _STREAM=1 send them every product they serve); else gpubench's per-warp GEMV (one pass over
+/// kernel_options.decode_run / decode_stream: on sends them every product they serve); else gpubench's per-warp GEMV (one pass over
 /// the weights, the epilogue in registers) where it is the faster on the H200: one token on every product but a large
 /// plain one, 2 to 8 tokens over rows of at most 1,024; cuBLAS with ATen's epilogues otherwise.
 at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& bias,
@@ -68,8 +67,8 @@ at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::
 /// The decode step's input rows: the embeddings `table` [vocab, dim] of ids [m, 1] (int64), plus pos_table's row at
 /// `pos` when pos_table is defined (GPT-2's learned positions) -> [m, dim], as table.index_select(0, ids) + that row.
 /// One kernel on CUDA bf16/fp16 (launched programmatically, so the first product's weights stream in during it; an
-/// id outside the table gives a zero row there), ATen's operations elsewhere or with GPUBENCH_DECODE_EMBED=0 (read
-/// once; the setter changes it).
+/// id outside the table gives a zero row there), ATen's operations elsewhere or with kernel_options.decode_embed
+/// false (the setter changes it).
 at::Tensor decode_embed(const at::Tensor& ids, const at::Tensor& table, const at::Tensor& pos_table,
                         const at::Tensor& pos);
 bool decode_embed_kernel_enabled();
@@ -87,7 +86,7 @@ struct DecodeGreedy {
   int64_t history_offset = 0;
 };
 
-/// Whether decode_lm_head_greedy may run its kernel: on unless GPUBENCH_DECODE_GREEDY_TAIL=0 (read once; for
+/// Whether decode_lm_head_greedy may run its kernel: on unless kernel_options.decode_greedy_tail is false (for
 /// measuring what it buys); the setter changes it (the tests run both).
 bool decode_greedy_tail_enabled();
 void set_decode_greedy_tail(bool on);
@@ -99,9 +98,10 @@ void set_decode_greedy_tail(bool on);
 bool decode_lm_head_greedy(const at::Tensor& x, const at::Tensor& weight, const DecodeNorm& norm,
                            const DecodeGreedy& g);
 
-/// The least positions a split of decode_attention covers: GPUBENCH_DECODE_ATTN_MIN_SPLIT (a positive count, for
-/// measuring the rule; read once) or the kernels' default, 64 (builds with the CUDA kernels only).
+/// The least positions a split of decode_attention covers: kernel_options.decode_attention_min_split (64 by default;
+/// another count measures the rule). The setter changes it.
 int64_t decode_attention_min_split();
+void set_decode_attention_min_split(int64_t positions);
 
 /// Decode attention of q [batch, q_heads, head_dim] over the first pos + 1 positions (at most `window`) of the
 /// caches [batch, positions, kv_heads, head_dim] by gpubench's split kernel: on sm_90 its cluster form (the splits

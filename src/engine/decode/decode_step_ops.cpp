@@ -1,23 +1,21 @@
-#include "fused/decode_step_ops.h"
+#include "decode/decode_step_ops.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "fused/kernel_launch.h"
+#include "gpubench/core/scenario/kernel_options.hpp"
 
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
-#include "fused/decode_step_kernel.h"
+#include "decode/decode_step_kernel.h"
 #endif
 
 namespace gpubench::engine::fused {
 
 namespace {
 std::atomic<bool>& enabled_slot() {
-  static std::atomic<bool> on{[] {
-    const char* e = std::getenv("GPUBENCH_DECODE_STEP");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }()};
+  static std::atomic<bool> on{KernelOptions{}.decode_step};
   return on;
 }
 }  // namespace
@@ -51,7 +49,7 @@ std::string unfit(const at::Tensor& t, const at::Tensor& like, const char* what,
   return "";
 }
 
-const void* ptr(const at::Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
+const void* ptr_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 
 }  // namespace
 
@@ -114,34 +112,34 @@ std::unique_ptr<DecodeStep> DecodeStep::make(const DecodeStepWeights& w, std::st
     if (l.bq.defined() != l.bk.defined() || l.bq.defined() != l.bv.defined()) bad += "q/k/v biases not all or none; ";
     if (w.rms && (l.attn_norm_b.defined() || l.mlp_norm_b.defined())) bad += "an RMSNorm with a bias; ";
     DecodeStepLayer& t = table[i];
-    t.attn_norm_w = ptr(l.attn_norm_w);
-    t.attn_norm_b = ptr(l.attn_norm_b);
-    t.wq = ptr(l.wq);
-    t.wk = ptr(l.wk);
-    t.wv = ptr(l.wv);
-    t.bq = ptr(l.bq);
-    t.bk = ptr(l.bk);
-    t.bv = ptr(l.bv);
-    t.wo = ptr(l.wo);
-    t.bo = ptr(l.bo);
-    t.mlp_norm_w = ptr(l.mlp_norm_w);
-    t.mlp_norm_b = ptr(l.mlp_norm_b);
-    t.w_gate = ptr(l.w_gate);
-    t.w_up = ptr(l.w_up);
-    t.b_up = ptr(l.b_up);
-    t.w_down = ptr(l.w_down);
-    t.b_down = ptr(l.b_down);
+    t.attn_norm_w = ptr_or_null(l.attn_norm_w);
+    t.attn_norm_b = ptr_or_null(l.attn_norm_b);
+    t.wq = ptr_or_null(l.wq);
+    t.wk = ptr_or_null(l.wk);
+    t.wv = ptr_or_null(l.wv);
+    t.bq = ptr_or_null(l.bq);
+    t.bk = ptr_or_null(l.bk);
+    t.bv = ptr_or_null(l.bv);
+    t.wo = ptr_or_null(l.wo);
+    t.bo = ptr_or_null(l.bo);
+    t.mlp_norm_w = ptr_or_null(l.mlp_norm_w);
+    t.mlp_norm_b = ptr_or_null(l.mlp_norm_b);
+    t.w_gate = ptr_or_null(l.w_gate);
+    t.w_up = ptr_or_null(l.w_up);
+    t.b_up = ptr_or_null(l.b_up);
+    t.w_down = ptr_or_null(l.w_down);
+    t.b_down = ptr_or_null(l.b_down);
     t.k_cache = w.k_cache[i].data_ptr();
     t.v_cache = w.v_cache[i].data_ptr();
   }
   if (w.rope_cos.defined() != w.rope_sin.defined()) bad += "one rotary table of two; ";
   if (!bad.empty()) return refuse(bad.substr(0, bad.size() - 2));
   m.embed = e.data_ptr();
-  m.pos_embed = ptr(w.pos_embed);
-  m.rope_cos = ptr(w.rope_cos);
-  m.rope_sin = ptr(w.rope_sin);
-  m.final_norm_w = ptr(w.final_norm_w);
-  m.final_norm_b = ptr(w.final_norm_b);
+  m.pos_embed = ptr_or_null(w.pos_embed);
+  m.rope_cos = ptr_or_null(w.rope_cos);
+  m.rope_sin = ptr_or_null(w.rope_sin);
+  m.final_norm_w = ptr_or_null(w.final_norm_w);
+  m.final_norm_b = ptr_or_null(w.final_norm_b);
   m.lm_head = w.lm_head.data_ptr();
 
   std::unique_ptr<DecodeStep> step(new DecodeStep());

@@ -1,4 +1,4 @@
-#include "fused/decode_step_kernel.h"
+#include "decode/decode_step_kernel.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "fused/decode_device.cuh"
+#include "decode/decode_device.cuh"
 #include "fused/device_values.cuh"
 
 namespace gpubench::engine::fused {
@@ -29,7 +29,7 @@ using device::warp_sum;
 // 512-byte steps (a 16-byte chunk a lane of each of the unit's rows), so no warp waits on another's longer run; a
 // warp keeps kDepth steps of loads in flight, refilling each slot as it is used. Nothing is prefetched further ahead
 // but the output product's rows during the attention: per-lane or bulk L2 prefetches of the next rows made the step
-// slower at every depth on the H200 (results/2026-12-03-h200-decode-step-kernel). A warp's sums go to shared memory
+// slower at every depth on the H200 (f77cd0e:results/2026-12-03-h200-decode-step-kernel). A warp's sums go to shared memory
 // per unit, and the block adds them up in warp order (the same result every run).
 constexpr int kWarps = 12;
 constexpr int kThreads = kWarps * 32;

@@ -1,4 +1,4 @@
-#include "fused/decode_kernels.h"
+#include "decode/decode_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cooperative_groups.h>
@@ -9,9 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "fused/decode_device.cuh"
+#include "decode/decode_device.cuh"
 #include "fused/device_values.cuh"
-#include "switches.h"
 
 namespace gpubench::engine::fused {
 
@@ -86,18 +85,17 @@ int device_attribute() {
 /// The current device's compute capability major.
 int device_major() { return device_attribute<cudaDevAttrComputeCapabilityMajor>(); }
 
-/// Whether this device takes programmatic launches (compute capability 9.0 and later) and they are not switched off
-/// (GPUBENCH_DECODE_PDL=0, for measuring what they buy).
-bool programmatic_launch() {
-  static const bool off = switched_off("GPUBENCH_DECODE_PDL");
-  return !off && device_major() >= 9;
-}
+/// kernel_options.decode_pdl and decode_evict_first, as the engine set them for this run (on by default).
+std::atomic<bool> g_pdl_allowed{true}, g_evict_first{true};
 
-/// Whether the streamed and run GEMVs load their weights with L2's evict_first priority (weight_policy), unless
-/// switched off (GPUBENCH_DECODE_EVICT_FIRST=0, for measuring what it buys).
+/// Whether this device takes programmatic launches (compute capability 9.0 and later) and the run allows them
+/// (kernel_options.decode_pdl: false measures what they buy).
+bool programmatic_launch() { return g_pdl_allowed.load(std::memory_order_relaxed) && device_major() >= 9; }
+
+/// Whether the streamed and run GEMVs load their weights with L2's evict_first priority (weight_policy), unless the run
+/// switched it off (kernel_options.decode_evict_first: false, for measuring what it buys).
 bool weights_evict_first() {
-  static const bool off = switched_off("GPUBENCH_DECODE_EVICT_FIRST");
-  return !off;
+  return g_evict_first.load(std::memory_order_relaxed);
 }
 
 /// Whether the streamed GEMV can run here: sm_90 and later (decode_ops decides which products it takes).
@@ -382,7 +380,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 
 /// Warps per output column: at least 4,096 warps in all, while each lane keeps at least two 16-byte loads per row of
 /// work (the best of 1, 2, 4, 8 on every TinyLlama and GPT-2 decode shape on the H200 but one, within 4 % there:
-/// results/2026-12-01-h200-fused-decode/gemv_bench.txt).
+/// f77cd0e:results/2026-12-01-h200-fused-decode/gemv_bench.txt).
 int auto_split(int64_t n, int64_t k) {
   const int64_t per_lane = k / 8 / 32;
   int split = 1;
@@ -486,7 +484,7 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
 }
 /// 16 bytes of shared memory (16-byte aligned) as one load: where the ring's rows were read through a uint4*, nvcc
 /// emitted four 4-byte loads at a 16-byte lane stride (4-way bank conflicts); one load made TinyLlama's step 1.032x
-/// as fast on the H200 (results/2026-12-03-h200-decode-run-head, call 2).
+/// as fast on the H200 (f77cd0e:results/2026-12-03-h200-decode-run-head, call 2).
 __device__ __forceinline__ uint4 load_shared16(const uint4* p) {
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -805,7 +803,7 @@ cudaError_t stream_launch(StreamArgs a, int64_t units, cudaStream_t stream) {
 // ---- the run GEMV: each warp streams its own run of weight rows straight into registers ------------------------
 //
 // For the large products of one token (TinyLlama's gate/up and down, the LM heads), where the streamed GEMV's
-// consumers, not its copies, set the pace (results/2026-12-02-h200-decode-gemv-bench: its ring alone reads the LM head
+// consumers, not its copies, set the pace (f77cd0e:results/2026-12-02-h200-decode-gemv-bench: its ring alone reads the LM head
 // at 4.0-4.3 TB/s, with the arithmetic 2.4-2.7). The grid is kRunBlocksPerSm blocks an SM; each warp owns a
 // contiguous run of outputs and reads their rows as 512-byte steps (a 16-byte chunk a lane), kRunDepth steps of each
 // row (gate and up for SwiGLU) in flight and the next kRunDepth issued before the current ones are used; the first
@@ -1625,6 +1623,10 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 
 bool decode_programmatic_launch() { return programmatic_launch(); }
 bool decode_weights_evict_first() { return weights_evict_first(); }
+void set_decode_launch_options(bool programmatic, bool evict_first) {
+  g_pdl_allowed.store(programmatic, std::memory_order_relaxed);
+  g_evict_first.store(evict_first, std::memory_order_relaxed);
+}
 
 bool decode_gemv_fits(const void* x, int64_t ldx, const DecodeWeights& weights, int64_t k) {
   if (k % 8 != 0 || ldx % 8 != 0 || !aligned16(x) || weights.count < 1 || weights.count > 3) return false;

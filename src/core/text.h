@@ -1,0 +1,24 @@
+#pragma once
+// Small text helpers the core's units share (internal to gpubench_core).
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+namespace gpubench::text {
+
+/// `v` printed with the printf format `f` (one double conversion), e.g. num("%.1f", 2.25) == "2.2".
+inline std::string num(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+/// `s` in lower case (ASCII).
+inline std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace gpubench::text

@@ -1,0 +1,81 @@
+// `gpubench validate` and the JSON Schemas: files checked without running.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cli/cli_fixture.h"
+#include "gpubench/core/record/record_io.hpp"
+
+namespace gpubench {
+namespace {
+
+TEST_F(CliTest, ValidateChecksWithoutRunning) {
+  EXPECT_EQ(gpubench("validate " + tiny()).exit_code, 0);
+  const fs::path bad = dir_ / "bad.json";
+  std::ofstream(bad) << "{\"epochs\": 0}";
+  const Result r = gpubench("validate " + bad.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.json:1:12: key 'epochs'"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, EveryShippedScenarioValidatesAgainstTheModelRegistry) {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(GPUBENCH_SOURCE_DIR) / "configs")) {
+    const auto ext = entry.path().extension();
+    if (ext != ".yaml" && ext != ".yml" && ext != ".json") continue;
+    const Result r = gpubench("validate " + entry.path().string());
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
+    ++n;
+  }
+  EXPECT_GE(n, 6);
+}
+
+bool has_jsonschema() {
+  return std::system("/usr/bin/python3 -c 'import jsonschema, yaml; jsonschema.Draft202012Validator' > /dev/null 2>&1") == 0;
+}
+
+TEST_F(CliTest, CommittedAndFreshRecordsAndShippedScenariosMatchTheJsonSchemas) {
+  if (!has_jsonschema()) GTEST_SKIP() << "python3-jsonschema is not installed (scripts/bootstrap.sh installs it)";
+  const std::string src = GPUBENCH_SOURCE_DIR;
+  const std::string fresh = (dir_ / "fresh.json").string();
+  ASSERT_EQ(gpubench("run --config " + tiny() + " --epochs 2 --output " + fresh).exit_code, 0);
+  const std::string sweep = (dir_ / "sweep").string();
+  const std::string db = (dir_ / "sweep.db").string();
+  const bool has_store = gpubench("db add " + db + " " + fresh).err.find("built without SQLite") == std::string::npos;
+  ASSERT_EQ(gpubench("sweep resnet50 --config " + tiny() + " --epochs 1 --batch-size 2,4 --out-dir " + sweep +
+                     (has_store ? " --db " + db : std::string()))
+                .exit_code,
+            0);
+  if (has_store) {
+    const Result h = gpubench("history " + db + " --format csv");  // the fresh run, then both sweep points
+    EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 4) << h.out;
+  }
+  const std::string validate = "/usr/bin/python3 -W ignore " + src + "/scripts/validate_records.py ";
+  const std::string out = (dir_ / "v.out").string();
+  // Every record under tests/fixtures/ (schema 1, 2 and 3), the shipped scenarios, and what the commands write now.
+  const std::string all = validate + GPUBENCH_FIXTURES + " " + src + "/configs " + fresh + " " + sweep + " > " + out + " 2>&1";
+  EXPECT_EQ(std::system(all.c_str()), 0) << slurp(out);
+  EXPECT_NE(slurp(out).find(" ok"), std::string::npos) << slurp(out);
+  // And the schema is no formality: an impossible record fails, naming the file and the path in it.
+  nlohmann::json broken = nlohmann::json::parse(slurp(fresh));
+  broken["epochs"][0]["seconds"] = -1;
+  broken["summary"]["metrics"][0]["better"] = "sideways";
+  std::ofstream(dir_ / "broken.json") << broken.dump();
+  const std::string bad = validate + (dir_ / "broken.json").string() + " > " + out + " 2>&1";
+  EXPECT_NE(std::system(bad.c_str()), 0);
+  EXPECT_NE(slurp(out).find("broken.json: epochs/0/seconds"), std::string::npos) << slurp(out);
+  EXPECT_NE(slurp(out).find("summary/metrics/0/better"), std::string::npos) << slurp(out);
+}
+
+}  // namespace
+}  // namespace gpubench
