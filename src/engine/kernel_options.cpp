@@ -24,10 +24,10 @@ void apply_kernel_options(const KernelOptions& o) {
   fused::set_decode_greedy_tail(o.decode_greedy_tail);
   fused::set_decode_embed_kernel(o.decode_embed);
   fused::DecodeClusterSetting cluster;  // the batch limit stays the measured one (tests set it directly)
-  cluster.limit = static_cast<int>(o.decode_attention_cluster);
+  cluster.limit = static_cast<int>(o.attention_cluster_splits);
   fused::set_decode_attention_cluster(cluster);
-  fused::set_decode_attention_min_split(o.decode_attention_min_split);
-  fused::set_decode_step_enabled(o.decode_step);
+  fused::set_decode_attention_min_split(o.attention_min_split);
+  fused::set_decode_step_enabled(o.decode_one_kernel);
   models::set_flash_decode_allowed(o.flash_decode);
 #ifdef GPUBENCH_WITH_FUSED_KERNELS
   fused::set_decode_launch_options(o.decode_pdl, o.decode_evict_first);

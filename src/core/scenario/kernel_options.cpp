@@ -87,17 +87,17 @@ const std::vector<KernelOptionInfo>& kernel_option_table() {
         flag("decode_embed", "GPUBENCH_DECODE_EMBED",
              "the step's embedding rows in one programmatic launch (default true; false: ATen's operations)",
              fused_generate, &K::decode_embed),
-        integer("decode_attention_cluster", "GPUBENCH_DECODE_ATTN_CLUSTER",
+        integer("attention_cluster_splits", "GPUBENCH_DECODE_ATTN_CLUSTER",
                 "decode attention for one sequence on sm_90+: splits per thread-block cluster, combined in the "
                 "cluster's shared memory (0-16, default 8; 0: the form whose last block combines)",
-                0, 16, &K::decode_attention_cluster),
-        integer("decode_attention_min_split", "GPUBENCH_DECODE_ATTN_MIN_SPLIT",
+                0, 16, &K::attention_cluster_splits),
+        integer("attention_min_split", "GPUBENCH_DECODE_ATTN_MIN_SPLIT",
                 "decode attention: positions per split, at least (1-65536, default 64)", 1, 65536,
-                &K::decode_attention_min_split),
-        flag("decode_step", "GPUBENCH_DECODE_STEP",
+                &K::attention_min_split),
+        flag("decode_one_kernel", "GPUBENCH_DECODE_STEP",
              "the whole decode step as one persistent kernel (default false: it measured slower on the H200 than "
              "the chain of kernels)",
-             fused_generate, &K::decode_step),
+             fused_generate, &K::decode_one_kernel),
         flag("flash_decode", "GPUBENCH_FLASH_DECODE",
              "decode attention by FlashAttention's KV-cache kernel where the kernels above do not take it (default "
              "true; false: masked SDPA)",
@@ -147,7 +147,7 @@ std::vector<std::pair<std::string, nlohmann::json>> kernel_options_from_environm
       out.emplace_back(i.name, reach_name(*r));
     } else if (i.type == "BOOL") {
       // The old switches: "0" turns a default-on feature off; anything else leaves the default, except "1", which
-      // turns a default-off one (decode_step) on.
+      // turns a default-off one (decode_one_kernel) on.
       if (v == "0" || v == "false" || v == "off") {
         out.emplace_back(i.name, false);
       } else if (v == "1" || v == "true" || v == "on") {

@@ -81,7 +81,7 @@ std::atomic<int>& cluster_limit_slot() {
   return limit;
 }
 std::atomic<int64_t>& min_split_slot() {
-  static std::atomic<int64_t> least{KernelOptions{}.decode_attention_min_split};
+  static std::atomic<int64_t> least{KernelOptions{}.attention_min_split};
   return least;
 }
 std::atomic<int64_t>& cluster_batch_slot() {

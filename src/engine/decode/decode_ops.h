@@ -21,7 +21,7 @@ DecodeKernelMode decode_run_mode();
 void set_decode_run_mode(DecodeKernelMode mode);
 
 /// Where decode_attention (and decode_qkv_attention) use the cluster form (sm_90): clusters of at most `limit`
-/// splits (0: never; 8, the portable cluster size, by default; kernel_options.decode_attention_cluster sets it), for at most `max_batch` sequences (1: on the H200 it made TinyLlama's step 1.09x as fast at one sequence but
+/// splits (0: never; 8, the portable cluster size, by default; kernel_options.attention_cluster_splits sets it), for at most `max_batch` sequences (1: on the H200 it made TinyLlama's step 1.09x as fast at one sequence but
 /// 0.98x and 0.94x at 4 and 8, f77cd0e:results/2026-12-03-h200-decode-attn-cluster). Elsewhere the form whose last block
 /// combines runs. The setter changes both (the tests run every form).
 struct DecodeClusterSetting {
@@ -98,7 +98,7 @@ void set_decode_greedy_tail(bool on);
 bool decode_lm_head_greedy(const at::Tensor& x, const at::Tensor& weight, const DecodeNorm& norm,
                            const DecodeGreedy& g);
 
-/// The least positions a split of decode_attention covers: kernel_options.decode_attention_min_split (64 by default;
+/// The least positions a split of decode_attention covers: kernel_options.attention_min_split (64 by default;
 /// another count measures the rule). The setter changes it.
 int64_t decode_attention_min_split();
 void set_decode_attention_min_split(int64_t positions);

@@ -15,7 +15,7 @@ namespace gpubench::engine::fused {
 
 namespace {
 std::atomic<bool>& enabled_slot() {
-  static std::atomic<bool> on{KernelOptions{}.decode_step};
+  static std::atomic<bool> on{KernelOptions{}.decode_one_kernel};
   return on;
 }
 }  // namespace

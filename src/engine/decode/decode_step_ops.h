@@ -2,7 +2,7 @@
 // `kernels: fused` in mode: generate at batch 1: the whole greedy decode step as one kernel (decode_step_kernel.h),
 // for a model that describes its weights and cache once. Off by default: on the H200 it was slower than the decode
 // operations' step (TinyLlama 733 tokens/s against 886, f77cd0e:results/2026-12-03-h200-decode-step-kernel), so it runs only
-// when asked for (kernel_options.decode_step: true, or set_decode_step_enabled). Where it is off or does not serve (not CUDA
+// when asked for (kernel_options.decode_one_kernel: true, or set_decode_step_enabled). Where it is off or does not serve (not CUDA
 // sm_90 or later, not bf16/fp16, shapes it does not take), make() returns null and the model runs its step by the
 // decode operations (decode_ops.h) instead.
 
@@ -51,7 +51,7 @@ class DecodeStep {
   std::unique_ptr<State> state_;
 };
 
-/// Whether models make the step kernel (kernel_options.decode_step; the engine sets it for each run, tests too).
+/// Whether models make the step kernel (kernel_options.decode_one_kernel; the engine sets it for each run, tests too).
 bool decode_step_enabled();
 void set_decode_step_enabled(bool on);
 

@@ -73,7 +73,7 @@ const std::vector<FusionEntry>& catalog() {
          "a thread block cluster per kv head, each block's keys and values whole in shared memory, copied before the "
          "previous kernel ends, the splits combined through the cluster's distributed shared memory; otherwise in "
          "tiles, the splits combined by the last block",
-         "the same operations by ATen", "aten", {"decode_attention_cluster", "decode_attention_min_split"}, true},
+         "the same operations by ATen", "aten", {"attention_cluster_splits", "attention_min_split"}, true},
         {"decode_argmax",
          "the greedy choice (the first largest logit) of each sequence: where the run GEMV takes the LM head (sm_90, "
          "one sequence), inside its launch, whose last block also writes the token, the history and the next "
@@ -189,7 +189,7 @@ std::string this_run(const std::string& n) {
     out += "; this run: splits of " + std::to_string(decode_attention_min_split()) + " positions or more, " +
            (clusters ? "clusters of up to " + std::to_string(cluster.limit) + " splits for up to " +
                            std::to_string(cluster.max_batch) + (cluster.max_batch == 1 ? " sequence" : " sequences")
-                     : std::string("no clusters (a device before sm_90, or decode_attention_cluster 0)"));
+                     : std::string("no clusters (a device before sm_90, or attention_cluster_splits 0)"));
   }
   return out;
 }

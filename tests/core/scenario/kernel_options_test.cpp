@@ -62,13 +62,13 @@ TEST(KernelOptionsTest, TheDocsPageListsEveryOptionWithItsVariable) {
 TEST(KernelOptionsTest, FilesTakeANestedMapOrDottedKeysAndFlagsOverrideThem) {
   testing::TempDir tmp{"kernel-options"};
   const fs::path file = tmp.path() / "s.yaml";
-  std::ofstream(file) << "model: resnet50\nkernels: fused\nkernel_options:\n  decode_run: off\n  decode_attention_cluster: 4\n"
+  std::ofstream(file) << "model: resnet50\nkernels: fused\nkernel_options:\n  decode_run: off\n  attention_cluster_splits: 4\n"
                          "kernel_options.prefill_graph: false\n";
   const ScenarioLoader loader(std::vector<std::string>{"resnet50"});
   Scenario s;
   loader.load_file(file.string(), s);
   EXPECT_EQ(s.kernel_options.decode_run, KernelReach::kOff);
-  EXPECT_EQ(s.kernel_options.decode_attention_cluster, 4);
+  EXPECT_EQ(s.kernel_options.attention_cluster_splits, 4);
   EXPECT_FALSE(s.kernel_options.prefill_graph);
   EXPECT_EQ(s.origins.at("kernel_options.decode_run").line, 4);
   loader.apply_override("kernel_options.decode_run", "on", "--decode-run", s);
@@ -91,7 +91,7 @@ TEST(KernelOptionsTest, FilesTakeANestedMapOrDottedKeysAndFlagsOverrideThem) {
   } catch (const ScenarioError& e) {
     EXPECT_NE(std::string(e.what()).find("decode_run"), std::string::npos) << "did you mean: " << e.what();
   }
-  std::ofstream(file) << "kernel_options:\n  decode_attention_cluster: 17\n";
+  std::ofstream(file) << "kernel_options:\n  attention_cluster_splits: 17\n";
   Scenario t;
   EXPECT_THROW(loader.load_file(file.string(), t), ScenarioError);
 }
@@ -107,9 +107,9 @@ TEST(KernelOptionsTest, TheOldVariablesReadAsBeforeAndBadValuesAreRefused) {
   EXPECT_EQ(from({{"GPUBENCH_DECODE_STREAM", "0"}, {"GPUBENCH_DECODE_RUN", "1"}}),
             (Values{{"decode_run", "on"}, {"decode_stream", "off"}}));
   EXPECT_EQ(from({{"GPUBENCH_DECODE_STEP", "1"}, {"GPUBENCH_DECODE_EMBED", "0"}}),
-            (Values{{"decode_embed", false}, {"decode_step", true}}));
+            (Values{{"decode_embed", false}, {"decode_one_kernel", true}}));
   EXPECT_EQ(from({{"GPUBENCH_DECODE_ATTN_MIN_SPLIT", "128"}, {"GPUBENCH_FLASH_DECODE", ""}}),
-            (Values{{"decode_attention_min_split", 128}}));  // empty: unset
+            (Values{{"attention_min_split", 128}}));  // empty: unset
   for (const auto& [name, value] : std::map<std::string, std::string>{{"GPUBENCH_DECODE_RUN", "maybe"},
                                                                       {"GPUBENCH_PREFILL_GRAPH", "no"},
                                                                       {"GPUBENCH_DECODE_ATTN_CLUSTER", "-1"},
@@ -129,12 +129,12 @@ TEST(KernelOptionsTest, RecordsKeepThemWhereTheyApplyAndDefaultsNameNoScenarioOf
   Scenario fused;
   fused.kernels = "fused";
   fused.kernel_options.decode_stream = KernelReach::kOn;
-  fused.kernel_options.decode_attention_min_split = 32;
+  fused.kernel_options.attention_min_split = 32;
   const nlohmann::json j = fused;
   ASSERT_TRUE(j.contains("kernel_options"));
   EXPECT_EQ(j["kernel_options"]["decode_stream"], "on");
   EXPECT_EQ(j.get<Scenario>(), fused);
-  EXPECT_EQ(describe_non_defaults(fused.kernel_options), "decode_stream on, decode_attention_min_split 32");
+  EXPECT_EQ(describe_non_defaults(fused.kernel_options), "decode_stream on, attention_min_split 32");
   EXPECT_EQ(describe_non_defaults(KernelOptions{}), "");
   // A record of a fused run written before kernel_options existed pairs with a new one that kept the defaults.
   RunRecord old_record, new_record;

@@ -236,7 +236,7 @@ TEST(ResolveTest, DocumentedVariablesFillWhatFileAndFlagsLeaveOpenAndSayWhereThe
   apply_documented_environment(s, getenv);
   EXPECT_EQ(s.kernel_options.decode_run, KernelReach::kOff);
   EXPECT_EQ(s.origins["kernel_options.decode_run"].describe(), "environment GPUBENCH_DECODE_RUN");
-  EXPECT_EQ(s.kernel_options.decode_attention_cluster, 4);
+  EXPECT_EQ(s.kernel_options.attention_cluster_splits, 4);
   EXPECT_TRUE(s.kernel_options.prefill_graph) << "a flag wins over the variable";
   EXPECT_EQ(s.kernel_options.decode_stream, KernelReach::kAuto) << "unset: the default";
   EXPECT_EQ(s.fault_inject, "oom-above-batch:2");
@@ -250,7 +250,7 @@ TEST(ResolveTest, DocumentedVariablesFillWhatFileAndFlagsLeaveOpenAndSayWhereThe
     apply_documented_environment(t, bad);
     FAIL() << "expected a refusal";
   } catch (const ScenarioError& e) {
-    EXPECT_EQ(e.key(), "kernel_options.decode_attention_cluster");
+    EXPECT_EQ(e.key(), "kernel_options.attention_cluster_splits");
     EXPECT_NE(std::string(e.what()).find("GPUBENCH_DECODE_ATTN_CLUSTER='lots'"), std::string::npos) << e.what();
   }
 }

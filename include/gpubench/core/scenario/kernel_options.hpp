@@ -27,9 +27,9 @@ struct KernelOptions {
   bool decode_evict_first = true;        ///< the GEMVs read weights with L2's evict_first priority
   bool decode_greedy_tail = true;        ///< the greedy argmax inside the LM head's launch
   bool decode_embed = true;              ///< the embedding rows in one programmatic launch
-  int64_t decode_attention_cluster = 8;  ///< splits per thread-block cluster in decode attention (0: no clusters)
-  int64_t decode_attention_min_split = 64;  ///< positions per split of decode attention, at least
-  bool decode_step = false;              ///< the whole decode step as one persistent kernel (slower on the H200)
+  int64_t attention_cluster_splits = 8;  ///< splits per thread-block cluster in decode attention (0: no clusters)
+  int64_t attention_min_split = 64;  ///< positions per split of decode attention, at least
+  bool decode_one_kernel = false;        ///< the whole decode step as one persistent kernel (slower on the H200)
   bool flash_decode = true;              ///< FlashAttention's KV-cache kernel for decode attention (else masked SDPA)
   bool prefill_graph = true;             ///< the prompt's prefill captured and replayed as a CUDA graph
   bool nvjpeg_roi = true;                ///< nvJPEG decodes only the crop window (batched ROI decode)
