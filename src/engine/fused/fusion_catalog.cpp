@@ -22,7 +22,7 @@ struct FusionEntry {
   std::string kernel;             ///< what gpubench's kernel does
   std::string aten;               ///< what runs where there is no kernel, after "<why>: "
   std::string implementation_aten = "aten";
-  std::vector<std::string> options;  ///< the kernel_options that steer it
+  std::vector<std::string> options = {};  ///< the kernel_options that steer it
   bool decode = false;            ///< a decode-step operation (bf16 and fp16 only)
 };
 
