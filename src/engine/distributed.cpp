@@ -28,11 +28,12 @@
 #include <ATen/cuda/CUDAEvent.h>
 #endif
 
+#include "host_clock.h"
+
 namespace gpubench::engine {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 milliseconds to_ms(double s) { return milliseconds(static_cast<int64_t>(s * 1000.0)); }
@@ -410,7 +411,7 @@ void GradientBuckets::finish() {
 #endif
   const auto t0 = Clock::now();
   m.comm->wait_all();
-  m.host_wait_s += std::chrono::duration<double>(Clock::now() - t0).count();
+  m.host_wait_s += seconds_since(t0);
 }
 
 size_t GradientBuckets::bucket_count() const { return impl_->buckets.size(); }

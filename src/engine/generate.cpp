@@ -21,6 +21,7 @@
 #include "gpubench/core/record/stats.hpp"
 #include "models/decoder.h"
 #include "precision.h"
+#include "host_clock.h"
 #include "step_timer.h"
 
 namespace gpubench::engine {

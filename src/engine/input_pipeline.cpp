@@ -13,6 +13,7 @@
 #include "gpubench/data/decode_choice.hpp"
 #include "gpubench/data/decode_split.hpp"
 #include "gpubench/data/loader.hpp"
+#include "host_clock.h"
 
 #ifdef GPUBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -29,8 +30,6 @@
 namespace gpubench::engine {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // torchvision's ImageNet normalisation, in 0..255 units.
 constexpr float kMean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255};
@@ -128,7 +127,7 @@ struct InputPipeline::Impl {
         hb = loader->next();
         if (mixed && hb != nullptr) {
           // A pass's first batch always waits for workers that just started: it says nothing about the split.
-          const double waited = std::chrono::duration<double>(Clock::now() - w0).count();
+          const double waited = seconds_since(w0);
           int64_t queued = 0;
           {
             std::lock_guard<std::mutex> lk(mu);
@@ -139,7 +138,7 @@ struct InputPipeline::Impl {
         }
         const auto t0 = Clock::now();
         if (hb != nullptr) prepare(*hb, slots[static_cast<size_t>(r)]);
-        stage_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        stage_s = seconds_since(t0);
       } catch (const std::exception& e) {
         err = e.what();
       }
@@ -506,7 +505,7 @@ void InputPipeline::feed(Batch& batch) {
     std::unique_lock<std::mutex> lk(m.mu);
     const auto t0 = Clock::now();
     m.cv.wait(lk, [&] { return !m.ready.empty() || !m.error.empty() || m.stop || (!m.active && !m.busy); });
-    m.pass.wait_s += std::chrono::duration<double>(Clock::now() - t0).count();
+    m.pass.wait_s += seconds_since(t0);
     if (!m.error.empty()) throw std::runtime_error("input pipeline: " + m.error);
     if (m.ready.empty()) throw std::logic_error("input pipeline: the pass has no batch left");
     r = m.ready.front();

@@ -5,13 +5,12 @@
 
 #include "copy_rate.h"
 #include "device.h"
+#include "host_clock.h"
 #include "gpubench/engine/engine.hpp"
 
 namespace gpubench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 /// Best-of-`reps` seconds for `fn`, the device synchronised around each timing.
 template <typename Fn>
@@ -20,10 +19,10 @@ double best_seconds(const engine::ResolvedDevice& d, int reps, Fn&& fn) {
   engine::synchronize(d);
   double best = 1e30;
   for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
+    const auto t0 = engine::Clock::now();
     fn();
     engine::synchronize(d);
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+    best = std::min(best, engine::seconds_since(t0));
   }
   return best;
 }

@@ -2,18 +2,12 @@
 // Per-step times without a host synchronisation per step: on CUDA an event is recorded at every step
 // boundary and the elapsed times are read once, after the epoch's closing synchronisation.
 
-#include <chrono>
 #include <memory>
 #include <vector>
 
 #include "device.h"
 
 namespace gpubench::engine {
-
-/// The host's clock for phases the step timer does not time (warm-up, generation, whole epochs).
-using Clock = std::chrono::steady_clock;
-/// Seconds on the host's clock since `t0`.
-inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 class StepTimer {
  public:

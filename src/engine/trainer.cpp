@@ -21,6 +21,7 @@
 #include "gpubench/core/record/stats.hpp"
 #include "optimizers.h"
 #include "profiler.h"
+#include "host_clock.h"
 #include "step_timer.h"
 #include "training_step.h"
 

@@ -19,6 +19,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// A model's integer key from `lo` to `hi`, `fallback` by default.
+ModelOption int_key(const std::string& key, double lo, double hi, int64_t fallback) {
+  ModelOption o;
+  o.key = key;
+  o.type = ModelOption::Type::kInt;
+  o.min = lo;
+  o.max = hi;
+  o.default_value = fallback;
+  return o;
+}
+
 /// An image model and a decoder, declared as the engine's registry declares its models.
 ModelCatalog catalog() {
   ModelInfo image;
@@ -30,13 +41,7 @@ ModelCatalog catalog() {
   image.recipe.lr = 0.2;
   image.channels_last = true;
   image.image_input = true;
-  ModelOption width;
-  width.key = "width";
-  width.type = ModelOption::Type::kInt;
-  width.min = 1;
-  width.max = 4096;
-  width.default_value = 8;
-  image.options = {width};
+  image.options = {int_key("width", 1, 4096, 8)};
   image.check = [](const Scenario& s) {
     if (s.option<int64_t>("width").value_or(8) % 2 != 0) throw std::invalid_argument("width must be even");
   };
@@ -53,13 +58,7 @@ ModelCatalog catalog() {
   decoder.default_optimizer = "adamw";
   decoder.recipe.name = "adamw";
   decoder.generates = true;
-  ModelOption seq;
-  seq.key = "seq_len";
-  seq.type = ModelOption::Type::kInt;
-  seq.min = 1;
-  seq.max = 1 << 20;
-  seq.default_value = 1024;
-  decoder.options = {seq};
+  decoder.options = {int_key("seq_len", 1, 1 << 20, 1024)};
   return {image, decoder};
 }
 
