@@ -16,7 +16,8 @@ script only draws. Without --groups every record is its own scenario. Writes, wh
   profile.png      kernel time per step by category, one stacked bar per profiled run, with its bottleneck verdict
   compare.png      change in % per scenario with its 95 % interval around 0, the verdict threshold shaded
                    (from `gpubench compare --json`)
-  trend.png        a metric over time per scenario and GPU model, software changes marked and named above the plot
+  trend.png        a metric over time per scenario and GPU model, one panel per unit, software changes marked and
+                   named above the plot
                    (from `gpubench report --db`: --trend CSV)
 and charts.json: each chart's labels (bars, series, panels) as drawn, so a test can check that none is printed twice.
 Prints the names of the files it wrote to standard error. Exit 3 when matplotlib is missing (Debian:
@@ -375,10 +376,12 @@ def draw_compare(ch, compare):
 
 
 def draw_trend(ch, trend):
-    series = {}
+    # One panel per unit: images/s and sequences/s never share an axis.
+    series, units = {}, {}
     for r in trend["rows"]:
         if r.get("value") not in (None, ""):
             series.setdefault(r["series"], []).append((r["start_time_utc"], float(r["value"]), r))
+            units.setdefault(r.get("unit") or "", set()).add(r["series"])
     if not series:
         return
     from datetime import datetime
@@ -390,32 +393,38 @@ def draw_trend(ch, trend):
         v = v or "?"
         return v[:8] if len(v) == 40 else v
 
-    fig, ax = ch.plt.subplots(figsize=(11, 4.5))
+    panels = sorted(units.items())
+    fig, axes = ch.plt.subplots(len(panels), 1, figsize=(11, 4.5 * len(panels)), sharex=True, squeeze=False)
     labels, changes = [], {}
-    for name, points in sorted(series.items()):
-        points = [(when(t), v, r) for t, v, r in points if when(t) is not None]
-        if not points:
-            continue
-        ax.plot([t for t, _, _ in points], [v for _, v, _ in points], marker="o", markersize=3, label=name)
-        labels.append(name)
-        # Where the software changed between two runs of a series: a line at the first run after it, named above.
-        for (_, _, a), (t, _, b) in zip(points, points[1:]):
-            what = [f"{name} {short(a.get(k))} → {short(b.get(k))}"
-                    for k, name in (("driver_version", "driver"), ("libtorch_version", "LibTorch"),
-                                    ("git_revision", "gpubench"))
-                    if a.get(k) != b.get(k)]
-            if what:
-                changes.setdefault(t, set()).update(what)
+    for (unit, names), row in zip(panels, axes):
+        ax = row[0]
+        for name in sorted(names):
+            points = [(when(t), v, r) for t, v, r in series[name] if when(t) is not None]
+            if not points:
+                continue
+            ax.plot([t for t, _, _ in points], [v for _, v, _ in points], marker="o", markersize=3, label=name)
+            labels.append(name)
+            # Where the software changed between two runs of a series: a line at the first run after it, named above.
+            for (_, _, a), (t, _, b) in zip(points, points[1:]):
+                what = [f"{what_name} {short(a.get(k))} → {short(b.get(k))}"
+                        for k, what_name in (("driver_version", "driver"), ("libtorch_version", "LibTorch"),
+                                             ("git_revision", "gpubench"))
+                        if a.get(k) != b.get(k)]
+                if what:
+                    changes.setdefault(t, set()).update(what)
+        ax.set_ylabel(f"{trend['metric']} ({unit})" if unit else trend["metric"])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    top = axes[0][0]
     for n, (t, what) in enumerate(sorted(changes.items())):
-        ax.axvline(t, color=RED, linestyle="--", linewidth=1)
-        ax.annotate(", ".join(sorted(what)), (t, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(0, 4 + 11 * (n % 3)), textcoords="offset points", ha="center", fontsize=8, color=RED,
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": RED, "lw": 0.6})
-    ax.set_ylabel(trend["metric"])
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        for row in axes:
+            row[0].axvline(t, color=RED, linestyle="--", linewidth=1)
+        top.annotate(", ".join(sorted(what)), (t, 1.0), xycoords=("data", "axes fraction"),
+                     xytext=(0, 4 + 11 * (n % 3)), textcoords="offset points", ha="center", fontsize=8, color=RED,
+                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": RED, "lw": 0.6})
     fig.autofmt_xdate()
-    ch.save(fig, "trend.png", labels)
+    ch.save(fig, "trend.png", labels + [f"axis: {trend['metric']} ({u})" if u else f"axis: {trend['metric']}"
+                                        for u, _ in panels])
 
 
 def plot_all(runs, out, compare=None, trend=None, sweeps=None, groups=None):

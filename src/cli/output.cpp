@@ -8,6 +8,7 @@
 #include "cli/exit_codes.h"
 #include "gpubench/core/io/files.hpp"
 #include "gpubench/core/record/record_io.hpp"
+#include "gpubench/core/store/store.hpp"
 #include "gpubench/report/document.hpp"
 
 namespace gpubench::cli {
@@ -96,11 +97,27 @@ bool is_record_file(const std::string& path) {
   }
 }
 
+void record_input(FileRoles& roles, const std::string& path, const std::string& flag) {
+  if (is_sqlite_file(path)) {
+    roles.store(path, flag);
+  } else {
+    roles.input(path, flag, is_record_file);
+  }
+}
+
 std::vector<LoadedRecord> load_records_or_fail(const std::vector<std::string>& paths) {
   std::vector<std::string> skipped;
   std::vector<LoadedRecord> out;
   try {
-    out = load_records(paths, &skipped);
+    for (const auto& p : paths) {
+      std::vector<LoadedRecord> some;
+      if (is_sqlite_file(p)) {
+        some = ResultsStore(p, ResultsStore::Access::kRead).records();  // a read never changes a store
+      } else {
+        some = load_records({p}, &skipped);
+      }
+      out.insert(out.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
+    }
   } catch (const std::exception& e) {
     throw UsageError(e.what());
   }

@@ -11,6 +11,7 @@
 
 namespace gpubench {
 class PrinterMultiplex;
+class FileRoles;
 struct LoadedRecord;
 }  // namespace gpubench
 
@@ -50,8 +51,13 @@ std::string known_extensions();
 /// beside the records is not one).
 bool is_record_file(const std::string& path);
 
-/// Records from files and folders for a command that needs at least one; skipped files are warned about. Throws
-/// UsageError when a path does not exist or nothing is a record.
+/// Records from files, folders and results stores (an SQLite file: every run it holds, oldest first) for a command
+/// that needs at least one; skipped files are warned about. Throws UsageError when a path does not exist, a store
+/// cannot be read, or nothing is a record.
 std::vector<LoadedRecord> load_records_or_fail(const std::vector<std::string>& paths);
+
+/// Declares `path` as what load_records_or_fail reads: a results store (no output may be it or its journals) or
+/// record files and folders.
+void record_input(FileRoles& roles, const std::string& path, const std::string& flag);
 
 }  // namespace gpubench::cli

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -231,6 +232,7 @@ nlohmann::json cell_json(const Cell& c, const Column& col) {
     return whole ? nlohmann::json(static_cast<int64_t>(*c.number)) : nlohmann::json(*c.number);
   }
   if (c.text.empty()) return nullptr;
+  if (c.boolean) return c.text == "true";
   return c.text;
 }
 
@@ -524,8 +526,12 @@ class JunitPrinter : public Printer {
     std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     out += fmt::format("<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n",
                        xml_text("gpubench " + d.kind), d.cases.size(), failures, skipped);
+    // CI systems key test history by name: a name met again is numbered ("... (2)"), never merged or overwritten.
+    std::map<std::string, int> seen;
     for (const auto& c : d.cases) {
-      out += fmt::format("  <testcase classname=\"gpubench\" name=\"{}\">", xml_text(c.name));
+      const int n = ++seen[c.name];
+      const std::string name = n == 1 ? c.name : c.name + " (" + std::to_string(n) + ")";
+      out += fmt::format("  <testcase classname=\"gpubench\" name=\"{}\">", xml_text(name));
       switch (c.outcome) {
         case TestCase::Outcome::kFail:
           out += fmt::format("\n    <failure message=\"{}\">{}</failure>\n  ", xml_text(c.message),

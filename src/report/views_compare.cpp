@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/analysis/profile.hpp"
 #include "gpubench/core/record/metric_catalog.hpp"
 #include "gpubench/core/record/stats.hpp"
@@ -18,8 +19,13 @@ using namespace views;  // NOLINT(google-build-using-namespace): the views' shar
 
 namespace {
 
+/// Whether a comparison has numbers (a pair was made and both sides measured).
+bool has_numbers(const Comparison& c) {
+  return c.verdict != Verdict::kNotComparable && c.verdict != Verdict::kNoBaseline && c.verdict != Verdict::kRunFailed;
+}
+
 std::string change(const Comparison& c) {
-  if (c.verdict == Verdict::kNotComparable || c.verdict == Verdict::kNoBaseline) return "-";
+  if (!has_numbers(c)) return "-";
   if (c.interval_basis == "none") return fmt::format("{:+.2f}% (one value per side: no interval)", (c.ratio - 1) * 100);
   std::string s = fmt::format("{:+.2f}% [{:+.2f}%, {:+.2f}%]", (c.ratio - 1) * 100, (c.ci_low - 1) * 100,
                               (c.ci_high - 1) * 100);
@@ -34,6 +40,7 @@ std::string why(const Comparison& c) {
     return (c.differences.empty() ? "differs in: " : "differs: ") + keys;
   }
   if (c.verdict == Verdict::kNoBaseline) return "no baseline run of this model";
+  if (c.verdict == Verdict::kRunFailed) return c.note + " (" + (c.new_paths.empty() ? "?" : c.new_paths.front()) + ")";
   std::string issues;
   for (const auto& i : c.not_like_for_like) issues += (issues.empty() ? "" : "; ") + i;
   std::string out = issues.empty() ? "" : "NOT like-for-like: " + issues;
@@ -45,6 +52,7 @@ nlohmann::json compare_json(const CompareResult& r, double threshold) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& c : r.comparisons) {
     rows.push_back({{"label", c.label},
+                    {"scenario_id", identity_id(c.identity)},
                     {"metric", c.metric},
                     {"metric_name", c.metric_name},
                     {"unit", c.metric_unit},
@@ -73,6 +81,7 @@ nlohmann::json compare_json(const CompareResult& r, double threshold) {
           {"metric", r.metric},
           {"threshold", threshold},
           {"regression", r.any_regression()},
+          {"run_failed", r.any(Verdict::kRunFailed)},
           {"inconclusive", r.any(Verdict::kInconclusive)},
           {"like_for_like", r.environment.like_for_like},
           {"environment_differences", r.environment.differences},
@@ -111,14 +120,20 @@ Document compare_document(const CompareResult& r, double threshold) {
   t.add_column(Column::text("verdict", "verdict"));
   t.add_column(Column::text("detail", "detail"));
   for (const auto& c : r.comparisons) {
-    const bool numbers = c.verdict != Verdict::kNotComparable && c.verdict != Verdict::kNoBaseline;
+    const bool numbers = has_numbers(c);
     t.rows.push_back({Cell::str(c.label), numbers ? Cell::num(c.base_value) : Cell::none(),
                       numbers ? Cell::num(c.new_value) : Cell::none(), Cell::str(change(c)),
-                      Cell::str(c.verdict == Verdict::kRegression ? "REGRESSION" : verdict_text(c)), Cell::str(why(c))});
+                      Cell::str(c.verdict == Verdict::kRegression ? "REGRESSION"
+                                : c.verdict == Verdict::kRunFailed ? "RUN FAILED"
+                                                                   : verdict_text(c)),
+                      Cell::str(why(c))});
     TestCase tc{c.label, TestCase::Outcome::kPass, verdict_text(c) + ": " + change(c)};
     if (c.verdict == Verdict::kRegression) {
       tc.outcome = TestCase::Outcome::kFail;
       tc.message = fmt::format("regression: {} {} beyond the {:.1f}% threshold", name, change(c), threshold * 100);
+    } else if (c.verdict == Verdict::kRunFailed) {
+      tc.outcome = TestCase::Outcome::kFail;
+      tc.message = "run failed: " + why(c);
     } else if (!numbers || c.verdict == Verdict::kInconclusive) {
       tc.outcome = TestCase::Outcome::kSkip;
       tc.message = verdict_text(c) + ": " + why(c);
@@ -162,7 +177,8 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
                       ? fmt::format("Different recipe: the measured throughput ({}) is {:.1f} % of the published "
                                     "figure. This is not a reproduction; do not quote it as one.",
                                     c.percent_basis, *c.percent_of_published)
-                      : std::string("No measured throughput to compare (the run did not finish ok)."));
+                  : !c.no_percent_reason.empty() ? "Not comparable: " + c.no_percent_reason + "."
+                                                 : std::string("No measured throughput to compare (the run did not finish ok)."));
     } else {
       d.paragraph(c.percent_of_published
                       ? fmt::format("Measured throughput ({}) is **{:.1f} %** of the published figure (the same work).",
@@ -231,6 +247,7 @@ Document published_document(const PublishedReference& ref, const std::vector<Pub
     }
     d.data.push_back({{"reference", ref.id}, {"record", pr.path}, {"published_samples_per_s", c.published_samples_per_s},
                       {"measured_samples_per_s", c.measured_samples_per_s}, {"percent_of_published", c.percent_of_published},
+                      {"no_percent_reason", c.no_percent_reason},
                       {"same_work", c.same_work()}, {"work_differences", c.work_differences},
                       {"recipe_command", ref.recipe_command()}, {"prepare_command", ref.prepare},
                       {"published_mode", ref.mode}, {"measured_mode", run.scenario.mode}, {"percent_basis", c.percent_basis},

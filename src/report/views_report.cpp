@@ -489,21 +489,25 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
   d.title = per == ExportPer::kEpoch ? "gpubench epochs" : "gpubench runs";
   Table t;
   t.id = per == ExportPer::kEpoch ? "epochs" : "runs";
-  auto identity = [&t](std::vector<Cell>& row, const LoadedRecord& lr) {
+  // One label per scenario, distinct among the exported ones (the keys in which same-looking scenarios differ).
+  std::vector<nlohmann::json> identities;
+  for (const auto& lr : records) identities.push_back(scenario_identity(lr.record));
+  const std::vector<std::string> labels = scenario_labels(identities);
+  auto identity = [&t, &identities, &labels, &records](std::vector<Cell>& row, const LoadedRecord& lr) {
     const RunRecord& r = lr.record;
+    const size_t index = static_cast<size_t>(&lr - records.data());
     put_identity(t, row, lr);
     const auto put = [&](const Column& c, Cell v) { t.put(row, c, std::move(v)); };
     put(Column::text("path", "path"), Cell::str(lr.path));
     // What a notebook groups by (docs/cli.md lists them): one id per scenario identity, as compare pairs runs.
-    const nlohmann::json id = scenario_identity(r);
-    put(Column::text("scenario_id", "scenario id"), Cell::str(identity_id(id)));
-    put(Column::text("scenario", "scenario"), Cell::str(identity_label(r)));
+    put(Column::text("scenario_id", "scenario id"), Cell::str(identity_id(identities[index])));
+    put(Column::text("scenario", "scenario"), Cell::str(labels[index]));
     put(Column::text("precision_requested", "precision asked"), Cell::str(r.scenario.precision));
     put(Column::text("kernels", "kernels"), Cell::str(r.scenario.kernels));
     put(Column::text("throughput_unit", "throughput unit"), Cell::str(throughput_unit(r)));
     put(Column::text("data", "data"), Cell::str(r.scenario.data));
     put(Column::text("decode", "decode"), Cell::str(r.data ? r.data->decode : std::string()));
-    put(Column::text("data_only", "data only"), Cell::str(r.scenario.data_only ? "true" : "false"));
+    put(Column::text("data_only", "data only"), Cell::flag(r.scenario.data_only));
     put(Column::count("dataset_size", "dataset size"), Cell::num(static_cast<double>(r.scenario.dataset_size)));
     const auto opt_count = [](const std::optional<int64_t>& v) {
       return v ? Cell::num(static_cast<double>(*v)) : Cell::none();
@@ -522,7 +526,7 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
     put(Column{"power_limit_w", "power limit", "W", Better::kNeither},
         r.telemetry.power_limit_w ? Cell::num(*r.telemetry.power_limit_w) : Cell::none());
     put(Column::text("clocks_locked", "clocks locked"),
-        Cell::str(!r.telemetry.clocks_locked ? "" : *r.telemetry.clocks_locked ? "true" : "false"));
+        Cell::flag(r.telemetry.clocks_locked));
     put(Column::text("git_revision", "gpubench revision"), Cell::str(r.environment.git_revision));
   };
   for (const auto& lr : records) {
@@ -537,7 +541,7 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
       identity(row, lr);
       const auto put = [&](const Column& c, Cell v) { t.put(row, c, std::move(v)); };
       put(Column::count("epoch", "epoch"), Cell::num(static_cast<double>(e.index)));
-      put(Column::text("complete", "complete"), Cell::str(e.complete ? "true" : "false"));
+      put(Column::text("complete", "complete"), Cell::flag(e.complete));
       put(Column::count("steps", "steps"), Cell::num(static_cast<double>(e.steps)));
       put(Column::count("samples", "samples"), Cell::num(static_cast<double>(e.samples)));
       for (const auto& m : epoch_metrics(lr.record, e)) put_metric(t, row, m);

@@ -20,14 +20,18 @@
 namespace gpubench {
 
 /// A table cell: a number (formatted by its column's unit hint by human printers, written raw by data printers), a
-/// text, or empty (no value: "-" for people, an empty CSV field, JSON null).
+/// text, a truth value ("true"/"false" for people and CSV, a JSON boolean for JSON and JSONL), or empty (no value:
+/// "-" for people, an empty CSV field, JSON null).
 struct Cell {
   std::optional<double> number;
   std::string text;
+  bool boolean = false;  ///< `text` is "true" or "false" and is a JSON boolean for programs
   bool empty() const { return !number && text.empty(); }
   static Cell num(double v) { return Cell{v, {}}; }
   static Cell num(const std::optional<double>& v) { return Cell{v, {}}; }
   static Cell str(std::string s) { return Cell{std::nullopt, std::move(s)}; }
+  static Cell flag(bool v) { return Cell{std::nullopt, v ? "true" : "false", true}; }
+  static Cell flag(const std::optional<bool>& v) { return v ? flag(*v) : none(); }
   static Cell none() { return Cell{}; }
 };
 

@@ -9,6 +9,7 @@
 
 #include "cli/commands/commands.h"
 #include "gpubench/core/analysis/compare.hpp"
+#include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/analysis/published.hpp"
 #include "gpubench/core/record/record_io.hpp"
 #include "gpubench/core/store/store.hpp"
@@ -114,9 +115,13 @@ class CompareCommand final : public Command {
         ->type_name("KEY");
     cmd.add_flag("--allow-missing", allow_missing_,
                  "Exit 0 instead of 5 (not the same scenario, or not a publication's recipe) or 6 (no baseline), for jobs "
-                 "whose scenarios come and go");
-    cmd.footer("Pairs runs by scenario identity (model and keys, mode, precision as asked and as run, batch, world size, "
-               "execution, kernels, data pipeline, device model); repeats are pooled. With two or more runs on a side "
+                 "whose scenarios come and go; a candidate run that failed is exit 1 all the same");
+    std::string keys;
+    for (const auto& k : identity_keys()) keys += (keys.empty() ? "" : ", ") + k;
+    cmd.footer("Pairs runs by scenario identity: the model's own keys (`gpubench run MODEL --help`) and every one of "
+               "these must be equal:\n  " + keys + "\n(kernel_options only where not all defaults; --ignore KEY leaves "
+               "one out). Repeats are pooled. A candidate run that did not finish ok is a failed test (exit 1).\n"
+               "With two or more runs on a side "
                "the interval is a Welch t\ninterval over runs; with one run per side it is within-run only and a "
                "change inside the noise floor gets no verdict. Host-bound runs (GPU busy < 95%, launch- or "
                "input-bound) that differ without\nrepeats on both sides are inconclusive. A regression is a change for "
@@ -127,9 +132,9 @@ class CompareCommand final : public Command {
     if (base_.rfind("db:", 0) == 0) {
       roles.store(parse_store_base(base_).file, "BASE");
     } else if (base_.rfind("published/", 0) != 0) {
-      roles.input(base_, "BASE", is_record_file);
+      record_input(roles, base_, "BASE");
     }
-    roles.input(candidate_, "NEW", is_record_file);
+    record_input(roles, candidate_, "NEW");
     if (markdown_opt_->count() > 0) roles.output(markdown_, "--markdown");
     if (junit_opt_->count() > 0) roles.output(junit_, "--junit");
     if (json_opt_->count() > 0) roles.output(json_, "--json");
@@ -167,8 +172,15 @@ class CompareCommand final : public Command {
   CLI::Option* markdown_opt_ = nullptr;
   CLI::Option* junit_opt_ = nullptr;
   CLI::Option* json_opt_ = nullptr;
-  /// The most serious outcome: a regression, then an inconclusive difference, then pairs that could not be made.
+  /// The most serious outcome: a candidate run that failed, a regression, an inconclusive difference, then pairs that
+  /// could not be made (only these --allow-missing excuses).
   int exit_code(const CompareResult& r) const {
+    if (r.any(Verdict::kRunFailed)) {
+      for (const auto& c : r.comparisons) {
+        if (c.verdict == Verdict::kRunFailed) spdlog::error("{}: run failed, {} ({})", c.label, c.note, c.new_paths.front());
+      }
+      return kExitRunFailed;
+    }
     if (r.any_regression()) return kExitRegression;
     if (r.any(Verdict::kInconclusive)) return kExitInconclusive;
     const bool other = r.any(Verdict::kNotComparable), none = r.any(Verdict::kNoBaseline) || r.comparisons.empty();
@@ -178,7 +190,7 @@ class CompareCommand final : public Command {
           spdlog::error("{}: {}", c.label, to_string(c.verdict));
         }
       }
-      if (r.comparisons.empty()) spdlog::error("no candidate run finished: nothing was compared");
+      if (r.comparisons.empty()) spdlog::error("no candidate run: nothing was compared");
       return other ? kExitNotSameScenario : kExitNoBaseline;
     }
     return kExitOk;
@@ -219,8 +231,8 @@ class CompareCommand final : public Command {
 }  // namespace
 
 CommandSpec compare_command() {
-  return {"compare", "Compare candidate runs with baseline runs; exit 3 on a regression",
-          {kExitOk, kExitUsage, kExitRegression, kExitOutputNotWritten, kExitNotSameScenario, kExitNoBaseline,
+  return {"compare", "Compare candidate runs with baseline runs; exit 3 on a regression, 1 on a failed candidate run",
+          {kExitOk, kExitRunFailed, kExitUsage, kExitRegression, kExitOutputNotWritten, kExitNotSameScenario, kExitNoBaseline,
            kExitInconclusive},
           "console",
           [] { return std::make_unique<CompareCommand>(); }};

@@ -29,7 +29,7 @@ class ExportCommand final : public Command {
   }
 
   void files(FileRoles& roles) const override {
-    for (const auto& p : paths_) roles.input(p, "RECORDS", is_record_file);
+    for (const auto& p : paths_) record_input(roles, p, "RECORDS");
     if (out_opt_->count() > 0) roles.output(out_, "--out");
   }
 

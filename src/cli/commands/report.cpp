@@ -41,14 +41,14 @@ void write_trend(const std::string& path, const std::vector<HistoryRow>& history
   Document d;
   Table t;
   t.id = "trend";
-  for (const char* key : {"series", "start_time_utc", "value", "run_id", "driver_version", "libtorch_version",
-                          "git_revision"}) {
+  for (const char* key : {"series", "start_time_utc", "value", "unit", "run_id", "driver_version",
+                          "libtorch_version", "git_revision"}) {
     t.add_column(Column::text(key, key));
   }
   for (size_t i = 0; i < history.size(); ++i) {
     const HistoryRow& h = history[i];
     if (h.status != "ok") continue;
-    t.rows.push_back({Cell::str(series.at(i)), Cell::str(h.start_time_utc), Cell::num(h.value),
+    t.rows.push_back({Cell::str(series.at(i)), Cell::str(h.start_time_utc), Cell::num(h.value), Cell::str(h.unit),
                       Cell::num(static_cast<double>(h.id)), Cell::str(h.driver_version), Cell::str(h.libtorch_version),
                       Cell::str(h.git_revision)});
   }
@@ -134,7 +134,7 @@ class ReportCommand final : public Command {
   }
 
   void files(FileRoles& roles) const override {
-    for (const auto& p : paths_) roles.input(p, "RECORDS", is_record_file);
+    for (const auto& p : paths_) record_input(roles, p, "RECORDS");
     roles.store(db_, "--db");
     roles.input(compare_json_, "--compare");
     if (out_dir_.empty()) throw UsageError("--out: no folder named");
@@ -195,8 +195,8 @@ class ReportCommand final : public Command {
       } catch (const std::exception& e) {
         throw OutputNotWritten(e.what());
       }
-      const std::string unit = history.front().unit;
-      args.insert(args.end(), {"--trend", trend, "--trend-metric", metric_ + (unit.empty() ? "" : " (" + unit + ")")});
+      // Each unit gets its own axis (the script reads the rows' unit column): the label is the metric alone.
+      args.insert(args.end(), {"--trend", trend, "--trend-metric", metric_});
     }
     const std::string groups = (fs::path(out_dir_) / "groups.json").string();
     try {

@@ -166,6 +166,16 @@ class RunWriter {
  private:
   void add_to_store(const RunRecord& record, const std::string& written, Document& d) {
     if (flags_.db.empty()) return;
+    // The store may wait for another writer's lock (up to 30 s): the record's path is named first, on standard output
+    // when it is a console (a CI log killed while waiting still finds the record), else on standard error.
+    const bool console = ctx_.output.format.empty() || ctx_.output.format == "console";
+    if (console && ctx_.document_stream == stdout && !to_stdout(written)) {
+      std::fprintf(stdout, "record written: %s (adding it to the results store %s)\n", written.c_str(),
+                   flags_.db.c_str());
+      std::fflush(stdout);
+    } else {
+      spdlog::info("record written: {} (adding it to the results store {})", written, flags_.db);
+    }
     try {
       ResultsStore(flags_.db).add(record, written);
       d.paragraph("stored in: " + flags_.db);

@@ -26,6 +26,7 @@ std::string to_string(Verdict v) {
     case Verdict::kNoBaseline: return "no baseline";
     case Verdict::kChanged: return "changed";
     case Verdict::kInconclusive: return "inconclusive";
+    case Verdict::kRunFailed: return "run failed";
   }
   return "?";
 }
@@ -198,10 +199,19 @@ double resample_mean(const Runs& runs, std::mt19937_64& rng) {
 void compare_environments(const std::vector<LoadedRecord>& base, const std::vector<LoadedRecord>& cand,
                           EnvironmentDiff& out) {
   if (base.empty() || cand.empty()) return;
-  const EnvironmentRecord& a = base.front().record.environment;
-  const EnvironmentRecord& b = cand.front().record.environment;
-  const TelemetryInfo& ta = base.front().record.telemetry;
-  const TelemetryInfo& tb = cand.front().record.telemetry;
+  // A side's first finished run speaks for it (a crashed run's record may lack what it never measured).
+  const auto first_ok = [](const std::vector<LoadedRecord>& side) -> const RunRecord& {
+    for (const auto& r : side) {
+      if (r.record.status == RunStatus::kOk) return r.record;
+    }
+    return side.front().record;
+  };
+  const RunRecord& ra = first_ok(base);
+  const RunRecord& rb = first_ok(cand);
+  const EnvironmentRecord& a = ra.environment;
+  const EnvironmentRecord& b = rb.environment;
+  const TelemetryInfo& ta = ra.telemetry;
+  const TelemetryInfo& tb = rb.telemetry;
   auto diff = [&out](const std::string& name, const std::string& x, const std::string& y, bool breaks_like_for_like) {
     if (x == y) return;
     out.differences.push_back(name + ": " + (x.empty() ? "?" : x) + " -> " + (y.empty() ? "?" : y));
@@ -210,7 +220,7 @@ void compare_environments(const std::vector<LoadedRecord>& base, const std::vect
   auto num = [](const std::optional<double>& v) { return v ? std::to_string(static_cast<int64_t>(*v)) : ""; };
   auto flag = [](const std::optional<bool>& v) { return v ? (*v ? "on" : "off") : ""; };
   diff("device_name", a.device_name, b.device_name, true);
-  diff("nvidia_driver", nvidia_driver_of(base.front().record), nvidia_driver_of(cand.front().record), false);
+  diff("nvidia_driver", nvidia_driver_of(ra), nvidia_driver_of(rb), false);
   diff("cuda_driver_api", a.cuda_driver_api_version.empty() ? a.driver_version : a.cuda_driver_api_version,
        b.cuda_driver_api_version.empty() ? b.driver_version : b.cuda_driver_api_version, false);
   diff("cuda_runtime", a.cuda_runtime_version, b.cuda_runtime_version, false);
@@ -377,6 +387,18 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
   };
   const auto base_groups = group_by_identity(baselines);
   const auto cand_groups = group_by_identity(candidates);
+  // A candidate that did not finish is a failure of its own, never "nothing to compare".
+  for (const auto& r : candidates) {
+    if (r.record.status == RunStatus::kOk) continue;
+    Comparison c;
+    c.metric = options.metric;
+    c.identity = scenario_identity(r.record);
+    c.new_paths = {r.path};
+    c.new_runs = 1;
+    c.verdict = Verdict::kRunFailed;
+    c.note = "status " + to_string(r.record.status) + (r.record.reason.empty() ? "" : ": " + r.record.reason);
+    result.comparisons.push_back(std::move(c));
+  }
 
   std::mt19937_64 rng(options.seed);
   for (const auto& group : cand_groups) {
@@ -384,7 +406,7 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
     const auto& cands = group.second;
     Comparison c;
     c.metric = options.metric;
-    c.label = identity_label(cands.front()->record);
+    c.identity = scenario_identity(cands.front()->record);
     for (const auto* r : cands) c.new_paths.push_back(r->path);
     c.new_runs = static_cast<int64_t>(cands.size());
     const auto match = std::find_if(base_groups.begin(), base_groups.end(), [&key](const auto& g) { return g.first == key; });
@@ -514,6 +536,10 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
     }
     result.comparisons.push_back(c);
   }
+  std::vector<nlohmann::json> identities;
+  for (const auto& c : result.comparisons) identities.push_back(c.identity);
+  const std::vector<std::string> labels = scenario_labels(identities);
+  for (size_t i = 0; i < labels.size(); ++i) result.comparisons[i].label = labels[i];
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include <algorithm>
+#include <map>
 
 namespace gpubench {
 
@@ -94,22 +95,97 @@ std::vector<std::string> describe_differences(const nlohmann::json& a, const nlo
   return out;
 }
 
-std::string identity_label(const RunRecord& r) {
-  const Scenario& s = r.scenario;
-  std::string label = s.model + " bs" + (s.batch_size ? std::to_string(*s.batch_size) : std::string("?")) + " " +
-                      (r.precision.resolved.empty() ? s.precision : r.precision.resolved);
-  if (s.precision == "amp") label += " (amp)";
-  label += " " + s.mode;
-  label += r.execution.mode == "cuda_graph" ? " graph" : " eager";
-  if (s.kernels != "aten") label += " " + s.kernels + " kernels";
-  if (s.data == "folder") {
-    label += s.data_only ? " data-only" : " folder";
-    if (r.data) label += "/" + r.data->decode;
+std::string identity_label(const nlohmann::json& id) {
+  auto text = [&id](const char* key, const std::string& fallback) {
+    const auto it = id.find(key);
+    return it != id.end() && it->is_string() ? it->get<std::string>() : fallback;
+  };
+  const auto batch = id.find("batch_size");
+  const std::string requested = text("precision", "");
+  std::string label = text("model", "?") + " bs" +
+                      (batch != id.end() && batch->is_number_integer() ? std::to_string(batch->get<int64_t>()) : "?") +
+                      " " + text("precision_resolved", requested);
+  if (requested == "amp") label += " (amp)";
+  label += " " + text("mode", "train");
+  label += text("execution", "eager") == "cuda_graph" ? " graph" : " eager";
+  const std::string kernels = text("kernels", "aten");
+  if (kernels != "aten") label += " " + kernels + " kernels";
+  if (text("data", "synthetic") == "folder") {
+    const auto only = id.find("data_only");
+    label += only != id.end() && only->is_boolean() && only->get<bool>() ? " data-only" : " folder";
+    const std::string decode = text("decode_resolved", "");
+    if (!decode.empty()) label += "/" + decode;
   }
-  const int64_t world = r.distributed ? r.distributed->world_size : 1;
+  const auto ws = id.find("world_size");
+  const int64_t world = ws != id.end() && ws->is_number_integer() ? ws->get<int64_t>() : 1;
   if (world > 1) label += ", " + std::to_string(world) + " GPUs";
-  if (!r.environment.device_name.empty()) label += ", " + r.environment.device_name;
+  const std::string device = text("device_model", "");
+  if (!device.empty()) label += ", " + device;
   return label;
+}
+
+std::string identity_label(const RunRecord& r) { return identity_label(scenario_identity(r)); }
+
+namespace {
+
+/// `key=value` for a dotted key of an identity ("optimizer.lr=0.1", "dataset_size=4096"; an empty text "(unset)").
+std::string key_value(const nlohmann::json& identity, const std::string& key) {
+  const std::string v = identity_value(identity, key);
+  return key + "=" + (v.empty() ? "(unset)" : v);
+}
+
+}  // namespace
+
+std::vector<std::string> distinct_labels(const std::vector<nlohmann::json>& identities,
+                                         const std::vector<std::string>& labels) {
+  std::vector<std::string> out = labels;
+  std::map<std::string, std::vector<size_t>> by_label;
+  for (size_t i = 0; i < labels.size(); ++i) by_label[labels[i]].push_back(i);
+  for (const auto& [label, members] : by_label) {
+    // The distinct identities behind one label, and every key in which any two of them differ.
+    std::vector<size_t> firsts;
+    for (size_t i : members) {
+      const bool seen = std::any_of(firsts.begin(), firsts.end(), [&](size_t f) { return identities[f] == identities[i]; });
+      if (!seen) firsts.push_back(i);
+    }
+    if (firsts.size() < 2) continue;
+    std::vector<std::string> keys;
+    for (size_t a = 0; a < firsts.size(); ++a) {
+      for (size_t b = a + 1; b < firsts.size(); ++b) {
+        for (const auto& k : identity_differences(identities[firsts[a]], identities[firsts[b]])) {
+          if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+        }
+      }
+    }
+    for (size_t i : members) {
+      std::string extra;
+      for (const auto& k : keys) extra += (extra.empty() ? "" : ", ") + key_value(identities[i], k);
+      out[i] = label + " [" + extra + "]";
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> scenario_labels(const std::vector<nlohmann::json>& identities) {
+  std::vector<std::string> labels;
+  labels.reserve(identities.size());
+  for (const auto& id : identities) labels.push_back(identity_label(id));
+  return distinct_labels(identities, labels);
+}
+
+std::vector<std::string> identity_keys() {
+  Scenario all;
+  all.mode = "generate";
+  all.precision = "fp8";
+  all.kernels = "fused";
+  all.data = "folder";
+  RunRecord r;
+  r.scenario = all;
+  r.scenario.kernel_options.decode_one_kernel = !KernelOptions{}.decode_one_kernel;  // kept: not at its default
+  std::vector<std::string> keys;
+  const nlohmann::json identity = scenario_identity(r);  // items() of a temporary would dangle
+  for (const auto& [key, value] : identity.items()) keys.push_back(key);
+  return keys;
 }
 
 std::string fnv1a_hex(std::string_view bytes) {

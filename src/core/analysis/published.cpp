@@ -164,6 +164,13 @@ PublishedComparison compare_with_published(const PublishedReference& ref, const 
     }
   }
 
+  // A percentage of another model's or another mode's figure has no meaning: none is given, and the reason is.
+  if (s.model != ref.model || s.mode != ref.mode) {
+    c.percent_of_published.reset();
+    c.no_percent_reason = "a " + s.model + " " + s.mode + " run and a published " + ref.model + " " + ref.mode +
+                          " figure measure different work: no percentage";
+  }
+
   auto& d = c.differences;
   auto work = [&c](std::string text) {  // a difference in the work timed: not a reproduction
     c.work_differences.push_back(text);

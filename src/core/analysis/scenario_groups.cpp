@@ -22,12 +22,6 @@ std::optional<double> mean_of(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
-/// `key=value` for a dotted key of an identity ("optimizer.lr=0.1", "dataset_size=4096"; an empty text "(unset)").
-std::string key_value(const nlohmann::json& identity, const std::string& key) {
-  const std::string v = identity_value(identity, key);
-  return key + "=" + (v.empty() ? "(unset)" : v);
-}
-
 }  // namespace
 
 RunSpread spread_of(const std::vector<double>& values) {
@@ -45,36 +39,6 @@ RunSpread spread_of(const std::vector<double>& values) {
   s.half_width_95 = student_t_quantile(0.95, n - 1) * stdev / std::sqrt(n);
   if (s.mean != 0) s.cv_pct = stdev / std::fabs(s.mean) * 100.0;
   return s;
-}
-
-std::vector<std::string> distinct_labels(const std::vector<nlohmann::json>& identities,
-                                         const std::vector<std::string>& labels) {
-  std::vector<std::string> out = labels;
-  std::map<std::string, std::vector<size_t>> by_label;
-  for (size_t i = 0; i < labels.size(); ++i) by_label[labels[i]].push_back(i);
-  for (const auto& [label, members] : by_label) {
-    // The distinct identities behind one label, and every key in which any two of them differ.
-    std::vector<size_t> firsts;
-    for (size_t i : members) {
-      const bool seen = std::any_of(firsts.begin(), firsts.end(), [&](size_t f) { return identities[f] == identities[i]; });
-      if (!seen) firsts.push_back(i);
-    }
-    if (firsts.size() < 2) continue;
-    std::vector<std::string> keys;
-    for (size_t a = 0; a < firsts.size(); ++a) {
-      for (size_t b = a + 1; b < firsts.size(); ++b) {
-        for (const auto& k : identity_differences(identities[firsts[a]], identities[firsts[b]])) {
-          if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-        }
-      }
-    }
-    for (size_t i : members) {
-      std::string extra;
-      for (const auto& k : keys) extra += (extra.empty() ? "" : ", ") + key_value(identities[i], k);
-      out[i] = label + " [" + extra + "]";
-    }
-  }
-  return out;
 }
 
 std::vector<ScenarioGroup> group_by_scenario(const std::vector<const RunRecord*>& runs) {

@@ -254,4 +254,11 @@ void FileRoles::check() const {
   }
 }
 
+bool is_sqlite_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[16] = {};
+  return static_cast<bool>(in.read(header, sizeof header)) &&
+         std::string(header, sizeof header) == std::string("SQLite format 3\0", 16);
+}
+
 }  // namespace gpubench

@@ -17,6 +17,7 @@ namespace gpubench {
 
 bool store_available() { return true; }
 
+
 namespace {
 
 /// One prepared statement, finalised on scope exit.
@@ -337,6 +338,47 @@ RunRecord ResultsStore::record(int64_t id) const {
   s.bind(1, id);
   if (!s.step()) throw std::runtime_error("results store " + path_ + ": no run " + std::to_string(id));
   return parse_record(s.text(0), path_ + " run " + std::to_string(id) + " (" + s.text(1) + ")");
+}
+
+std::vector<LoadedRecord> ResultsStore::records() const {
+  std::vector<std::pair<int64_t, std::string>> ids;
+  {
+    Statement s(db_, "SELECT id, source FROM runs ORDER BY start_time_utc, id", path_);
+    while (s.step()) ids.emplace_back(s.int_or_null(0).value_or(0), s.text(1));
+  }
+  std::vector<LoadedRecord> out;
+  out.reserve(ids.size());
+  for (const auto& [id, source] : ids) {
+    out.push_back(LoadedRecord{path_ + ":" + std::to_string(id) + " (" + source + ")", record(id)});
+  }
+  return out;
+}
+
+int64_t ResultsStore::remove(const std::vector<int64_t>& ids) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    Statement exists(db_, "SELECT 1 FROM runs WHERE id = ?", path_);
+    Statement metrics(db_, "DELETE FROM metrics WHERE run_id = ?", path_);
+    Statement run(db_, "DELETE FROM runs WHERE id = ?", path_);
+    int64_t removed = 0;
+    for (const int64_t id : ids) {
+      exists.reset();
+      exists.bind(1, id);
+      if (!exists.step()) throw std::runtime_error("results store " + path_ + ": no run " + std::to_string(id));
+      metrics.reset();
+      metrics.bind(1, id);
+      metrics.step();
+      run.reset();
+      run.bind(1, id);
+      run.step();
+      removed += sqlite3_changes(db_);
+    }
+    exec("COMMIT");
+    return removed;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);  // all or none
+    throw;
+  }
 }
 
 std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord& candidate, int last_n) const {

@@ -22,6 +22,8 @@ ResultsStore::~ResultsStore() = default;
 bool ResultsStore::add(const RunRecord&, const std::string&) { unavailable(); }
 std::vector<HistoryRow> ResultsStore::history(const HistoryQuery&) const { unavailable(); }
 RunRecord ResultsStore::record(int64_t) const { unavailable(); }
+std::vector<LoadedRecord> ResultsStore::records() const { unavailable(); }
+int64_t ResultsStore::remove(const std::vector<int64_t>&) { unavailable(); }
 std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord&, int) const { unavailable(); }
 int64_t ResultsStore::count() const { unavailable(); }
 std::string ResultsStore::integrity() const { unavailable(); }

@@ -35,13 +35,20 @@ struct CompareOptions {
 /// significant change of a metric with no better direction (power, clocks).
 /// kNotComparable: not the same scenario (the identities differ; the keys are listed); kInconclusive: a difference
 /// that cannot be told from the host's noise (host- or launch-bound runs, not separated by repeats on both sides).
-enum class Verdict { kFaster, kNoChange, kSlower, kRegression, kNotComparable, kNoBaseline, kChanged, kInconclusive };
+/// kRunFailed: a candidate run that did not finish ok (crashed, OOM, non-finite loss, interrupted): a failure in its
+/// own right, whatever the baseline (a nightly whose training run died must not pass).
+enum class Verdict {
+  kFaster, kNoChange, kSlower, kRegression, kNotComparable, kNoBaseline, kChanged, kInconclusive, kRunFailed
+};
 std::string to_string(Verdict v);
 
 
 /// One scenario's baseline against its candidate.
 struct Comparison {
-  std::string label;                   ///< "resnet50 bs256 bf16 cuda:0"
+  /// The candidate's scenario: scenario_labels of the compared identities ("resnet50 bs256 fp16 (amp) train eager,
+  /// NVIDIA H200"), with the keys that tell it from another shown scenario when two would read the same.
+  std::string label;
+  nlohmann::json identity;             ///< the candidate side's scenario identity (analysis/identity.hpp)
   std::vector<std::string> base_paths, new_paths;
   double base_samples_per_s = 0, new_samples_per_s = 0;  ///< pooled throughput means (throughput comparisons)
   std::string metric = kThroughputTag;  ///< the metric's tag, name, unit hint and direction
@@ -90,7 +97,8 @@ struct CompareResult {
 /// when the interval excludes 1 (and, with one run per side, the change exceeds the noise floor), regression when
 /// worse by more than the threshold, inconclusive when host-bound runs differ without repeats on both sides to
 /// separate it, not the same scenario when the identities differ (the keys are listed), no baseline when the other
-/// side has no run of the model.
+/// side has no run of the model. Each candidate run that did not finish ok is its own kRunFailed comparison, with
+/// the record's status and reason as its note.
 CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std::vector<LoadedRecord>& candidates,
                            const CompareOptions& options);
 

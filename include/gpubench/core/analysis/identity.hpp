@@ -35,8 +35,24 @@ std::string identity_value(const nlohmann::json& identity, const std::string& ke
 /// `key: a -> b` for each differing key, for messages ("world_size: 1 -> 2").
 std::vector<std::string> describe_differences(const nlohmann::json& a, const nlohmann::json& b);
 
-/// A short label for people: "resnet50 bs256 fp16 train eager synthetic, 2 GPUs, NVIDIA H200".
+/// A short label for people: "resnet50 bs256 fp16 train eager, 2 GPUs, NVIDIA H200", from an identity's keys (model,
+/// batch, precision as run and asked, mode, execution, kernels, data pipeline, world size, device model). Different
+/// identities can share it: where more than one scenario is shown, use scenario_labels.
+std::string identity_label(const nlohmann::json& identity);
 std::string identity_label(const RunRecord& r);
+
+/// `labels[i]` made distinct: where different identities share a label, each gets the keys in which those identities
+/// differ appended ("bert-base bs32 bf16 train eager, NVIDIA H200 [dataset_size=4096]"), so no two rows or bars of one
+/// table or chart read the same. Equal identities keep equal labels.
+std::vector<std::string> distinct_labels(const std::vector<nlohmann::json>& identities,
+                                         const std::vector<std::string>& labels);
+
+/// The one label function of every view that names scenarios side by side (compare, history, --detect, export,
+/// JUnit, Markdown, the report): identity_label of each, made distinct among `identities` (distinct_labels).
+std::vector<std::string> scenario_labels(const std::vector<nlohmann::json>& identities);
+
+/// Every top-level key an identity can have, besides the model's own keys (compare --help's pairing keys).
+std::vector<std::string> identity_keys();
 
 /// A stable 16-hex-digit id of an identity (FNV-1a 64 of its canonical JSON): equal identities, equal ids, on any
 /// machine. Export's `scenario_id` column, so a notebook groups runs by one column.

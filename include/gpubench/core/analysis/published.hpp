@@ -51,7 +51,9 @@ struct PublishedComparison {
   const PublishedReference* reference = nullptr;
   std::optional<double> published_samples_per_s, measured_samples_per_s;
   std::optional<double> published_steps_per_s, measured_steps_per_s;  ///< it/s, where the publication quotes it
-  std::optional<double> percent_of_published;        ///< measured / published x 100, in percent_basis
+  std::optional<double> percent_of_published;        ///< measured / published x 100, in percent_basis; only where
+                                                     ///< model and mode are the publication's
+  std::string no_percent_reason;                     ///< why there is no percentage though both figures exist
   std::string percent_basis = "samples/s";           ///< samples/s, or it/s for a sampler's figure (mode inference)
   std::optional<double> measured_epoch_seconds;      ///< for the publication's dataset size, at the measured rate
   std::vector<std::string> differences;              ///< every way the recipes differ ("batch size: 128 vs 256")

@@ -47,10 +47,4 @@ struct ScenarioGroup {
 /// label.
 std::vector<ScenarioGroup> group_by_scenario(const std::vector<const RunRecord*>& runs);
 
-/// `labels[i]` made distinct: where different identities share a label, each gets the keys in which those identities
-/// differ appended ("bert-base bs32 bf16 train eager, NVIDIA H200 [dataset_size=4096]"), so no two rows or bars of one
-/// table or chart read the same. Equal identities keep equal labels.
-std::vector<std::string> distinct_labels(const std::vector<nlohmann::json>& identities,
-                                         const std::vector<std::string>& labels);
-
 }  // namespace gpubench

@@ -56,6 +56,10 @@ void check_output_location(const std::string& path);
 /// included), else the same absolute path once the symlinks of the part that exists are resolved.
 bool same_file(const std::string& a, const std::string& b);
 
+/// Whether `path` is an SQLite file (its 16-byte header): commands given records read a results store there instead
+/// of failing to parse it as JSON. Says nothing about whether it is a gpubench store (opening it does).
+bool is_sqlite_file(const std::string& path);
+
 /// What one command reads and writes, for the rule every command keeps: no output is the same file as an input, as
 /// a results store (or its -wal, -shm and -journal files), or as another output. Inputs are named before outputs
 /// are checked; a folder input stands for the `*.json` files directly in it that `member` accepts (the records the

@@ -65,6 +65,11 @@ class ResultsStore {
   std::vector<HistoryRow> history(const HistoryQuery& q) const;
   /// The stored record with `id`.
   RunRecord record(int64_t id) const;
+  /// Every stored record, oldest first, each named "STORE:ID (its source)".
+  std::vector<LoadedRecord> records() const;
+  /// Removes the runs `ids` and their metrics in one transaction: all or none. Throws, changing nothing, when an id
+  /// is not stored. Returns how many were removed.
+  int64_t remove(const std::vector<int64_t>& ids);
   /// The baseline for `candidate`: the last `last_n` finished runs (status ok) of the same scenario identity (its GPU
   /// model included), started before it, newest first; the candidate itself (same fingerprint) is never its own.
   std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n) const;
