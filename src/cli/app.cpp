@@ -1,4 +1,5 @@
 #include "cli/app.h"
+#include "cli/scenario_flags.h"
 
 #include <spdlog/spdlog.h>
 
@@ -130,6 +131,7 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
     ctx.command_line += (i ? " " : "") + std::string(argv[i]);
   }
   ctx.self = "/proc/self/exe";
+  ScenarioFlags::focus_help(ctx.argv);  // `run MODEL --help` lists that model's keys
 
   CLI::App app{"gpubench: how fast does this chip really train, and why?\n"
                "Trains real models (ResNet-50, BERT, the SD UNet, GPT-2, Llama) on CUDA, ROCm, MPS or the CPU and "

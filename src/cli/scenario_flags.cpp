@@ -1,8 +1,56 @@
 #include "cli/scenario_flags.h"
 
+#include <algorithm>
+
 #include "gpubench/engine/engine.hpp"
 
 namespace gpubench::cli {
+
+namespace {
+/// Whether `model` declares `key` (or takes it as an alias of one of its keys).
+bool takes(const ModelOptions& models, const std::string& model, const std::string& key) {
+  const auto it = models.find(model);
+  if (it == models.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(), [&key](const ModelOption& o) {
+    return o.key == key || std::find(o.aliases.begin(), o.aliases.end(), key) != o.aliases.end();
+  });
+}
+
+/// A key's help: under `run MODEL --help`, MODEL's own words for its key (or which of its keys an alias stands for);
+/// otherwise every model's.
+std::string focused_description(const ModelOptions& models, const std::string& focus, const ScenarioKey& k) {
+  const auto it = models.find(focus);
+  if (!k.per_model || it == models.end()) return k.description;
+  for (const auto& o : it->second) {
+    if (o.key == k.key) return o.as_key().description;
+  }
+  for (const auto& o : it->second) {
+    if (std::find(o.aliases.begin(), o.aliases.end(), k.key) != o.aliases.end()) {
+      return "same as " + o.flag + " (an alias kept for older files and flags)";
+    }
+  }
+  return k.description;
+}
+}  // namespace
+
+std::string& ScenarioFlags::help_model() {
+  static std::string model;
+  return model;
+}
+
+void ScenarioFlags::focus_help(const std::vector<std::string>& argv) {
+  const bool help = std::any_of(argv.begin(), argv.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+  if (!help) return;
+  const std::vector<std::string> models = model_names();
+  for (size_t i = 1; i < argv.size(); ++i) {
+    std::string word = argv[i];
+    if (word.rfind("--model=", 0) == 0) word = word.substr(8);
+    if (std::find(models.begin(), models.end(), word) != models.end()) {
+      help_model() = word;
+      return;
+    }
+  }
+}
 
 void ScenarioFlags::declare(CLI::App& cmd, const Shape& shape) {
   if (!shape.model_help.empty()) {
@@ -34,9 +82,13 @@ void ScenarioFlags::declare(CLI::App& cmd, const Shape& shape) {
     std::string type = k.type_name.empty() ? "TEXT" : k.type_name;
     if (lists && !k.boolean) type += "[,...]";
     if (lists && k.key == "batch_size") type += "|max";
-    auto* opt = cmd.add_option(names, raw_[k.key], k.description + suffix + " [" + k.key + "]")->type_name(type);
+    const std::string description = focused_description(models, help_model(), k);
+    auto* opt = cmd.add_option(names, raw_[k.key], description + suffix + " [" + k.key + "]")->type_name(type);
     if (k.boolean) opt->expected(0, 1);  // `--cuda-graph` alone means true; `--cuda-graph false` also works
-    opt->group(k.per_model ? "Keys of " + takers : "Scenario keys (every model)");
+    const std::string& focus = help_model();
+    const bool theirs = !focus.empty() && k.per_model && !takes(models, focus, k.key);
+    // Another model's key under `run MODEL --help`: hidden from the help (an empty group), still parsed.
+    opt->group(theirs ? "" : !k.per_model ? "Scenario keys (every model)" : "Keys of " + (focus.empty() ? takers : focus));
     flag_of_[k.key] = k.flag;
     option_of_[k.key] = opt;
     boolean_[k.key] = k.boolean;

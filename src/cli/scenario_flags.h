@@ -27,6 +27,9 @@ class ScenarioFlags {
   };
   /// Declares the flags on `cmd`.
   void declare(CLI::App& cmd, const Shape& shape);
+  /// `gpubench run MODEL --help` (or `--model MODEL --help`): the help lists MODEL's own keys and hides the other
+  /// models' (they still parse, and are refused with the model that takes them). Call before declaring, with argv.
+  static void focus_help(const std::vector<std::string>& argv);
 
   /// What the user typed, after parsing.
   ScenarioInputs inputs() const;
@@ -40,6 +43,7 @@ class ScenarioFlags {
   const std::optional<std::string>& config() const { return config_; }
 
  private:
+  static std::string& help_model();
   std::optional<std::string> model_, config_;
   bool amp_ = false, channels_last_ = false;
   std::map<std::string, std::string> raw_, flag_of_;

@@ -4,6 +4,7 @@
 
 #include "cli/commands/commands.h"
 #include "cli/scenario_flags.h"
+#include "gpubench/core/scenario/scenario_loader.hpp"
 #include "gpubench/report/views.hpp"
 #include "gpubench/runner/resolve_here.hpp"
 
@@ -34,8 +35,9 @@ class ValidateCommand final : public Command {
     out.title = "gpubench validate";
     Table t;
     t.id = "files";
-    for (const char* k : {"file", "status", "model", "precision", "device", "keys_set"}) {
-      t.add_column(std::string(k) == "keys_set" ? Column::count(k, "keys set") : Column::text(k, k));
+    for (const char* k : {"file", "status", "model", "precision", "device", "keys_set", "errors"}) {
+      const std::string key = k;
+      t.add_column(key == "keys_set" ? Column::count(k, "keys set") : key == "errors" ? Column::count(k, k) : Column::text(k, k));
     }
     nlohmann::json files = nlohmann::json::array();
     std::vector<Document> resolved_docs;
@@ -47,13 +49,21 @@ class ValidateCommand final : public Command {
         const ResolvedScenario r = resolve_here(in, RankInfo{}, 1, 1, true, false);
         const Scenario& s = r.scenario;
         t.rows.push_back({Cell::str(f), Cell::str("ok"), Cell::str(s.model), Cell::str(s.precision), Cell::str(s.device),
-                          Cell::num(static_cast<double>(s.origins.size()))});
+                          Cell::num(static_cast<double>(s.origins.size())), Cell::num(0.0)});
         resolved_docs.push_back(resolved_document(r, f));
         files.push_back(resolved_docs.back().data);
-      } catch (const std::exception& e) {  // ScenarioError above all; anything else is still this file's problem
+      } catch (const ScenarioError& e) {  // every problem of the file, each with its place
+        nlohmann::json errors = nlohmann::json::array();
+        for (const auto& one : e.all()) {
+          spdlog::error("{}", one.what());
+          errors.push_back({{"message", one.what()}, {"source", one.origin().source}, {"line", one.origin().line},
+                            {"column", one.origin().column}, {"key", one.key()}, {"problem", one.problem()}});
+        }
+        invalid(t, files, f, e.what(), errors);
+        rc = kExitUsage;
+      } catch (const std::exception& e) {  // anything else is still this file's problem
         spdlog::error("{}", e.what());
-        t.rows.push_back({Cell::str(f), Cell::str("invalid"), Cell::none(), Cell::none(), Cell::none(), Cell::none()});
-        files.push_back({{"source", f}, {"error", e.what()}});
+        invalid(t, files, f, e.what(), nlohmann::json::array({{{"message", e.what()}, {"source", f}}}));
         rc = kExitUsage;
       }
     }
@@ -72,6 +82,13 @@ class ValidateCommand final : public Command {
   }
 
  private:
+  static void invalid(Table& t, nlohmann::json& files, const std::string& f, const std::string& message,
+                      const nlohmann::json& errors) {
+    t.rows.push_back({Cell::str(f), Cell::str("invalid"), Cell::none(), Cell::none(), Cell::none(), Cell::none(),
+                      Cell::num(static_cast<double>(errors.size()))});
+    files.push_back({{"source", f}, {"error", message}, {"errors", errors}});
+  }
+
   std::vector<std::string> files_;
   bool resolved_ = false;
   ScenarioFlags flags_;

@@ -66,6 +66,30 @@ void drop_other_models_keys(RunRecord& r) {
     it = std::find(own->begin(), own->end(), it->first) == own->end() ? options.erase(it) : std::next(it);
   }
 }
+
+/// Model keys renamed since records were first written, read under today's names so old and new records of one
+/// scenario stay one identity: bert-base's and gpt2's `width` is `hidden` since 2026-12-04 (llama's name for it).
+void rename_model_keys(RunRecord& r) {
+  struct Renamed {
+    const char* model;
+    const char* from;
+    const char* to;
+  };
+  static const Renamed renamed[] = {{"bert-base", "width", "hidden"}, {"gpt2", "width", "hidden"}};
+  for (const auto& n : renamed) {
+    if (r.scenario.model != n.model) continue;
+    auto& options = r.scenario.model_options;
+    if (const auto it = options.find(n.from); it != options.end() && options.count(n.to) == 0) {
+      options[n.to] = it->second;
+      options.erase(it);
+    }
+    if (const auto it = r.scenario.origins.find(n.from); it != r.scenario.origins.end()) {
+      r.scenario.origins[n.to] = it->second;
+      r.scenario.origins.erase(it);
+    }
+    std::replace(r.model.scenario_keys.begin(), r.model.scenario_keys.end(), std::string(n.from), std::string(n.to));
+  }
+}
 }  // namespace
 
 void to_json(nlohmann::json& j, const RunRecord& r) {
@@ -132,6 +156,7 @@ void from_json(const nlohmann::json& j, RunRecord& r) {
   r.repeat_index = j.value("repeat_index", int64_t{1});
   r.repeat_count = j.value("repeat_count", int64_t{1});
   drop_other_models_keys(r);
+  rename_model_keys(r);
   // Records before the two driver versions had names: driver_version was the CUDA driver API version, and the
   // NVIDIA driver was only under telemetry.
   if (r.environment.cuda_driver_api_version.empty()) r.environment.cuda_driver_api_version = r.environment.driver_version;

@@ -248,7 +248,9 @@ ScenarioKey ModelOption::as_key() const {
     type_name.clear();
     for (const auto& c : choices) type_name += (type_name.empty() ? "" : "|") + c;
   }
-  return ScenarioKey{key, flag, help, type == Type::kBool, true, type_name};
+  std::string text = help;
+  for (const auto& a : aliases) text += "; also read as " + a;
+  return ScenarioKey{key, flag, text, type == Type::kBool, true, type_name};
 }
 
 std::vector<ScenarioKey> all_scenario_keys(const ModelOptions& models) {
@@ -259,7 +261,7 @@ std::vector<ScenarioKey> all_scenario_keys(const ModelOptions& models) {
     for (const auto& o : options) {
       auto it = std::find_if(out.begin(), out.end(), [&o](const ScenarioKey& k) { return k.key == o.key; });
       if (it == out.end()) out.push_back(o.as_key());
-      helps[o.key].emplace_back(name, o.help);
+      helps[o.key].emplace_back(name, o.as_key().description);
     }
   }
   for (auto& k : out) {

@@ -25,6 +25,7 @@ const ModelInfo* find_model_info(const ModelCatalog& catalog, const std::string&
 }
 
 Scenario fill_model_options(const ModelInfo& info, Scenario s) {
+  apply_key_aliases(info.options, s);
   const std::vector<std::string> own = info.option_keys();
   for (const auto& [key, value] : s.model_options) {
     if (std::find(own.begin(), own.end(), key) == own.end()) {

@@ -126,6 +126,7 @@ Scenario load_scenario(const ScenarioInputs& in, const ModelOptions& models) {
   for (const auto& [key, value] : in.overrides) {
     if (key != "model") loader.apply_override(key, value, flag(key), s);
   }
+  loader.apply_aliases(s);
   loader.check(s);
   return s;
 }

@@ -37,8 +37,22 @@ bool set_key(const std::string& key, const YAML::Node& value, const Origin& orig
     return true;
   }
   if (const ModelOption* o = find_option(key, s)) {
-    s.model_options[key] = option_value(*o, value, Ctx{origin, key});
-    s.origins[key] = origin;
+    // An alias of the named model's key is stored under the key; before a model is named, as written (the
+    // loader's apply_aliases moves it once the model is known).
+    const bool alias = std::find(o->aliases.begin(), o->aliases.end(), key) != o->aliases.end();
+    const std::string& name = alias ? o->key : key;
+    // A key and its alias in one place (one file, or both as flags) contradict each other; a flag over a file's
+    // value is an override as any other.
+    const auto set = s.origins.find(name);
+    const auto layer = [](const std::string& source) {
+      return source.rfind("command line", 0) == 0 ? std::string("command line") : source;
+    };
+    if (alias && set != s.origins.end() && layer(set->second.source) == layer(origin.source)) {
+      throw ScenarioError(origin, key, key + " is " + s.model + "'s " + name + ", which " + set->second.describe() +
+                                           " also sets; give one");
+    }
+    s.model_options[name] = option_value(*o, value, Ctx{origin, key});
+    s.origins[name] = origin;
     return true;
   }
   return false;
@@ -50,9 +64,11 @@ Origin origin_of(const YAML::Node& n, const std::string& source) {
   return Origin{source, m.line + 1, m.column + 1};
 }
 
+/// Merges every key of `map`; a key's problem is added to `errors` and the next key is read (validate shows all of a
+/// file's problems at once, not one per try).
 void merge_map(const YAML::Node& map, const std::string& prefix, const std::string& source, Scenario& s,
                const std::vector<std::string>& models, const FindOption& find_option,
-               const std::vector<std::string>& option_keys) {
+               const std::vector<std::string>& option_keys, std::vector<ScenarioError>& errors) {
   std::set<std::string> seen;
   for (auto it = map.begin(); it != map.end(); ++it) {
     // Copies: the iterator's pair is a temporary proxy, and references into it dangle (ASan:
@@ -60,20 +76,27 @@ void merge_map(const YAML::Node& map, const std::string& prefix, const std::stri
     const YAML::Node key_node = it->first;
     const YAML::Node value = it->second;
     const Origin key_origin = origin_of(key_node, source);
-    if (!key_node.IsScalar()) throw ScenarioError(key_origin, "", "keys must be plain words");
-    const std::string key = prefix + key_node.Scalar();
-    if (!seen.insert(key).second) throw ScenarioError(key_origin, key, "duplicate key");
-    if ((key == "optimizer" || key == "kernel_options") && value.IsMap()) {
-      merge_map(value, key + ".", source, s, models, find_option, option_keys);
-      continue;
-    }
-    if (!set_key(key == "optimizer" ? "optimizer.name" : key, value, origin_of(value, source), s, models,
-                 prefix.empty() ? find_option : FindOption([](const std::string&, const Scenario&) { return nullptr; }))) {
-      std::vector<std::string> known = keys_with_prefix(prefix);
-      if (prefix.empty()) known.insert(known.end(), option_keys.begin(), option_keys.end());
-      throw ScenarioError(key_origin, key,
-                          "unknown key" + did_you_mean(key_node.Scalar(), known) +
-                              "; see `gpubench run --help` for the keys a scenario accepts");
+    try {
+      if (!key_node.IsScalar()) throw ScenarioError(key_origin, "", "keys must be plain words");
+      const std::string key = prefix + key_node.Scalar();
+      if (!seen.insert(key).second) throw ScenarioError(key_origin, key, "duplicate key");
+      if ((key == "optimizer" || key == "kernel_options") && value.IsMap()) {
+        merge_map(value, key + ".", source, s, models, find_option, option_keys, errors);
+        continue;
+      }
+      const FindOption none = [](const std::string&, const Scenario&) { return nullptr; };
+      if (!set_key(key == "optimizer" ? "optimizer.name" : key, value, origin_of(value, source), s, models,
+                   prefix.empty() ? find_option : none)) {
+        std::vector<std::string> known = keys_with_prefix(prefix);
+        if (prefix.empty()) known.insert(known.end(), option_keys.begin(), option_keys.end());
+        throw ScenarioError(key_origin, key,
+                            "unknown key" + did_you_mean(key_node.Scalar(), known) +
+                                "; see `gpubench run --help` for the keys a scenario accepts");
+      }
+    } catch (const ScenarioError& e) {
+      errors.push_back(e);
+    } catch (const YAML::Exception& e) {  // a node yaml-cpp cannot convert: still the file's fault, still named
+      errors.emplace_back(Origin{source, e.mark.line + 1, e.mark.column + 1}, "", "unreadable YAML: " + e.msg);
     }
   }
 }
@@ -240,6 +263,21 @@ ScenarioError::ScenarioError(Origin origin, std::string key, std::string problem
       key_(std::move(key)),
       problem_(std::move(problem)) {}
 
+namespace {
+std::string joined_messages(const std::vector<ScenarioError>& errors) {
+  std::string out;
+  for (const auto& e : errors) out += (out.empty() ? "" : "\n") + std::string(e.what());
+  return out;
+}
+}  // namespace
+
+ScenarioError::ScenarioError(std::vector<ScenarioError> errors)
+    : std::runtime_error(joined_messages(errors)),
+      origin_(errors.at(0).origin()),
+      key_(errors.at(0).key()),
+      problem_(errors.at(0).problem()),
+      others_(errors.size() > 1 ? std::move(errors) : std::vector<ScenarioError>{}) {}
+
 double parse_duration_s(const std::string& text, const std::string& where) {
   return as_duration_s(YAML::Node(text), Ctx{Origin{where, 0, 0}, ""});
 }
@@ -250,6 +288,12 @@ ScenarioLoader::ScenarioLoader(ModelOptions models) : models_(std::move(models))
   for (const auto& [name, options] : models_) {
     known_models_.push_back(name);
     for (const auto& o : options) {
+      for (const auto& a : o.aliases) {  // read as written, by the key's declaration, until the model is known
+        ModelOption as_written = o;
+        as_written.key = a;
+        as_written.aliases.clear();
+        merged_options_.emplace(a, as_written);
+      }
       const auto [it, first] = merged_options_.emplace(o.key, o);
       if (first) continue;
       ModelOption& m = it->second;
@@ -270,10 +314,39 @@ const ModelOption* ScenarioLoader::find_option(const std::string& key, const Sce
       for (const auto& o : model->second) {
         if (o.key == key) return &o;
       }
+      for (const auto& o : model->second) {
+        if (std::find(o.aliases.begin(), o.aliases.end(), key) != o.aliases.end()) return &o;
+      }
     }
   }
   const auto it = merged_options_.find(key);
   return it == merged_options_.end() ? nullptr : &it->second;
+}
+
+void apply_key_aliases(const std::vector<ModelOption>& own, Scenario& s) {
+  for (const auto& o : own) {
+    for (const auto& alias : o.aliases) {
+      const bool declared = std::any_of(own.begin(), own.end(), [&alias](const ModelOption& x) { return x.key == alias; });
+      const auto it = s.model_options.find(alias);
+      if (declared || it == s.model_options.end()) continue;
+      const auto origin = s.origins.find(alias);
+      const Origin where = origin != s.origins.end() ? origin->second : Origin{"scenario", 0, 0};
+      if (s.model_options.count(o.key) != 0 && s.origins.count(o.key) != 0) {
+        throw ScenarioError(where, alias, alias + " is " + s.model + "'s " + o.key + ", which is also set; give one");
+      }
+      s.model_options[o.key] = it->second;
+      s.model_options.erase(it);
+      if (origin != s.origins.end()) {
+        s.origins[o.key] = where;
+        s.origins.erase(alias);
+      }
+    }
+  }
+}
+
+void ScenarioLoader::apply_aliases(Scenario& s) const {
+  const auto model = models_.find(s.model);
+  if (model != models_.end()) apply_key_aliases(model->second, s);
 }
 
 void ScenarioLoader::load_file(const std::string& path, Scenario& s) const {
@@ -321,8 +394,10 @@ void ScenarioLoader::load_text(const std::string& text, const std::string& forma
     for (const auto& k : all_scenario_keys(models_)) {
       if (k.per_model) option_keys.push_back(k.key);
     }
+    std::vector<ScenarioError> errors;
     merge_map(root, "", source, s, known_models_, [this](const std::string& k, const Scenario& sc) { return find_option(k, sc); },
-              option_keys);
+              option_keys, errors);
+    if (!errors.empty()) throw ScenarioError(std::move(errors));
   } catch (const ScenarioError&) {
     throw;
   } catch (const YAML::Exception& e) {  // a node yaml-cpp cannot convert: still the file's fault, still named
@@ -339,8 +414,13 @@ void ScenarioLoader::apply_override(const std::string& key, const std::string& v
 }
 
 void ScenarioLoader::check(const Scenario& s) const {
-  // Every model key set must be the chosen model's, within that model's declaration (two models may declare one
-  // key with different ranges; the value was read by the first declaration).
+  // Every rule is checked and every broken one reported (validate lists a file's problems at once).
+  std::vector<ScenarioError> errors;
+  const auto fail = [&errors](Origin origin, const std::string& key, const std::string& problem) {
+    errors.emplace_back(std::move(origin), key, problem);
+  };
+  // Every model key set must be the chosen model's, within that model's declaration (two models may
+  // declare one key with different ranges; the value was read by the first declaration).
   const auto model = models_.find(s.model);
   for (const auto& [key, value] : s.model_options) {
     const auto where = s.origins.find(key);
@@ -359,12 +439,28 @@ void ScenarioLoader::check(const Scenario& s) const {
           if (o.key == key) takers.push_back(name);
         }
       }
-      throw ScenarioError(origin, key, "not a key of " + s.model +
-                                           (takers.empty() ? std::string("") : "; it applies to " + join(takers, ", ")));
+      // Another model's alias of a key this model has: name this model's ("llama calls it hidden (--hidden)").
+      std::string hint;
+      for (const auto& [name, options] : models_) {
+        for (const auto& o : options) {
+          const bool aliased = std::find(o.aliases.begin(), o.aliases.end(), key) != o.aliases.end();
+          const bool ours = std::any_of(model->second.begin(), model->second.end(),
+                                        [&o](const ModelOption& x) { return x.key == o.key; });
+          if (aliased && ours && hint.empty()) hint = "; " + s.model + " calls it " + o.key + " (" + o.flag + ")";
+        }
+      }
+      fail(origin, key,
+           "not a key of " + s.model + (takers.empty() ? std::string("") : "; it applies to " + join(takers, ", ")) +
+               hint);
+      continue;
     }
     if (!value.is_null()) {
       const YAML::Node node(value.is_string() ? value.get<std::string>() : value.dump());
-      option_value(*own, node, Ctx{origin, key});  // throws with this model's range
+      try {
+        option_value(*own, node, Ctx{origin, key});  // throws with this model's range
+      } catch (const ScenarioError& e) {
+        errors.push_back(e);
+      }
     }
   }
   auto origin_of = [&s](const std::string& key) {
@@ -372,73 +468,86 @@ void ScenarioLoader::check(const Scenario& s) const {
     return it != s.origins.end() ? it->second : Origin{"default", 0, 0};
   };
   if (s.data == "folder" && s.data_path.empty()) {
-    throw ScenarioError(origin_of("data"), "data_path", "data: folder needs data_path, the ImageFolder root");
+    fail(origin_of("data"), "data_path", "data: folder needs data_path, the ImageFolder root");
   }
   if (s.data != "folder") {
     for (const char* key : {"data_path", "data_workers", "decode", "prefetch", "data_only"}) {
       if (s.is_set(key) && (std::string(key) != "data_only" || s.data_only)) {
-        throw ScenarioError(origin_of(key), key, std::string(key) + " applies to data: folder (this scenario's data is " + s.data + ")");
+        fail(
+            origin_of(key), key,
+            std::string(key) + " applies to data: folder (this scenario's data is " + s.data + ")");
       }
     }
   }
   if (s.precision != "fp8") {
-    for (const char* key : {"fp8_grad_format", "fp8_scaling", "fp8_amax_history", "fp8_lm_head", "fp8_classifier"}) {
+    for (const char* key :
+         {"fp8_grad_format", "fp8_scaling", "fp8_amax_history", "fp8_lm_head", "fp8_classifier"}) {
       if (s.is_set(key)) {
-        throw ScenarioError(origin_of(key), key,
-                            std::string(key) + " applies to precision: fp8 (this scenario's precision is " +
-                                s.precision + ")");
+        fail(origin_of(key), key,
+             std::string(key) + " applies to precision: fp8 (this scenario's precision is " +
+                 s.precision + ")");
       }
     }
   } else if (s.mode != "train") {
-    throw ScenarioError(origin_of("precision"), "precision",
-                        "precision: fp8 is FP8 training (mode: train); this scenario's mode is " + s.mode);
+    fail(origin_of("precision"), "precision",
+         "precision: fp8 is FP8 training (mode: train); this scenario's mode is " + s.mode);
   }
   if (s.precision == "fp8" && s.fp8_scaling == "delayed" && s.graph) {
-    throw ScenarioError(origin_of("fp8_scaling"), "fp8_scaling",
-                        "fp8_scaling: delayed keeps the position in its amax history on the host, which a CUDA graph "
-                        "replay would not advance; use fp8_scaling: tensor or rowwise with graph: true");
+    fail(origin_of("fp8_scaling"), "fp8_scaling",
+         "fp8_scaling: delayed keeps the position in its amax history on the host, which a CUDA "
+         "graph "
+         "replay would not advance; use fp8_scaling: tensor or rowwise with graph: true");
   }
   if (s.is_set("fp8_amax_history") && s.fp8_scaling != "delayed") {
-    throw ScenarioError(origin_of("fp8_amax_history"), "fp8_amax_history",
-                        "fp8_amax_history applies to fp8_scaling: delayed (this scenario's scaling is " +
-                            s.fp8_scaling + ")");
+    fail(origin_of("fp8_amax_history"), "fp8_amax_history",
+         "fp8_amax_history applies to fp8_scaling: delayed (this scenario's scaling is " +
+             s.fp8_scaling + ")");
   }
   if (s.mode != "generate") {
     for (const char* key : {"prompt_tokens", "new_tokens", "kv_cache_dtype"}) {
       if (s.is_set(key)) {
-        throw ScenarioError(origin_of(key), key, std::string(key) + " applies to mode: generate (this scenario's mode is " + s.mode + ")");
+        fail(origin_of(key), key,
+             std::string(key) + " applies to mode: generate (this scenario's mode is " + s.mode +
+                 ")");
       }
     }
   } else {
     if (s.data != "synthetic") {
-      throw ScenarioError(origin_of("data"), "data", "mode: generate reads no data set: its prompts are random token ids");
+      fail(origin_of("data"), "data",
+           "mode: generate reads no data set: its prompts are random token ids");
     }
     for (const char* key : {"duration_s", "profile", "grad_accumulation"}) {
       if (s.is_set(key)) {
-        throw ScenarioError(origin_of(key), key, std::string(key) + " applies to mode: train and inference, not generate");
+        fail(origin_of(key), key,
+             std::string(key) + " applies to mode: train and inference, not generate");
       }
     }
   }
   if (s.mode == "inference" || s.mode == "generate") {
     if (s.grad_accumulation > 1) {
-      throw ScenarioError(origin_of("grad_accumulation"), "grad_accumulation",
-                          "grad_accumulation applies to mode: train (inference has no gradients to accumulate)");
+      fail(origin_of("grad_accumulation"), "grad_accumulation",
+           "grad_accumulation applies to mode: train (inference has no gradients to accumulate)");
     }
     if (s.data_only) {
-      throw ScenarioError(origin_of("data_only"), "data_only", "data_only times the input pipeline alone; use mode: train");
+      fail(origin_of("data_only"), "data_only",
+           "data_only times the input pipeline alone; use mode: train");
     }
   }
   if (s.batch_size && s.dataset_size < *s.batch_size * s.grad_accumulation) {
-    // Point at whichever of the two keys the user set (dataset_size first): a default has no file or line.
+    // Point at whichever of the two keys the user set (dataset_size first): a default has no file
+    // or line.
     const bool dataset_set = s.origins.count("dataset_size") != 0;
-    const std::string key = dataset_set || s.origins.count("batch_size") == 0 ? "dataset_size" : "batch_size";
+    const std::string key =
+        dataset_set || s.origins.count("batch_size") == 0 ? "dataset_size" : "batch_size";
     const auto it = s.origins.find(key);
     const Origin o = it != s.origins.end() ? it->second : Origin{"default", 0, 0};
-    throw ScenarioError(o, key,
-                        "dataset_size (" + std::to_string(s.dataset_size) + ") is smaller than one step (batch_size " +
-                            std::to_string(*s.batch_size) + " x grad_accumulation " +
-                            std::to_string(s.grad_accumulation) + "): an epoch would contain no step");
+    fail(o, key,
+         "dataset_size (" + std::to_string(s.dataset_size) +
+             ") is smaller than one step (batch_size " + std::to_string(*s.batch_size) +
+             " x grad_accumulation " + std::to_string(s.grad_accumulation) +
+             "): an epoch would contain no step");
   }
+  if (!errors.empty()) throw ScenarioError(std::move(errors));
 }
 
 }  // namespace gpubench

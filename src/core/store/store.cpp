@@ -84,8 +84,9 @@ class Statement {
 };
 
 // The version of the tables; a store made by a later gpubench with another layout is refused, not misread.
-// 1: the first; 2: runs.identity_json, the scenario identity that pairs runs (filled in for version-1 rows).
-constexpr int kStoreVersion = 2;
+// 1: the first; 2: runs.identity_json, the scenario identity that pairs runs (filled in for version-1 rows);
+// 3: identity_json made again from each record (bert-base's and gpt2's `width` is `hidden` since 2026-12-04).
+constexpr int kStoreVersion = 3;
 
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS runs (
@@ -179,7 +180,8 @@ ResultsStore::ResultsStore(const std::string& path, Access access) : path_(path)
       throw std::runtime_error("results store " + path + ": not a gpubench results store (no runs table of ours)");
     }
     if (read) {
-      has_identity_ = table_has_column(db_, path_, "runs", "identity_json");
+      // An older store's identities are made from its records as they are read (what migrating it would store).
+      has_identity_ = version >= kStoreVersion && table_has_column(db_, path_, "runs", "identity_json");
       return;
     }
     exec("PRAGMA journal_mode=WAL");
@@ -203,7 +205,7 @@ ResultsStore::ResultsStore(const std::string& path, Access access) : path_(path)
 }
 
 void ResultsStore::migrate(int from_version) {
-  if (from_version < 2) {
+  if (from_version < 3) {
     if (!table_has_column(db_, path_, "runs", "identity_json")) exec("ALTER TABLE runs ADD COLUMN identity_json TEXT");
     std::vector<std::pair<int64_t, std::string>> rows;
     {

@@ -359,6 +359,13 @@ ModelOption checkpointing_option() {
                      "recompute each transformer layer / UNet block in backward to save memory (true/false)",
                      Type::kBool, 0, 0, {}, false};
 }
+/// BERT's and GPT-2's hidden size: `hidden`, as llama calls it; `width`, its name before 2026-12-04, still reads.
+ModelOption hidden_option() {
+  ModelOption o = int_option("hidden", "--hidden", "reduced model: hidden size (default 768)", 8, 1 << 16, nullptr);
+  o.aliases = {"width"};
+  return o;
+}
+
 ModelOption heads_option() {
   return int_option("heads", "--heads", "reduced model: attention heads", 1, 1024, nullptr);
 }
@@ -427,7 +434,7 @@ std::vector<std::string> llama_fusions(const Scenario& s, const models::LlamaOpt
 models::BertOptions bert_options(const Scenario& s) {
   models::BertOptions o;
   o.layers = s.option<int64_t>("layers").value_or(o.layers);
-  o.hidden = s.option<int64_t>("width").value_or(o.hidden);
+  o.hidden = s.option<int64_t>("hidden").value_or(o.hidden);
   o.intermediate = 4 * o.hidden;
   o.heads = s.option<int64_t>("heads").value_or(o.heads);
   o.num_labels = required<int64_t>(s, "num_labels");
@@ -451,7 +458,7 @@ models::UNetOptions unet_options(const Scenario& s) {
 models::Gpt2Options gpt2_options(const Scenario& s) {
   models::Gpt2Options o;
   o.layers = s.option<int64_t>("layers").value_or(o.layers);
-  o.hidden = s.option<int64_t>("width").value_or(o.hidden);
+  o.hidden = s.option<int64_t>("hidden").value_or(o.hidden);
   o.heads = s.option<int64_t>("heads").value_or(o.heads);
   o.vocab_size = s.option<int64_t>("vocab").value_or(o.vocab_size);
   o.dropout = s.option<double>("dropout").value_or(o.dropout);
@@ -606,13 +613,13 @@ const std::vector<ModelEntry>& model_registry() {
                  {int_option("seq_len", "--seq-len", "tokens per sequence (default 128; at most 512)", 1, 512, 128),
                   int_option("num_labels", "--num-labels", "number of labels (default 2)", 2, 1 << 20, 2),
                   int_option("layers", "--layers", "reduced model: transformer layers (default 12)", 1, 1024, nullptr),
-                  int_option("width", "--width", "reduced model: hidden size (default 768)", 8, 1 << 16, nullptr),
+                  hidden_option(),
                   heads_option(), dropout_option(), attention_option(), checkpointing_option()}},
        adamw(2e-5, 0.01),
        Traits{false, false,
               [](const Scenario& s) {
                 const models::BertOptions o = bert_options(s);
-                require_heads_divide("bert-base", "width", o.hidden, o.heads);
+                require_heads_divide("bert-base", "hidden", o.hidden, o.heads);
                 const int64_t seq_len = required<int64_t>(s, "seq_len");
                 if (seq_len > o.max_positions) {
                   throw std::invalid_argument("bert-base: seq_len " + std::to_string(seq_len) + " exceeds its " +
@@ -658,7 +665,7 @@ const std::vector<ModelEntry>& model_registry() {
                  "sequences", 8, "adamw",
                  {int_option("seq_len", "--seq-len", "tokens per sequence (default 1024, its context)", 2, 1024, 1024),
                   int_option("layers", "--layers", "reduced model: transformer blocks (default 12)", 1, 1024, nullptr),
-                  int_option("width", "--width", "reduced model: hidden size (default 768)", 8, 1 << 16, nullptr),
+                  hidden_option(),
                   heads_option(),
                   int_option("vocab", "--vocab", "reduced model: vocabulary size (default 50257)", 2, 1 << 24, nullptr),
                   dropout_option(), attention_option(), checkpointing_option()}},
@@ -666,7 +673,7 @@ const std::vector<ModelEntry>& model_registry() {
        Traits{false, false,
               [](const Scenario& s) {
                 const models::Gpt2Options o = gpt2_options(s);
-                require_heads_divide("gpt2", "width", o.hidden, o.heads);
+                require_heads_divide("gpt2", "hidden", o.hidden, o.heads);
               },
               gpt2_size, /*generates=*/true},
        [](const Scenario& s) -> std::unique_ptr<Workload> {

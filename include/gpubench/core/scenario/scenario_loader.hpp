@@ -14,17 +14,24 @@ namespace gpubench {
 
 /// A scenario that cannot be accepted. what() is the full user-facing message:
 /// "<file>:<line>:<column>: <key>: <problem>" (or "command line --flag: ..." for overrides).
+/// A file with several bad keys is one ScenarioError holding all of them (`all()`, in file order): what() is every
+/// message, one per line, and origin(), key() and problem() are the first's.
 class ScenarioError : public std::runtime_error {
  public:
   ScenarioError(Origin origin, std::string key, std::string problem);
+  /// `errors` (at least one) as one error.
+  explicit ScenarioError(std::vector<ScenarioError> errors);
   const Origin& origin() const { return origin_; }
   const std::string& key() const { return key_; }
   const std::string& problem() const { return problem_; }
+  /// Every problem this error stands for: itself alone, or the file's problems in order.
+  std::vector<ScenarioError> all() const { return others_.empty() ? std::vector<ScenarioError>{*this} : others_; }
 
  private:
   Origin origin_;
   std::string key_;
   std::string problem_;
+  std::vector<ScenarioError> others_;  ///< set when this error stands for several
 };
 
 /// One documented scenario key (for --help, docs and "did you mean").
@@ -50,8 +57,15 @@ struct ModelOption {
   double min = 0, max = 0;            ///< inclusive range (kInt, kFloat)
   std::vector<std::string> choices;   ///< kChoice
   nlohmann::json default_value;       ///< null: the model's own architecture value (an override key)
+  /// Other names of this key, still read from files, flags and records (bert-base's and gpt2's `width` is their
+  /// `hidden`, the name llama gives the same concept): one name per concept across models.
+  std::vector<std::string> aliases;
   ScenarioKey as_key() const;
 };
+
+/// `s`'s model keys under the names `own` (its model's declarations) gives them: a value set by an alias moves to its
+/// key, with its origin. Throws ScenarioError when a key and its alias are both set.
+void apply_key_aliases(const std::vector<ModelOption>& own, Scenario& s);
 
 /// Each model's own keys, by model name (the engine's registry: model_options()).
 using ModelOptions = std::map<std::string, std::vector<ModelOption>>;
@@ -87,6 +101,8 @@ class ScenarioLoader {
   /// Applies one override: `key` is a dotted scenario key, `value` the flag's text, `flag` names it in errors.
   void apply_override(const std::string& key, const std::string& value, const std::string& flag,
                       Scenario& s) const;
+  /// Moves values set by a key's alias to the key (apply_key_aliases with the chosen model's declarations).
+  void apply_aliases(Scenario& s) const;
   /// Checks cross-field rules (e.g. dataset_size >= batch_size) and that every model key set applies to the chosen
   /// model ("key 'layers': not a key of resnet50; it applies to bert-base, sd-unet"). Throws ScenarioError.
   void check(const Scenario& s) const;
