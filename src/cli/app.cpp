@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <map>
 
 #include "gpubench/core/build_info.hpp"
@@ -122,6 +124,19 @@ void Context::print(const Document& d) const {
   } catch (const std::exception& e) {
     throw OutputNotWritten(e.what());
   }
+}
+
+CLI::Validator unsigned_64() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.size() <= 20 &&
+                            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        errno = 0;
+        if (digits) (void)std::strtoull(text.c_str(), nullptr, 10);
+        if (!digits || errno == ERANGE) return "expected a whole number from 0 to 18446744073709551615, got '" + text + "'";
+        return {};
+      },
+      "");
 }
 
 int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {

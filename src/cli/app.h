@@ -66,6 +66,10 @@ struct CommandSpec {
 /// commands and flags (with the closest match suggested) exit 2; --help and --version exit 0.
 int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv);
 
+/// A check for an unsigned 64-bit option (seeds): decimal digits only, at most 18446744073709551615. CLI11 itself
+/// would wrap a larger or negative value into range.
+CLI::Validator unsigned_64();
+
 /// The closest of `choices` to `word` within a small edit distance, or "" (did-you-mean).
 std::string closest_match(const std::string& word, const std::vector<std::string>& choices);
 

@@ -27,7 +27,9 @@ class DatasetCommand final : public Command {
     make->add_option("--classes", o_.classes, "Class folders, images spread evenly (default 100)")
         ->check(CLI::Range(int64_t{1}, int64_t{1000000}).description(""))
         ->type_name("INT");
-    make->add_option("--seed", o_.seed, "Seed: the same seed writes the same files (default 0)")->type_name("INT");
+    make->add_option("--seed", o_.seed, "Seed: the same seed writes the same files (default 0)")
+        ->check(unsigned_64())
+        ->type_name("INT");
     make->add_option("--quality", o_.quality, "JPEG quality (default 90)")->check(CLI::Range(1, 100).description(""))->type_name("INT");
     make->add_option("--threads", o_.threads, "Encoding threads (default: all cores)")
         ->check(CLI::Range(0, 4096).description(""))

@@ -249,7 +249,7 @@ class RunCommand final : public Command {
         ->type_name("STORE");
     cmd.add_flag("--dry-run", f_.dry_run,
                  "Resolve the scenario (every default, the device, the record path, the data folder) and print it; "
-                 "train nothing");
+                 "train nothing. Exit 1 when the device is not there (as the run would fail), 2 for a bad scenario");
     cmd.footer("Scenario keys in files use the names in [brackets]. --output - writes the record to standard output "
                "(the summary goes to standard error).");
   }
@@ -265,6 +265,12 @@ class RunCommand final : public Command {
     }
     if (f_.dry_run) {
       ctx.print(resolved_document(resolved, inputs.config.value_or("")));
+      // The device as the run would find it: a run on a device that is not there fails (exit 1, a failed record),
+      // and so does its dry run (without the record).
+      if (!resolved.device.available) {
+        spdlog::error("the run would fail: device {}: {}", resolved.device.id, resolved.device.reason);
+        return kExitRunFailed;
+      }
       return kExitOk;
     }
     if (rank.rank == 0) check_outputs(resolved, f_.db, inputs, ctx.output);
