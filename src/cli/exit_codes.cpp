@@ -7,14 +7,16 @@ namespace gpubench::cli {
 const std::vector<ExitCodeInfo>& exit_code_table() {
   static const std::vector<ExitCodeInfo> table{
       {kExitOk, "ok"},
-      {kExitRunFailed, "a run failed (its record says why: oom, nan, interrupted, failed), or a measurement did"},
+      {kExitRunFailed, "a run failed (its record says why: oom, nan, interrupted, failed), a measurement did, a "
+                       "compared candidate run had failed, or run --dry-run found no such device"},
       {kExitUsage, "usage, scenario or input error, or an unusable output location (checked before any work)"},
       {kExitRegression, "a regression: compare or history --detect found a change for the worse"},
       {kExitOutputNotWritten, "the work finished but an output is not where asked (record, store or --save file; "
                               "the console says where it went)"},
       {kExitNotSameScenario, "not the same scenario: a candidate's baseline runs differ in identity (the keys are "
                              "listed), or a run is not a publication's recipe; --allow-missing makes it 0"},
-      {kExitNoBaseline, "no baseline: nothing to compare a candidate with; --allow-missing makes it 0"},
+      {kExitNoBaseline, "no baseline: nothing to compare a candidate with; --allow-missing makes it 0 (never a "
+                        "failed candidate: that is 1)"},
       {kExitTooFewRuns, "not enough runs: history --detect needs more runs in a series; --allow-missing makes it 0"},
       {kExitInconclusive, "inconclusive: a difference between host-bound runs the GPU may not have caused (repeat "
                           "both sides)"},

@@ -173,8 +173,9 @@ TEST_F(CliTest, ImpossibleModelShapesAreRefusedBeforeAnythingRunsNamingTheKey) {
   for (const Case& c : std::vector<Case>{{"llama --layers 1 --hidden 64 --heads 4 --kv-heads 3", "heads"},
                                          {"llama --layers 1 --hidden 64 --heads 4 --kv-heads 8", "heads"},
                                          {"llama --layers 1 --hidden 60 --heads 4 --kv-heads 2", "hidden"},
-                                         {"gpt2 --layers 1 --width 64 --heads 3", "width"},
-                                         {"bert-base --layers 1 --width 64 --heads 3", "width"},
+                                         {"gpt2 --layers 1 --hidden 64 --heads 3", "hidden"},
+                                         {"gpt2 --layers 1 --width 64 --heads 3", "hidden"},  // the alias: its key
+                                         {"bert-base --layers 1 --hidden 64 --heads 3", "hidden"},
                                          {"sd-unet --layers 1 --width 64 --heads 3", "width"},
                                          {"gpt2 --data folder --data-path /tmp", "data"}}) {
     for (const std::string cmd : std::vector<std::string>{"run ", "run --dry-run "}) {
@@ -185,10 +186,10 @@ TEST_F(CliTest, ImpossibleModelShapesAreRefusedBeforeAnythingRunsNamingTheKey) {
     }
   }
   EXPECT_FALSE(fs::exists(dir_ / "x.json"));
-  std::ofstream(dir_ / "bad_heads.yaml") << "model: gpt2\nlayers: 1\nwidth: 64\nheads: 3\n";
+  std::ofstream(dir_ / "bad_heads.yaml") << "model: gpt2\nlayers: 1\nhidden: 64\nheads: 3\n";
   const Result v = gpubench("validate " + (dir_ / "bad_heads.yaml").string());
   EXPECT_EQ(v.exit_code, 2);
-  EXPECT_NE(v.err.find("bad_heads.yaml:3:8: key 'width'"), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find("bad_heads.yaml:3:9: key 'hidden'"), std::string::npos) << v.err;
 }
 
 }  // namespace

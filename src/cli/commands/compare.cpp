@@ -67,7 +67,13 @@ std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std
   }
   const ResultsStore& store = *opened;
   for (const auto& c : candidates) {
-    for (auto& b : store.baseline_for(c.record, last_n)) {
+    // The other candidates of its scenario are its night: never part of its baseline, nor anything after them.
+    std::vector<const RunRecord*> night;
+    const nlohmann::json identity = scenario_identity(c.record);
+    for (const auto& other : candidates) {
+      if (&other != &c && scenario_identity(other.record) == identity) night.push_back(&other.record);
+    }
+    for (auto& b : store.baseline_for(c.record, last_n, night)) {
       const bool seen = std::any_of(out.begin(), out.end(), [&b](const LoadedRecord& x) { return x.path == b.path; });
       if (!seen) out.push_back(std::move(b));
     }

@@ -62,9 +62,14 @@ Detection add_changes(Document& d, const std::vector<HistoryRow>& rows, const st
   const std::vector<std::string> labels = scenario_labels(identities);
   Table t;
   t.id = "changes";
-  t.title = fmt::format("Step changes in {} (per scenario and GPU model; permutation test, false-alarm rate {:g} % per "
-                        "series, at least {} runs before and {} after):",
-                        metric, options.alpha * 100, options.min_segment, options.min_after);
+  t.title = fmt::format(
+      "Step changes in {} (per scenario and GPU model, false-alarm rate {:g} % per series: a permutation test with at "
+      "least {} runs on each side{}):",
+      metric, options.alpha * 100, options.min_segment,
+      options.min_after < options.min_segment
+          ? fmt::format(", and the newest {} to {} runs against the runs before them (t test)", options.min_after,
+                        options.min_segment - 1)
+          : "");
   t.add_column(Column::text("scenario_id", "scenario id"));
   t.add_column(Column::text("scenario", "scenario"));
   t.add_column(Column::count("first_run_after", "first run after"));
@@ -137,9 +142,9 @@ class HistoryCommand final : public Command {
                  "Look for step changes in the metric (permutation test, 1 % false alarms per series) and name the "
                  "first run after each with what changed; exit 3 on a change for the worse");
     cmd.add_option("--min-after", min_after_,
-                   "With --detect: runs after a change, at least (1 to 5, default 5; 5 before it always). 1 flags a "
-                   "change the night it happens, with less power for small changes; the false-alarm rate stays 1 % "
-                   "(measured on the committed A/A series: docs/nightly.md)")
+                   "With --detect: the fewest runs after a change (1 to 5, default 5; 5 before it always). Below 5 the "
+                   "newest runs are t-tested against the runs before them, so 1 flags a change the night it happens; "
+                   "the false-alarm rate of each setting on the committed A/A series is in docs/guide.md")
         ->check(CLI::Range(1, 5).description(""))
         ->type_name("N");
   }

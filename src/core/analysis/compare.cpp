@@ -117,6 +117,10 @@ double student_t_quantile(double confidence, double df) {
   return (lo + hi) / 2;
 }
 
+double student_t_two_sided_p(double t, double df) {
+  return std::clamp(1.0 - t_two_sided_coverage(std::fabs(t), std::max(df, 1e-3)), 0.0, 1.0);
+}
+
 bool CompareResult::any_regression() const {
   return std::any_of(comparisons.begin(), comparisons.end(),
                      [](const Comparison& c) { return c.verdict == Verdict::kRegression; });

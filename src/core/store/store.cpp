@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <ctime>
@@ -383,18 +384,27 @@ int64_t ResultsStore::remove(const std::vector<int64_t>& ids) {
   }
 }
 
-std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord& candidate, int last_n) const {
+std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord& candidate, int last_n,
+                                                     const std::vector<const RunRecord*>& night) const {
+  // The earliest start among the candidate and its night, and every one of their fingerprints.
+  std::string start = candidate.environment.start_time_utc;
+  std::vector<std::string> excluded{record_fingerprint(candidate)};
+  for (const RunRecord* r : night) {
+    const std::string& t = r->environment.start_time_utc;
+    if (!t.empty() && (start.empty() || t < start)) start = t;
+    excluded.push_back(record_fingerprint(*r));
+  }
   Statement s(db_,
-              "SELECT id, source, " + std::string(has_identity_ ? "identity_json" : "record_json") +
-                  " FROM runs WHERE model = ? AND status = 'ok' AND fingerprint <> ? AND (? = '' OR start_time_utc < ?) "
+              "SELECT id, source, fingerprint, " + std::string(has_identity_ ? "identity_json" : "record_json") +
+                  " FROM runs WHERE model = ? AND status = 'ok' AND (? = '' OR start_time_utc < ?) "
                   "ORDER BY start_time_utc DESC, id DESC",
               path_);
-  const std::string start = candidate.environment.start_time_utc;
-  s.bind(1, candidate.scenario.model).bind(2, record_fingerprint(candidate)).bind(3, start).bind(4, start);
+  s.bind(1, candidate.scenario.model).bind(2, start).bind(3, start);
   const std::string identity = scenario_identity(candidate).dump();
   std::vector<std::pair<int64_t, std::string>> ids;
   while (s.step() && static_cast<int>(ids.size()) < last_n) {
-    const std::string theirs = has_identity_ ? s.text(2) : scenario_identity(parse_record(s.text(2), path_)).dump();
+    if (std::find(excluded.begin(), excluded.end(), s.text(2)) != excluded.end()) continue;
+    const std::string theirs = has_identity_ ? s.text(3) : scenario_identity(parse_record(s.text(3), path_)).dump();
     if (theirs == identity) ids.emplace_back(s.int_or_null(0).value_or(0), s.text(1));
   }
   std::vector<LoadedRecord> out;

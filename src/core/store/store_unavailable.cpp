@@ -24,7 +24,9 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery&) const { unava
 RunRecord ResultsStore::record(int64_t) const { unavailable(); }
 std::vector<LoadedRecord> ResultsStore::records() const { unavailable(); }
 int64_t ResultsStore::remove(const std::vector<int64_t>&) { unavailable(); }
-std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord&, int) const { unavailable(); }
+std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord&, int, const std::vector<const RunRecord*>&) const {
+  unavailable();
+}
 int64_t ResultsStore::count() const { unavailable(); }
 std::string ResultsStore::integrity() const { unavailable(); }
 void ResultsStore::exec(const std::string&) const { unavailable(); }

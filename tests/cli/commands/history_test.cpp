@@ -29,7 +29,7 @@ TEST_F(CliTest, RunAddsToAResultsStoreAndHistoryListsIt) {
   EXPECT_NE(again.out.find("added 0 record(s), 1 already stored; 1 in all"), std::string::npos) << again.out;
   const Result h = gpubench("history " + db + " --model resnet50 --scenario batch_size=4 --format csv");
   ASSERT_EQ(h.exit_code, 0) << h.err;
-  EXPECT_EQ(h.out.rfind("id,start_time_utc,model,", 0), 0u) << h.out;
+  EXPECT_EQ(h.out.rfind("id,start_time_utc,scenario_id,scenario,model,", 0), 0u) << h.out;
   EXPECT_NE(h.out.find(",resnet50,"), std::string::npos) << h.out;
   EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 2) << h.out;  // header + the one run
   EXPECT_EQ(gpubench("history " + db + " --scenario batch_size=4096 --format csv").out.find(",resnet50,"),

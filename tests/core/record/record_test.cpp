@@ -175,7 +175,7 @@ RunRecord every_field_set() {
   s.time_budget_s = 12.5;
   s.duration_s = 13.5;
   s.model_options = {{"seq_len", 33},  {"num_labels", 5},   {"attention", "math"},          {"layers", 2},
-                     {"width", 64},    {"heads", 4},        {"dropout", 0.25},              {"gradient_checkpointing", true}};
+                     {"hidden", 64},   {"heads", 4},        {"dropout", 0.25},              {"gradient_checkpointing", true}};
   s.grad_accumulation = 2;
   s.cudnn_benchmark = false;
   s.graph = true;
@@ -193,7 +193,7 @@ RunRecord every_field_set() {
                         "2.27.7", 1 << 20, "performance", "docker", {{"NCCL_DEBUG", "INFO"}}};
   r.model = ModelRecord{"bert-base", 3, 4.5, 1.5, "sequences", 128,
                         {"image_size", "num_classes", "seq_len", "num_labels", "latent_size", "attention", "layers",
-                         "width", "heads", "dropout", "gradient_checkpointing"}};
+                         "hidden", "heads", "dropout", "gradient_checkpointing"}};
   EpochTelemetry t;
   t.samples = 9;
   t.devices = 2;

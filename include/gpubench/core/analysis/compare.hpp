@@ -108,6 +108,8 @@ nlohmann::json comparable_scenario(const Scenario& s);
 
 /// The two-sided Student t quantile for `confidence` with `df` degrees of freedom (e.g. 0.95, 4 -> 2.776).
 double student_t_quantile(double confidence, double df);
+/// The two-sided p-value of a Student t statistic `t` with `df` degrees of freedom (P(|T| >= |t|)).
+double student_t_two_sided_p(double t, double df);
 
 /// Tags of every metric the records hold (run or epoch level), in first-seen order.
 std::vector<std::string> metric_tags(const std::vector<LoadedRecord>& records);

@@ -71,8 +71,10 @@ class ResultsStore {
   /// is not stored. Returns how many were removed.
   int64_t remove(const std::vector<int64_t>& ids);
   /// The baseline for `candidate`: the last `last_n` finished runs (status ok) of the same scenario identity (its GPU
-  /// model included), started before it, newest first; the candidate itself (same fingerprint) is never its own.
-  std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n) const;
+  /// model included), started before it and before every run of `night` (the other candidates of its scenario: a
+  /// night's repeats are never each other's baseline), newest first; no candidate (same fingerprint) is part of it.
+  std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n,
+                                         const std::vector<const RunRecord*>& night = {}) const;
   int64_t count() const;
   /// "ok", or what SQLite's integrity check found (a run and its metrics are one transaction: never half-written).
   std::string integrity() const;
