@@ -162,6 +162,24 @@ TEST_F(CliTest, NoPercentageOfAnotherModelsPublishedFigureAndExportsKeepJsonType
   EXPECT_NE(csv.out.find(",false,"), std::string::npos) << csv.out;
 }
 
+// 3. Charts never mix units on one axis: BERT's and GPT-2's sequences/s get their own panel beside images/s.
+TEST_F(CliTest, TheTrendChartDrawsEachUnitOnItsOwnAxis) {
+  const std::string db = (dir_ / "s.db").string();
+  const Result added = gpubench("db add " + db + " " + std::string(GPUBENCH_FIXTURES) + "/records/aa-noise");
+  if (store_missing(added)) GTEST_SKIP() << "built without SQLite";
+  const Result r = gpubench("report --db " + db + " --out " + (dir_ / "rep").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (!fs::exists(dir_ / "rep" / "trend.png")) GTEST_SKIP() << "no matplotlib: " << r.err;
+  const auto labels = nlohmann::json::parse(slurp(dir_ / "rep" / "charts.json")).at("trend.png");
+  std::vector<std::string> axes;
+  for (const auto& l : labels) {
+    if (l.get<std::string>().rfind("axis: ", 0) == 0) axes.push_back(l.get<std::string>());
+  }
+  EXPECT_EQ(axes, (std::vector<std::string>{"axis: samples_per_s (images/s)", "axis: samples_per_s (sequences/s)"}))
+      << labels.dump();
+  EXPECT_NE(slurp(dir_ / "rep" / "trend.csv").find(",sequences/s,"), std::string::npos);
+}
+
 // 4. The store's tools: list, remove and prune (one transaction, with a dry run), export STORE.
 TEST_F(CliTest, TheStoreListsRemovesAndPrunesRunsAndExportsThem) {
   const std::string db = (dir_ / "s.db").string();
