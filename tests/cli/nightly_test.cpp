@@ -238,31 +238,13 @@ TEST_F(CliTest, TheStoreListsRemovesAndPrunesRunsAndExportsThem) {
   EXPECT_EQ(junk.err.find("json.exception"), std::string::npos) << junk.err;
 }
 
-/// A night of the committed record: its start time, its throughput scaled by `speed` (step times divided).
-RunRecord nightly(const RunRecord& base, int day, double speed) {
-  RunRecord r = base;
-  char when[32];
-  std::snprintf(when, sizeof when, "2026-11-%02dT02:00:00Z", day);
-  r.environment.start_time_utc = when;
-  const double wobble = 1.0 + 0.003 * ((day * 7) % 5 - 2);
-  std::vector<double> all;
-  for (auto& e : r.epochs) {
-    for (auto& t : e.step_times_ms) t = t / speed * wobble;
-    e.step_time = summarize_step_times(e.step_times_ms);
-    e.seconds = e.seconds / speed * wobble;
-    e.samples_per_s = static_cast<double>(e.samples) / e.seconds;
-    all.insert(all.end(), e.step_times_ms.begin(), e.step_times_ms.end());
-  }
-  summarize_run(r, all);
-  return r;
-}
-
 // 4. history --detect with a smaller minimum after a change: the night it happens, not five nights late.
 TEST_F(CliTest, HistoryDetectFindsAChangeTheFirstNightWithMinAfterOne) {
   const RunRecord base = read_record(kCommitted);
   fs::create_directories(dir_ / "nights");
   for (int d = 1; d <= 8; ++d) {
-    write_record((dir_ / "nights" / ("n" + std::to_string(d) + ".json")).string(), nightly(base, d, d < 8 ? 1.0 : 0.8));
+    write_record((dir_ / "nights" / ("n" + std::to_string(d) + ".json")).string(), night(base, d - 1, d < 8 ? 1.0 : 0.8, base.telemetry.driver_version,
+                                                                  0.003 * ((d * 7) % 5 - 2)));
   }
   const std::string db = (dir_ / "s.db").string();
   const Result added = gpubench("db add " + db + " " + (dir_ / "nights").string());

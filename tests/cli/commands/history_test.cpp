@@ -40,29 +40,6 @@ TEST_F(CliTest, RunAddsToAResultsStoreAndHistoryListsIt) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
-std::string fmt_day(int day) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "2026-11-%02dT02:00:00Z", day + 1);
-  return buf;
-}
-
-/// A night of the CI history: the committed record with its throughput scaled, its own start time and driver.
-RunRecord night(const RunRecord& base, int day, double speed, const std::string& driver, double wobble) {
-  RunRecord r = base;
-  r.environment.start_time_utc = fmt_day(day);
-  r.telemetry.driver_version = driver;
-  std::vector<double> all;
-  for (auto& e : r.epochs) {
-    for (auto& t : e.step_times_ms) t = t / speed * (1.0 + wobble);
-    e.step_time = summarize_step_times(e.step_times_ms);
-    e.seconds = e.seconds / speed * (1.0 + wobble);
-    e.samples_per_s = static_cast<double>(e.samples) / e.seconds;
-    all.insert(all.end(), e.step_times_ms.begin(), e.step_times_ms.end());
-  }
-  summarize_run(r, all);
-  return r;
-}
-
 TEST_F(CliTest, TheStoreGivesBaselinesAndFindsTheNightADriverMadeTrainingSlower) {
   const RunRecord base = read_record(kCommitted);
   const fs::path nights = dir_ / "nights";
