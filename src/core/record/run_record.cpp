@@ -53,7 +53,9 @@ nlohmann::json scenario_for_record(const RunRecord& r) {
 void drop_other_models_keys(RunRecord& r) {
   static const std::map<std::string, std::vector<std::string>> legacy{
       {"resnet50", {"image_size", "num_classes"}},
-      {"bert-base", {"seq_len", "num_labels", "layers", "width", "heads", "dropout", "attention", "gradient_checkpointing"}},
+      // bert-base's width is read as hidden (rename_model_keys, after this): a record rewritten since holds it so.
+      {"bert-base", {"seq_len", "num_labels", "layers", "width", "hidden", "heads", "dropout", "attention",
+                     "gradient_checkpointing"}},
       {"sd-unet", {"latent_size", "layers", "width", "heads", "dropout", "attention", "gradient_checkpointing"}}};
   const std::vector<std::string>* own = &r.model.scenario_keys;
   if (own->empty()) {

@@ -397,6 +397,22 @@ TEST_F(RecordFileTest, SchemaOneRecordsWithEveryModelsKeysStillCompareWithNewOne
   EXPECT_DOUBLE_EQ(find_metric(m, kThroughputTag)->value, fresh.summary.samples_per_s);
 }
 
+TEST_F(RecordFileTest, ASchemaOneBertRecordsWidthReadsAsHiddenAndStaysSoWhenWrittenAndReadAgain) {
+  // Found by the record fuzzer: a schema-1 bert-base record (no model.scenario_keys) kept `width`, read it as
+  // `hidden`, and then dropped `hidden` as another model's key when its own rewrite was read.
+  RunRecord r = sample_record();
+  r.scenario.model = "bert-base";
+  r.model.scenario_keys.clear();
+  nlohmann::json old = r;
+  old["model"].erase("scenario_keys");
+  old["scenario"]["width"] = 768;
+  const RunRecord first = old.get<RunRecord>();
+  ASSERT_EQ(first.scenario.model_options.count("hidden"), 1u);
+  EXPECT_EQ(first.scenario.model_options.count("width"), 0u);
+  const RunRecord again = nlohmann::json(first).get<RunRecord>();
+  EXPECT_TRUE(again == first);
+}
+
 TEST_F(RecordFileTest, ImpossibleValuesAndNonRecordsAreRefusedNamingTheFile) {
   const RunRecord good = sample_record();
   EXPECT_TRUE(record_problems(good).empty());
