@@ -8,6 +8,9 @@ add_custom_target(gpubench_build_info_gen
           -DVERSION=${PROJECT_VERSION}
           -DBUILD_TYPE=${CMAKE_BUILD_TYPE}
           -DCOMPILER=${CMAKE_CXX_COMPILER_ID}-${CMAKE_CXX_COMPILER_VERSION}
+          -DCUDA_MODULE=${GPUBENCH_WITH_CUDA}
+          -DTORCH_VERSION=${Torch_VERSION}
+          -DTORCH_KIND=${GPUBENCH_TORCH_KIND}
           -P ${CMAKE_SOURCE_DIR}/cmake/WriteBuildInfo.cmake
   BYPRODUCTS ${GPUBENCH_BUILD_INFO_CPP}
   COMMENT "Recording gpubench build info"

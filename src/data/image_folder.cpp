@@ -29,6 +29,7 @@ namespace {
 
 /// A walk's bounds and what it counted.
 struct Walk {
+  Walk(const ScanLimits& l, fs::path canonical_root) : limits(l), root(std::move(canonical_root)) {}
   const ScanLimits& limits;
   fs::path root;  ///< canonical
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();

@@ -1,6 +1,9 @@
 #include "device.h"
 
 #include <ATen/Context.h>
+#include <ATen/DeviceAccelerator.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/detail/XPUHooksInterface.h>
 #include <sys/resource.h>
 #include <torch/cuda.h>
 #include <torch/mps.h>
@@ -8,6 +11,8 @@
 #include <algorithm>
 #include <fstream>
 #include <utility>
+
+#include "gpubench/engine/engine.hpp"
 
 #ifdef GPUBENCH_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -18,23 +23,42 @@
 namespace gpubench::engine {
 
 bool cuda_available() { return torch::cuda::is_available(); }
-bool is_rocm_build() { return at::globalContext().hasROCM(); }
+bool is_rocm_build() { return at::detail::getCUDAHooks().isBuilt() && at::detail::getCUDAHooks().hasROCM(); }
+bool is_cuda_build() { return at::detail::getCUDAHooks().isBuilt() && !at::detail::getCUDAHooks().hasROCM(); }
 bool mps_available() { return torch::mps::is_available(); }
+bool xpu_available() { return at::detail::getXPUHooks().isBuilt() && at::detail::getXPUHooks().isAvailable(); }
+
+/// The device's accelerator index when it is one LibTorch's device-generic API serves (at::accelerator: its caching
+/// allocator's statistics, its memory, synchronisation); empty for the CPU.
+std::optional<c10::DeviceIndex> accelerator_index(const ResolvedDevice& d) {
+  if (d.device.is_cpu()) return std::nullopt;
+  const auto current = at::accelerator::getAccelerator(false);
+  if (!current || *current != d.device.type()) return std::nullopt;
+  return d.device.has_index() ? d.device.index() : c10::DeviceIndex{0};
+}
 
 namespace {
 ResolvedDevice make_cuda(int64_t index, const std::string& type) {
   const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
   const std::string backend = type == "rocm" ? "ROCm" : "CUDA";
   if (count == 0) {
-#ifdef GPUBENCH_WITH_CUDA
-    const std::string why = "no " + backend + " device is visible (is the driver loaded? nvidia-smi or rocm-smi "
-                            "should list the GPU; check CUDA_VISIBLE_DEVICES)";
-#else
-    const std::string why = "this gpubench was built against a LibTorch without " + backend + " support";
-#endif
+    std::string why = "no " + backend + " device is visible (is the driver loaded? nvidia-smi or rocm-smi should "
+                      "list the GPU; check CUDA_VISIBLE_DEVICES)";
+    if (!at::detail::getCUDAHooks().isBuilt()) {
+      why = "this gpubench runs with a LibTorch without " + backend + " (" + libtorch_build() +
+            "; a build with GPUBENCH_CUDA=OFF against a CUDA wheel links only its CPU side): rebuild with the CUDA "
+            "module (GPUBENCH_CUDA=ON) or against a " + backend + " LibTorch";
+    }
     throw DeviceUnavailable("device '" + type + "' requested but " + why);
   }
-  if (type == "rocm" && !is_rocm_build()) throw DeviceUnavailable("device 'rocm' requested but this LibTorch is a CUDA build");
+  if (type == "rocm" && !is_rocm_build()) {
+    throw DeviceUnavailable("device 'rocm' requested but this LibTorch is a CUDA build (AMD GPUs need a ROCm "
+                            "LibTorch; NVIDIA GPUs are device: cuda)");
+  }
+  if (type == "cuda" && is_rocm_build()) {
+    throw DeviceUnavailable("device 'cuda' requested but this LibTorch is a ROCm build: its GPUs are AMD's, say "
+                            "device: rocm (or rocm:N)");
+  }
   if (index >= count) {
     throw DeviceUnavailable("device '" + type + ":" + std::to_string(index) + "' requested but only " +
                             std::to_string(count) + " " + backend + " device(s) are visible");
@@ -51,6 +75,7 @@ ResolvedDevice resolve_device(const std::string& spec) {
   if (spec == "auto") {
     if (cuda_available()) return make_cuda(0, is_rocm_build() ? "rocm" : "cuda");
     if (mps_available()) return resolve_device("mps");
+    if (xpu_available()) return resolve_device("xpu");
     return resolve_device("cpu");
   }
   if (spec == "cpu") return ResolvedDevice{c10::Device(c10::kCPU), "cpu", "cpu"};
@@ -65,6 +90,21 @@ ResolvedDevice resolve_device(const std::string& spec) {
   const std::string type = spec.substr(0, colon);
   const int64_t index = colon == std::string::npos ? 0 : std::stoll(spec.substr(colon + 1));
   if (type == "cuda" || type == "rocm") return make_cuda(index, type);
+  if (type == "xpu") {
+    if (!xpu_available()) {
+      throw DeviceUnavailable("device 'xpu' requested but " +
+                              std::string(at::detail::getXPUHooks().isBuilt()
+                                              ? "no Intel GPU is visible (is its driver loaded?)"
+                                              : "this LibTorch has no XPU backend (" + libtorch_build() + ")"));
+    }
+    const int64_t count = at::detail::getXPUHooks().deviceCount();
+    if (index >= count) {
+      throw DeviceUnavailable("device '" + spec + "' requested but only " + std::to_string(count) +
+                              " XPU device(s) are visible");
+    }
+    return ResolvedDevice{c10::Device(c10::kXPU, static_cast<c10::DeviceIndex>(index)), "xpu:" + std::to_string(index),
+                          "xpu"};
+  }
   throw DeviceUnavailable("unknown device '" + spec + "'");
 }
 
@@ -81,15 +121,26 @@ void synchronize(const ResolvedDevice& d) {
     torch::cuda::synchronize(d.device.index());
   } else if (d.device.is_mps()) {
     torch::mps::synchronize();
+  } else if (const auto index = accelerator_index(d)) {
+    at::accelerator::synchronizeDevice(*index);
   }
 }
 
+// The CUDA module reads CUDA's caching allocator directly; any other accelerator (ROCm, XPU, MPS in a build without
+// the module) through LibTorch's device-generic allocator interface, where its allocator implements it.
 void reset_memory_peaks(const ResolvedDevice& d) {
 #ifdef GPUBENCH_WITH_CUDA
-  if (d.device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(d.device.index());
-#else
-  (void)d;
+  if (d.device.is_cuda()) {
+    c10::cuda::CUDACachingAllocator::resetPeakStats(d.device.index());
+    return;
+  }
 #endif
+  if (const auto index = accelerator_index(d)) {
+    try {
+      at::accelerator::resetPeakStats(*index);
+    } catch (const c10::Error&) {  // an allocator without statistics: the record says the peak is unknown
+    }
+  }
 }
 
 DeviceMemoryPeaks read_memory_peaks(const ResolvedDevice& d) {
@@ -99,10 +150,17 @@ DeviceMemoryPeaks read_memory_peaks(const ResolvedDevice& d) {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d.device.index());
     p.allocated_bytes = stats.allocated_bytes[0].peak;  // index 0: StatType::AGGREGATE
     p.reserved_bytes = stats.reserved_bytes[0].peak;
+    return p;
   }
-#else
-  (void)d;
 #endif
+  if (const auto index = accelerator_index(d)) {
+    try {
+      const auto stats = at::accelerator::getDeviceStats(*index);
+      p.allocated_bytes = stats.allocated_bytes[0].peak;
+      p.reserved_bytes = stats.reserved_bytes[0].peak;
+    } catch (const c10::Error&) {
+    }
+  }
   return p;
 }
 
@@ -125,6 +183,14 @@ std::pair<int64_t, std::string> usable_memory(const ResolvedDevice& d) {
     }
   }
 #endif
+  if (const auto index = accelerator_index(d)) {
+    try {
+      const auto [free_bytes, total_bytes] = at::accelerator::getMemoryInfo(*index);
+      (void)free_bytes;
+      if (total_bytes > 0) return {static_cast<int64_t>(total_bytes), "the device's total memory (LibTorch's allocator)"};
+    } catch (const c10::Error&) {
+    }
+  }
   return {0, ""};
 }
 

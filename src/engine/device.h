@@ -26,7 +26,9 @@ struct ResolvedDevice {
 /// The first line of an error message (LibTorch's carry a C++ backtrace after it).
 inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-/// Resolves "auto", "cpu", "cuda[:N]", "rocm[:N]", "mps". Throws DeviceUnavailable with a clear reason.
+/// Resolves "auto", "cpu", "cuda[:N]", "rocm[:N]", "mps", "xpu[:N]". Throws DeviceUnavailable with a clear reason:
+/// `rocm` on a LibTorch that is not a ROCm build, `cuda` on one that is (its GPUs are AMD's: say rocm), a backend
+/// this LibTorch does not have.
 ResolvedDevice resolve_device(const std::string& spec);
 
 /// Makes `d` the current CUDA device of this thread (streams, events and new tensors default to it).
@@ -55,7 +57,13 @@ int64_t host_peak_rss_bytes();
 
 /// Whether the CUDA backend was compiled in and a device is visible.
 bool cuda_available();
+/// The LibTorch this binary runs with is a ROCm (HIP) build: its AMD GPUs present as CUDA devices.
 bool is_rocm_build();
+/// The LibTorch this binary runs with has CUDA's runtime (an NVIDIA build; false for ROCm and for a build that links
+/// only LibTorch's CPU side, GPUBENCH_CUDA=OFF against PyPI's wheel).
+bool is_cuda_build();
 bool mps_available();
+/// Intel GPUs through LibTorch's XPU backend.
+bool xpu_available();
 
 }  // namespace gpubench::engine

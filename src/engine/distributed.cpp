@@ -29,6 +29,7 @@
 #endif
 
 #include "host_clock.h"
+#include "torch_compat.h"
 
 namespace gpubench::engine {
 
@@ -285,7 +286,7 @@ struct GradientBuckets::Impl {
   at::Tensor storage;                        // every gradient, contiguous
   std::vector<at::Tensor> buckets;           // views of `storage`
   std::vector<at::Tensor> grad_views;        // per entry of `params`
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep the hooked nodes alive
+  std::vector<compat::GradAccumulatorPtr> accumulators;  // keep the hooked nodes alive
   std::vector<int64_t> size_of_bucket;       // parameter count per bucket
   std::vector<int64_t> pending;              // gradients still missing per bucket in this backward
   size_t next_to_launch = 0;

@@ -2,6 +2,8 @@
 
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/detail/MPSHooksInterface.h>
+#include <ATen/detail/XPUHooksInterface.h>
 #include <sys/utsname.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -68,6 +70,7 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
   e.cpu_model = read_key("/proc/cpuinfo", "model name");
   e.cpu_cores = static_cast<int64_t>(std::thread::hardware_concurrency());
   e.libtorch_version = TORCH_VERSION;
+  e.libtorch_build = libtorch_build();
   const BuildInfo& b = build_info();
   e.gpubench_version = b.version;
   e.git_revision = b.git_revision;
@@ -114,6 +117,67 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
   return e;
 }
 
+std::string libtorch_build() {
+  std::string out = TORCH_VERSION;
+  if (engine::is_rocm_build()) return out + ", ROCm build";
+  if (engine::is_cuda_build()) {
+    const long v = at::detail::getCUDAHooks().versionCUDART();
+    return out + ", CUDA " + (v > 0 ? version_string(v, 1000, 10) + " " : std::string()) + "build";
+  }
+  if (at::detail::getXPUHooks().isBuilt()) return out + ", XPU build";
+  if (at::detail::getMPSHooks().isBuilt()) return out + ", MPS build";
+  return out + ", CPU only";
+}
+
+std::vector<BackendInfo> list_backends() {
+  std::vector<BackendInfo> out;
+  const bool rocm = engine::is_rocm_build();
+  BackendInfo cuda;
+  cuda.name = "cuda";
+  cuda.in_libtorch = engine::is_cuda_build();
+  cuda.available = cuda.in_libtorch && engine::cuda_available();
+  if (cuda.in_libtorch) {
+    const long v = at::detail::getCUDAHooks().versionCUDART();
+    if (v > 0) cuda.version = version_string(v, 1000, 10);
+  }
+  cuda.run_on_hardware = true;  // the H200 machine: every figure in docs/performance.md
+  cuda.note = !cuda.in_libtorch ? "this LibTorch has no CUDA (a CUDA wheel, with gpubench's CUDA module, has it)"
+              : !build_info().cuda_module ? "through LibTorch's kernels only: this build has no CUDA module (no fused "
+                                            "or FP8 kernels, nvJPEG, CUDA graphs)"
+              : cuda.available ? "NVIDIA GPUs, with gpubench's CUDA module"
+                               : "no NVIDIA GPU visible (driver not loaded, or CUDA_VISIBLE_DEVICES hides them)";
+  out.push_back(cuda);
+  BackendInfo hip;
+  hip.name = "rocm";
+  hip.in_libtorch = rocm;
+  hip.available = rocm && engine::cuda_available();
+  hip.note = !rocm ? "needs a ROCm LibTorch (AMD GPUs present through HIP as CUDA devices)"
+                   : "AMD GPUs through LibTorch's HIP kernels; never run on real hardware by gpubench";
+  out.push_back(hip);
+  BackendInfo mps;
+  mps.name = "mps";
+  mps.in_libtorch = at::detail::getMPSHooks().isBuilt();
+  mps.available = engine::mps_available();
+  mps.note = mps.in_libtorch ? "Apple silicon through Metal; never run on real hardware by gpubench"
+                             : "needs Apple's LibTorch on macOS with Apple silicon";
+  out.push_back(mps);
+  BackendInfo xpu;
+  xpu.name = "xpu";
+  xpu.in_libtorch = at::detail::getXPUHooks().isBuilt();
+  xpu.available = engine::xpu_available();
+  xpu.note = xpu.in_libtorch ? "Intel GPUs through LibTorch's XPU kernels; never run on real hardware by gpubench"
+                             : "needs an XPU LibTorch (Intel GPUs)";
+  out.push_back(xpu);
+  BackendInfo cpu;
+  cpu.name = "cpu";
+  cpu.in_libtorch = true;
+  cpu.available = true;
+  cpu.run_on_hardware = true;
+  cpu.note = "always";
+  out.push_back(cpu);
+  return out;
+}
+
 std::vector<DeviceInfo> list_devices() {
   std::vector<DeviceInfo> out;
   DeviceInfo cpu;
@@ -134,16 +198,21 @@ std::vector<DeviceInfo> list_devices() {
     d.compute_capability = std::to_string(p->major) + "." + std::to_string(p->minor);
     out.push_back(d);
   }
+#else
+  for (int i = 0; i < n; ++i) {  // a ROCm LibTorch's GPUs, without the CUDA module's property queries
+    DeviceInfo d;
+    d.id = gpu_type + ":" + std::to_string(i);
+    d.note = "through LibTorch's own kernels (this build has no CUDA module)";
+    out.push_back(d);
+  }
 #endif
   if (n == 0) {
     DeviceInfo d;
     d.id = gpu_type;
     d.available = false;
-#ifdef GPUBENCH_WITH_CUDA
-    d.note = "no GPU visible: no NVIDIA/AMD driver loaded here, or CUDA_VISIBLE_DEVICES hides them";
-#else
-    d.note = "this gpubench was built against a LibTorch without CUDA/ROCm";
-#endif
+    d.note = at::detail::getCUDAHooks().isBuilt()
+                 ? "no GPU visible: no NVIDIA/AMD driver loaded here, or CUDA_VISIBLE_DEVICES hides them"
+                 : "this gpubench runs with a LibTorch without CUDA/ROCm (" + libtorch_build() + ")";
     out.push_back(d);
   }
   DeviceInfo mps;

@@ -6,7 +6,7 @@
 #include <torch/autograd.h>
 
 #include "fused/kernel_launch.h"
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 
 #include "fused/fp8_kernels.h"
@@ -62,7 +62,7 @@ namespace {
 /// Whether `t`'s device's current stream is capturing a CUDA graph: nothing computed outside the capture may stand in
 /// for work the replays must repeat.
 bool capturing(const at::Tensor& t) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   return t.is_cuda() && c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
 #else
   (void)t;
@@ -102,7 +102,7 @@ at::Tensor amax(const at::Tensor& x, bool rowwise) {
     if (x.dim() != 2) throw std::invalid_argument("fp8 amax: rowwise scaling needs a 2-D tensor");
     return x.abs().amax({1}, /*keepdim=*/true).to(at::kFloat);
   }
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   if (fused::launch::on_kernels(x) && x.is_contiguous()) {  // one read, no |x| temporary
     at::Tensor out = zeroed_amaxes(1, x).select(0, 0);
     fused::launch::check(fused::launch_fp8_amax(x.data_ptr(), fused::launch::dtype_of(x), x.numel(),
@@ -124,7 +124,7 @@ Quantized quantize(const at::Tensor& x, Format f, const at::Tensor& scale) {
 
 Quantized quantize_from_amax(const at::Tensor& x, Format f, const at::Tensor& amax, bool rows, bool transposed) {
   if (x.dim() != 2) throw std::invalid_argument("fp8 quantize_from_amax: x must be 2-D");
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   // The kernel's grid has a row of blocks per 64 rows (at most 65,535 of them).
   if (fused::launch::on_kernels(x) && x.is_contiguous() && amax.numel() == 1 && x.size(0) <= 64 * 65535) {
     const auto opts = x.options().dtype(dtype(f));
@@ -408,7 +408,7 @@ int64_t Plan::quantize_weights() const {
   for (const auto& c : converted_) {
     if (c.state->weight.prepared) c.state->weight = WeightCache{};
   }
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   if (recipe_.scaling == Scaling::kDelayed) return 0;
   // The weights the many-tensor kernels take: contiguous [out, in] (cast to data, transposed to data_t) or
   // contiguous underneath as [in, out] (GPT-2's Conv1D: cast to data_t, transposed to data), all of one dtype.

@@ -23,7 +23,7 @@
 
 #include "nvjpeg_decoder.h"
 #endif
-#ifdef GPUBENCH_WITH_GPU_AUGMENT
+#ifdef GPUBENCH_WITH_CUDA
 #include "gpu_augment.h"
 #endif
 
@@ -199,7 +199,7 @@ struct InputPipeline::Impl {
   }
 
   void prepare_gpu(data::HostBatch& hb, Slot& slot, const at::Tensor& host) {
-#if defined(GPUBENCH_WITH_CUDA) && defined(GPUBENCH_WITH_GPU_AUGMENT)
+#if defined(GPUBENCH_WITH_CUDA)
     std::vector<int64_t> on_gpu;
     for (int64_t i = 0; i < batch; ++i) {
       if (hb.on_cpu[static_cast<size_t>(i)] == 0) on_gpu.push_back(i);
@@ -359,7 +359,7 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
     if (!m.cuda) {
       why_not_gpu = "GPU decoding needs a CUDA device (this run is on " + device.id + ")";
     } else {
-#if defined(GPUBENCH_WITH_CUDA) && defined(GPUBENCH_WITH_GPU_AUGMENT)
+#if defined(GPUBENCH_WITH_CUDA)
       m.decoder = NvjpegDecoder::open(why_not_gpu, {s.nvjpeg_library, s.kernel_options.nvjpeg_roi});
       m.gpu_decode = m.decoder != nullptr;
 #else
@@ -426,7 +426,7 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
     slot.labels_pinned = at::empty({batch_size}, at::TensorOptions().dtype(at::kLong).pinned_memory(m.cuda));
     if (m.cuda) {
       slot.staging = at::empty({batch_size, m.out_size, m.out_size, 3}, fopts.dtype(at::kByte));
-#ifdef GPUBENCH_WITH_GPU_AUGMENT
+#ifdef GPUBENCH_WITH_CUDA
       const auto desc_bytes = static_cast<int64_t>(sizeof(CropDesc)) * batch_size;
       slot.descs_pinned = at::empty({desc_bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
       slot.descs_dev = at::empty({desc_bytes}, fopts.dtype(at::kByte));

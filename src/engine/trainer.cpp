@@ -349,8 +349,9 @@ class TrainingRun {
     } else if (budget_s() > 0 && measured_s_ >= budget_s() && e + 1 < max_epochs_) {
       code = kBudget;
     }
-    double agreed = 0;
-    for (double c : plan_.comm->gather(code)) agreed = std::max(agreed, c);
+    double most = 0;
+    for (double c : plan_.comm->gather(code)) most = std::max(most, c);
+    const auto agreed = static_cast<StopCode>(most);  // the gathered codes are whole numbers
     if (agreed == kInterrupt) record_.summary.stopped_by = "interrupt";
     if (agreed == kBudget) record_.summary.stopped_by = "time_budget";
     if (agreed == kNonFinite && record_.status == RunStatus::kOk) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gpubench/core/build_info.hpp"
 #include "gpubench/data/image_folder.hpp"
 #include "gpubench/data/loader.hpp"
 #include "gpubench/engine/engine.hpp"
@@ -27,6 +28,7 @@ ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, i
   ResolveOptions options;
   options.refuse_memory = this_run;
   options.refuse_unsupported = this_run;
+  options.cuda_module = build_info().cuda_module;
   options.world_size = std::max(1, world_size);
   options.repeats = std::max(1, repeats);
   if (check_data) options.check_data = check_folder;

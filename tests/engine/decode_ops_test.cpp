@@ -6,10 +6,10 @@
 
 #include <algorithm>
 
-#include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
 #include "decode/decode_ops.h"
+#include "device.h"
 #include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
 #include "models/decoder.h"
@@ -263,7 +263,7 @@ TEST(DecodeOpsTest, DecodeNormAndQkvToCacheMatchTheirAtenForms_CUDA) {
 }
 
 /// Whether the streamed GEMV (sm_90 and later) runs on this GPU.
-bool streamed_here() { return kernels_here() && at::cuda::getCurrentDeviceProperties()->major >= 9; }
+bool streamed_here() { return kernels_here() && name_and_capability(resolve_device("cuda:0")).second >= 90; }
 
 /// The streamed and the run GEMV over products long enough that every block's ring of slots wraps round and every
 /// warp of the run GEMV streams several rows (a q/k/v-sized plain product with its residual, SwiGLU over TinyLlama's

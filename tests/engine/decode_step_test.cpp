@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
 #include "decode/decode_step_ops.h"
+#include "device.h"
 #include "fused/fused_ops.h"
 #include "gpubench/engine/engine.hpp"
 #include "models/decoder.h"
@@ -18,7 +18,7 @@ namespace {
 
 bool sm90_here() {
   if (!torch::cuda::is_available() || !fused::cuda_kernels_compiled()) return false;
-  return at::cuda::getCurrentDeviceProperties()->major >= 9;
+  return name_and_capability(resolve_device("cuda:0")).second >= 90;
 }
 
 /// The step kernel asked for within a scope (it is off by default); the setting before is restored.

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <ATen/cuda/CUDAContext.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -14,8 +13,9 @@
 
 #include "checkpoint.h"
 #include "cuda_graph.h"
+#include "device.h"
 #include "fp8.h"
-#ifdef GPUBENCH_WITH_GPU_AUGMENT
+#ifdef GPUBENCH_WITH_CUDA
 #include <c10/cuda/CUDAStream.h>
 
 #include "fused/fused_kernels.h"
@@ -331,8 +331,8 @@ TEST(Fp8Test, APlanConvertsTheEligibleLayersAndReducedDecodersTrainLikeBf16) {
 
 TEST(Fp8Test, TheFp8LinearLayerMatchesTheFullPrecisionOneOnTheGpu_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const auto props = at::cuda::getCurrentDeviceProperties();
-  if (fp8::unsupported("cuda", props->name, props->major * 10 + props->minor)) GTEST_SKIP() << "no FP8 tensor cores";
+  const auto [gpu, capability] = name_and_capability(resolve_device("cuda:0"));
+  if (fp8::unsupported("cuda", gpu, capability)) GTEST_SKIP() << "no FP8 tensor cores";
   const at::Device dev(at::kCUDA, 0);
   for (const auto scaling : {fp8::Scaling::kTensor, fp8::Scaling::kRowwise, fp8::Scaling::kDelayed}) {
     for (const Format g : {Format::kE5M2, Format::kE4M3}) check_linear(scaling, g, 32, at::kBFloat16, dev);
@@ -397,7 +397,7 @@ TEST(Fp8Test, TheCastKernelsWriteTheBytesOfTheAtenCastAndItsTranspose_CUDA) {
   EXPECT_EQ(zero.inv_scale.item<float>(), 1.0f);
 }
 
-#ifdef GPUBENCH_WITH_GPU_AUGMENT
+#ifdef GPUBENCH_WITH_CUDA
 /// The kernels' name for an ATen storage type.
 fused::DType kernel_dtype(at::ScalarType dt) {
   if (dt == at::kBFloat16) return fused::DType::kBFloat16;
@@ -524,8 +524,8 @@ TEST(Fp8Test, RmsNormAndRotaryKernelsGiveTheAmaxOfWhatTheyWroteInTheSamePass_CUD
 /// what an eager call on the new values gives. The weight changed in place is quantised again too.
 TEST(Fp8Test, ACapturedFp8LayerScalesEachReplayByItsOwnAmax_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const auto props = at::cuda::getCurrentDeviceProperties();
-  if (fp8::unsupported("cuda", props->name, props->major * 10 + props->minor)) GTEST_SKIP() << "no FP8 tensor cores";
+  const auto [gpu, capability] = name_and_capability(resolve_device("cuda:0"));
+  if (fp8::unsupported("cuda", gpu, capability)) GTEST_SKIP() << "no FP8 tensor cores";
   if (!cuda_graphs_compiled()) GTEST_SKIP() << "this build cannot capture CUDA graphs";
   torch::manual_seed(9);
   const auto cuda = torch::TensorOptions().device(at::kCUDA);
@@ -645,8 +645,8 @@ RunRecord run_fp8(const std::string& model, const std::string& kernels, const st
 
 TEST(Fp8Test, Fp8RunsRecordTheRecipeTheLayersThatRanInFp8AndMfuAgainstBothPeaks_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const auto props = at::cuda::getCurrentDeviceProperties();
-  if (fp8::unsupported("cuda", props->name, props->major * 10 + props->minor)) GTEST_SKIP() << "no FP8 tensor cores";
+  const auto [gpu, capability] = name_and_capability(resolve_device("cuda:0"));
+  if (fp8::unsupported("cuda", gpu, capability)) GTEST_SKIP() << "no FP8 tensor cores";
   const RunRecord llama = run_fp8("llama", "aten", "tensor");
   ASSERT_EQ(llama.status, RunStatus::kOk) << llama.reason;
   EXPECT_EQ(llama.precision.resolved, "fp8");

@@ -63,7 +63,7 @@ TEST(MetricsEverywhereTest, AnExtraMetricTravelsThroughTheRecordAndEveryPrinter)
   ReportInput in;
   in.runs = {l};
   const Document report = report_document(in);
-  for (const std::string& f : {"console", "md", "html"}) {
+  for (const char* f : {"console", "md", "html"}) {
     EXPECT_NE(make_printer(f)->render(exported).find("GPU busy"), std::string::npos) << f;
     EXPECT_NE(make_printer(f)->render(exported).find("93.0%"), std::string::npos) << f;
     EXPECT_NE(make_printer(f)->render(report).find("GPU busy"), std::string::npos) << f;

@@ -37,6 +37,21 @@ struct DeviceInfo {
 /// Devices on this machine, CPU first; backends compiled in but unusable appear with available=false.
 std::vector<DeviceInfo> list_devices();
 
+/// A device backend as this binary and the LibTorch it runs with see it (`gpubench info`, the record's
+/// environment.libtorch_build).
+struct BackendInfo {
+  std::string name;             ///< cuda | rocm | mps | xpu | cpu (the `device:` values that select it)
+  bool in_libtorch = false;     ///< the LibTorch this binary runs with was built with it
+  bool available = false;       ///< ... and one of its devices is usable here now
+  std::string version;          ///< its runtime's version where LibTorch says (CUDA "13.0"), else empty
+  bool run_on_hardware = false; ///< gpubench has trained on this backend's real hardware (docs/guide.md, Backends)
+  std::string note;             ///< what it needs, or why it cannot be used here
+};
+/// The backends gpubench knows, in the order `device: auto` tries them (cuda or rocm, mps, xpu, cpu).
+std::vector<BackendInfo> list_backends();
+/// The LibTorch this binary runs with, in words: "2.15.0, CUDA 13.2 build" / "2.11.0, ROCm build" / "2.15.0, CPU".
+std::string libtorch_build();
+
 /// Ceilings measured on the device itself: a large dense matrix product per math mode and a device copy.
 struct PeakMeasurement {
   std::string device, device_name;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands/commands.h"
+#include "gpubench/core/build_info.hpp"
 #include "gpubench/core/reference/device_table.hpp"
 #include "gpubench/engine/engine.hpp"
 #include "gpubench/report/views.hpp"
@@ -43,7 +44,11 @@ class InfoCommand final : public Command {
         {"host", e.hostname},
         {"os", e.os},
         {"cpu", e.cpu_model + " (" + std::to_string(e.cpu_cores) + " threads)"},
-        {"libtorch", e.libtorch_version},
+        {"libtorch", e.libtorch_build.empty() ? e.libtorch_version : e.libtorch_build},
+        {"cuda module", build_info().cuda_module
+                            ? "yes: fused and FP8 kernels, nvJPEG, cuBLASLt epilogues, CUDA graphs"
+                            : "no (built with GPUBENCH_CUDA=OFF or without nvcc): kernels: fused, precision: fp8, "
+                              "decode: gpu|mixed and --cuda-graph are refused"},
         {"cuda runtime", e.cuda_runtime_version},
         {"cuda driver api", e.cuda_driver_api_version},
         {"cudnn", e.cudnn_version},
@@ -67,7 +72,13 @@ class InfoCommand final : public Command {
                         "no entry for '" + e.device_name + "': MFU is not reported; --measure-peak gives ceilings");
     }
     d.table(fields_table("environment", "", rows));
-    d.data = {{"schema", "gpubench.info"}, {"environment", e}, {"device_table", table_entry}};
+    d.data = {{"schema", "gpubench.info"},
+              {"environment", e},
+              {"device_table", table_entry},
+              {"build",
+               {{"cuda_module", build_info().cuda_module},
+                {"libtorch_version", build_info().libtorch_version},
+                {"libtorch_kind", build_info().libtorch_kind}}}};
     if (measure_peak_) add_peaks(d, device, spec);
     Table readers;
     readers.id = "telemetry_readers";
@@ -78,6 +89,24 @@ class InfoCommand final : public Command {
       d.data["telemetry_readers"].push_back({{"name", r.name}, {"available", r.available}, {"detail", r.detail}});
     }
     d.table(std::move(readers));
+    Table backends;
+    backends.id = "backends";
+    backends.title = "Backends (device: NAME):";
+    for (const char* k : {"backend", "in_libtorch", "available", "run_by_gpubench", "note"}) {
+      backends.add_column(Column::text(k, k));
+    }
+    for (const auto& b : list_backends()) {
+      backends.rows.push_back({Cell::str(b.name + (b.version.empty() ? "" : " " + b.version)),
+                               Cell::str(b.in_libtorch ? "yes" : "no"), Cell::str(b.available ? "yes" : "no"),
+                               Cell::str(b.run_on_hardware ? "yes" : "never"), Cell::str(b.note)});
+      d.data["backends"].push_back({{"name", b.name},
+                                    {"in_libtorch", b.in_libtorch},
+                                    {"available", b.available},
+                                    {"version", b.version},
+                                    {"run_on_hardware", b.run_on_hardware},
+                                    {"note", b.note}});
+    }
+    d.table(std::move(backends));
     Table devices;
     devices.id = "devices";
     devices.title = "Devices:";

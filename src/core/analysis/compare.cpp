@@ -230,6 +230,10 @@ void compare_environments(const std::vector<LoadedRecord>& base, const std::vect
   diff("cuda_runtime", a.cuda_runtime_version, b.cuda_runtime_version, false);
   diff("cudnn", a.cudnn_version, b.cudnn_version, false);
   diff("libtorch", a.libtorch_version, b.libtorch_version, false);
+  // The same release built for another backend (CUDA 13.0 / 13.2, ROCm, CPU only); a version change already says it.
+  if (a.libtorch_version == b.libtorch_version && !a.libtorch_build.empty() && !b.libtorch_build.empty()) {
+    diff("libtorch_build", a.libtorch_build, b.libtorch_build, false);
+  }
   diff("gpubench", a.gpubench_version + " " + a.git_revision, b.gpubench_version + " " + b.git_revision, false);
   diff("build_type", a.build_type, b.build_type, true);
   diff("power_limit_w", num(ta.power_limit_w), num(tb.power_limit_w), true);

@@ -182,12 +182,12 @@ bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const {
   return std::tie(hostname, os, cpu_model, cpu_cores, device, device_type, device_name, device_memory_bytes,
                   compute_capability, multiprocessors, pci_bus_id, nvidia_driver_version, cuda_driver_api_version,
                   driver_version, cuda_runtime_version, cudnn_version,
-                  libtorch_version, gpubench_version, git_revision, build_type, compiler, command_line,
+                  libtorch_version, libtorch_build, gpubench_version, git_revision, build_type, compiler, command_line,
                   start_time_utc, nccl_version, host_memory_bytes, cpu_governor, container, variables) ==
          std::tie(o.hostname, o.os, o.cpu_model, o.cpu_cores, o.device, o.device_type, o.device_name,
                   o.device_memory_bytes, o.compute_capability, o.multiprocessors, o.pci_bus_id, o.nvidia_driver_version,
                   o.cuda_driver_api_version, o.driver_version,
-                  o.cuda_runtime_version, o.cudnn_version, o.libtorch_version, o.gpubench_version, o.git_revision,
+                  o.cuda_runtime_version, o.cudnn_version, o.libtorch_version, o.libtorch_build, o.gpubench_version, o.git_revision,
                   o.build_type, o.compiler, o.command_line, o.start_time_utc, o.nccl_version, o.host_memory_bytes,
                   o.cpu_governor, o.container, o.variables);
 }

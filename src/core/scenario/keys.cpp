@@ -77,10 +77,12 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) {
           s.memory_format = as_enum(n, c, {"auto", "contiguous", "channels_last"});
         });
-    add("device", "--device", "auto|cpu|cuda[:N]|rocm[:N]|mps", "auto | cpu | cuda[:N] | rocm[:N] | mps",
+    add("device", "--device", "auto|cpu|cuda[:N]|rocm[:N]|mps|xpu[:N]",
+        "auto | cpu | cuda[:N] (NVIDIA) | rocm[:N] (AMD, a ROCm LibTorch) | mps (Apple) | xpu[:N] (Intel); `gpubench "
+        "info` lists the backends this build has",
         [](auto& n, auto& c, Scenario& s, const Models&) {
           const std::string d = as_string(n, c);
-          if (!valid_device(d)) fail(c, "expected auto, cpu, cuda, cuda:N, rocm, rocm:N or mps (N from 0 to 1023), got '" +
+          if (!valid_device(d)) fail(c, "expected auto, cpu, cuda, cuda:N, rocm, rocm:N, mps, xpu or xpu:N (N from 0 to 1023), got '" +
                                             (d.size() > 64 ? d.substr(0, 64) + "..." : d) + "'");
           s.device = d;
         });

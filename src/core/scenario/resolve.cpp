@@ -307,6 +307,17 @@ void apply_documented_environment(Scenario& s, const std::function<const char*(c
   s.nvjpeg_library = text("GPUBENCH_NVJPEG");
 }
 
+std::vector<std::pair<std::string, std::string>> cuda_module_requests(const Scenario& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (s.kernels == "fused") out.emplace_back("kernels", "kernels: fused (--kernels fused)");
+  if (s.precision == "fp8") out.emplace_back("precision", "precision: fp8 (--precision fp8)");
+  if (s.data == "folder" && (s.decode == "gpu" || s.decode == "mixed")) {
+    out.emplace_back("decode", "decode: " + s.decode + " (--decode " + s.decode + ")");
+  }
+  if (s.graph) out.emplace_back("graph", "graph: true (--cuda-graph)");
+  return out;
+}
+
 ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog& models, const DeviceFacts& device,
                                   const ResolveOptions& options) {
   const ModelInfo* model = find_model_info(models, requested.model);
@@ -327,6 +338,20 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
   r.notes = fill_device_defaults(r.scenario, *model, device);
   r.precision = resolved_precision(r.scenario.precision, device.type);
   Scenario& s = r.scenario;
+  if (!options.cuda_module) {
+    std::vector<ScenarioError> refused;
+    for (const auto& [key, what] : cuda_module_requests(s)) {
+      const std::string why = what + ": this build has no CUDA support (gpubench was built without its CUDA module: "
+                              "GPUBENCH_CUDA=OFF, or no nvcc at configure time)";
+      if (options.refuse_unsupported) {
+        refused.emplace_back(origin_of(s, key), key, why);
+      } else {
+        r.notes.push_back(why + "; a run with this build is refused.");
+      }
+    }
+    if (refused.size() == 1) throw refused.front();
+    if (!refused.empty()) throw ScenarioError(std::move(refused));
+  }
   if (s.precision == "fp8" && device.available) {
     if (const auto why = fp8_unsupported(device.type, device.name, device.compute_capability)) {
       if (options.refuse_unsupported) {

@@ -196,13 +196,13 @@ double as_duration_s(const YAML::Node& n, const Ctx& c) {
   return *v;
 }
 
-/// auto | cpu | mps | cuda | rocm | cuda:N | rocm:N with N a device ordinal from 0 to 1023.
+/// auto | cpu | mps | cuda | rocm | xpu | cuda:N | rocm:N | xpu:N with N a device ordinal from 0 to 1023.
 bool valid_device(const std::string& d) {
-  if (d == "auto" || d == "cpu" || d == "mps" || d == "cuda" || d == "rocm") return true;
+  if (d == "auto" || d == "cpu" || d == "mps" || d == "cuda" || d == "rocm" || d == "xpu") return true;
   const auto colon = d.find(':');
   if (colon == std::string::npos) return false;
   const std::string type = d.substr(0, colon), index = d.substr(colon + 1);
-  if (type != "cuda" && type != "rocm") return false;
+  if (type != "cuda" && type != "rocm" && type != "xpu") return false;
   if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos) return false;
   return std::stoi(index) <= 1023;  // at most 4 digits: cannot overflow
 }

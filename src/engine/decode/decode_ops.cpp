@@ -11,7 +11,7 @@
 #include "fused/kernel_launch.h"
 #include "gpubench/core/scenario/kernel_options.hpp"
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 #include "decode/decode_kernels.h"
 #endif
 
@@ -20,9 +20,9 @@ namespace gpubench::engine::fused {
 namespace {
 
 /// Served by the decode kernels: CUDA bf16/fp16 (the kernels have no fp32 form).
-bool on_decode_kernels(const at::Tensor& t) { return launch::on_kernels(t, /*allow_fp32=*/false); }
+[[maybe_unused]] bool on_decode_kernels(const at::Tensor& t) { return launch::on_kernels(t, /*allow_fp32=*/false); }
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 /// Whether gpubench's GEMV beats cuBLAS on this product (H200, f77cd0e:results/2026-12-01-h200-fused-decode/gemv_bench.txt):
 /// for one token everywhere but on a large plain product (the LM head: 131 MB, cuBLAS 3.7 TB/s against 2.6); for 2 to
 /// 8 tokens only over short rows (GPT-2's k = 768), where cuBLAS's kernels for narrow products are slow.
@@ -132,7 +132,7 @@ void set_decode_attention_cluster(DecodeClusterSetting setting) {
   cluster_batch_slot().store(std::max<int64_t>(0, setting.max_batch));
 }
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 namespace {
 
 /// The weight blocks as the kernels take them, when x [m, k] (CUDA bf16/fp16, rows of stride ldx, at most
@@ -183,7 +183,7 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
     throw std::invalid_argument("decode_linear: one to three weight blocks, or two (gate, up) for SwiGLU");
   }
   if (act == DecodeAct::kSwiglu && bias.defined()) throw std::invalid_argument("decode_linear: SwiGLU takes no bias");
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   DecodeWeights dw;
   DecodeInputNorm in;
   int64_t n = 0;
@@ -226,7 +226,7 @@ at::Tensor decode_linear(const at::Tensor& x, const std::vector<at::Tensor>& wei
 
 bool decode_lm_head_greedy(const at::Tensor& x, const at::Tensor& weight, const DecodeNorm& norm,
                            const DecodeGreedy& g) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   if (!decode_greedy_tail_enabled()) return false;
   DecodeWeights dw;
   DecodeInputNorm in;
@@ -264,7 +264,7 @@ at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at:
                                       int64_t kv_heads, const at::Tensor& cos, const at::Tensor& sin,
                                       const at::Tensor& pos, at::Tensor& k_cache, at::Tensor& v_cache,
                                       const at::Tensor& used_k) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   DecodeWeights dw;
   DecodeInputNorm in;
   int64_t n = 0;
@@ -310,7 +310,7 @@ at::Tensor decode_qkv_linear_to_cache(const at::Tensor& x, const std::vector<at:
 
 at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps, bool rms) {
   const int64_t dim = x.size(-1);
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   if (on_decode_kernels(x) && x.is_contiguous() && weight.scalar_type() == x.scalar_type() && weight.is_contiguous() &&
       (!bias.defined() || (bias.scalar_type() == x.scalar_type() && bias.is_contiguous()))) {
     at::Tensor y = at::empty_like(x);
@@ -327,8 +327,8 @@ at::Tensor decode_norm(const at::Tensor& x, const at::Tensor& weight, const at::
 
 at::Tensor decode_embed(const at::Tensor& ids, const at::Tensor& table, const at::Tensor& pos_table,
                         const at::Tensor& pos) {
-  const int64_t m = ids.numel(), dim = table.size(1);
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+  [[maybe_unused]] const int64_t m = ids.numel(), dim = table.size(1);
+#ifdef GPUBENCH_WITH_CUDA
   auto index = [&](const at::Tensor& t) {
     return t.scalar_type() == at::kLong && t.device() == table.device() && t.is_contiguous();
   };
@@ -354,7 +354,7 @@ at::Tensor decode_embed(const at::Tensor& ids, const at::Tensor& table, const at
 }
 
 at::Tensor decode_argmax(const at::Tensor& logits) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   if (on_decode_kernels(logits) && logits.dim() == 2 && logits.is_contiguous()) {
     const int64_t rows = logits.size(0);
     at::Tensor out = at::empty({rows, 1}, logits.options().dtype(at::kLong));
@@ -376,7 +376,7 @@ void set_decode_attention_min_split(int64_t positions) { min_split_slot().store(
 
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                             const at::Tensor& pos, int64_t window, const at::Tensor& counters) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   const int64_t b = q.size(0), hq = q.size(1), d = q.size(2), hk = k_cache.size(2);
   // Up to 8 sequences: at 32 and 128 (TinyLlama, H200) this kernel's one warp per q head and position made the step
   // 1.2 and 1.5x slower than FlashAttention's (f77cd0e:results/2026-12-01-h200-fused-decode), which serves them instead.
@@ -418,7 +418,7 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
 
 at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& pos,
                                 int64_t window, at::Tensor& k_cache, at::Tensor& v_cache, const at::Tensor& used_k) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   const int64_t b = qkv.size(0), d = k_cache.size(3);
   int splits = 1, per_split = 1;
   const DecodeClusterSetting cluster = decode_attention_cluster();
@@ -461,12 +461,12 @@ at::Tensor decode_qkv_attention(const at::Tensor& qkv, int64_t q_heads, int64_t 
 at::Tensor decode_qkv_to_cache(const at::Tensor& qkv, int64_t q_heads, int64_t kv_heads, const at::Tensor& cos,
                                const at::Tensor& sin, const at::Tensor& pos, at::Tensor& k_cache, at::Tensor& v_cache,
                                const at::Tensor& used_k) {
-  const int64_t b = qkv.size(0), d = k_cache.size(3), positions = k_cache.size(1);
+  [[maybe_unused]] const int64_t b = qkv.size(0), d = k_cache.size(3), positions = k_cache.size(1);
   if (qkv.dim() != 2 || qkv.size(1) != (q_heads + 2 * kv_heads) * d || k_cache.size(2) != kv_heads || d % 2 != 0) {
     throw std::invalid_argument("decode_qkv_to_cache: qkv must be [batch, (q_heads + 2 kv_heads) x head_dim] over a "
                                 "cache [batch, positions, kv_heads, even head_dim]");
   }
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   const bool same = k_cache.scalar_type() == qkv.scalar_type() && v_cache.scalar_type() == qkv.scalar_type() &&
                     (!cos.defined() || (cos.scalar_type() == qkv.scalar_type() && sin.scalar_type() == qkv.scalar_type()));
   if (on_decode_kernels(qkv) && same && qkv.is_contiguous() && k_cache.is_contiguous() && v_cache.is_contiguous() &&

@@ -7,7 +7,7 @@
 #include "fused/kernel_launch.h"
 #include "gpubench/core/scenario/kernel_options.hpp"
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 #include "decode/decode_step_kernel.h"
 #endif
 
@@ -24,7 +24,7 @@ bool decode_step_enabled() { return enabled_slot().load(); }
 
 void set_decode_step_enabled(bool on) { enabled_slot().store(on); }
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 struct DecodeStep::State {
   DecodeStepWeights weights;  // kept alive: the kernel reads them by pointer
   DecodeStepModel model;

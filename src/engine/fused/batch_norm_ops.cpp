@@ -9,7 +9,7 @@
 #include "fused/fused_ops.h"
 #include "fused/kernel_launch.h"
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 #include "fused/batch_norm_kernels.h"
 #endif
 
@@ -36,7 +36,7 @@ at::Tensor aten_form(const at::Tensor& x, const at::Tensor& z, const at::Tensor&
   if (g_declined.empty()) g_declined = why;
 }
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
@@ -182,7 +182,7 @@ namespace {
 at::Tensor batch_norm_act(const at::Tensor& x, const at::Tensor& z, const at::Tensor& weight, const at::Tensor& bias,
                           const at::Tensor& running_mean, const at::Tensor& running_var, bool training,
                           double momentum, double eps, bool relu) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   if (x.is_cuda()) {
     const std::string why = refusal(x, z, weight, bias, training);
     if (why.empty()) {
@@ -211,7 +211,7 @@ at::Tensor batch_norm(const at::Tensor& x, const at::Tensor& weight, const at::T
 }
 
 at::Tensor max_pool2d(const at::Tensor& x, int64_t kernel, int64_t stride, int64_t padding) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   if (x.is_cuda()) {
     const std::string why = pool_refusal(x, kernel, stride, padding);
     if (why.empty()) return MaxPoolFn::apply(x, kernel, stride, padding);

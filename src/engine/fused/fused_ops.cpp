@@ -10,7 +10,7 @@
 #include "fused/kernel_launch.h"
 #include "precision.h"
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 
 #include "decode/decode_kernels.h"
@@ -25,7 +25,7 @@ using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
 using launch::on_kernels;
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 using launch::check;
 using launch::dtype_of;
 using launch::stream;
@@ -78,7 +78,7 @@ class LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntropy
       const at::Tensor hr = hc.narrow(0, r0, rows), tr = t.narrow(0, r0, rows);
       at::Tensor g;  // the chunk's gradient of the loss with respect to its logits, in the compute dtype
       if (kernel) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
         g = at::mm(hr, w.t());  // [rows, padded vocab], overwritten in place by the gradient
         check(launch_softmax_cross_entropy(g.data_ptr(), dtype_of(g), rows, g.stride(0), vocab,
                                            tr.data_ptr<int64_t>(), ignore_index, inv_count.data_ptr<float>(),
@@ -133,7 +133,7 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
     ctx->saved_data["fp8"] = fp8;
     if (on_kernels(g)) {
       at::Tensor out = at::empty_like(g);
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
       const fp8::KernelAmaxes amax(fp8, 1, g);
       check(launch_swiglu_forward(g.data_ptr(), u.data_ptr(), out.data_ptr(), dtype_of(g), g.numel(), stream(),
                                   amax.slot(0)),
@@ -151,7 +151,7 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
     const at::Tensor d = grad_out[0].to(g.scalar_type()).contiguous();
     if (on_kernels(g)) {
       at::Tensor d_gate = at::empty_like(g), d_up = at::empty_like(u);
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
       const fp8::KernelAmaxes amax(ctx->saved_data["fp8"].toBool(), 2, g);
       check(launch_swiglu_backward(g.data_ptr(), u.data_ptr(), d.data_ptr(), d_gate.data_ptr(), d_up.data_ptr(),
                                    dtype_of(g), g.numel(), stream(), amax.slot(0), amax.slot(1)),
@@ -193,10 +193,10 @@ class RotaryFn : public torch::autograd::Function<RotaryFn> {
   /// x * cos + rotate_half(x) * sin for q and k (or its transpose), tables [seq, head_dim] over [b, seq, heads, d].
   /// `amaxes`: the kernel also gives both outputs' amaxes, noted for the FP8 layers that quantise them next.
   static tensor_list rotate(const at::Tensor& q, const at::Tensor& k, const at::Tensor& c, const at::Tensor& s,
-                            bool inverse, bool amaxes) {
+                            bool inverse, [[maybe_unused]] bool amaxes) {
     if (on_kernels(q)) {
       at::Tensor q_out = at::empty_like(q), k_out = at::empty_like(k);
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
       const fp8::KernelAmaxes amax(amaxes, 2, q);
       check(launch_rotary(q.data_ptr(), k.data_ptr(), q_out.data_ptr(), k_out.data_ptr(), c.data_ptr(), s.data_ptr(),
                           dtype_of(q), q.size(0) * q.size(1), q.size(1), q.size(2), k.size(2), q.size(3), inverse,
@@ -230,7 +230,7 @@ std::vector<int64_t> with_last(at::IntArrayRef sizes, int64_t last) {
 
 /// Whether the row kernels take rows of n (false in a build without them).
 bool row_kernels_take(int64_t n, bool aligned) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   return layer_norm_kernels_support(n, aligned);
 #else
   (void)n;
@@ -241,7 +241,7 @@ bool row_kernels_take(int64_t n, bool aligned) {
 
 /// Whether the RMSNorm kernels take rows of n (false in a build without them).
 bool rms_kernels_take(int64_t n, bool aligned) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   return rms_norm_kernels_support(n, aligned);
 #else
   (void)n;
@@ -269,7 +269,7 @@ at::Tensor weight_grad(const at::Tensor& g, const at::Tensor& x, at::ScalarType 
 /// The column sums of g [rows, n] (a bias gradient) in fp32: gpubench's kernel on CUDA, else ATen's sum.
 at::Tensor bias_grad(const at::Tensor& g) {
   if (on_kernels(g)) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
     const at::Tensor c = g.contiguous();
     const auto f32 = c.options().dtype(at::kFloat);
     at::Tensor scratch = at::empty({gelu_backward_scratch_floats(c.size(0), c.size(1))}, f32);
@@ -283,7 +283,7 @@ at::Tensor bias_grad(const at::Tensor& g) {
   return g.sum(0);
 }
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 /// The next slice of the CUDA generator's Philox stream for `device` (inside a graph capture, the pointers that the
 /// replay fills in), as ATen's own dropout takes it.
 PhiloxArgs philox_slice(const at::Device& device) {
@@ -316,11 +316,11 @@ struct AddNorm {
 AddNorm add_norm_forward(const at::Tensor& y, const at::Tensor& r, const at::Tensor& g, const at::Tensor& b, double p,
                          double eps) {
   AddNorm a;
-  const int64_t rows = y.size(0), n = y.size(1);
+  [[maybe_unused]] const int64_t rows = y.size(0), n = y.size(1);
   const bool dropout = p > 0.0;
   a.kernel = on_kernels(y) && row_kernels_take(n, aligned16(y) && aligned16(r) && aligned16(g) && aligned16(b));
   if (a.kernel) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
     a.s = at::empty_like(y);
     a.out = at::empty_like(y);
     a.mean = at::empty({rows}, y.options().dtype(at::kFloat));
@@ -353,9 +353,9 @@ AddNormGrads add_norm_backward(const at::Tensor& d_out, const at::Tensor& d_extr
                                const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& keep,
                                const at::Tensor& g, const at::Tensor& b, double p, bool kernel) {
   AddNormGrads r;
-  const int64_t rows = s.size(0), n = s.size(1);
+  [[maybe_unused]] const int64_t rows = s.size(0), n = s.size(1);
   if (kernel) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
     r.d_s = at::empty_like(s);
     r.d_y = keep.defined() ? at::empty_like(s) : r.d_s;
     const auto f32 = s.options().dtype(at::kFloat);
@@ -390,9 +390,9 @@ at::Tensor stream_grad(const at::Tensor& g, const at::Tensor& s) {
 /// GELU's gradient d_act * gelu'(pre) and its column sums (the bias gradient, fp32 on the kernel): one pass on CUDA.
 std::pair<at::Tensor, at::Tensor> gelu_backward_with_bias(const at::Tensor& d_act, const at::Tensor& pre,
                                                           bool tanh_approx) {
-  const int64_t rows = pre.size(0), n = pre.size(1);
+  [[maybe_unused]] const int64_t rows = pre.size(0), n = pre.size(1);
   if (on_kernels(pre)) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
     at::Tensor d_pre = at::empty_like(pre);
     const auto f32 = pre.options().dtype(at::kFloat);
     at::Tensor scratch = at::empty({gelu_backward_scratch_floats(rows, n)}, f32);
@@ -490,7 +490,7 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
     const at::Tensor y2 = y.reshape({-1, n}).to(dtype).contiguous();
     const at::Tensor r = residual.reshape({-1, n}).to(dtype).contiguous();
     const at::Tensor g = gamma.to(at::kFloat).contiguous();
-    const int64_t rows = y2.size(0);
+    [[maybe_unused]] const int64_t rows = y2.size(0);
     at::Tensor s, out, rstd;
     const bool kernel = on_kernels(y2) && rms_kernels_take(n, aligned16(y2) && aligned16(r) && aligned16(g));
     // Under FP8 training the normalised output feeds FP8 layers (q/k/v, gate/up) and the stream's gradient o_proj's
@@ -498,7 +498,7 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
     const bool fp8 = fp8::active_plan() != nullptr;
     ctx->saved_data["fp8"] = fp8;
     if (kernel) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
       s = at::empty_like(y2);
       out = at::empty_like(y2);
       rstd = at::empty({rows}, y2.options().dtype(at::kFloat));
@@ -526,12 +526,12 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
     const NoAutocast no_autocast;
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &s = saved[0], &rstd = saved[1], &g = saved[2];
-    const int64_t rows = s.size(0), n = s.size(1);
+    [[maybe_unused]] const int64_t rows = s.size(0), n = s.size(1);
     const at::Tensor d_out = stream_grad(grad_out[0], s);
     const at::Tensor d_extra = grad_out[1].defined() ? stream_grad(grad_out[1], s) : at::Tensor();
     at::Tensor d_s, d_gamma;
     if (ctx->saved_data["kernel"].toBool()) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
       d_s = at::empty_like(s);
       const auto f32 = s.options().dtype(at::kFloat);
       at::Tensor scratch = at::empty({rms_norm_backward_scratch_floats(rows, n)}, f32);
@@ -570,13 +570,13 @@ class MlpAddNormFn : public torch::autograd::Function<MlpAddNormFn> {
                              int64_t dtype_code) {
     const NoAutocast no_autocast;
     const auto dtype = static_cast<at::ScalarType>(dtype_code);
-    const int64_t hidden = w_proj.size(0), inner = w_fc.size(0);
+    [[maybe_unused]] const int64_t hidden = w_proj.size(0), inner = w_fc.size(0);
     const at::Tensor a2 = a.reshape({-1, a.size(-1)}).to(dtype).contiguous();
     const at::Tensor w1 = w_fc.to(dtype), w2 = w_proj.to(dtype), b1 = b_fc.to(dtype).contiguous();
-    const int64_t rows = a2.size(0);
+    [[maybe_unused]] const int64_t rows = a2.size(0);
     at::Tensor act, pre;
     bool epilogue = false;
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
     if (on_kernels(a2, /*allow_fp32=*/false)) {
       act = at::empty({rows, inner}, a2.options());
       pre = at::empty_like(act);
@@ -612,7 +612,7 @@ class MlpAddNormFn : public torch::autograd::Function<MlpAddNormFn> {
     const at::Tensor d_w2 = weight_grad(gr.d_y, act, static_cast<at::ScalarType>(ctx->saved_data["w2_dtype"].toInt()));
     at::Tensor d_pre, d_b1;
     bool epilogue = false;
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
     if (on_kernels(gr.d_y, /*allow_fp32=*/false)) {
       d_pre = at::empty_like(pre);
       d_b1 = at::empty({pre.size(1)}, pre.options());
@@ -633,10 +633,10 @@ class GegluFn : public torch::autograd::Function<GegluFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x) {
     const at::Tensor xc = x.contiguous();
     ctx->save_for_backward({xc});
-    const int64_t m = xc.size(-1) / 2, rows = xc.numel() / xc.size(-1);
+    [[maybe_unused]] const int64_t m = xc.size(-1) / 2, rows = xc.numel() / xc.size(-1);
     if (on_kernels(xc)) {
       at::Tensor out = at::empty(with_last(xc.sizes(), m), xc.options());
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
       check(launch_geglu(xc.data_ptr(), out.data_ptr(), dtype_of(xc), rows, m, stream()), "geglu");
 #endif
       return out;
@@ -648,10 +648,10 @@ class GegluFn : public torch::autograd::Function<GegluFn> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
     const at::Tensor x = ctx->get_saved_variables()[0];
     const at::Tensor d = grad_out[0].to(x.scalar_type()).contiguous();
-    const int64_t m = x.size(-1) / 2, rows = x.numel() / x.size(-1);
+    [[maybe_unused]] const int64_t m = x.size(-1) / 2, rows = x.numel() / x.size(-1);
     if (on_kernels(x)) {
       at::Tensor d_x = at::empty_like(x);
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
       check(launch_geglu_backward(x.data_ptr(), d.data_ptr(), d_x.data_ptr(), dtype_of(x), rows, m, stream()),
             "geglu_backward");
 #endif
@@ -709,7 +709,7 @@ class LinearQkvFn : public torch::autograd::Function<LinearQkvFn> {
 }  // namespace
 
 bool cuda_kernels_compiled() {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   return true;
 #else
   return false;
@@ -813,19 +813,19 @@ std::vector<at::Tensor> linear_qkv(const at::Tensor& x, const at::Tensor& wq, co
 
 void begin_run() {
   forget_batch_norm_declined();
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   lt::forget_run();
 #endif
 }
 
 namespace {
 /// ResNet's operations (batch_norm_ops.cpp), whose CUDA fallbacks batch_norm_declined() reports.
-bool resnet_op(const std::string& name) { return name.rfind("batch_norm", 0) == 0 || name == "max_pool"; }
+[[maybe_unused]] bool resnet_op(const std::string& name) { return name.rfind("batch_norm", 0) == 0 || name == "max_pool"; }
 }  // namespace
 
 std::string describe_after_run(std::vector<FusionRecord>& fusions) {
   std::string note;
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   if (const std::string bn = batch_norm_declined(); !bn.empty()) {
     for (auto& f : fusions) {
       if (resnet_op(f.name) && f.implementation == "cuda kernel") {

@@ -9,7 +9,7 @@
 #include "fused/fused_ops.h"
 #include "gpubench/core/scenario/kernel_options.hpp"
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 #include "decode/decode_kernels.h"
 #endif
 
@@ -164,7 +164,7 @@ std::string choices(const FusionEntry& e, const KernelOptions& options) {
   return out;
 }
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 /// What only this process can tell about a decode operation: the device's part of the choices.
 std::string this_run(const std::string& n) {
   std::string out;
@@ -211,7 +211,7 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
       f.note = why + ": " + e.aten;
     } else {
       f.note = e.kernel + (e.decode ? " (bf16 and fp16; fp32 runs the ATen operations)" : "") + choices(e, options);
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
       if (e.decode) f.note += this_run(n);
 #endif
     }

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 #include <c10/cuda/CUDAStream.h>
 
 #include "fused/fused_kernels.h"
@@ -18,7 +18,7 @@ namespace gpubench::engine::fused::launch {
 /// Whether gpubench's kernels serve `t`: CUDA, in a build with them, in one of `allow_fp32` ? (bf16, fp16, fp32) :
 /// (bf16, fp16).
 inline bool on_kernels(const at::Tensor& t, bool allow_fp32 = true) {
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
   const at::ScalarType s = t.scalar_type();
   return t.is_cuda() && (s == at::kBFloat16 || s == at::kHalf || (allow_fp32 && s == at::kFloat));
 #else
@@ -28,7 +28,7 @@ inline bool on_kernels(const at::Tensor& t, bool allow_fp32 = true) {
 #endif
 }
 
-#ifdef GPUBENCH_WITH_FUSED_KERNELS
+#ifdef GPUBENCH_WITH_CUDA
 inline DType dtype_of(const at::Tensor& t) {
   switch (t.scalar_type()) {
     case at::kBFloat16: return DType::kBFloat16;

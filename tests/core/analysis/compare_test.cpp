@@ -157,6 +157,25 @@ TEST(CompareTest, EnvironmentDifferencesAreListedAndHardwareBreaksLikeForLike) {
   EXPECT_FALSE(compare_runs(base, cand, {}).environment.like_for_like);
 }
 
+TEST(CompareTest, TwoRunsThatDifferOnlyInTheirLibTorchNameTheLibTorchChange) {
+  auto base = runs(1, 54, 0.005, 0, 1);
+  auto cand = runs(1, 54, 0.005, 0, 2);
+  base[0].record.environment.libtorch_version = "2.11.0";
+  base[0].record.environment.libtorch_build = "2.11.0, CUDA 13.0 build";
+  cand[0].record.environment.libtorch_version = "2.15.0";
+  cand[0].record.environment.libtorch_build = "2.15.0, CUDA 13.2 build";
+  const auto r = compare_runs(base, cand, {});
+  EXPECT_EQ(r.environment.differences, std::vector<std::string>{"libtorch: 2.11.0 -> 2.15.0"});
+  EXPECT_TRUE(r.environment.like_for_like);  // software, like a driver: the comparison is what is asked
+  ASSERT_EQ(r.comparisons.size(), 1u);
+  EXPECT_NE(r.comparisons[0].verdict, Verdict::kNotComparable);
+  // The same release built for another backend is named by its build.
+  cand[0].record.environment.libtorch_version = "2.11.0";
+  cand[0].record.environment.libtorch_build = "2.11.0, CPU only";
+  EXPECT_EQ(compare_runs(base, cand, {}).environment.differences,
+            std::vector<std::string>{"libtorch_build: 2.11.0, CUDA 13.0 build -> 2.11.0, CPU only"});
+}
+
 TEST(CompareTest, SameSeedGivesTheSameInterval) {
   const auto a = compare_runs(runs(3, 54, 0.01, 0.01, 1), runs(3, 55, 0.01, 0.01, 2), {});
   const auto b = compare_runs(runs(3, 54, 0.01, 0.01, 1), runs(3, 55, 0.01, 0.01, 2), {});

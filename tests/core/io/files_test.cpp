@@ -30,7 +30,7 @@ TEST(FileRolesTest, AnOutputThatIsAnInputByPathLinkOrHardLinkIsRefusedNamingBoth
   ASSERT_EQ(::symlink((dir / "a.json").c_str(), (dir / "link.json").c_str()), 0);
   ASSERT_EQ(::link((dir / "a.json").c_str(), (dir / "hard.json").c_str()), 0);
   const std::string a = (dir / "a.json").string();
-  for (const std::string out : {a, (dir / "link.json").string(), (dir / "hard.json").string(),
+  for (const std::string& out : {a, (dir / "link.json").string(), (dir / "hard.json").string(),
                                 (dir / "." / "a.json").string(), (dir / "sub" / ".." / "a.json").string()}) {
     std::filesystem::create_directories(dir / "sub");
     FileRoles roles;

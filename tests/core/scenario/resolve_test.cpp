@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -171,6 +173,40 @@ TEST(ResolveTest, RefusalsNameTheKeyToChange) {
   const ResolvedScenario noted = resolve_scenario(fp8, catalog(), gpu(80), validate);
   ASSERT_FALSE(noted.notes.empty());
   EXPECT_NE(noted.notes.back().find("compute capability 8.0"), std::string::npos) << noted.notes.back();
+}
+
+TEST(ResolveTest, ABuildWithoutTheCudaModuleRefusesEveryOptionOnlyTheModuleRunsNamingEach) {
+  ResolveOptions portable = no_output();
+  portable.cuda_module = false;
+  Scenario s = toy();
+  EXPECT_NO_THROW(resolve_scenario(s, catalog(), gpu(), portable));  // nothing of the module asked for
+  s.kernels = "fused";
+  s.precision = "fp8";
+  s.graph = true;
+  s.data = "synthetic";
+  s.decode = "gpu";  // decode matters for data: folder only
+  std::vector<std::string> keys;
+  try {
+    resolve_scenario(s, catalog(), gpu(), portable);
+    ADD_FAILURE() << "resolved";
+  } catch (const ScenarioError& e) {
+    for (const auto& one : e.all()) {
+      keys.push_back(one.key());
+      EXPECT_NE(one.problem().find("this build has no CUDA support"), std::string::npos) << one.problem();
+    }
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"kernels", "precision", "graph"}));
+  Scenario mixed = toy();
+  mixed.data = "folder";
+  mixed.decode = "mixed";
+  EXPECT_EQ(refused_key([&] { resolve_scenario(mixed, catalog(), gpu(), portable); }), "decode");
+  // With the module the same scenario is not refused for it; validate (no refusals) notes what a run would refuse.
+  EXPECT_EQ(refused_key([&] { resolve_scenario(s, catalog(), gpu(90), no_output()); }), "");
+  portable.refuse_unsupported = false;
+  const ResolvedScenario noted = resolve_scenario(s, catalog(), gpu(90), portable);
+  EXPECT_EQ(std::count_if(noted.notes.begin(), noted.notes.end(),
+                          [](const std::string& n) { return n.find("no CUDA support") != std::string::npos; }),
+            3);
 }
 
 TEST(ResolveTest, AScenarioThatCannotFitIsRefusedOrNotedAsMemoryCheckSays) {

@@ -86,7 +86,14 @@ struct ResolveOptions {
   bool refuse_memory = true;
   /// precision: fp8 on a device without FP8 tensor cores refuses the scenario. Off: a note (validate).
   bool refuse_unsupported = true;
+  /// The binary has gpubench's CUDA module (BuildInfo::cuda_module). Without it, the options only the module runs
+  /// (cuda_module_requests) refuse the scenario (a note with refuse_unsupported off).
+  bool cuda_module = true;
 };
+
+/// The options of `s` that only gpubench's CUDA module runs, each as "KEY: VALUE (--FLAG VALUE)": kernels: fused,
+/// precision: fp8, decode: gpu | mixed, graph: true.
+std::vector<std::pair<std::string, std::string>> cuda_module_requests(const Scenario& s);
 
 /// The scenario a run executes, with what resolution decided.
 struct ResolvedScenario {
