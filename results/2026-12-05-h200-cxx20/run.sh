@@ -2,18 +2,29 @@
 # One device call: this tree built with C++20 (build-device: binary and tests; the *_CUDA tests run) against the
 # C++17 build of the commit before it (c48e6ed, unpacked by `git archive` into .abold/, carried), both against the
 # machine's torch 2.11.0, then the README's main job and a `--kernels fused` run of each build, alternated, two rounds.
-#   OUT=... GPUBENCH_GIT_REVISION=<commit> bash results/2026-12-05-h200-cxx20/run.sh
+# Three calls of the device tool (each under its 10-minute limit), carry [".deps", ".abold"]:
+#   OUT=... GPUBENCH_GIT_REVISION=<commit> bash results/2026-12-05-h200-cxx20/run.sh build     # both builds
+#   OUT=... GPUBENCH_GIT_REVISION=<commit> bash results/2026-12-05-h200-cxx20/run.sh cudatest  # *_CUDA tests (C++20)
+#   OUT=... GPUBENCH_GIT_REVISION=<commit> bash results/2026-12-05-h200-cxx20/run.sh ab        # the runs
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
 mkdir -p "$OUT/records"
-GPUBENCH_WITH_TESTS=ON scripts/device_run.sh build cudatest || exit 1
-jpeg="-DJPEG_INCLUDE_DIR=$PWD/.deps/jpeg/include -DJPEG_LIBRARY=$PWD/.deps/jpeg/lib/libjpeg.a"
-start=$SECONDS
-(cd .abold && GPUBENCH_NO_APT=1 GPUBENCH_BUILD_DIR="$PWD/build-old" GPUBENCH_WITH_TESTS=OFF GPUBENCH_BUILD_TARGETS=gpubench \
-   GPUBENCH_NEED_REFERENCE=0 GPUBENCH_GIT_REVISION=c48e6ed GPUBENCH_CMAKE_ARGS="$jpeg" scripts/bootstrap.sh) \
-   > "$OUT/build_old.log" 2>&1 || { tail -30 "$OUT/build_old.log"; exit 1; }
-echo "== old build (C++17, c48e6ed) took $((SECONDS - start)) s"
+if [ "${1:-}" = build ]; then
+  GPUBENCH_WITH_TESTS=ON scripts/device_run.sh build || exit 1
+  jpeg="-DJPEG_INCLUDE_DIR=$PWD/.deps/jpeg/include -DJPEG_LIBRARY=$PWD/.deps/jpeg/lib/libjpeg.a"
+  start=$SECONDS
+  (cd .abold && GPUBENCH_NO_APT=1 GPUBENCH_BUILD_DIR="$PWD/build-old" GPUBENCH_WITH_TESTS=OFF GPUBENCH_BUILD_TARGETS=gpubench \
+     GPUBENCH_NEED_REFERENCE=0 GPUBENCH_GIT_REVISION=c48e6ed GPUBENCH_CMAKE_ARGS="$jpeg" scripts/bootstrap.sh) \
+     > "$OUT/build_old.log" 2>&1 || { tail -30 "$OUT/build_old.log"; exit 1; }
+  echo "== old build (C++17, c48e6ed) took $((SECONDS - start)) s"
+  grep -m3 -E "std=c\+\+(17|20)" .abold/build-old/compile_commands.json build-device/compile_commands.json | cut -c1-80
+  exit 0
+fi
+if [ "${1:-}" = cudatest ]; then
+  CUDATEST_TIMEOUT=540 scripts/device_run.sh cudatest
+  exit $?
+fi
 declare -A bin=([cxx17]="$PWD/.abold/build-old/gpubench" [cxx20]="$PWD/build-device/gpubench")
 for round in 1 2; do
   for what in main fused; do
