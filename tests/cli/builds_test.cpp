@@ -29,7 +29,7 @@ TEST_F(CliTest, CompareNamesALibTorchChangeBetweenTwoOtherwiseEqualRecords) {
   EXPECT_NE((r.out + r.err).find("libtorch: 2.11.0 -> 2.15.0"), std::string::npos) << r.out << r.err;
   const Result j = gpubench("compare " + (dir_ / "a.json").string() + " " + (dir_ / "b.json").string() +
                             " --format json");
-  EXPECT_EQ(nlohmann::json::parse(j.out).at("environment").at("differences"),
+  EXPECT_EQ(nlohmann::json::parse(j.out).at("environment_differences"),
             nlohmann::json::array({"libtorch: 2.11.0 -> 2.15.0"}))
       << j.out;
 }
