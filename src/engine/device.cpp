@@ -39,25 +39,26 @@ std::optional<c10::DeviceIndex> accelerator_index(const ResolvedDevice& d) {
 
 namespace {
 ResolvedDevice make_cuda(int64_t index, const std::string& type) {
-  const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
   const std::string backend = type == "rocm" ? "ROCm" : "CUDA";
-  if (count == 0) {
-    std::string why = "no " + backend + " device is visible (is the driver loaded? nvidia-smi or rocm-smi should "
-                      "list the GPU; check CUDA_VISIBLE_DEVICES)";
-    if (!at::detail::getCUDAHooks().isBuilt()) {
-      why = "this gpubench runs with a LibTorch without " + backend + " (" + libtorch_build() +
-            "; a build with GPUBENCH_CUDA=OFF against a CUDA wheel links only its CPU side): rebuild with the CUDA "
-            "module (GPUBENCH_CUDA=ON) or against a " + backend + " LibTorch";
-    }
-    throw DeviceUnavailable("device '" + type + "' requested but " + why);
-  }
+  // Which LibTorch this is decides first: a device of the other kind can never appear, whatever is plugged in.
   if (type == "rocm" && !is_rocm_build()) {
-    throw DeviceUnavailable("device 'rocm' requested but this LibTorch is a CUDA build (AMD GPUs need a ROCm "
-                            "LibTorch; NVIDIA GPUs are device: cuda)");
+    throw DeviceUnavailable("device 'rocm' requested but this LibTorch is not a ROCm build (" + libtorch_build() +
+                            "): AMD GPUs need a ROCm LibTorch; NVIDIA GPUs are device: cuda");
   }
   if (type == "cuda" && is_rocm_build()) {
     throw DeviceUnavailable("device 'cuda' requested but this LibTorch is a ROCm build: its GPUs are AMD's, say "
                             "device: rocm (or rocm:N)");
+  }
+  if (!at::detail::getCUDAHooks().isBuilt()) {
+    throw DeviceUnavailable("device '" + type + "' requested but this gpubench runs with a LibTorch without " + backend +
+                            " (" + libtorch_build() + "; a build with GPUBENCH_CUDA=OFF against a CUDA wheel links "
+                            "only its CPU side): rebuild with the CUDA module (GPUBENCH_CUDA=ON) or against a " +
+                            backend + " LibTorch");
+  }
+  const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+  if (count == 0) {
+    throw DeviceUnavailable("device '" + type + "' requested but no " + backend + " device is visible (is the driver "
+                            "loaded? nvidia-smi or rocm-smi should list the GPU; check CUDA_VISIBLE_DEVICES)");
   }
   if (index >= count) {
     throw DeviceUnavailable("device '" + type + ":" + std::to_string(index) + "' requested but only " +

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -73,6 +74,34 @@ TEST_F(CliTest, InfoListsTheBackendsOfThisBuildAndItsLibTorchAndWhichWereNeverRu
   EXPECT_FALSE(doc.at("environment").at("libtorch_build").get<std::string>().empty());
   // Only a CUDA LibTorch has the cuda backend; the CUDA module needs one.
   if (build.at("cuda_module").get<bool>()) EXPECT_EQ(build.at("libtorch_kind"), "CUDA");
+}
+
+TEST_F(CliTest, ADeviceOfABackendThisLibTorchLacksIsRefusedNamingTheLibTorch) {
+  const Result info = gpubench("info --device cpu --format json");
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  std::map<std::string, bool> has;
+  for (const auto& b : nlohmann::json::parse(info.out).at("backends")) has[b.at("name")] = b.at("in_libtorch");
+  const auto dry = [&](const std::string& device) {
+    return gpubench("run --config " + tiny() + " --device " + device + " --dry-run", "cd " + dir_.string() + " &&");
+  };
+  if (!has.at("rocm")) {
+    const Result r = dry("rocm:0");
+    EXPECT_EQ(r.exit_code, 1) << r.err;  // as the run would fail
+    EXPECT_NE(r.err.find("not a ROCm build"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("NVIDIA GPUs are device: cuda"), std::string::npos) << r.err;
+  }
+  if (!has.at("cuda") && !has.at("rocm")) {
+    const Result r = dry("cuda");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("a LibTorch without CUDA"), std::string::npos) << r.err;
+  }
+  if (!has.at("xpu")) {
+    const Result r = dry("xpu:1");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("has no XPU backend"), std::string::npos) << r.err;
+  }
+  if (!has.at("mps")) EXPECT_EQ(dry("mps").exit_code, 1);
+  EXPECT_EQ(dry("xpu:99999").exit_code, 2);  // not a device name at all: a usage error
 }
 
 TEST_F(CliTest, ABuildWithoutTheCudaModuleRefusesItsOptionsBeforeAnythingRuns) {
