@@ -80,7 +80,10 @@ TEST_F(CliTest, ADeviceOfABackendThisLibTorchLacksIsRefusedNamingTheLibTorch) {
   const Result info = gpubench("info --device cpu --format json");
   ASSERT_EQ(info.exit_code, 0) << info.err;
   std::map<std::string, bool> has;
-  for (const auto& b : nlohmann::json::parse(info.out).at("backends")) has[b.at("name")] = b.at("in_libtorch");
+  const auto doc = nlohmann::json::parse(info.out);  // a named value: a range-for over a temporary's part dangles
+  for (const auto& b : doc.at("backends")) {
+    has[b.at("name").get<std::string>()] = b.at("in_libtorch").get<bool>();
+  }
   const auto dry = [&](const std::string& device) {
     return gpubench("run --config " + tiny() + " --device " + device + " --dry-run", "cd " + dir_.string() + " &&");
   };
