@@ -12,10 +12,29 @@ export GPUBENCH_CUDA=OFF
 export GPUBENCH_BUILD_DIR="${GPUBENCH_BUILD_DIR:-$ROOT/build-torch$GPUBENCH_TORCH_VERSION}"
 log() { echo "[portable] $*" >&2; }
 
-# No CUDA toolkit in sight: nvcc off PATH, CUDACXX unset.
-PATH="$(echo "$PATH" | tr ':' '\n' | grep -v -i cuda | paste -sd: -)"
-export PATH
+# No CUDA toolkit in sight: CUDACXX unset, and nvcc off PATH. A folder on PATH that holds nvcc (the toolkit's bin/, or
+# /usr/local/bin with wrappers) is replaced by one of links to everything else in it.
 unset CUDACXX CUDA_HOME CUDA_PATH
+shadow="$GPUBENCH_BUILD_DIR/path-without-cuda"
+rm -rf "$shadow"
+newpath="" i=0
+IFS=: read -r -a dirs <<< "$PATH"
+for d in "${dirs[@]}"; do
+  [ -n "$d" ] || continue
+  if [ -e "$d/nvcc" ]; then
+    i=$((i + 1))
+    mkdir -p "$shadow/$i"
+    for f in "$d"/*; do
+      case "$(basename "$f")" in
+        nvcc|nvcc.profile|nvlink|ptxas|fatbinary|cudafe++|bin2c|cuobjdump|nvdisasm|__nvcc_device_query) continue ;;
+      esac
+      ln -s "$f" "$shadow/$i/$(basename "$f")"
+    done
+    d="$shadow/$i"
+  fi
+  newpath="${newpath:+$newpath:}$d"
+done
+export PATH="$newpath"
 if command -v nvcc >/dev/null 2>&1; then
   log "error: nvcc is still on PATH ($(command -v nvcc))"
   exit 1

@@ -77,7 +77,7 @@ std::unique_ptr<StepGraph> capture_step(const std::function<at::Tensor()>& step,
 bool cuda_graphs_compiled() { return false; }
 
 std::unique_ptr<StepGraph> capture_step(const std::function<at::Tensor()>& /*step*/, int /*side_warmup*/) {
-  throw std::runtime_error("this gpubench was built without CUDA");
+  throw std::runtime_error("this gpubench was built without its CUDA module (GPUBENCH_CUDA=OFF)");
 }
 
 #endif

@@ -79,7 +79,7 @@ int64_t StepRunner::take_skipped() {
 /// Why the whole step cannot be captured for this plan; empty when it can. `opt` is null in
 /// inference mode (a forward pass alone: no all-reduces, no recomputation, no optimizer to check).
 std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer* optimizer) {
-  if (!cuda_graphs_compiled()) return "this gpubench was built without CUDA";
+  if (!cuda_graphs_compiled()) return "this gpubench was built without its CUDA module (GPUBENCH_CUDA=OFF)";
   if (!plan.device.device.is_cuda())
     return "CUDA graphs need a CUDA device (this run is on " + plan.device.id + ")";
   if (optimizer == nullptr) return {};

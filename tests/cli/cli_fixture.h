@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "common/temp_dir.h"
 #include "gpubench/core/record/record_io.hpp"
 
@@ -47,6 +49,25 @@ class CliTest : public ::testing::Test {
   testing::TempDir tmp_{"cli"};
   fs::path dir_ = tmp_.path();
 };
+
+/// What the binary under test was built with (`info --format json`'s "build": cuda_module, libtorch_version,
+/// libtorch_kind), asked once.
+inline const nlohmann::json& binary_build() {
+  static const nlohmann::json build = [] {
+    std::string out;
+    if (FILE* p = ::popen((std::string(GPUBENCH_BINARY) + " info --device cpu --format json 2>/dev/null").c_str(), "r")) {
+      char buf[4096];
+      size_t n = 0;
+      while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+      ::pclose(p);
+    }
+    return nlohmann::json::parse(out).at("build");
+  }();
+  return build;
+}
+
+/// The binary has gpubench's CUDA module (GPUBENCH_CUDA): its kernels, FP8, nvJPEG, CUDA graphs.
+inline bool binary_has_cuda_module() { return binary_build().at("cuda_module").get<bool>(); }
 
 inline std::string fmt_day(int day) {
   char buf[32];

@@ -282,7 +282,10 @@ TEST(InferenceModeTest, GraphRequestOnTheCpuFallsBackWithTheReason) {
   const RunRecord r = run_benchmark(s, obs, {});
   ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
   EXPECT_EQ(r.execution.mode, "eager");
-  EXPECT_NE(r.execution.graph_fallback.find("CUDA device"), std::string::npos) << r.execution.graph_fallback;
+  // No CUDA device here; or (a build without the CUDA module, which the engine is asked directly) no CUDA at all.
+  EXPECT_TRUE(r.execution.graph_fallback.find("CUDA device") != std::string::npos ||
+              r.execution.graph_fallback.find("without its CUDA module") != std::string::npos)
+      << r.execution.graph_fallback;
 }
 
 TEST(InferenceModeTest, DecodersInferAndTrainOnTheGpuWithGraphs_CUDA) {

@@ -47,9 +47,11 @@ TEST(Fp8Test, ScalesMapTheAmaxOntoTheFormatsLargestValueAndNeverInf) {
 }
 
 TEST(Fp8Test, CastsSaturateAtTheFormatsMaximumAndRoundTripWithinItsPrecision) {
-  // A plain cast of 1000 to e4m3 is NaN (the format has no inf); quantize clamps to +-448 first.
+  // A plain cast of 1000 to e4m3 is NaN up to LibTorch 2.14 (the format has no inf); 2.15's CPU cast saturates.
+  // quantize clamps to +-448 first, so every version gives the same bytes.
   const at::Tensor big = torch::tensor({1000.0f, -1000.0f, 3.0f});
-  EXPECT_TRUE(at::isnan(big.to(at::kFloat8_e4m3fn).to(at::kFloat)).any().item<bool>()) << "what saturation prevents";
+  const at::Tensor plain = big.to(at::kFloat8_e4m3fn).to(at::kFloat);
+  EXPECT_TRUE(at::isnan(plain[0]).item<bool>() || plain[0].item<float>() == 448.0f) << plain;
   const fp8::Quantized q = fp8::quantize(big, Format::kE4M3, torch::tensor(1.0f));
   const at::Tensor back = q.data.to(at::kFloat);
   EXPECT_FALSE(at::isnan(back).any().item<bool>());
