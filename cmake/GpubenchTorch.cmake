@@ -107,4 +107,12 @@ if(GPUBENCH_WITH_CUDA)
   set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   set(CMAKE_CUDA_EXTENSIONS OFF)
+  # A pip wheel's libtorch_cuda needs the libraries of its nvidia-* wheels (NCCL, cuDNN, cuBLAS, ...). Its RPATH finds
+  # them when the program runs; the linker is pointed at them first, or it takes what the CUDA toolkit's lib folder
+  # holds (CMake puts that on the link line): an older NCCL there left 2.15's libtorch_cuda with undefined symbols.
+  file(GLOB _gpubench_wheel_libs LIST_DIRECTORIES true "${GPUBENCH_TORCH_ROOT}/../nvidia/*/lib")
+  if(_gpubench_wheel_libs)
+    list(JOIN _gpubench_wheel_libs ":" _gpubench_wheel_libs)
+    add_link_options("LINKER:-rpath-link,${_gpubench_wheel_libs}")
+  endif()
 endif()

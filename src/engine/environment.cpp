@@ -117,12 +117,34 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
   return e;
 }
 
+namespace {
+
+/// The CUDA runtime a CUDA LibTorch was built with ("13.0.0"); empty for any other.
+std::string libtorch_cuda_version() {
+  if (!engine::is_cuda_build()) return "";
+  return version_string(at::detail::getCUDAHooks().versionCUDART(), 1000, 10);
+}
+
+/// A backend gpubench has never run on real hardware: whether LibTorch has it and a device of it is there, and in
+/// words what it is (when LibTorch has it) or what it needs.
+BackendInfo untried_backend(const char* name, bool in_libtorch, bool available, const std::string& what,
+                            const char* needs) {
+  BackendInfo b;
+  b.name = name;
+  b.in_libtorch = in_libtorch;
+  b.available = in_libtorch && available;
+  b.note = in_libtorch ? what + "; never run on real hardware by gpubench" : needs;
+  return b;
+}
+
+}  // namespace
+
 std::string libtorch_build() {
-  std::string out = TORCH_VERSION;
+  const std::string out = TORCH_VERSION;
   if (engine::is_rocm_build()) return out + ", ROCm build";
   if (engine::is_cuda_build()) {
-    const long v = at::detail::getCUDAHooks().versionCUDART();
-    return out + ", CUDA " + (v > 0 ? version_string(v, 1000, 10) + " " : std::string()) + "build";
+    const std::string v = libtorch_cuda_version();
+    return out + ", CUDA " + (v.empty() ? std::string() : v + " ") + "build";
   }
   if (at::detail::getXPUHooks().isBuilt()) return out + ", XPU build";
   if (at::detail::getMPSHooks().isBuilt()) return out + ", MPS build";
@@ -131,15 +153,11 @@ std::string libtorch_build() {
 
 std::vector<BackendInfo> list_backends() {
   std::vector<BackendInfo> out;
-  const bool rocm = engine::is_rocm_build();
   BackendInfo cuda;
   cuda.name = "cuda";
   cuda.in_libtorch = engine::is_cuda_build();
   cuda.available = cuda.in_libtorch && engine::cuda_available();
-  if (cuda.in_libtorch) {
-    const long v = at::detail::getCUDAHooks().versionCUDART();
-    if (v > 0) cuda.version = version_string(v, 1000, 10);
-  }
+  cuda.version = libtorch_cuda_version();
   cuda.run_on_hardware = true;  // the H200 machine: every figure in docs/performance.md
   cuda.note = !cuda.in_libtorch ? "this LibTorch has no CUDA (a CUDA wheel, with gpubench's CUDA module, has it)"
               : !build_info().cuda_module ? "through LibTorch's kernels only: this build has no CUDA module (no fused "
@@ -147,27 +165,13 @@ std::vector<BackendInfo> list_backends() {
               : cuda.available ? "NVIDIA GPUs, with gpubench's CUDA module"
                                : "no NVIDIA GPU visible (driver not loaded, or CUDA_VISIBLE_DEVICES hides them)";
   out.push_back(cuda);
-  BackendInfo hip;
-  hip.name = "rocm";
-  hip.in_libtorch = rocm;
-  hip.available = rocm && engine::cuda_available();
-  hip.note = !rocm ? "needs a ROCm LibTorch (AMD GPUs present through HIP as CUDA devices)"
-                   : "AMD GPUs through LibTorch's HIP kernels; never run on real hardware by gpubench";
-  out.push_back(hip);
-  BackendInfo mps;
-  mps.name = "mps";
-  mps.in_libtorch = at::detail::getMPSHooks().isBuilt();
-  mps.available = engine::mps_available();
-  mps.note = mps.in_libtorch ? "Apple silicon through Metal; never run on real hardware by gpubench"
-                             : "needs Apple's LibTorch on macOS with Apple silicon";
-  out.push_back(mps);
-  BackendInfo xpu;
-  xpu.name = "xpu";
-  xpu.in_libtorch = at::detail::getXPUHooks().isBuilt();
-  xpu.available = engine::xpu_available();
-  xpu.note = xpu.in_libtorch ? "Intel GPUs through LibTorch's XPU kernels; never run on real hardware by gpubench"
-                             : "needs an XPU LibTorch (Intel GPUs)";
-  out.push_back(xpu);
+  const bool rocm = engine::is_rocm_build();
+  out.push_back(untried_backend("rocm", rocm, rocm && engine::cuda_available(), "AMD GPUs through LibTorch's HIP kernels",
+                                "needs a ROCm LibTorch (AMD GPUs present through HIP as CUDA devices)"));
+  out.push_back(untried_backend("mps", at::detail::getMPSHooks().isBuilt(), engine::mps_available(),
+                                "Apple silicon through Metal", "needs Apple's LibTorch on macOS with Apple silicon"));
+  out.push_back(untried_backend("xpu", at::detail::getXPUHooks().isBuilt(), engine::xpu_available(),
+                                "Intel GPUs through LibTorch's XPU kernels", "needs an XPU LibTorch (Intel GPUs)"));
   BackendInfo cpu;
   cpu.name = "cpu";
   cpu.in_libtorch = true;
