@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/analysis/profile.hpp"
 #include "gpubench/core/record/metric_catalog.hpp"
@@ -45,7 +46,19 @@ std::string why(const Comparison& c) {
   for (const auto& i : c.not_like_for_like) issues += (issues.empty() ? "" : "; ") + i;
   std::string out = issues.empty() ? "" : "NOT like-for-like: " + issues;
   if (!c.note.empty()) out += (out.empty() ? "" : "; ") + c.note;
+  if (!c.bottleneck_change.empty()) out += (out.empty() ? "" : "; ") + c.bottleneck_change;
   return out;
+}
+
+/// "kernels (kernels 78 %, compute 19 %, power 3 %)", or "-" without a verdict.
+std::string side_bottleneck_text(const std::string& verdict, const std::vector<BottleneckFactor>& factors) {
+  return verdict.empty() ? "-" : verdict + " (" + format_top_factors(factors) + ")";
+}
+
+nlohmann::json side_bottleneck_json(const std::string& verdict, const std::vector<BottleneckFactor>& factors) {
+  nlohmann::json shares = nlohmann::json::object();
+  for (const auto& f : factors) shares[f.factor] = f.share;
+  return {{"bounded_by", verdict}, {"shares", shares}};
 }
 
 nlohmann::json compare_json(const CompareResult& r, double threshold) {
@@ -74,7 +87,10 @@ nlohmann::json compare_json(const CompareResult& r, double threshold) {
                     {"like_for_like", c.like_for_like()},
                     {"not_like_for_like", c.not_like_for_like},
                     {"base_paths", c.base_paths},
-                    {"new_paths", c.new_paths}});
+                    {"new_paths", c.new_paths},
+                    {"base_bottleneck", side_bottleneck_json(c.base_bounded_by, c.base_factors)},
+                    {"new_bottleneck", side_bottleneck_json(c.new_bounded_by, c.new_factors)},
+                    {"bottleneck_change", c.bottleneck_change}});
   }
   return {{"schema", "gpubench.compare"},
           {"schema_version", 3},
@@ -119,6 +135,16 @@ Document compare_document(const CompareResult& r, double threshold) {
   t.add_column(Column::text("change", "change [95% CI]"));
   t.add_column(Column::text("verdict", "verdict"));
   t.add_column(Column::text("detail", "detail"));
+  Table shares;
+  shares.id = "bottlenecks";
+  shares.title = "What limits each side (shares of the timed step; docs/bottleneck.md):";
+  for (const char* c : {"scenario", "base", "new"}) shares.add_column(Column::text(c, c));
+  for (const auto& c : r.comparisons) {
+    if (!c.base_bounded_by.empty() || !c.new_bounded_by.empty()) {
+      shares.rows.push_back({Cell::str(c.label), Cell::str(side_bottleneck_text(c.base_bounded_by, c.base_factors)),
+                             Cell::str(side_bottleneck_text(c.new_bounded_by, c.new_factors))});
+    }
+  }
   for (const auto& c : r.comparisons) {
     const bool numbers = has_numbers(c);
     t.rows.push_back({Cell::str(c.label), numbers ? Cell::num(c.base_value) : Cell::none(),
@@ -145,6 +171,7 @@ Document compare_document(const CompareResult& r, double threshold) {
                                 "one run per side it is within-run only and changes inside the noise floor get no "
                                 "verdict.", threshold * 100));
   d.table(std::move(t));
+  if (!shares.rows.empty()) d.table(std::move(shares));
   if (!r.environment.differences.empty()) {
     d.paragraph(r.environment.like_for_like ? "Environment differences:"
                                             : "Environment differences (NOT like-for-like):");

@@ -310,25 +310,24 @@ void add_bottlenecks(Document& d, const ReportInput& in, const std::vector<std::
   Table t;
   t.id = "bottlenecks";
   const Column scenario = Column::text("scenario", "scenario"), record = Column::text("record", "record"),
-               verdict = Column::text("bounded_by", "bounded by"), evidence = Column::text("evidence", "evidence");
-  for (const Column& c : {scenario, record, verdict, evidence}) t.add_column(c);
+               verdict = Column::text("bounded_by", "bounded by"), shares = Column::text("shares", "shares of the step"),
+               evidence = Column::text("evidence", "evidence");
+  for (const Column& c : {scenario, record, verdict, shares, evidence}) t.add_column(c);
   size_t without = 0;
-  bool derived = false;
   Table prof;
   prof.id = "profile_categories";
   prof.title = "Kernel time per step by category, in the profiled steps (ms):";
   for (size_t i = 0; i < in.runs.size(); ++i) {
     const RunRecord& r = in.runs[i].record;
-    BottleneckVerdict v{r.summary.bounded_by, r.summary.bottleneck_evidence};
-    if (v.bounded_by.empty() && v.evidence.empty()) {
-      v = diagnose_bottleneck(r);  // records written before the verdict needed no profile carry none
-      derived = derived || !v.bounded_by.empty();
-    }
+    const BottleneckVerdict v = diagnose_bottleneck(r);  // from the record as read: old records get today's answer
     if (v.bounded_by.empty()) {
       ++without;
     } else {
+      std::string ev = v.verdict_factor()->evidence;
+      if (!v.tied.empty()) ev += " (tied within the run's noise with " + v.tied.front() + ")";
+      for (const auto& x : v.disagreements) ev += "; profile and telemetry disagree: " + x;
       t.rows.push_back({Cell::str(labels[i]), Cell::str(file_name(in.runs[i].path)), Cell::str(v.bounded_by),
-                        Cell::str(v.evidence)});
+                        Cell::str(format_top_factors(v.factors)), Cell::str(ev)});
     }
     if (!r.profile) continue;
     auto& row = prof.add_row();
@@ -343,10 +342,11 @@ void add_bottlenecks(Document& d, const ReportInput& in, const std::vector<std::
   if (t.rows.empty() && prof.rows.empty()) return;
   d.heading("Bottlenecks", 2);
   if (!t.rows.empty()) {
-    if (derived) t.notes.push_back("verdicts of records that carry none are decided from the record as it is read");
+    t.notes.push_back("each factor's share of the timed step, decided from the record as it is read (records "
+                      "written before the attribution included); docs/bottleneck.md explains the estimates");
     if (without > 0) {
-      t.notes.push_back(fmt::format("{} other run(s) hold too little evidence for a verdict (no --profile, and "
-                                    "telemetry that shows no limit)", without));
+      t.notes.push_back(fmt::format("{} other run(s) hold too little evidence for a verdict (failed, or no "
+                                    "telemetry and no --profile)", without));
     }
     d.table(std::move(t));
   }
@@ -534,6 +534,14 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
       auto& row = t.add_row();
       identity(row, lr);
       for (const auto& m : run_metrics(lr.record)) put_metric(t, row, m);
+      // The attribution, decided from the record as read (old records and stores included): the verdict and every
+      // factor's share, one column per factor so that a notebook's columns do not depend on the runs exported.
+      const BottleneckVerdict v = diagnose_bottleneck(lr.record);
+      t.put(row, Column::text("bounded_by", "bounded by"), Cell::str(v.bounded_by));
+      for (const auto& name : bottleneck_factor_names()) {
+        t.put(row, Column{"share_" + name, name + " share", "fraction", Better::kNeither},
+              v.bounded_by.empty() ? Cell::none() : Cell::num(factor_share(v.factors, name)));
+      }
       continue;
     }
     for (const auto& e : lr.record.epochs) {

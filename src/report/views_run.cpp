@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/analysis/profile.hpp"
 #include "gpubench/core/record/metric_catalog.hpp"
 #include "gpubench/core/record/stats.hpp"
@@ -91,10 +92,10 @@ Document run_summary_document(const RunRecord& r) {
     if (!m.stopped_by.empty()) d.paragraph("stopped by: " + m.stopped_by);
   }
   if (r.profile) add_profile(d, *r.profile);
-  if (!r.summary.bounded_by.empty()) {
-    d.paragraph("bounded by: " + r.summary.bounded_by + " - " + r.summary.bottleneck_evidence);
-  } else if (!r.summary.bottleneck_evidence.empty() && r.status == RunStatus::kOk) {
-    d.paragraph("bottleneck: " + r.summary.bottleneck_evidence);
+  if (const BottleneckVerdict v = diagnose_bottleneck(r); !v.bounded_by.empty()) {
+    d.paragraph("bounded by: " + v.bounded_by + " - " + v.evidence);
+  } else if (!v.evidence.empty() && r.status == RunStatus::kOk) {
+    d.paragraph("bottleneck: " + v.evidence);
   }
   d.paragraph("status: " + to_string(r.status) + (r.reason.empty() ? "" : " - " + r.reason));
   d.cases.push_back(TestCase{d.title, r.status == RunStatus::kOk ? TestCase::Outcome::kPass : TestCase::Outcome::kFail,

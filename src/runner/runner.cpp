@@ -87,9 +87,7 @@ RunRecord Runner::run_one(const S& scenario, RunObserver& progress) const {
     record.environment.nvidia_driver_version = record.telemetry.driver_version;
   }
   if (record.distributed) record.distributed->interconnect = describe_interconnect(record, options_.rank.master_addr);
-  const BottleneckVerdict verdict = diagnose_bottleneck(record);  // all the evidence is in: telemetry came last
-  record.summary.bounded_by = verdict.bounded_by;
-  record.summary.bottleneck_evidence = verdict.evidence;
+  set_bottleneck(record);  // all the evidence is in: telemetry came last
   return record;  // drift was computed with the summary: the engine puts each epoch's telemetry in as it ends
 }
 

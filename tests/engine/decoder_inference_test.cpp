@@ -7,11 +7,11 @@
 #include "gpubench/engine/engine.hpp"
 #include "gpubench/core/io/files.hpp"
 #include "gpubench/core/record/record_io.hpp"
+#include "common/record_archive.h"
 #include "gpubench/core/scenario/model_catalog.hpp"
 #include "gpubench/core/scenario/resolve.hpp"
 
 #include <filesystem>
-#include <functional>
 #include "models/decoder.h"
 #include "models/layers.h"
 #include "models/registry.h"
@@ -138,35 +138,20 @@ TEST(ModelSizeTest, DeclaredParameterCountsAreTheBuiltModelsAtOddSizes) {
 }
 
 /// Every run record under tests/fixtures/records/: the JSON files, and those inside .tar.gz archives (h200-peaks.tar.gz
-/// holds one H200 record per distinct scenario from the measurements of 2026-11-29 to 12-03; a ustar
-/// stream: a 512-byte header naming each member and giving its size in octal, the member padded to 512 bytes).
+/// holds one H200 record per distinct scenario from the measurements of 2026-11-29 to 12-03).
 std::vector<std::pair<std::string, RunRecord>> committed_records() {
   namespace fs = std::filesystem;
   std::vector<std::pair<std::string, RunRecord>> out;
-  auto take = [&out](const std::string& where, const std::function<RunRecord()>& read) {
-    try {
-      out.emplace_back(where, read());
-    } catch (const std::exception&) {
-      // not a record (a summary, a compare result)
-    }
-  };
   for (const auto& entry : fs::recursive_directory_iterator(fs::path(GPUBENCH_FIXTURES) / "records")) {
     const std::string path = entry.path().string();
     if (entry.path().extension() == ".json" && entry.file_size() <= (4u << 20)) {
-      take(path, [&] { return read_record(path); });
-    } else if (path.size() > 7 && path.compare(path.size() - 7, 7, ".tar.gz") == 0) {
-      const std::string tar = read_text_file_or_gzip(path, 256u << 20, "records archive");
-      for (size_t at = 0; at + 512 <= tar.size();) {
-        const std::string name = tar.substr(at, 100).c_str();
-        if (name.empty()) break;  // the archive's closing zero blocks
-        const size_t size = std::stoul(tar.substr(at + 124, 12).c_str(), nullptr, 8);
-        const char type = tar[at + 156];
-        if ((type == '0' || type == '\0') && name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) {
-          const std::string text = tar.substr(at + 512, size);
-          take(path + ":" + name, [&] { return nlohmann::json::parse(text).get<RunRecord>(); });
-        }
-        at += 512 + (size + 511) / 512 * 512;
+      try {
+        out.emplace_back(path, read_record(path));
+      } catch (const std::exception&) {
+        // not a record (a summary, a compare result)
       }
+    } else if (path.size() > 7 && path.compare(path.size() - 7, 7, ".tar.gz") == 0) {
+      for (auto& [name, r] : testing::archive_records(path)) out.emplace_back(path + ":" + name, std::move(r));
     }
   }
   return out;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/report/views.hpp"
 
 namespace gpubench {
@@ -72,6 +73,26 @@ TEST(ViewsTest, CompareMarkdownGolden) {
             "Environment differences:\n"
             "\n"
             "- nvidia_driver: 580.159.04 -> 590.10.01\n");
+}
+
+TEST(ViewsTest, CompareShowsEachSidesSharesAndSaysWhenTheTopFactorChanged) {
+  CompareResult r = compare_sample();
+  Comparison& a = r.comparisons[0];
+  a.base_bounded_by = "kernels";
+  a.base_factors = {{"kernels", 0.78, "", ""}, {"compute", 0.19, "", ""}, {"power", 0.03, "", ""}};
+  a.new_bounded_by = "power";
+  a.new_factors = {{"power", 0.45, "", ""}, {"kernels", 0.40, "", ""}, {"compute", 0.15, "", ""}};
+  a.bottleneck_change = "bounded by kernels -> power (power 3 % -> 45 %, kernels 78 % -> 40 % of the step)";
+  const std::string md = render("md", compare_document(r, 0.02));
+  EXPECT_NE(md.find("| REGRESSION | bounded by kernels -> power (power 3 % -> 45 %"), std::string::npos) << md;
+  EXPECT_NE(md.find("| resnet50 bs256 bf16 cuda:0 | kernels (kernels 78 %, compute 19 %, power 3 %) "
+                    "| power (power 45 %, kernels 40 %, compute 15 %) |"),
+            std::string::npos)
+      << md;
+  const nlohmann::json j = nlohmann::json::parse(render("json", compare_document(r, 0.02)));
+  EXPECT_EQ(j["comparisons"][0]["new_bottleneck"]["bounded_by"], "power");
+  EXPECT_DOUBLE_EQ(j["comparisons"][0]["new_bottleneck"]["shares"]["power"].get<double>(), 0.45);
+  EXPECT_EQ(j["comparisons"][1]["base_bottleneck"]["bounded_by"], "");
 }
 
 TEST(ViewsTest, CompareJUnitGolden) {
@@ -226,10 +247,13 @@ TEST(ViewsTest, ReportMarkdownGolden) {
             "| record | energy (J) | energy per sample (J/sample) | power (W) |\n| --- | ---: | ---: | ---: |\n"
             "| bs128.json | 6000 | 0.128 | 600 |\n| bs256.json | 6000 | 0.128 | 600 |\n| bs512.json | - | - | - |\n\n"
             "</details>\n\n"
-            "## Bottlenecks\n\n| scenario | record | bounded by | evidence |\n| --- | --- | --- | --- |\n"
-            "| resnet50 bs512 bf16 train eager, NVIDIA H200 | bs512.json | capacity | out of device memory at batch 512 |\n\n"
-            "verdicts of records that carry none are decided from the record as it is read\n"
-            "2 other run(s) hold too little evidence for a verdict (no --profile, and telemetry that shows no limit)\n\n"
+            "## Bottlenecks\n\n| scenario | record | bounded by | shares of the step | evidence |\n"
+            "| --- | --- | --- | --- | --- |\n"
+            "| resnet50 bs512 bf16 train eager, NVIDIA H200 | bs512.json | capacity | capacity 100 % "
+            "| out of device memory at batch 512 |\n\n"
+            "each factor's share of the timed step, decided from the record as it is read (records written before the "
+            "attribution included); docs/bottleneck.md explains the estimates\n"
+            "2 other run(s) hold too little evidence for a verdict (failed, or no telemetry and no --profile)\n\n"
             "## Throughput against batch size\n\n"
             "resnet50 bf16 train on NVIDIA H200:\n\n| batch | status | throughput (images/s) | peak reserved |\n"
             "| ---: | --- | ---: | ---: |\n"
@@ -342,10 +366,10 @@ TEST(ViewsTest, TheChartScriptGetsEveryScenarioWithItsInterval) {
 }
 
 TEST(ViewsTest, ARecordWithoutAVerdictGetsOneFromItsTelemetryInTheReport) {
-  // Written before verdicts needed no profile: no bounded_by, but NVML saw the GPU idle most of the time.
+  // Written before the attribution: no bounded_by, but NVML saw the GPU idle most of the time.
   LoadedRecord old = run(64, 3900);
   EpochTelemetry t;
-  t.gpu_util_avg_pct = 54;
+  t.gpu_util_avg_pct = 30;
   for (auto& e : old.record.epochs) e.telemetry = t;
   if (old.record.epochs.empty()) {
     EpochRecord e;
@@ -357,8 +381,8 @@ TEST(ViewsTest, ARecordWithoutAVerdictGetsOneFromItsTelemetryInTheReport) {
   in.runs = {old};
   const std::string md = render("md", report_document(in));
   EXPECT_NE(md.find("## Bottlenecks"), std::string::npos) << md;
-  EXPECT_NE(md.find("| launch |"), std::string::npos) << md;
-  EXPECT_NE(md.find("NVML saw a kernel running 54 %"), std::string::npos) << md;
+  EXPECT_NE(md.find("| launch | launch 70 %"), std::string::npos) << md;
+  EXPECT_NE(md.find("NVML saw no kernel running 70 %"), std::string::npos) << md;
 }
 
 TEST(ViewsTest, NoChartsSaysWhy) {
@@ -377,6 +401,27 @@ TEST(ViewsTest, ExportHasARowPerEpochAndAColumnPerMetric) {
   }
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);  // header + one epoch per record
   EXPECT_NE(render("csv", export_document(records, ExportPer::kRun)).find(",mfu"), std::string::npos);
+}
+
+TEST(ViewsTest, ExportPerRunHasTheVerdictAndEveryFactorsShareFromTheRecordAsRead) {
+  LoadedRecord idle = run(128, 4300), none = run(256, 4700);
+  EpochTelemetry t;
+  t.gpu_util_avg_pct = 30;
+  idle.record.epochs.at(0).telemetry = t;
+  idle.record.summary.steps = 10;
+  idle.record.summary.bounded_by = "compute";  // what an older model said: the reader decides again
+  const auto j = nlohmann::json::parse(render("json", export_document({idle, none}, ExportPer::kRun)));
+  const auto& rows = j.at("tables").at("runs");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["bounded_by"], "launch");
+  EXPECT_NEAR(rows[0]["share_launch"].get<double>(), 0.70, 1e-9);
+  EXPECT_EQ(rows[0]["share_power"].get<double>(), 0.0);
+  EXPECT_TRUE(rows[1]["bounded_by"].is_null());  // no clock or utilisation readings: no verdict, no shares
+  EXPECT_TRUE(rows[1]["share_launch"].is_null());
+  const std::string csv = render("csv", export_document({idle, none}, ExportPer::kRun));
+  for (const auto& name : bottleneck_factor_names()) {
+    EXPECT_NE(csv.substr(0, csv.find('\n')).find("share_" + name), std::string::npos) << name;
+  }
 }
 
 }  // namespace

@@ -63,10 +63,25 @@ class InfoCommand final : public Command {
                                                     tf(spec->bf16_tflops), tf(spec->fp16_tflops), tf(spec->fp8_tflops),
                                                     tf(spec->bandwidth_gbs), tf(spec->tdp_w)));
       rows.emplace_back("  source", spec->source);
+      if (!spec->measured_source.empty()) {
+        // The achievable peaks the bottleneck attribution uses (docs/bottleneck.md).
+        rows.emplace_back("  measured", fmt::format("TFLOP/s fp32 {} / tf32 {} / bf16 {} / fp16 {} / fp8 {}; {} GB/s ({})",
+                                                    tf(spec->measured_fp32_tflops), tf(spec->measured_tf32_tflops),
+                                                    tf(spec->measured_bf16_tflops), tf(spec->measured_fp16_tflops),
+                                                    tf(spec->measured_fp8_tflops), tf(spec->measured_bandwidth_gbs),
+                                                    spec->measured_source));
+      }
       table_entry = {{"name", spec->name},           {"fp32_tflops", spec->fp32_tflops}, {"tf32_tflops", spec->tf32_tflops},
                      {"bf16_tflops", spec->bf16_tflops}, {"fp16_tflops", spec->fp16_tflops},
                      {"fp8_tflops", spec->fp8_tflops},
-                     {"bandwidth_gbs", spec->bandwidth_gbs}, {"tdp_w", spec->tdp_w},   {"source", spec->source}};
+                     {"bandwidth_gbs", spec->bandwidth_gbs}, {"tdp_w", spec->tdp_w},   {"source", spec->source},
+                     {"measured_fp32_tflops", spec->measured_fp32_tflops},
+                     {"measured_tf32_tflops", spec->measured_tf32_tflops},
+                     {"measured_bf16_tflops", spec->measured_bf16_tflops},
+                     {"measured_fp16_tflops", spec->measured_fp16_tflops},
+                     {"measured_fp8_tflops", spec->measured_fp8_tflops},
+                     {"measured_bandwidth_gbs", spec->measured_bandwidth_gbs},
+                     {"measured_source", spec->measured_source}};
     } else {
       rows.emplace_back("device table",
                         "no entry for '" + e.device_name + "': MFU is not reported; --measure-peak gives ceilings");

@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/record/record_io.hpp"
 
@@ -317,7 +318,7 @@ std::string host_bound_evidence(const std::vector<const LoadedRecord*>& side, do
       lo = lo ? std::min(*lo, u) : u;
       hi = hi ? std::max(*hi, u) : u;
     }
-    const std::string& b = r->record.summary.bounded_by;
+    const std::string b = diagnose_bottleneck(r->record).bounded_by;
     if ((b == "launch" || b == "input") && verdict.empty()) verdict = b + "-bound";
   }
   std::string out;
@@ -328,6 +329,42 @@ std::string host_bound_evidence(const std::vector<const LoadedRecord*>& side, do
   }
   if (!verdict.empty()) out += (out.empty() ? "" : ", ") + verdict;
   return out;
+}
+
+/// One side's attribution: the verdict most of its runs give (ties: the earlier in the factor order) and each factor's
+/// mean share over the runs that have a verdict.
+std::pair<std::string, std::vector<BottleneckFactor>> side_bottleneck(const std::vector<const LoadedRecord*>& side) {
+  std::map<std::string, int> votes;
+  std::map<std::string, double> sums;
+  int runs = 0;
+  for (const auto* r : side) {
+    const BottleneckVerdict v = diagnose_bottleneck(r->record);
+    if (v.bounded_by.empty()) continue;
+    ++runs;
+    ++votes[v.bounded_by];
+    for (const auto& f : v.factors) sums[f.factor] += f.share;
+  }
+  std::string verdict;
+  for (const auto& name : bottleneck_factor_names()) {
+    const auto it = votes.find(name);
+    if (it != votes.end() && (verdict.empty() || it->second > votes[verdict])) verdict = name;
+  }
+  std::vector<BottleneckFactor> factors;
+  for (const auto& [name, sum] : sums) factors.push_back(BottleneckFactor{name, sum / runs, "", "mean over runs"});
+  std::stable_sort(factors.begin(), factors.end(), [](const auto& a, const auto& b) { return a.share > b.share; });
+  return {verdict, factors};
+}
+
+/// "kernels -> power (power 3 % -> 20 %, kernels 78 % -> 61 %)" when the two sides' verdicts differ.
+std::string bottleneck_change(const Comparison& c) {
+  if (c.base_bounded_by.empty() || c.new_bounded_by.empty() || c.base_bounded_by == c.new_bounded_by) return {};
+  const auto pct = [](double v) { return std::to_string(std::lround(v * 100)) + " %"; };
+  std::string out = "bounded by " + c.base_bounded_by + " -> " + c.new_bounded_by + " (";
+  for (const auto& name : {c.new_bounded_by, c.base_bounded_by}) {
+    out += (name == c.new_bounded_by ? "" : ", ") + name + " " + pct(factor_share(c.base_factors, name)) + " -> " +
+           pct(factor_share(c.new_factors, name));
+  }
+  return out + " of the step)";
 }
 
 /// Mean of each run's values (one number per run).
@@ -437,6 +474,9 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
     for (const auto* r : match->second) c.base_paths.push_back(r->path);
     c.base_runs = static_cast<int64_t>(match->second.size());
     c.not_like_for_like = like_for_like_issues(match->second, cands);
+    std::tie(c.base_bounded_by, c.base_factors) = side_bottleneck(match->second);
+    std::tie(c.new_bounded_by, c.new_factors) = side_bottleneck(cands);
+    c.bottleneck_change = bottleneck_change(c);
     // Throughput uses step times (each step trains the same samples on both sides, so throughput scales as 1 / mean
     // step time); any other metric its own per-epoch (or per-run) values.
     const bool throughput = options.metric == kThroughputTag;

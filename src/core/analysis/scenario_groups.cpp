@@ -88,10 +88,8 @@ std::vector<ScenarioGroup> group_by_scenario(const std::vector<const RunRecord*>
     // The verdict over every run: a scenario whose runs all ran out of memory is bounded by capacity.
     for (size_t i : g.runs) {
       const RunRecord& r = *runs[i];
-      // Records written before the verdict needed no profile carry none: theirs is decided from what they hold.
-      const std::string v = r.summary.bounded_by.empty() && r.summary.bottleneck_evidence.empty()
-                                ? diagnose_bottleneck(r).bounded_by
-                                : r.summary.bounded_by;
+      // Decided again from what the record holds, so records written before the attribution get today's answer.
+      const std::string v = diagnose_bottleneck(r).bounded_by;
       if (!v.empty()) ++verdicts[v];
     }
     g.throughput = spread_of(rate);

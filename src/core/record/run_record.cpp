@@ -250,16 +250,19 @@ bool EpochRecord::operator==(const EpochRecord& o) const {
                   o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.loss_first, o.loss_last,
                   o.skipped_steps, o.complete, o.telemetry, o.rank_telemetry, o.metrics);
 }
+bool BottleneckFactor::operator==(const BottleneckFactor& o) const {
+  return std::tie(factor, share, evidence, method) == std::tie(o.factor, o.share, o.evidence, o.method);
+}
 bool RunSummary::operator==(const RunSummary& o) const {
   return std::tie(epochs, steps, samples, seconds, samples_per_s, steps_per_s, tokens_per_s, epoch_seconds_mean,
                   achieved_tflops, peak_tflops, peak_source, mfu, step_time, peak_allocated_bytes, peak_reserved_bytes,
-                  peak_host_rss_bytes, warmup_steps, warmup_seconds, stopped_by, bounded_by, bottleneck_evidence, energy_j,
+                  peak_host_rss_bytes, warmup_steps, warmup_seconds, stopped_by, bounded_by, bottleneck_evidence, bottleneck_factors, energy_j,
                   joules_per_sample,
                   power_avg_w, power_devices, throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c, metrics) ==
          std::tie(o.epochs, o.steps, o.samples, o.seconds, o.samples_per_s, o.steps_per_s, o.tokens_per_s,
                   o.epoch_seconds_mean, o.achieved_tflops, o.peak_tflops, o.peak_source, o.mfu, o.step_time,
                   o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.warmup_steps,
-                  o.warmup_seconds, o.stopped_by, o.bounded_by, o.bottleneck_evidence, o.energy_j, o.joules_per_sample, o.power_avg_w, o.power_devices,
+                  o.warmup_seconds, o.stopped_by, o.bounded_by, o.bottleneck_evidence, o.bottleneck_factors, o.energy_j, o.joules_per_sample, o.power_avg_w, o.power_devices,
                   o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c, o.metrics);
 }
 bool DataRecord::operator==(const DataRecord& o) const {

@@ -40,6 +40,15 @@ std::optional<double> DeviceSpec::peak_tflops(const std::string& precision) cons
   return std::nullopt;
 }
 
+std::optional<double> DeviceSpec::measured_peak_tflops(const std::string& precision) const {
+  if (precision == "fp32") return measured_fp32_tflops;
+  if (precision == "tf32") return measured_tf32_tflops;
+  if (precision == "bf16") return measured_bf16_tflops;
+  if (precision == "fp16") return measured_fp16_tflops;
+  if (precision == "fp8") return measured_fp8_tflops;
+  return std::nullopt;
+}
+
 std::vector<DeviceSpec> parse_device_table(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
@@ -72,6 +81,19 @@ std::vector<DeviceSpec> parse_device_table(const std::string& yaml_text, const s
     }
     d.source = e["source"].as<std::string>();
     if (e["notes"]) d.notes = e["notes"].as<std::string>();
+    d.measured_fp32_tflops = number(e, "measured_fp32_tflops", where);
+    d.measured_tf32_tflops = number(e, "measured_tf32_tflops", where);
+    d.measured_bf16_tflops = number(e, "measured_bf16_tflops", where);
+    d.measured_fp16_tflops = number(e, "measured_fp16_tflops", where);
+    d.measured_fp8_tflops = number(e, "measured_fp8_tflops", where);
+    d.measured_bandwidth_gbs = number(e, "measured_bandwidth_gbs", where);
+    if (e["measured_source"]) d.measured_source = e["measured_source"].as<std::string>();
+    const bool measured = d.measured_fp32_tflops || d.measured_tf32_tflops || d.measured_bf16_tflops ||
+                          d.measured_fp16_tflops || d.measured_fp8_tflops || d.measured_bandwidth_gbs;
+    if (measured && d.measured_source.empty()) {
+      throw std::runtime_error(where + ":" + std::to_string(e.Mark().line + 1) + ": device '" + d.name +
+                               "' has measured ceilings but no 'measured_source'");
+    }
     out.push_back(std::move(d));
   }
   return out;

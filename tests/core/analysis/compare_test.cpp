@@ -5,6 +5,8 @@
 #include <functional>
 #include <random>
 
+#include "gpubench/core/analysis/bottleneck.hpp"
+
 namespace gpubench {
 namespace {
 
@@ -174,6 +176,38 @@ TEST(CompareTest, TwoRunsThatDifferOnlyInTheirLibTorchNameTheLibTorchChange) {
   cand[0].record.environment.libtorch_build = "2.11.0, CPU only";
   EXPECT_EQ(compare_runs(base, cand, {}).environment.differences,
             std::vector<std::string>{"libtorch_build: 2.11.0, CUDA 13.0 build -> 2.11.0, CPU only"});
+}
+
+TEST(CompareTest, EachSideGetsItsAttributionAndADifferentTopFactorIsSaid) {
+  // A driver that lets the power cap pull the clock from 1,980 to 1,485 MHz: the same kernels, now power-bound.
+  auto base = runs(2, 54, 0.005, 0, 1);
+  auto cand = runs(2, 62, 0.005, 0, 2);
+  const auto set = [](std::vector<LoadedRecord>& side, double clock, double tflops) {
+    for (auto& lr : side) {
+      RunRecord& r = lr.record;
+      r.status = RunStatus::kOk;
+      r.precision.resolved = "bf16";
+      r.summary.steps = 200;
+      r.summary.achieved_tflops = tflops;
+      r.telemetry.max_sm_clock_mhz = 1980;
+      EpochTelemetry t;
+      t.gpu_util_avg_pct = 100;
+      t.sm_clock_avg_mhz = clock;
+      t.clock_event_fraction = {{"sw_power_cap", clock < 1980 ? 1.0 : 0.0}};
+      r.epochs[0].telemetry = t;
+    }
+  };
+  set(base, 1980, 466);  // compute 60 %
+  set(cand, 1485, 405);  // power 25 %, compute 52 %
+  auto c = compare_runs(base, cand, {}).comparisons.at(0);
+  EXPECT_EQ(c.base_bounded_by, "compute");
+  EXPECT_EQ(c.new_bounded_by, "compute");
+  EXPECT_TRUE(c.bottleneck_change.empty());
+  EXPECT_NEAR(factor_share(c.new_factors, "power"), 0.25, 1e-9);
+  set(cand, 990, 300);  // the clock halved: power 50 %, compute 39 %
+  c = compare_runs(base, cand, {}).comparisons.at(0);
+  EXPECT_EQ(c.new_bounded_by, "power");
+  EXPECT_EQ(c.bottleneck_change, "bounded by compute -> power (power 0 % -> 50 %, compute 60 % -> 39 % of the step)");
 }
 
 TEST(CompareTest, SameSeedGivesTheSameInterval) {

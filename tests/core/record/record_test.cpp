@@ -236,7 +236,8 @@ RunRecord every_field_set() {
   r.epochs = {ep};
   RunSummary& m = r.summary;
   m = RunSummary{1, 2, 3, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, "table", 0.5, summarize_step_times({3.0}), 12, 13, 14,
-                 15, 16.5, "time_budget", "compute", "GEMM 80 %", 17.5, 18.5, 19.5, 2, 20.5, 21.5, 22.5,
+                 15, 16.5, "time_budget", "compute", "GEMM 80 %",
+                 {BottleneckFactor{"compute", 0.8, "GEMM", "profile"}}, 17.5, 18.5, 19.5, 2, 20.5, 21.5, 22.5,
                  {Metric{"extra_run", "extra run", "count", Better::kHigher, 3}}};
   r.notes = {"a note"};
   TelemetryInfo& ti = r.telemetry;

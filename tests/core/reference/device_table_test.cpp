@@ -35,6 +35,24 @@ TEST(DeviceTableTest, ParseErrorsNameTheFileLineAndKey) {
   EXPECT_THROW(parse_device_table("gpus: []\n", "mine.yaml"), std::runtime_error);
 }
 
+TEST(DeviceTableTest, MeasuredCeilingsAreReadWithTheirSourceAndNeverWithout) {
+  const DeviceSpec* h200 = find_device_spec("NVIDIA H200");
+  EXPECT_DOUBLE_EQ(*h200->measured_peak_tflops("bf16"), 776.6);  // info --measure-peak on the H200
+  EXPECT_FALSE(h200->measured_peak_tflops("fp8").has_value());
+  EXPECT_NE(h200->measured_source.find("--measure-peak"), std::string::npos);
+  EXPECT_FALSE(find_device_spec("NVIDIA H100 80GB HBM3")->measured_peak_tflops("bf16").has_value());
+  const auto t = parse_device_table("devices:\n  - name: X\n    source: s\n    measured_bf16_tflops: 700\n"
+                                    "    measured_source: mine\n",
+                                    "mine.yaml");
+  EXPECT_DOUBLE_EQ(*t.at(0).measured_peak_tflops("bf16"), 700.0);
+  try {
+    parse_device_table("devices:\n  - name: X\n    source: s\n    measured_bf16_tflops: 700\n", "mine.yaml");
+    FAIL() << "a measured ceiling without its source was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("measured_source"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ModelFlopUtilisationTest, IsAchievedOverTheDevicePeakForThePrecisionInUse) {
   RunRecord r;
   r.environment.device_name = "NVIDIA H200";

@@ -71,6 +71,12 @@ struct Comparison {
   /// not, other processes on the GPU), e.g. "power_limit_w: 700 -> 500"; empty = like-for-like.
   std::vector<std::string> not_like_for_like;
   bool like_for_like() const { return not_like_for_like.empty(); }
+  /// Each side's bottleneck attribution (analysis/bottleneck.hpp), decided from its records as read: the verdict
+  /// most of its runs give, and each factor's mean share over its runs, largest first. Empty without a verdict.
+  std::string base_bounded_by, new_bounded_by;
+  std::vector<BottleneckFactor> base_factors, new_factors;
+  /// When the two sides' verdicts differ: "kernels -> power (power 3 % -> 20 %)"; empty otherwise.
+  std::string bottleneck_change;
 };
 
 /// The environment differences between the two sides ("driver_version: 580.1 -> 590.2") and whether the

@@ -192,6 +192,16 @@ struct EpochRecord {
   bool operator==(const EpochRecord& o) const;
 };
 
+/// One factor of the bottleneck attribution (analysis/bottleneck.hpp): the share of the timed step it costs.
+struct BottleneckFactor {
+  /// capacity | input | communication | thermal | power | clock | memory | compute | kernels | launch
+  std::string factor;
+  double share = 0;      ///< fraction of the timed step's wall time (0..1)
+  std::string evidence;  ///< the figures behind the share
+  std::string method;    ///< how it was estimated (e.g. "NVML utilisation", "kernel profile")
+  bool operator==(const BottleneckFactor& o) const;
+};
+
 /// Whole-run figures over all timed epochs.
 struct RunSummary {
   int64_t epochs = 0, steps = 0, samples = 0;
@@ -211,10 +221,12 @@ struct RunSummary {
   int64_t warmup_steps = 0;
   double warmup_seconds = 0;           ///< untimed warm-up, including cuDNN autotuning (s)
   std::string stopped_by;              ///< "", "time_budget", "interrupt": what cut the run short
-  /// What limits the run (core/bottleneck.hpp): capacity | input | thermal | power | communication | launch |
-  /// compute | memory, or empty with too little evidence; `bottleneck_evidence` gives the figures behind it.
+  /// What limits the run (analysis/bottleneck.hpp): the factor of `bottleneck_factors` with the largest share, or
+  /// empty with too little evidence; `bottleneck_evidence` gives the top factors' shares and figures.
   std::string bounded_by;
   std::string bottleneck_evidence;
+  /// Every factor with its share of the step, largest first (readers recompute it from the record).
+  std::vector<BottleneckFactor> bottleneck_factors;
   /// Energy over all timed epochs, for the whole job (every GPU of a multi-GPU run): J, J per sample trained, and
   /// the mean power (J / s, W); unset when an epoch lacks an energy figure. `power_devices` = GPUs summed.
   std::optional<double> energy_j, joules_per_sample, power_avg_w;
@@ -299,13 +311,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, sampl
                                                 step_time, step_times_ms, peak_allocated_bytes, peak_reserved_bytes,
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,
                                                 complete, telemetry, rank_telemetry, metrics)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BottleneckFactor, factor, share, evidence, method)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, samples, seconds, samples_per_s,
                                                 steps_per_s, tokens_per_s,
                                                 epoch_seconds_mean, achieved_tflops, peak_tflops, peak_source, mfu,
                                                 step_time,
                                                 peak_allocated_bytes, peak_reserved_bytes, peak_host_rss_bytes,
                                                 warmup_steps, warmup_seconds, stopped_by, bounded_by,
-                                                bottleneck_evidence, energy_j,
+                                                bottleneck_evidence, bottleneck_factors, energy_j,
                                                 joules_per_sample, power_avg_w, power_devices,
                                                 throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c, metrics)
 

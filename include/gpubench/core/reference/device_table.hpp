@@ -17,9 +17,16 @@ struct DeviceSpec {
   std::optional<double> launch_price_usd, price_cny;
   std::string source;                ///< where the figures come from
   std::string notes;
+  /// Ceilings measured on the device (`gpubench info --measure-peak`: a large dense matrix product per precision and
+  /// a device copy), where someone measured them: what the bottleneck attribution takes as the achievable peak.
+  std::optional<double> measured_fp32_tflops, measured_tf32_tflops, measured_bf16_tflops, measured_fp16_tflops,
+      measured_fp8_tflops, measured_bandwidth_gbs;
+  std::string measured_source;       ///< where and how they were measured
 
-  /// The dense peak for a resolved precision (fp32 | tf32 | bf16 | fp16), if the table has it.
+  /// The dense peak for a resolved precision (fp32 | tf32 | bf16 | fp16 | fp8), if the table has it.
   std::optional<double> peak_tflops(const std::string& precision) const;
+  /// The measured ceiling for a resolved precision, if the table has one.
+  std::optional<double> measured_peak_tflops(const std::string& precision) const;
 };
 
 /// Parses a table in the devices.yaml format; `source` names the file in errors (std::runtime_error).
