@@ -118,7 +118,8 @@ StepSplit split_step(const RunRecord& r, bool generate) {
     const double deficit = std::max(0.0, 1.0 - *clock / static_cast<double>(*r.telemetry.max_sm_clock_mhz));
     s.clock_loss = s.busy * deficit;
   }
-  s.any_evidence = util.has_value() || clock.has_value() || r.profile.has_value() || s.input > 0 ||
+  // A decode step's roofline is evidence of its own: the measured step against its bound, with or without telemetry.
+  s.any_evidence = generate || util.has_value() || clock.has_value() || r.profile.has_value() || s.input > 0 ||
                    s.communication > 0;
   return s;
 }

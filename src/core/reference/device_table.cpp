@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <stdexcept>
 
@@ -29,24 +30,24 @@ std::optional<double> number(const YAML::Node& entry, const char* key, const std
   }
 }
 
-}  // namespace
-
-std::optional<double> DeviceSpec::peak_tflops(const std::string& precision) const {
-  if (precision == "fp32") return fp32_tflops;
-  if (precision == "tf32") return tf32_tflops;
-  if (precision == "bf16") return bf16_tflops;
-  if (precision == "fp16") return fp16_tflops;
-  if (precision == "fp8") return fp8_tflops;
+/// The figure of `precision` among fp32, tf32, bf16, fp16 and fp8's, in that order.
+std::optional<double> of_precision(const std::string& precision, const std::array<std::optional<double>, 5>& figures) {
+  static const std::array<const char*, 5> names = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (precision == names[i]) return figures[i];
+  }
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<double> DeviceSpec::peak_tflops(const std::string& precision) const {
+  return of_precision(precision, {fp32_tflops, tf32_tflops, bf16_tflops, fp16_tflops, fp8_tflops});
+}
+
 std::optional<double> DeviceSpec::measured_peak_tflops(const std::string& precision) const {
-  if (precision == "fp32") return measured_fp32_tflops;
-  if (precision == "tf32") return measured_tf32_tflops;
-  if (precision == "bf16") return measured_bf16_tflops;
-  if (precision == "fp16") return measured_fp16_tflops;
-  if (precision == "fp8") return measured_fp8_tflops;
-  return std::nullopt;
+  return of_precision(precision, {measured_fp32_tflops, measured_tf32_tflops, measured_bf16_tflops,
+                                  measured_fp16_tflops, measured_fp8_tflops});
 }
 
 std::vector<DeviceSpec> parse_device_table(const std::string& yaml_text, const std::string& source) {

@@ -61,6 +61,14 @@ void set_input_wait(RunRecord& r, double fraction) {
 
 double share(const BottleneckVerdict& v, const std::string& factor) { return factor_share(v.factors, factor); }
 
+/// The power cap set in every reading, the SM clock at `clock_mhz`, `watts` of a 700 W limit.
+void power_capped(RunRecord& r, double clock_mhz, double watts) {
+  tel(r).sm_clock_avg_mhz = clock_mhz;
+  tel(r).clock_event_fraction = {{"sw_power_cap", 1.0}};
+  tel(r).power_avg_w = watts;
+  r.telemetry.power_limit_w = 700;
+}
+
 TEST(BottleneckTest, OutOfMemoryIsCapacityWithTheWholeStep) {
   RunRecord r = gpu_run();
   r.status = RunStatus::kOom;
@@ -87,10 +95,7 @@ TEST(BottleneckTest, TheSharesSplitTheStepAndTheLargestIsTheVerdict) {
   // README's main job as the H200 ran it: 150 TFLOP/s of model FLOPs, NVML busy all the time, 1,921 of 1,980 MHz
   // under the power cap: a verdict without a profile, every share from the record.
   RunRecord r = gpu_run(150.0);
-  tel(r).sm_clock_avg_mhz = 1921;
-  tel(r).clock_event_fraction = {{"sw_power_cap", 1.0}};
-  tel(r).power_avg_w = 645;
-  r.telemetry.power_limit_w = 700;
+  power_capped(r, 1921, 645);
   const auto v = diagnose_bottleneck(r);
   EXPECT_EQ(v.bounded_by, "kernels");
   EXPECT_NEAR(share(v, "compute"), 150.0 / 776.6, 1e-9);   // the measured bf16 ceiling, not the datasheet
@@ -109,10 +114,7 @@ TEST(BottleneckTest, TheSharesSplitTheStepAndTheLargestIsTheVerdict) {
 TEST(BottleneckTest, TinyLlamaTrainingNamesPowerWithWhatTheClockDeficitCosts) {
   // bs 4 with fused kernels on the H200: 682-691 W of 700, the clock at 1,691 MHz (15 % below max), ~50 % MFU.
   RunRecord r = gpu_run(493.0);
-  tel(r).sm_clock_avg_mhz = 1691;
-  tel(r).clock_event_fraction = {{"sw_power_cap", 1.0}};
-  tel(r).power_avg_w = 688;
-  r.telemetry.power_limit_w = 700;
+  power_capped(r, 1691, 688);
   const auto v = diagnose_bottleneck(r);
   EXPECT_EQ(v.bounded_by, "compute");
   EXPECT_NEAR(share(v, "power"), 1.0 - 1691.0 / 1980.0, 1e-9);  // up to 15 % of the step
