@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
       list_command(),
       info_command(),
       validate_command(),
+      fit_command(),
       dataset_command(),
   };
   return run_cli(commands, argc, argv);

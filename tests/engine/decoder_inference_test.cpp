@@ -137,25 +137,7 @@ TEST(ModelSizeTest, DeclaredParameterCountsAreTheBuiltModelsAtOddSizes) {
   }
 }
 
-/// Every run record under tests/fixtures/records/: the JSON files, and those inside .tar.gz archives (h200-peaks.tar.gz
-/// holds one H200 record per distinct scenario from the measurements of 2026-11-29 to 12-03).
-std::vector<std::pair<std::string, RunRecord>> committed_records() {
-  namespace fs = std::filesystem;
-  std::vector<std::pair<std::string, RunRecord>> out;
-  for (const auto& entry : fs::recursive_directory_iterator(fs::path(GPUBENCH_FIXTURES) / "records")) {
-    const std::string path = entry.path().string();
-    if (entry.path().extension() == ".json" && entry.file_size() <= (4u << 20)) {
-      try {
-        out.emplace_back(path, read_record(path));
-      } catch (const std::exception&) {
-        // not a record (a summary, a compare result)
-      }
-    } else if (path.size() > 7 && path.compare(path.size() - 7, 7, ".tar.gz") == 0) {
-      for (auto& [name, r] : testing::archive_records(path)) out.emplace_back(path + ":" + name, std::move(r));
-    }
-  }
-  return out;
-}
+using testing::committed_records;
 
 TEST(ModelSizeTest, TheMemoryEstimateStaysBelowEveryCommittedH200PeakAndNearIt) {
   // A refusal must mean a certain out-of-memory: the estimate is held below what the H200 measured (peak allocated)

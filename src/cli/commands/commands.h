@@ -20,6 +20,7 @@ CommandSpec metrics_command();
 CommandSpec list_command();
 CommandSpec info_command();
 CommandSpec validate_command();
+CommandSpec fit_command();
 CommandSpec dataset_command();
 
 /// "20261130-024512": local time, for default folder names (sweep, scaling).

@@ -77,5 +77,30 @@ TEST_F(CliTest, CommittedAndFreshRecordsAndShippedScenariosMatchTheJsonSchemas) 
   EXPECT_NE(slurp(out).find("summary/metrics/0/better"), std::string::npos) << slurp(out);
 }
 
+TEST_F(CliTest, FitPlansAScenarioOnTheTablesCardsWithoutADevice) {
+  // No GPU here: fit needs none. ResNet-50 bs 128 in fp32 on seed 000's 12 GB RTX 4070 Ti does not fit.
+  const Result r = gpubench("fit resnet50 --precision fp32 --batch-size 128 --devices \"NVIDIA GeForce RTX 4070 Ti,NVIDIA H200\" "
+                            "--format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "gpubench.fit");
+  ASSERT_EQ(j["cards"].size(), 2u);
+  for (const auto& c : j["cards"]) {
+    if (c["device"] == "NVIDIA GeForce RTX 4070 Ti") {
+      EXPECT_FALSE(c["fits"].get<bool>());
+      EXPECT_GT(c["largest_batch"].get<int64_t>(), 64);
+      EXPECT_FALSE(c["remedies"].empty());
+    } else {
+      EXPECT_TRUE(c["fits"].get<bool>());
+    }
+  }
+  const Result console = gpubench("fit resnet50 --precision fp32 --batch-size 128 --devices \"NVIDIA GeForce RTX 4070 Ti\"");
+  EXPECT_NE(console.out.find("accumulated"), std::string::npos) << console.out;
+  const Result unknown = gpubench("fit resnet50 --devices \"NVIDIA B200\"");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("NVIDIA H200 SXM"), std::string::npos) << unknown.err;
+  EXPECT_EQ(gpubench("fit resnet50 --batch-size 0").exit_code, 2);  // a bad key as run refuses it
+}
+
 }  // namespace
 }  // namespace gpubench
