@@ -9,7 +9,9 @@
 #include <torch/mps.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <utility>
 
 #include "gpubench/engine/engine.hpp"
@@ -212,6 +214,26 @@ void release_cached_memory(const ResolvedDevice& d) {
   if (d.device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
 #else
   (void)d;
+#endif
+}
+
+std::string cap_device_memory(const ResolvedDevice& d, int64_t bytes) {
+#ifdef GPUBENCH_WITH_CUDA
+  if (!d.device.is_cuda()) throw std::runtime_error("a memory cap needs a CUDA device; " + d.id + " is not one");
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || total_bytes == 0) {
+    throw std::runtime_error("could not read " + d.id + "'s memory size to cap it");
+  }
+  const double fraction = static_cast<double>(bytes) / static_cast<double>(total_bytes);
+  if (fraction > 1.0) throw std::runtime_error("the memory cap is more than " + d.id + " has");
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, d.device.index());
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "the caching allocator capped at %.3f of %.2f GiB (%.2f GiB)", fraction,
+                static_cast<double>(total_bytes) / 1073741824.0, static_cast<double>(bytes) / 1073741824.0);
+  return buf;
+#else
+  (void)bytes;
+  throw std::runtime_error("a memory cap on " + d.id + " needs gpubench's CUDA module (this build has none)");
 #endif
 }
 

@@ -52,6 +52,11 @@ std::pair<std::string, int> name_and_capability(const ResolvedDevice& d);
 /// Releases cached device memory (after an OOM, before writing the record).
 void release_cached_memory(const ResolvedDevice& d);
 
+/// Caps what the caching allocator may hold on `d` at `bytes` (its per-process memory fraction): an allocation
+/// beyond it fails as an out-of-memory would on a card of that size. Returns what was set; throws
+/// std::runtime_error where no cap can be set (not CUDA; a build without the CUDA module).
+std::string cap_device_memory(const ResolvedDevice& d, int64_t bytes);
+
 /// Peak resident set size of this process, in bytes (getrusage).
 int64_t host_peak_rss_bytes();
 

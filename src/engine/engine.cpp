@@ -211,6 +211,16 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
   record.environment = describe_environment(device.id);
   record.environment.command_line = options.command_line;
   engine::make_current(device);
+  if (requested.memory_limit) {
+    try {
+      const std::string cap = engine::cap_device_memory(device, *requested.memory_limit);
+      record.notes.push_back("Memory limit: " + cap + (requested.emulate.empty() ? "" : ", emulating " + requested.emulate));
+      observer.on_note(record.notes.back());
+    } catch (const std::exception& e) {
+      fail(RunStatus::kFailed, std::string("memory limit: ") + e.what());
+      return record;
+    }
+  }
 
   std::unique_ptr<engine::Communicator> comm;
   auto describe_peers = [&]() -> std::string {

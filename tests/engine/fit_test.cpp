@@ -47,7 +47,7 @@ TEST(FitTest, ThePredictedPeakIsAboveEveryCommittedH200PeakAndAtMostAQuarterAbov
 }
 
 TEST(FitTest, NoRunThatRanOutOfMemoryIsCalledFitsAndNoRunThatRanIsRefusedByMuch) {
-  const int64_t h200 = usable_bytes(find_device_spec("NVIDIA H200")->memory_gb.value());
+  const int64_t h200 = usable_memory_bytes(find_device_spec("NVIDIA H200")->memory_gb.value());
   int ooms = 0;
   for (const auto& [where, r] : testing::committed_records()) {
     if (!eager_single_h200(r) || (r.status != RunStatus::kOk && r.status != RunStatus::kOom)) continue;

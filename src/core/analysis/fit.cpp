@@ -189,10 +189,6 @@ int64_t predicted_peak_bytes(const Scenario& s, const MemoryEstimate& m) {
   return static_cast<int64_t>(std::ceil(c.slope * static_cast<double>(m.total_bytes) + c.intercept_gib * kGiB));
 }
 
-int64_t usable_bytes(double memory_gb) {
-  return static_cast<int64_t>((memory_gb * kVisibleMemoryFraction - kContextGiB) * kGiB);
-}
-
 FitResult plan_fit(const Scenario& requested, const ModelCatalog& models, const std::vector<std::string>& devices,
                    const std::vector<LoadedRecord>& measured) {
   std::vector<const DeviceSpec*> cards;
@@ -217,9 +213,12 @@ FitResult plan_fit(const Scenario& requested, const ModelCatalog& models, const 
     }
   }
   FitResult out;
+  Scenario plain = requested;  // fit plans for the card itself: a cap or an emulated card has no say here
+  plain.memory_limit.reset();
+  plain.emulate.clear();
   for (const DeviceSpec* d : cards) {
     const int64_t memory = static_cast<int64_t>(*d->memory_gb * kGiB);
-    const ResolvedScenario r = resolve_for(requested, models, d->name, memory);
+    const ResolvedScenario r = resolve_for(plain, models, d->name, memory);
     if (!r.memory) throw std::invalid_argument("model '" + requested.model + "' declares no size: fit cannot estimate it");
     out.scenario = r.scenario;
     out.precision = r.precision;
@@ -227,7 +226,7 @@ FitResult plan_fit(const Scenario& requested, const ModelCatalog& models, const 
     FitCard c;
     c.device = d->name;
     c.memory_bytes = memory;
-    c.usable_bytes = usable_bytes(*d->memory_gb);
+    c.usable_bytes = usable_memory_bytes(*d->memory_gb);
     c.estimate_bytes = r.memory->total_bytes;
     c.predicted_bytes = predicted_peak_bytes(r.scenario, *r.memory);
     c.fits = c.predicted_bytes <= c.usable_bytes;

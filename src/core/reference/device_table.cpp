@@ -100,6 +100,10 @@ std::vector<DeviceSpec> parse_device_table(const std::string& yaml_text, const s
   return out;
 }
 
+int64_t usable_memory_bytes(double memory_gb) {
+  return static_cast<int64_t>((memory_gb * kVisibleMemoryFraction - kContextGiB) * 1073741824.0);
+}
+
 const std::vector<DeviceSpec>& device_table() {
   static const std::vector<DeviceSpec> table = parse_device_table(embedded::kDeviceTableYaml, "configs/devices/devices.yaml");
   return table;

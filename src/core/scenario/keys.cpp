@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/scenario/values.h"
+#include "gpubench/core/reference/device_table.hpp"
 #include "gpubench/core/scenario/kernel_options.hpp"
 
 namespace gpubench {
@@ -195,6 +196,26 @@ const std::vector<Field>& fields() {
         "and activations exceeds the device's memory: the host's available memory on the CPU, the GPU's total) | "
         "warn (a note; the run goes on)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.memory_check = as_enum(n, c, {"refuse", "warn"}); });
+    add("memory_limit", "--memory-limit", "SIZE",
+        "cap the run's device memory, e.g. 12GiB: the CUDA caching allocator's per-process fraction, so a large GPU "
+        "shows a smaller card's out-of-memory (CUDA only; the record says so; docs/fit.md)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.memory_limit = as_size_bytes(n, c, int64_t{256} << 20); });
+    add("emulate", "--emulate", "CARD",
+        "cap the device memory at a device-table card's usable memory, as `gpubench fit` counts it (e.g. \"NVIDIA "
+        "GeForce RTX 4070 Ti\"; CUDA only)",
+        [](auto& n, auto& c, Scenario& s, const Models&) {
+          const std::string name = as_string(n, c);
+          const DeviceSpec* spec = find_device_spec(name);
+          if (spec == nullptr || !spec->memory_gb) {
+            std::vector<std::string> cards;
+            for (const auto& d : device_table()) {
+              if (d.memory_gb) cards.push_back(d.name);
+            }
+            fail(c, "no card '" + name + "' with a memory size in the device table; it has: " + join(cards, ", ") +
+                        did_you_mean(name, cards));
+          }
+          s.emulate = spec->name;
+        });
     add("ddp_bucket_mb", "--bucket-mb", "NUMBER", "multi-GPU: gradient all-reduce bucket size in MiB (default 25, as DDP)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.ddp_bucket_mb = as_double(n, c, 0.001, 65536, false); });
     add("ddp_timeout_s", "--ddp-timeout", "DURATION", "multi-GPU: fail the run when a collective or rendezvous takes longer "

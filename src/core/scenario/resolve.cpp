@@ -1,5 +1,7 @@
 #include "gpubench/core/scenario/resolve.hpp"
 
+#include "gpubench/core/reference/device_table.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -103,6 +105,42 @@ std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo
   m.available_source = device.memory_source;
   return m;
 }
+
+namespace {
+
+/// memory_limit and emulate: the cap resolved (an emulated card's usable memory), refused where the caching allocator
+/// cannot cap a run (not CUDA or ROCm) or where it would cap nothing (above the device's memory).
+void apply_memory_limit(ResolvedScenario& r, bool refuse) {
+  Scenario& s = r.scenario;
+  if (!s.memory_limit && s.emulate.empty()) return;
+  const std::string key = s.emulate.empty() || s.is_set("memory_limit") ? "memory_limit" : "emulate";
+  if (!s.emulate.empty() && !s.is_set("memory_limit")) {
+    const DeviceSpec* spec = find_device_spec(s.emulate);
+    if (spec != nullptr && spec->memory_gb) s.memory_limit = usable_memory_bytes(*spec->memory_gb);
+  }
+  if (!s.memory_limit) return;
+  const DeviceFacts& device = r.device;
+  std::string problem;
+  if (device.type != "cuda" && device.type != "rocm") {
+    problem = key + ": a memory cap needs a CUDA or ROCm device (the caching allocator's per-process fraction); this "
+              "run is on " + device.id + ", where nothing would be capped";
+  } else if (device.memory_bytes > 0 && *s.memory_limit > device.memory_bytes) {
+    problem = key + ": " + gib(*s.memory_limit) + " is more than " + device.id + " has (" + gib(device.memory_bytes) +
+              "): there is nothing to cap";
+  }
+  if (!problem.empty()) {
+    if (refuse) throw ScenarioError(origin_of(s, key), key, problem);
+    r.notes.push_back(problem + "; a run here is refused.");
+    return;
+  }
+  r.notes.push_back("Memory capped at " + gib(*s.memory_limit) +
+                    (s.emulate.empty() ? std::string() : " (emulating " + s.emulate + "'s usable memory)") +
+                    " through the caching allocator: what it holds counts; the CUDA context and memory outside the "
+                    "allocator do not (about " + gib(static_cast<int64_t>(kContextGiB * 1073741824.0)) +
+                    " on a real card), so the cap can be that much more generous than the card.");
+}
+
+}  // namespace
 
 Scenario load_scenario(const ScenarioInputs& in, const ModelOptions& models) {
   ScenarioLoader loader(models);
@@ -315,6 +353,11 @@ std::vector<std::pair<std::string, std::string>> cuda_module_requests(const Scen
     out.emplace_back("decode", "decode: " + s.decode + " (--decode " + s.decode + ")");
   }
   if (s.graph) out.emplace_back("graph", "graph: true (--cuda-graph)");
+  if (s.memory_limit || !s.emulate.empty()) {
+    const std::string key = s.emulate.empty() ? "memory_limit" : "emulate";
+    out.emplace_back(key, key + " (--" + (s.emulate.empty() ? std::string("memory-limit") : std::string("emulate")) +
+                              "): the CUDA caching allocator's cap");
+  }
   return out;
 }
 
@@ -378,7 +421,12 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
                         "decode: " + s.decode + " uses nvJPEG, which needs a CUDA device; this run is on " + device.id +
                             " (use cpu, or auto: the GPU where it works)");
   }
+  apply_memory_limit(r, options.refuse_unsupported);
   r.memory = estimate_memory(s, *model, r.precision, device);
+  if (r.memory && s.memory_limit) {
+    r.memory->available_bytes = *s.memory_limit;
+    r.memory->available_source = s.emulate.empty() ? "memory_limit" : "memory_limit (emulating " + s.emulate + ")";
+  }
   if (r.memory && !r.memory->fits()) {
     const MemoryEstimate& m = *r.memory;
     const std::string what =

@@ -83,6 +83,8 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["kernels"] = s.kernels;
   if (kernel_options_apply(s)) j["kernel_options"] = s.kernel_options;  // only there: other identities stay as they were
   j["memory_check"] = s.memory_check;
+  if (s.memory_limit) j["memory_limit"] = *s.memory_limit;  // only where set: other identities stay as they were
+  if (!s.emulate.empty()) j["emulate"] = s.emulate;
   j["ddp_bucket_mb"] = s.ddp_bucket_mb;
   j["ddp_timeout_s"] = s.ddp_timeout_s;
   j["output"] = s.output;
@@ -134,6 +136,8 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.kernels = j.value("kernels", d.kernels);
   s.kernel_options = j.value("kernel_options", d.kernel_options);
   s.memory_check = j.value("memory_check", d.memory_check);
+  s.memory_limit = j.value("memory_limit", d.memory_limit);
+  s.emulate = j.value("emulate", d.emulate);
   s.ddp_bucket_mb = j.value("ddp_bucket_mb", d.ddp_bucket_mb);
   s.ddp_timeout_s = j.value("ddp_timeout_s", d.ddp_timeout_s);
   s.output = j.value("output", d.output);
@@ -171,14 +175,15 @@ bool Scenario::operator==(const Scenario& o) const {
                   optimizer, seed, time_budget_s, duration_s, model_options, grad_accumulation, cudnn_benchmark, graph, ddp_bucket_mb, ddp_timeout_s, output, telemetry, telemetry_interval_s,
                   telemetry_trace, profile, profile_steps, data, data_path, data_workers, decode, prefetch, data_only, mode,
                   kernels, memory_check, prompt_tokens, new_tokens, kv_cache_dtype, fp8_grad_format, fp8_scaling,
-                  fp8_amax_history, fp8_lm_head, fp8_classifier, kernel_options) ==
+                  fp8_amax_history, fp8_lm_head, fp8_classifier, kernel_options, memory_limit, emulate) ==
          std::tie(o.name, o.model, o.batch_size, o.precision, o.memory_format, o.device, o.epochs, o.dataset_size,
                   o.warmup_steps, o.optimizer, o.seed, o.time_budget_s, o.duration_s, o.model_options,
                   o.grad_accumulation, o.cudnn_benchmark, o.graph, o.ddp_bucket_mb,
                   o.ddp_timeout_s, o.output, o.telemetry, o.telemetry_interval_s, o.telemetry_trace, o.profile,
                   o.profile_steps, o.data, o.data_path, o.data_workers, o.decode, o.prefetch, o.data_only, o.mode,
                   o.kernels, o.memory_check, o.prompt_tokens, o.new_tokens, o.kv_cache_dtype, o.fp8_grad_format,
-                  o.fp8_scaling, o.fp8_amax_history, o.fp8_lm_head, o.fp8_classifier, o.kernel_options);
+                  o.fp8_scaling, o.fp8_amax_history, o.fp8_lm_head, o.fp8_classifier, o.kernel_options,
+                  o.memory_limit, o.emulate);
 }
 
 }  // namespace gpubench

@@ -148,10 +148,10 @@ std::string as_path(const YAML::Node& n, const Ctx& c) {
   return s;
 }
 
-/// Seconds from "90", "1.5", "90s", "2m", "1.5h" or "500ms": a plain decimal number (digits, one optional point,
-/// an optional exponent) and an optional unit, with optional blanks around. Parsed by hand: no regular expression
-/// (std::regex recurses per character and overflows the stack on long input).
-std::optional<double> parse_duration(const std::string& text) {
+/// A plain decimal number (digits, one optional point, an optional exponent) and an optional unit of letters, with
+/// optional blanks around: {number, unit}. Parsed by hand: no regular expression (std::regex recurses per character
+/// and overflows the stack on long input).
+std::optional<std::pair<double, std::string>> number_and_unit(const std::string& text) {
   size_t i = 0;
   auto blank = [&text](size_t k) { return k < text.size() && (text[k] == ' ' || text[k] == '\t'); };
   while (blank(i)) ++i;
@@ -179,6 +179,14 @@ std::optional<double> parse_duration(const std::string& text) {
   i = unit_end;
   while (blank(i)) ++i;
   if (i != text.size()) return std::nullopt;
+  return std::make_pair(v, unit);
+}
+
+/// Seconds from "90", "1.5", "90s", "2m", "1.5h" or "500ms".
+std::optional<double> parse_duration(const std::string& text) {
+  const auto parsed = number_and_unit(text);
+  if (!parsed) return std::nullopt;
+  auto [v, unit] = *parsed;
   if (unit == "ms") v /= 1000.0;
   else if (unit == "m" || unit == "min") v *= 60.0;
   else if (unit == "h") v *= 3600.0;
@@ -193,6 +201,32 @@ double as_duration_s(const YAML::Node& n, const Ctx& c) {
   const std::optional<double> v = parse_duration(text);
   if (!v || !(*v > 0) || !std::isfinite(*v)) fail(c, "expected " + expected + ", got '" + text + "'");
   if (*v > kMaxDurationS) fail(c, "'" + text + "' is longer than a year; at most 366 days are accepted");
+  return *v;
+}
+
+/// Bytes from "12GiB", "16GB", "800MiB", "1.5TiB": a number and a unit (B, kB/KB, MB, GB, TB in powers of 1000; KiB,
+/// MiB, GiB, TiB in powers of 1024). The unit is required: a bare number could be bytes or GiB.
+std::optional<int64_t> parse_size_bytes(const std::string& text) {
+  const auto parsed = number_and_unit(text);
+  if (!parsed) return std::nullopt;
+  static const std::vector<std::pair<std::string, double>> units = {
+      {"B", 1.0},   {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"KiB", 1024.0},
+      {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  for (const auto& [unit, scale] : units) {
+    if (parsed->second != unit) continue;
+    const double bytes = parsed->first * scale;
+    if (!std::isfinite(bytes) || bytes > 9.0e18) return std::nullopt;
+    return static_cast<int64_t>(std::llround(bytes));
+  }
+  return std::nullopt;
+}
+
+int64_t as_size_bytes(const YAML::Node& n, const Ctx& c, int64_t lo) {
+  const std::string expected = "a size with its unit such as 12GiB, 16GB or 800MiB";
+  const std::string text = scalar(n, c, expected);
+  const std::optional<int64_t> v = parse_size_bytes(text);
+  if (!v) fail(c, "expected " + expected + ", got '" + text + "'");
+  if (*v < lo) fail(c, "'" + text + "' is below the smallest accepted, " + std::to_string(lo >> 20) + " MiB");
   return *v;
 }
 

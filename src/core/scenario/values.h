@@ -39,6 +39,9 @@ std::string as_string(const YAML::Node& n, const Ctx& c);
 std::string as_path(const YAML::Node& n, const Ctx& c);
 /// Seconds from a duration such as 90, 90s, 2m, 1.5h or 500ms, within a year.
 double as_duration_s(const YAML::Node& n, const Ctx& c);
+/// Bytes from a size with its unit ("12GiB", "16GB", "800MiB"); at least `lo`.
+int64_t as_size_bytes(const YAML::Node& n, const Ctx& c, int64_t lo);
+std::optional<int64_t> parse_size_bytes(const std::string& text);
 /// auto | cpu | mps | cuda | rocm | cuda:N | rocm:N with N a device ordinal from 0 to 1023.
 bool valid_device(const std::string& d);
 /// A model's own key, read as its declaration says.

@@ -102,5 +102,16 @@ TEST_F(CliTest, FitPlansAScenarioOnTheTablesCardsWithoutADevice) {
   EXPECT_EQ(gpubench("fit resnet50 --batch-size 0").exit_code, 2);  // a bad key as run refuses it
 }
 
+TEST_F(CliTest, AMemoryCapOnTheCpuIsRefusedBeforeAnythingRuns) {
+  // Nothing on the CPU caps memory the way the caching allocator does: refused rather than silently not applied.
+  const Result r = gpubench("run resnet50 --device cpu --memory-limit 12GiB --dry-run");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("memory_limit"), std::string::npos) << r.err;
+  const Result e = gpubench("run resnet50 --device cpu --emulate \"NVIDIA GeForce RTX 4070 Ti\" --dry-run");
+  EXPECT_EQ(e.exit_code, 2) << e.err;
+  EXPECT_NE(e.err.find("emulate"), std::string::npos) << e.err;
+  EXPECT_EQ(gpubench("run resnet50 --memory-limit 12 --dry-run").exit_code, 2);  // a size needs its unit
+}
+
 }  // namespace
 }  // namespace gpubench

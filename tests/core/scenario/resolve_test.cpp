@@ -15,6 +15,8 @@
 #include <string>
 
 #include "common/temp_dir.h"
+#include "gpubench/core/scenario/scenario_loader.hpp"
+#include "gpubench/core/reference/device_table.hpp"
 
 namespace gpubench {
 namespace {
@@ -105,6 +107,53 @@ std::string refused_key(F f) {
     return e.key();
   }
   return "";
+}
+
+TEST(ResolveTest, AMemoryLimitCapsTheEstimatesMemoryOnAGpuAndIsRefusedWhereNothingCanBeCapped) {
+  ScenarioLoader loader(options_by_model(catalog()));
+  Scenario s = toy();
+  loader.apply_override("memory_limit", "12GiB", "--memory-limit", s);
+  EXPECT_EQ(*s.memory_limit, int64_t{12} << 30);
+  ResolvedScenario r = resolve_scenario(s, catalog(), gpu(), no_output());
+  ASSERT_TRUE(r.memory.has_value());
+  EXPECT_EQ(r.memory->available_bytes, int64_t{12} << 30);  // the estimate is checked against the cap
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+    return n.find("Memory capped at 12.0 GiB") != std::string::npos;
+  }));
+  EXPECT_EQ(refused_key([&] { resolve_scenario(s, catalog(), cpu(), no_output()); }), "memory_limit");
+  Scenario above = toy();
+  loader.apply_override("memory_limit", "96GiB", "--memory-limit", above);
+  EXPECT_EQ(refused_key([&] { resolve_scenario(above, catalog(), gpu(), no_output()); }), "memory_limit");
+  // An emulated card: its usable memory, as `gpubench fit` counts it.
+  Scenario card = toy();
+  loader.apply_override("emulate", "NVIDIA GeForce RTX 4070 Ti", "--emulate", card);
+  EXPECT_EQ(card.emulate, "NVIDIA GeForce RTX 4070 Ti");
+  r = resolve_scenario(card, catalog(), gpu(), no_output());
+  EXPECT_EQ(*r.scenario.memory_limit, usable_memory_bytes(12));
+  EXPECT_NE(r.memory->available_source.find("emulating NVIDIA GeForce RTX 4070 Ti"), std::string::npos);
+  EXPECT_EQ(refused_key([&] { resolve_scenario(card, catalog(), cpu(), no_output()); }), "emulate");
+  // The module's options: a build without it refuses the cap, naming the key.
+  ResolveOptions portable = no_output();
+  portable.cuda_module = false;
+  EXPECT_EQ(refused_key([&] { resolve_scenario(card, catalog(), gpu(), portable); }), "emulate");
+}
+
+TEST(ResolveTest, SizesNeedTheirUnitAndUnknownCardsAreListed) {
+  ScenarioLoader loader(options_by_model(catalog()));
+  Scenario s = toy();
+  loader.apply_override("memory_limit", "16GB", "--memory-limit", s);
+  EXPECT_EQ(*s.memory_limit, int64_t{16000000000});
+  loader.apply_override("memory_limit", "800MiB", "--memory-limit", s);
+  EXPECT_EQ(*s.memory_limit, int64_t{800} << 20);
+  for (const char* bad : {"12", "12 parsecs", "-1GiB", "1KiB", "GiB", "1e30GiB"}) {
+    EXPECT_THROW(loader.apply_override("memory_limit", bad, "--memory-limit", s), ScenarioError) << bad;
+  }
+  try {
+    loader.apply_override("emulate", "NVIDIA B200", "--emulate", s);
+    FAIL() << "an unknown card was accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("NVIDIA H200 SXM"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ResolveTest, OnTheCpuTheRunIsBoundedAndTheNoteSaysHow) {

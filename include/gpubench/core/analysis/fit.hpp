@@ -30,11 +30,6 @@ struct PeakCalibration {
 const PeakCalibration& peak_calibration(const Scenario& s);
 const std::vector<PeakCalibration>& peak_calibrations();
 
-/// What the driver and libraries hold on a card beside the caching allocator's blocks (the CUDA context, cuBLAS and
-/// cuDNN workspaces), and the share of its nominal memory the driver keeps: usable = memory x 0.99 - this.
-inline constexpr double kContextGiB = 0.8;
-inline constexpr double kVisibleMemoryFraction = 0.99;
-
 /// A remedy for a scenario that does not fit: what it changes, its predicted peak, and what it costs.
 struct FitRemedy {
   std::string name;                 ///< checkpointing | accumulation | optimizer | precision | sequence
@@ -51,7 +46,7 @@ struct FitRemedy {
 struct FitCard {
   std::string device;               ///< the table's name
   int64_t memory_bytes = 0;         ///< the table's memory (GiB as the table gives it)
-  int64_t usable_bytes = 0;         ///< what a run can allocate there (kVisibleMemoryFraction, kContextGiB)
+  int64_t usable_bytes = 0;         ///< what a run can allocate there (usable_memory_bytes, device_table.hpp)
   int64_t estimate_bytes = 0;       ///< the estimate (a lower bound: resolve.hpp)
   int64_t predicted_bytes = 0;      ///< the calibrated peak (an upper bound over the committed records)
   bool fits = false;
@@ -74,7 +69,5 @@ FitResult plan_fit(const Scenario& requested, const ModelCatalog& models, const 
 /// The calibrated peak (bytes) for a resolved scenario's estimate.
 int64_t predicted_peak_bytes(const Scenario& s, const MemoryEstimate& m);
 
-/// What a run can allocate on a card of `memory_gb` (the table's figure, in GiB).
-int64_t usable_bytes(double memory_gb);
 
 }  // namespace gpubench

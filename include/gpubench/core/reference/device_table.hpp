@@ -2,6 +2,7 @@
 // The device table (configs/devices/devices.yaml, compiled in): dense peak throughput per math mode, memory, bandwidth,
 // power and price of the devices in the published references plus the data-centre parts, each with its source.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,14 @@ struct DeviceSpec {
   /// The measured ceiling for a resolved precision, if the table has one.
   std::optional<double> measured_peak_tflops(const std::string& precision) const;
 };
+
+/// What the driver and libraries hold on a card beside the caching allocator's blocks (the CUDA context, cuBLAS and
+/// cuDNN workspaces), and the share of its nominal memory the driver keeps: usable = memory x 0.99 - 0.8 GiB
+/// (docs/fit.md). What `gpubench fit` plans against and what `--emulate CARD` caps a run at.
+inline constexpr double kContextGiB = 0.8;
+inline constexpr double kVisibleMemoryFraction = 0.99;
+/// A card's usable memory (bytes) from the table's memory (GiB).
+int64_t usable_memory_bytes(double memory_gb);
 
 /// Parses a table in the devices.yaml format; `source` names the file in errors (std::runtime_error).
 std::vector<DeviceSpec> parse_device_table(const std::string& yaml_text, const std::string& source);

@@ -80,6 +80,11 @@ struct Scenario {
   KernelOptions kernel_options;
   /// refuse (exit 2 before anything is built when the memory estimate exceeds the device's memory) | warn (a note)
   std::string memory_check = "refuse";
+  /// Cap the run's device memory (bytes): the CUDA caching allocator's per-process fraction, so that a large GPU shows
+  /// a smaller card's out-of-memory (docs/fit.md). Unset: no cap. Written to records only where set.
+  std::optional<int64_t> memory_limit;
+  /// The device table card whose usable memory becomes `memory_limit` (`--emulate`); empty: none.
+  std::string emulate;
   double ddp_bucket_mb = 25;              ///< multi-GPU: gradient all-reduce bucket size (MiB), as DDP's bucket_cap_mb
   double ddp_timeout_s = 300;             ///< multi-GPU: a collective or rendezvous that takes longer fails the run (s)
   std::string output;                     ///< record path; empty = runs/<generated name>.json
