@@ -2,6 +2,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/DeviceAccelerator.h>
+#include <ATen/ops/empty.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/detail/XPUHooksInterface.h>
 #include <sys/resource.h>
@@ -19,6 +20,7 @@
 #ifdef GPUBENCH_WITH_CUDA
 #include <cuda_runtime_api.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
@@ -220,6 +222,10 @@ void release_cached_memory(const ResolvedDevice& d) {
 std::string cap_device_memory(const ResolvedDevice& d, int64_t bytes) {
 #ifdef GPUBENCH_WITH_CUDA
   if (!d.device.is_cuda()) throw std::runtime_error("a memory cap needs a CUDA device; " + d.id + " is not one");
+  // The allocator is made on the device's first allocation; capping it before that fails ("Allocator not
+  // initialized"), so one small tensor comes first (what torch.cuda.set_per_process_memory_fraction's lazy init does).
+  (void)at::empty({1}, at::TensorOptions().device(d.device));
+  const c10::cuda::CUDAGuard guard(d.device.index());
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || total_bytes == 0) {
     throw std::runtime_error("could not read " + d.id + "'s memory size to cap it");

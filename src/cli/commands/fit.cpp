@@ -7,6 +7,7 @@
 #include "cli/output.h"
 #include "cli/scenario_flags.h"
 #include "gpubench/core/analysis/fit.hpp"
+#include "gpubench/core/scenario/sweep.hpp"
 #include "gpubench/engine/engine.hpp"
 #include "gpubench/report/views.hpp"
 
@@ -47,6 +48,11 @@ Document fit_document(const FitResult& f) {
                                             f.calibration.records)
                               : std::string("no records of this model, mode and kernel path: the largest correction"),
                           kVisibleMemoryFraction, kContextGiB));
+  if (f.cap_bytes) {
+    d.paragraph(fmt::format("Usable memory capped at {:.2f} GiB ({}), as `run` with the same keys caps the caching "
+                            "allocator on any larger card.",
+                            static_cast<double>(*f.cap_bytes) / 1073741824.0, f.cap_source));
+  }
   Table t;
   t.id = "cards";
   const Column card = Column::text("device", "card"), memory{"memory_bytes", "memory", "bytes", Better::kNeither},
@@ -78,6 +84,7 @@ Document fit_document(const FitResult& f) {
                      {"predicted_bytes", c.predicted_bytes},
                      {"fits", c.fits},
                      {"largest_batch", c.largest_batch},
+                     {"largest_ladder_batch", ladder_at_or_below(c.largest_batch)},
                      {"remedies", rj}});
   }
   t.notes.push_back("predicted peak: an upper bound on every committed H200 record of a calibrated group (a \"fits\" "
@@ -91,6 +98,8 @@ Document fit_document(const FitResult& f) {
              {{"slope", f.calibration.slope},
               {"intercept_gib", f.calibration.intercept_gib},
               {"records", f.calibration.records}}},
+            {"cap_bytes", f.cap_bytes ? nlohmann::json(*f.cap_bytes) : nlohmann::json(nullptr)},
+            {"cap_source", f.cap_source},
             {"usable_fraction", kVisibleMemoryFraction},
             {"context_gib", kContextGiB},
             {"cards", cards}};

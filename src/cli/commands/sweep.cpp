@@ -41,6 +41,11 @@ class SweepCommand final : public Command {
                    "Folder for one record per point plus sweep.md/sweep.json (default runs/sweep_<model>_<time>)")
         ->type_name("DIR");
     cmd.add_option("--db", db_, "Also add each point's record to this results store (SQLite)")->type_name("STORE");
+    cmd.add_option("--batch-search", batch_search_,
+                   "With --batch-size max: exact (every size, default) or ladder (1, 2, 3, 4, 6, 8, 12, 16, ...: about "
+                   "half the probes; the grid docs/fit.md compares fit on)")
+        ->check(CLI::IsMember({"exact", "ladder"}).description(""))
+        ->type_name("exact|ladder");
     cmd.footer("Example: gpubench sweep resnet50 --amp --batch-size 32,64,128,256\n"
                "--batch-size max searches for the largest batch that trains. A point that runs out of memory is "
                "recorded as oom and the sweep goes on.");
@@ -88,7 +93,7 @@ class SweepCommand final : public Command {
       if (!(k == "batch_size" && v == "max")) in.overrides[k] = v;
     }
     try {
-      resolve_here(in, RankInfo{}, 1, 1, true, false);
+      resolve_here(in, RankInfo{}, 1, 1, true, false, true);
     } catch (const ScenarioError& e) {
       throw UsageError("sweep point " + p.label() + ": " + e.what());
     }
@@ -134,9 +139,9 @@ class SweepCommand final : public Command {
             return false;
           }
         },
-        default_batch, int64_t{1} << 20, &tried);
-    note = fmt::format("batch size {} chosen by `--batch-size max`: the largest that trained (probes: {})", found,
-                       fmt::join(tried, ", "));
+        default_batch, int64_t{1} << 20, &tried, batch_search_ == "ladder" ? BatchGrid::kLadder : BatchGrid::kExact);
+    note = fmt::format("batch size {} chosen by `--batch-size max`: the largest {}that trained (probes: {})", found,
+                       batch_search_ == "ladder" ? "on the ladder (--batch-search ladder) " : "", fmt::join(tried, ", "));
     spdlog::info("sweep point {}: {}", i + 1, note);
     return found;
   }
@@ -182,6 +187,7 @@ class SweepCommand final : public Command {
 
   ScenarioFlags flags_;
   std::string out_dir_, db_;
+  std::string batch_search_ = "exact";
 };
 
 }  // namespace

@@ -213,7 +213,19 @@ FitResult plan_fit(const Scenario& requested, const ModelCatalog& models, const 
     }
   }
   FitResult out;
-  Scenario plain = requested;  // fit plans for the card itself: a cap or an emulated card has no say here
+  // A cap (memory_limit, or an emulated card's usable memory) bounds every card's usable memory, as a capped run would.
+  if (requested.memory_limit) {
+    out.cap_bytes = *requested.memory_limit;
+    out.cap_source = "memory_limit";
+  } else if (!requested.emulate.empty()) {
+    const DeviceSpec* spec = find_device_spec(requested.emulate);
+    if (spec == nullptr || !spec->memory_gb) {
+      throw std::invalid_argument("emulate: no card '" + requested.emulate + "' with a memory size in the device table");
+    }
+    out.cap_bytes = usable_memory_bytes(*spec->memory_gb);
+    out.cap_source = "emulating " + spec->name;
+  }
+  Scenario plain = requested;  // the cap is applied below; resolving it would ask for a CUDA device
   plain.memory_limit.reset();
   plain.emulate.clear();
   for (const DeviceSpec* d : cards) {
@@ -227,6 +239,7 @@ FitResult plan_fit(const Scenario& requested, const ModelCatalog& models, const 
     c.device = d->name;
     c.memory_bytes = memory;
     c.usable_bytes = usable_memory_bytes(*d->memory_gb);
+    if (out.cap_bytes) c.usable_bytes = std::min(c.usable_bytes, *out.cap_bytes);
     c.estimate_bytes = r.memory->total_bytes;
     c.predicted_bytes = predicted_peak_bytes(r.scenario, *r.memory);
     c.fits = c.predicted_bytes <= c.usable_bytes;

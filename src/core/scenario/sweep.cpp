@@ -55,19 +55,44 @@ std::vector<SweepPoint> expand_sweep(const std::map<std::string, std::string>& o
   return points;
 }
 
+std::vector<int64_t> batch_ladder(int64_t limit) {
+  std::vector<int64_t> rungs;
+  for (int64_t p = 1; p <= limit; p *= 2) {
+    rungs.push_back(p);
+    if (p >= 2 && p + p / 2 <= limit) rungs.push_back(p + p / 2);
+  }
+  return rungs;
+}
+
+int64_t ladder_at_or_below(int64_t batch) {
+  const std::vector<int64_t> rungs = batch_ladder(batch);
+  return rungs.empty() ? 0 : rungs.back();
+}
+
 int64_t largest_fitting_batch(const std::function<bool(int64_t)>& fits, int64_t start, int64_t limit,
-                              std::vector<int64_t>* probes) {
-  auto probe = [&](int64_t b) {
-    if (probes != nullptr) probes->push_back(b);
-    return fits(b);
+                              std::vector<int64_t>* probes, BatchGrid grid) {
+  // One search over grid positions 0..n-1: `value` maps a position to its batch size, `twice` and `half` move to the
+  // position of (about) twice and half the size.
+  const std::vector<int64_t> rungs = grid == BatchGrid::kLadder ? batch_ladder(limit) : std::vector<int64_t>{};
+  const int64_t n = grid == BatchGrid::kLadder ? static_cast<int64_t>(rungs.size()) : limit;
+  if (n <= 0) return 0;
+  auto value = [&](int64_t i) { return grid == BatchGrid::kLadder ? rungs[static_cast<size_t>(i)] : i + 1; };
+  auto twice = [&](int64_t i) { return std::min(n - 1, grid == BatchGrid::kLadder ? i + 2 : 2 * i + 1); };
+  auto half = [&](int64_t i) { return std::max<int64_t>(0, grid == BatchGrid::kLadder ? i - 2 : (i + 1) / 2 - 1); };
+  auto probe = [&](int64_t i) {
+    if (probes != nullptr) probes->push_back(value(i));
+    return fits(value(i));
   };
-  int64_t ok = 0, bad = limit + 1;
-  int64_t b = std::max<int64_t>(1, std::min(start, limit));
+  const int64_t first = std::max<int64_t>(1, std::min(start, limit));
+  int64_t at = grid == BatchGrid::kLadder
+                   ? static_cast<int64_t>(std::upper_bound(rungs.begin(), rungs.end(), first) - rungs.begin()) - 1
+                   : first - 1;
+  int64_t ok = -1, bad = n;
   // Grow (or shrink, if the start does not fit) by factors of two to bracket the limit.
-  if (probe(b)) {
-    ok = b;
-    while (ok < limit) {
-      const int64_t next = std::min(limit, ok * 2);
+  if (probe(at)) {
+    ok = at;
+    while (ok < n - 1) {
+      const int64_t next = twice(ok);
       if (probe(next)) {
         ok = next;
       } else {
@@ -76,9 +101,9 @@ int64_t largest_fitting_batch(const std::function<bool(int64_t)>& fits, int64_t 
       }
     }
   } else {
-    bad = b;
-    while (bad > 1) {
-      const int64_t next = bad / 2;
+    bad = at;
+    while (bad > 0) {
+      const int64_t next = half(bad);
       if (probe(next)) {
         ok = next;
         break;
@@ -86,7 +111,7 @@ int64_t largest_fitting_batch(const std::function<bool(int64_t)>& fits, int64_t 
       bad = next;
     }
   }
-  while (ok > 0 && bad - ok > 1) {
+  while (ok >= 0 && bad - ok > 1) {
     const int64_t mid = ok + (bad - ok) / 2;
     if (probe(mid)) {
       ok = mid;
@@ -94,7 +119,7 @@ int64_t largest_fitting_batch(const std::function<bool(int64_t)>& fits, int64_t 
       bad = mid;
     }
   }
-  return ok;
+  return ok < 0 ? 0 : value(ok);
 }
 
 }  // namespace gpubench

@@ -46,7 +46,8 @@ struct FitRemedy {
 struct FitCard {
   std::string device;               ///< the table's name
   int64_t memory_bytes = 0;         ///< the table's memory (GiB as the table gives it)
-  int64_t usable_bytes = 0;         ///< what a run can allocate there (usable_memory_bytes, device_table.hpp)
+  int64_t usable_bytes = 0;         ///< what a run can allocate there (usable_memory_bytes, device_table.hpp;
+                                    ///< no more than the scenario's memory_limit or emulated card allows)
   int64_t estimate_bytes = 0;       ///< the estimate (a lower bound: resolve.hpp)
   int64_t predicted_bytes = 0;      ///< the calibrated peak (an upper bound over the committed records)
   bool fits = false;
@@ -58,6 +59,10 @@ struct FitResult {
   Scenario scenario;                ///< as resolved for a CUDA card
   std::string precision;            ///< resolved precision
   PeakCalibration calibration;
+  /// The scenario's memory_limit (or its emulated card's usable memory): every card's usable memory is at most this,
+  /// as `run --memory-limit`/`--emulate` would cap the allocator there.
+  std::optional<int64_t> cap_bytes;
+  std::string cap_source;           ///< "memory_limit" or "emulating <card>"
   std::vector<FitCard> cards;
 };
 

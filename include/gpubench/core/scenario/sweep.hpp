@@ -22,10 +22,21 @@ struct SweepPoint {
 std::vector<SweepPoint> expand_sweep(const std::map<std::string, std::string>& overrides,
                                      const std::vector<std::string>& key_order);
 
-/// The largest batch size in [1, limit] for which `fits` is true, assuming fits is monotone (true up to some size,
-/// false beyond): doubles from `start` until it fails, then bisects. Returns 0 if even 1 does not fit. `probes`
-/// (optional) receives every size tried, in order.
+/// Which batch sizes a search may answer: every integer, or the ladder 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (the powers
+/// of two and the sizes halfway between them, in ratio steps of 1.33-1.5): fewer probes, and the grid `fit` and
+/// `sweep` are compared on (docs/fit.md).
+enum class BatchGrid { kExact, kLadder };
+
+/// The ladder's sizes up to `limit` (ascending; 1 first).
+std::vector<int64_t> batch_ladder(int64_t limit);
+
+/// The largest ladder size at or below `batch` (0 for batch < 1).
+int64_t ladder_at_or_below(int64_t batch);
+
+/// The largest batch size in [1, limit] on `grid` for which `fits` is true, assuming fits is monotone (true up to
+/// some size, false beyond): doubles from `start` (rounded down to the grid) until it fails, then bisects. Returns 0
+/// if even 1 does not fit. `probes` (optional) receives every size tried, in order.
 int64_t largest_fitting_batch(const std::function<bool(int64_t)>& fits, int64_t start, int64_t limit,
-                              std::vector<int64_t>* probes = nullptr);
+                              std::vector<int64_t>* probes = nullptr, BatchGrid grid = BatchGrid::kExact);
 
 }  // namespace gpubench
