@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "common/record_archive.h"
 #include "gpubench/core/analysis/fit.hpp"
 #include "gpubench/core/reference/device_table.hpp"
+#include "gpubench/core/scenario/sweep.hpp"
 #include "gpubench/engine/engine.hpp"
 
 namespace gpubench {
@@ -73,6 +75,64 @@ TEST(FitTest, TheLargestBatchOnTheH200IsTheSweepsWithinOnePercent) {
   const int64_t b = f.cards.at(0).largest_batch;
   EXPECT_LE(b, 3322);
   EXPECT_GE(b, 3322 * 0.99);
+}
+
+/// The cap a record ran under (memory_limit, or its emulated card's usable memory), as fit plans it on its card.
+FitCard capped_plan(const RunRecord& r) {
+  return plan_fit(r.scenario, available_models(), {r.environment.device_name}, {}).cards.at(0);
+}
+
+TEST(FitTest, UnderACapNoRunThatRanOutOfMemoryIsCalledFitsAndNoRunThatRanIsRefusedByMoreThanTheCalibration) {
+  // The H100 sweep under --memory-limit 12/16/24/48 GiB and the emulated RTX 4070 Ti (results/2026-12-05-h100-fit-sweep).
+  int ooms = 0, oks = 0;
+  for (const auto& [where, r] : testing::committed_records()) {
+    if (!r.scenario.memory_limit && r.scenario.emulate.empty()) continue;
+    const FitCard c = capped_plan(r);
+    if (r.status == RunStatus::kOom) {
+      EXPECT_GT(c.predicted_bytes, c.usable_bytes) << where << ": ran out of memory under its cap, so it must not fit";
+      ++ooms;
+    } else if (r.status == RunStatus::kOk) {
+      ASSERT_TRUE(r.summary.peak_allocated_bytes) << where;
+      EXPECT_GE(c.predicted_bytes, *r.summary.peak_allocated_bytes) << where;
+      // docs/fit.md: a run that ran may be called "does not fit" by at most the calibration's headroom (a quarter).
+      EXPECT_LE(static_cast<double>(c.predicted_bytes), 1.25 * static_cast<double>(c.usable_bytes)) << where;
+      ++oks;
+    }
+  }
+  EXPECT_GE(ooms, 9);
+  EXPECT_GE(oks, 30);
+}
+
+TEST(FitTest, UnderEachCapFitsLargestBatchIsTheSweepsOnTheLadderOrOneStepBelow) {
+  // Each sweep (one folder of h100-capped-sweep.tar.gz: a model under one limit, `--batch-search ladder`) trained at
+  // its largest ok probe; fit's largest batch, rounded down to the ladder, must be that or the rung below it.
+  std::map<std::string, std::pair<int64_t, RunRecord>> sweeps;  // folder -> largest batch that trained, a record
+  for (const auto& [where, r] : testing::committed_records()) {
+    if (!r.scenario.memory_limit || !r.scenario.emulate.empty() || where.find("h100-capped-sweep/") == std::string::npos) {
+      continue;
+    }
+    const std::string folder = where.substr(0, where.rfind('/'));
+    auto& [largest, record] = sweeps[folder];
+    if (record.environment.device_name.empty()) record = r;
+    if (r.status == RunStatus::kOk) largest = std::max(largest, r.scenario.batch_size.value_or(0));
+  }
+  ASSERT_GE(sweeps.size(), 14u);  // 4 models x 4 limits, less TinyLlama at 12 and 16 GiB (checked below)
+  for (const auto& [folder, found] : sweeps) {
+    const int64_t predicted = ladder_at_or_below(capped_plan(found.second).largest_batch);
+    const std::vector<int64_t> rungs = batch_ladder(found.first);
+    const int64_t below = rungs.size() >= 2 ? rungs[rungs.size() - 2] : 0;
+    EXPECT_TRUE(predicted == found.first || predicted == below)
+        << folder << ": the sweep trained bs " << found.first << ", fit predicts " << predicted;
+  }
+  // TinyLlama bf16 at 12 and 16 GiB: not even batch size 1 (the sweep's probes were refused by the estimate, a lower
+  // bound, so no record); fit agrees.
+  Scenario llama;
+  llama.model = "llama";
+  llama.precision = "bf16";
+  for (const char* limit : {"12", "16"}) {
+    llama.memory_limit = std::stoll(limit) * (int64_t{1} << 30);
+    EXPECT_EQ(plan_fit(llama, available_models(), {"NVIDIA H100 80GB HBM3"}, {}).cards.at(0).largest_batch, 0) << limit;
+  }
 }
 
 TEST(FitTest, EveryModelOnEveryCardIsPlannedConsistently) {

@@ -162,12 +162,15 @@ std::vector<FitRemedy> remedies_for(const Scenario& s, const std::string& precis
 const std::vector<PeakCalibration>& peak_calibrations() {
   // Fitted on the committed H200 records (tests/fixtures/records, h200-peaks.tar.gz included; FitTest checks every
   // one is below its line): slope = the largest run's peak allocated / estimate, rounded up; intercept = the largest
-  // remainder, rounded up to 0.05 GiB.
+  // remainder, rounded up to 0.05 GiB. Then raised where a capped run ran out of memory below its line (the H100
+  // sweep under --memory-limit, h100-capped-sweep.tar.gz): GPT-2's eager fp32 logits (4.6 GiB at bs 24) found no
+  // free block of that size in a cap its allocated peak would have fit, so its slope is above every such cap /
+  // estimate (1.102 at bs 48 under 48 GiB) rather than 1.05.
   static const std::vector<PeakCalibration> table = {
       {"resnet50", "train", "aten", 1.12, 0.65, 58},  {"resnet50", "train", "fused", 1.43, 0.0, 13},
-      {"bert-base", "train", "aten", 1.27, 0.0, 25},  {"bert-base", "train", "fused", 1.24, 0.0, 1},
-      {"gpt2", "train", "aten", 1.05, 0.0, 5},        {"gpt2", "train", "fused", 1.14, 0.35, 9},
-      {"gpt2", "inference", "aten", 1.04, 0.05, 12},  {"llama", "train", "aten", 1.15, 0.0, 4},
+      {"bert-base", "train", "aten", 1.28, 0.0, 25},  {"bert-base", "train", "fused", 1.24, 0.0, 1},
+      {"gpt2", "train", "aten", 1.11, 0.0, 5},        {"gpt2", "train", "fused", 1.14, 0.35, 9},
+      {"gpt2", "inference", "aten", 1.04, 0.05, 12},  {"llama", "train", "aten", 1.18, 0.0, 4},
       {"llama", "train", "fused", 1.21, 0.0, 3},      {"llama", "inference", "aten", 1.10, 0.0, 6},
       {"llama", "generate", "aten", 1.04, 0.0, 1},    {"sd-unet", "train", "aten", 1.04, 0.0, 5},
       {"sd-unet", "train", "fused", 1.06, 0.0, 1},    {"sd-unet", "inference", "aten", 1.09, 0.0, 5},

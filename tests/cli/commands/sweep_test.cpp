@@ -59,5 +59,30 @@ TEST_F(CliTest, BatchSizeMaxFindsTheLargestBatchThatTrains) {
   EXPECT_NE(rec.notes.back().find("chosen by `--batch-size max`"), std::string::npos) << rec.notes.back();
 }
 
+TEST_F(CliTest, BatchSearchLadderAnswersTheLargestRungThatTrains) {
+  // Training up to bs 7: the exact search says 7, the ladder 6 (1, 2, 3, 4, 6, 8, ...).
+  const fs::path out = dir_ / "ladder";
+  const Result r = gpubench("sweep resnet50 --config " + tiny() + " --batch-size max --batch-search ladder --epochs 1 "
+                            "--dataset-size 16 --out-dir " + out.string(),
+                            "GPUBENCH_FAULT_INJECT=oom-above-batch:7");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out / "sweep.json"));
+  ASSERT_EQ(j["points"].size(), 1u);
+  EXPECT_EQ(j["points"][0]["batch_size"], 6);
+  const RunRecord rec = read_record(j["points"][0]["record"].get<std::string>());
+  EXPECT_NE(rec.notes.back().find("on the ladder"), std::string::npos) << rec.notes.back();
+  EXPECT_EQ(gpubench("sweep resnet50 --batch-size max --batch-search coarse").exit_code, 2);
+}
+
+TEST_F(CliTest, ASweepThisDeviceCannotRunIsRefusedBeforeAnyProbe) {
+  // A memory cap on the CPU: refused up front (exit 2), not probed down to "not even batch size 1 fits".
+  const fs::path out = dir_ / "capped";
+  const Result r = gpubench("sweep resnet50 --config " + tiny() + " --device cpu --batch-size max --memory-limit 12GiB "
+                            "--out-dir " + out.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find("memory_limit"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out / "probes"));
+}
+
 }  // namespace
 }  // namespace gpubench

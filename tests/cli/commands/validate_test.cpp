@@ -102,6 +102,21 @@ TEST_F(CliTest, FitPlansAScenarioOnTheTablesCardsWithoutADevice) {
   EXPECT_EQ(gpubench("fit resnet50 --batch-size 0").exit_code, 2);  // a bad key as run refuses it
 }
 
+TEST_F(CliTest, FitUnderAMemoryLimitOrAnEmulatedCardPlansAsTheCappedRunWould) {
+  const Result r = gpubench("fit resnet50 --amp --memory-limit 12GiB --devices \"NVIDIA H200\" --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cap_bytes"], int64_t{12} << 30);
+  EXPECT_EQ(j["cards"][0]["usable_bytes"], int64_t{12} << 30);  // the H200's 139 GiB capped at 12
+  const int64_t capped = j["cards"][0]["largest_batch"];
+  EXPECT_EQ(j["cards"][0]["largest_ladder_batch"], 256);  // the H100 sweep's answer at 12 GiB
+  const auto e = nlohmann::json::parse(
+      gpubench("fit resnet50 --amp --emulate \"NVIDIA GeForce RTX 4070 Ti\" --devices \"NVIDIA H200\" --format json").out);
+  EXPECT_NE(e["cap_source"].get<std::string>().find("RTX 4070 Ti"), std::string::npos);
+  EXPECT_LT(e["cards"][0]["largest_batch"].get<int64_t>(), capped);  // 11.08 GiB usable, under 12
+  EXPECT_EQ(gpubench("fit resnet50 --emulate \"NVIDIA B200\"").exit_code, 2);
+}
+
 TEST_F(CliTest, AMemoryCapOnTheCpuIsRefusedBeforeAnythingRuns) {
   // Nothing on the CPU caps memory the way the caching allocator does: refused rather than silently not applied.
   const Result r = gpubench("run resnet50 --device cpu --memory-limit 12GiB --dry-run");

@@ -3,7 +3,7 @@
 # build of the commit before C++20 (c48e6ed, unpacked by `git archive` into .abold/), both against the machine's torch
 # 2.11.0; then the README's main job and a `--kernels fused` ResNet-50 run of each build, alternated, as many rounds
 # (at most 2) as fit before DEADLINE seconds (default 570) from the start.
-#   OUT=... GPUBENCH_GIT_REVISION=<commit> bash results/2026-12-05-h200-cxx20/run.sh
+#   OUT=... GPUBENCH_GIT_REVISION=<commit> bash results/2026-12-05-h100-cxx20/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"

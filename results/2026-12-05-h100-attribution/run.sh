@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# One device call after results/2026-12-05-h200-cxx20/run.sh (its build-device/ still there; else it builds): the
+# One device call after results/2026-12-05-h100-cxx20/run.sh (its build-device/ still there; else it builds): the
 # bottleneck attribution (docs/bottleneck.md) on the runs #59 names, each without and with --profile: the README's main
 # job, BERT-base bs 128 --kernels fused (twice without a profile: the pair that used to disagree), GPT-2 bs 8 fused,
 # TinyLlama training bs 4 fused, and TinyLlama decode at batch 32 (mode: generate). Stops starting runs DEADLINE
 # seconds (default 570) after the start.
-#   OUT=... GPUBENCH_GIT_REVISION=<commit> bash results/2026-12-05-h200-attribution/run.sh
+#   OUT=... GPUBENCH_GIT_REVISION=<commit> bash results/2026-12-05-h100-attribution/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -32,7 +32,7 @@ one llama "${llama[@]}"
 one llama_profile "${llama[@]}" --profile true
 one gpt2 "${gpt2[@]}"
 one gpt2_profile "${gpt2[@]}" --profile true
-"$GB" export --per run "$OUT"/records/*.json --format csv > "$OUT/attribution.csv" 2>/dev/null
+"$GB" export --per run $(ls "$OUT"/records/*.json | grep -v '\.trace\.json$') --format csv > "$OUT/attribution.csv" 2>/dev/null
 python3 - "$OUT/attribution.csv" <<'PY' | tee "$OUT/summary.md"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
