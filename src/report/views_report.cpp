@@ -381,9 +381,13 @@ Document report_document(const ReportInput& in) {
     ok += r->status == RunStatus::kOk ? 1 : 0;
     if (!r->environment.start_time_utc.empty()) days.push_back(day_of(r->environment.start_time_utc));
   }
+  std::map<std::string, size_t> runs_on;  // the device most runs are from leads the headline, then first seen
   for (const auto& g : groups) {
     if (std::find(devices.begin(), devices.end(), g.device_model) == devices.end()) devices.push_back(g.device_model);
+    runs_on[g.device_model] += g.runs.size();
   }
+  std::stable_sort(devices.begin(), devices.end(),
+                   [&runs_on](const std::string& a, const std::string& b) { return runs_on[a] > runs_on[b]; });
   std::sort(days.begin(), days.end());
   d.paragraph(fmt::format("{} run record(s) ({} ok), {} scenario(s), on {}{}.", in.runs.size(), ok, groups.size(),
                           fmt::join(devices, ", "),

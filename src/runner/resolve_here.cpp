@@ -24,10 +24,10 @@ void check_folder(const Scenario& s, int world) {
 }  // namespace
 
 ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, int world_size, int repeats,
-                              bool check_data, bool this_run, bool runs_here) {
+                              bool check_data, ResolveFor purpose) {
   ResolveOptions options;
-  options.refuse_memory = this_run;
-  options.refuse_unsupported = this_run || runs_here;
+  options.refuse_memory = purpose == ResolveFor::kThisRun;
+  options.refuse_unsupported = purpose != ResolveFor::kCheckOnly;
   options.cuda_module = build_info().cuda_module;
   options.world_size = std::max(1, world_size);
   options.repeats = std::max(1, repeats);
@@ -36,9 +36,8 @@ ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, i
 }
 
 ResolvedScenario resolve_here(const ScenarioInputs& inputs, const RankInfo& rank, int world_size, int repeats,
-                              bool check_data, bool this_run, bool runs_here) {
-  return resolve_here(load_scenario(inputs, model_options()), rank, world_size, repeats, check_data, this_run,
-                      runs_here);
+                              bool check_data, ResolveFor purpose) {
+  return resolve_here(load_scenario(inputs, model_options()), rank, world_size, repeats, check_data, purpose);
 }
 
 }  // namespace gpubench

@@ -7,18 +7,23 @@
 
 namespace gpubench {
 
+/// What a resolution is for, which decides what it refuses.
+enum class ResolveFor {
+  kThisRun,     ///< `run`: everything that cannot work here is refused, the memory estimate included
+  kRunsHere,    ///< a sweep's or a scaling study's points, which this machine will run: what this device or build
+                ///< cannot do at all (a memory cap on the CPU, fused kernels without the CUDA module) is refused; the
+                ///< memory estimate is a note (an out-of-memory point is data)
+  kCheckOnly,   ///< `validate`: notes only, as a file is valid whatever machine checks it
+};
+
 /// `requested` (loaded and checked) resolved here for the process `rank` is, in a job of `world_size` ranks that
 /// writes `repeats` records; `check_data` scans a data folder (rank 0 does, for the job). Throws ScenarioError
-/// naming the key (a folder that cannot feed the run names data_path). `this_run` false (validate, a sweep's or a
-/// scaling study's check of its points): the memory estimate against this machine is a note, never a refusal, as a
-/// file is valid whatever machine checks it. `runs_here` (a sweep's or a scaling study's points, which this machine
-/// will run): what this device or build cannot do at all (a memory cap on the CPU, fused kernels without the CUDA
-/// module) is refused even where the memory estimate stays a note.
+/// naming the key (a folder that cannot feed the run names data_path).
 ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, int world_size, int repeats,
-                              bool check_data = true, bool this_run = true, bool runs_here = false);
+                              bool check_data = true, ResolveFor purpose = ResolveFor::kThisRun);
 
 /// Files and flags loaded (ScenarioLoader, the engine's model keys), then resolved here.
 ResolvedScenario resolve_here(const ScenarioInputs& inputs, const RankInfo& rank, int world_size, int repeats,
-                              bool check_data = true, bool this_run = true, bool runs_here = false);
+                              bool check_data = true, ResolveFor purpose = ResolveFor::kThisRun);
 
 }  // namespace gpubench

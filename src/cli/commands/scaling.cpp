@@ -169,7 +169,7 @@ class ScalingCommand final : public Command {
     if (flags_.overrides().count("output")) throw UsageError("scaling chooses each run's --output itself; leave it out");
     ScenarioInputs in = flags_.inputs();
     in.model = model;
-    resolve_here(in, RankInfo{}, 1, 1, true, false, true);  // the scenario is valid before anything runs
+    resolve_here(in, RankInfo{}, 1, 1, true, ResolveFor::kRunsHere);  // the scenario is valid before anything runs
     const std::string dir = out_dir_.empty() ? "runs/scaling_" + model + "_" + local_timestamp() : out_dir_;
     std::filesystem::create_directories(dir);
     ScalingResult result;

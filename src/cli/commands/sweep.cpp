@@ -93,7 +93,7 @@ class SweepCommand final : public Command {
       if (!(k == "batch_size" && v == "max")) in.overrides[k] = v;
     }
     try {
-      resolve_here(in, RankInfo{}, 1, 1, true, false, true);
+      resolve_here(in, RankInfo{}, 1, 1, true, ResolveFor::kRunsHere);
     } catch (const ScenarioError& e) {
       throw UsageError("sweep point " + p.label() + ": " + e.what());
     }

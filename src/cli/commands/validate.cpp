@@ -46,7 +46,7 @@ class ValidateCommand final : public Command {
       ScenarioInputs in = flags_.inputs();
       in.config = f;
       try {
-        const ResolvedScenario r = resolve_here(in, RankInfo{}, 1, 1, true, false);
+        const ResolvedScenario r = resolve_here(in, RankInfo{}, 1, 1, true, ResolveFor::kCheckOnly);
         const Scenario& s = r.scenario;
         t.rows.push_back({Cell::str(f), Cell::str("ok"), Cell::str(s.model), Cell::str(s.precision), Cell::str(s.device),
                           Cell::num(static_cast<double>(s.origins.size())), Cell::num(0.0)});

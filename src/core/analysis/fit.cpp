@@ -217,17 +217,8 @@ FitResult plan_fit(const Scenario& requested, const ModelCatalog& models, const 
   }
   FitResult out;
   // A cap (memory_limit, or an emulated card's usable memory) bounds every card's usable memory, as a capped run would.
-  if (requested.memory_limit) {
-    out.cap_bytes = *requested.memory_limit;
-    out.cap_source = "memory_limit";
-  } else if (!requested.emulate.empty()) {
-    const DeviceSpec* spec = find_device_spec(requested.emulate);
-    if (spec == nullptr || !spec->memory_gb) {
-      throw std::invalid_argument("emulate: no card '" + requested.emulate + "' with a memory size in the device table");
-    }
-    out.cap_bytes = usable_memory_bytes(*spec->memory_gb);
-    out.cap_source = "emulating " + spec->name;
-  }
+  out.cap_bytes = requested_memory_cap(requested);
+  if (out.cap_bytes) out.cap_source = requested.memory_limit ? "memory_limit" : "emulating " + requested.emulate;
   Scenario plain = requested;  // the cap is applied below; resolving it would ask for a CUDA device
   plain.memory_limit.reset();
   plain.emulate.clear();

@@ -112,12 +112,8 @@ namespace {
 /// cannot cap a run (not CUDA or ROCm) or where it would cap nothing (above the device's memory).
 void apply_memory_limit(ResolvedScenario& r, bool refuse) {
   Scenario& s = r.scenario;
-  if (!s.memory_limit && s.emulate.empty()) return;
-  const std::string key = s.emulate.empty() || s.is_set("memory_limit") ? "memory_limit" : "emulate";
-  if (!s.emulate.empty() && !s.is_set("memory_limit")) {
-    const DeviceSpec* spec = find_device_spec(s.emulate);
-    if (spec != nullptr && spec->memory_gb) s.memory_limit = usable_memory_bytes(*spec->memory_gb);
-  }
+  const std::string key = s.emulate.empty() || s.memory_limit ? "memory_limit" : "emulate";
+  s.memory_limit = requested_memory_cap(s);
   if (!s.memory_limit) return;
   const DeviceFacts& device = r.device;
   std::string problem;
@@ -141,6 +137,13 @@ void apply_memory_limit(ResolvedScenario& r, bool refuse) {
 }
 
 }  // namespace
+
+std::optional<int64_t> requested_memory_cap(const Scenario& s) {
+  if (s.memory_limit) return s.memory_limit;
+  const DeviceSpec* spec = s.emulate.empty() ? nullptr : find_device_spec(s.emulate);
+  if (spec == nullptr || !spec->memory_gb) return std::nullopt;
+  return usable_memory_bytes(*spec->memory_gb);
+}
 
 Scenario load_scenario(const ScenarioInputs& in, const ModelOptions& models) {
   ScenarioLoader loader(models);

@@ -95,6 +95,10 @@ struct ResolveOptions {
 /// precision: fp8, decode: gpu | mixed, graph: true.
 std::vector<std::pair<std::string, std::string>> cuda_module_requests(const Scenario& s);
 
+/// The allocator cap a scenario asks for, in bytes: its memory_limit, else its emulated card's usable memory
+/// (usable_memory_bytes, device_table.hpp); none if neither is set. What `run` caps at and `fit` plans under.
+std::optional<int64_t> requested_memory_cap(const Scenario& s);
+
 /// The scenario a run executes, with what resolution decided.
 struct ResolvedScenario {
   Scenario scenario;                       ///< every key concrete; `output` is the record path
