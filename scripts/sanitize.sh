@@ -6,13 +6,13 @@
 # tests/data/, tests/fixtures/ and small inputs written here. Part of scripts/test.sh.
 # Needs clang with its runtime (Debian: clang, libclang-rt-14-dev), installed here when missing and apt-get can; where
 # no such compiler can be had the script says so and skips (exit 0): gcc's sanitizers lack libFuzzer.
-# Knobs: GPUBENCH_FUZZ_SECONDS (per target, default 45), GPUBENCH_SANITIZE_BUILD_DIR (default build-sanitize/),
+# Knobs: GPUBENCH_FUZZ_SECONDS (per target, default 25), GPUBENCH_SANITIZE_BUILD_DIR (default build-sanitize/),
 # GPUBENCH_NO_APT=1 (never call apt-get). The fuzzers start from seed 1, so a CI run is reproducible.
 # Findings: libFuzzer's crash-*/timeout-* inputs under <build>/fuzz-findings/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GPUBENCH_SANITIZE_BUILD_DIR:-$ROOT/build-sanitize}"
-SECONDS_EACH="${GPUBENCH_FUZZ_SECONDS:-45}"
+SECONDS_EACH="${GPUBENCH_FUZZ_SECONDS:-25}"
 log() { echo "[sanitize] $*" >&2; }
 
 have_fuzzing_clang() {

@@ -2,7 +2,8 @@
 # The portable build, as a machine without the CUDA toolkit makes it: the newest LibTorch on PyPI (GPUBENCH_TORCH_VERSION,
 # default below), GPUBENCH_CUDA=OFF, no nvcc on PATH and no CUDACXX. Checks that no .cu file was compiled and that no
 # translation unit included a CUDA header (ninja's dependency log), then runs the whole suite on the CPU (tests of
-# the CUDA module skip themselves or check its refusals). Called by scripts/test.sh; runs on its own too.
+# the CUDA module skip themselves or check its refusals) - the suites that see LibTorch or run the binary; the
+# torch-free suites ran in the main build. Called by scripts/test.sh; runs on its own too.
 # Knobs: GPUBENCH_TORCH_VERSION (default 2.15.0, PyPI's newest release on 2026-12-04), GPUBENCH_BUILD_DIR
 # (default build-torch<version>). Extra arguments go to ctest.
 set -euo pipefail
@@ -40,6 +41,13 @@ if command -v nvcc >/dev/null 2>&1; then
   exit 1
 fi
 log "LibTorch ${GPUBENCH_TORCH_VERSION}, GPUBENCH_CUDA=OFF, no nvcc on PATH, in $GPUBENCH_BUILD_DIR"
+# Only the suites that see LibTorch or run the binary (tests/CMakeLists.txt, GPUBENCH_TEST_SUITES): the torch-free ones
+# ran in the main build already and are the same code here. GPUBENCH_PORTABLE_SUITES=all builds and runs them too.
+suites="${GPUBENCH_PORTABLE_SUITES:-torch}"
+export GPUBENCH_CMAKE_ARGS="${GPUBENCH_CMAKE_ARGS:-} -DGPUBENCH_TEST_SUITES=$suites"
+if [ -f "$GPUBENCH_BUILD_DIR/CMakeCache.txt" ] && ! grep -q "^GPUBENCH_TEST_SUITES:STRING=$suites\$" "$GPUBENCH_BUILD_DIR/CMakeCache.txt"; then
+  cmake -S "$ROOT" -B "$GPUBENCH_BUILD_DIR" -DGPUBENCH_TEST_SUITES="$suites" >&2
+fi
 # shellcheck source=bootstrap.sh
 source "$ROOT/scripts/bootstrap.sh"
 GPUBENCH_WITH_TESTS=ON gpubench_bootstrap

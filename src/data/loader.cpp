@@ -275,9 +275,12 @@ bool FolderLoader::process(int64_t epoch, int64_t pos, HostBatch& slot, int64_t 
     CropParams crop;
     if (ok) crop = random_resized_crop(info.width, info.height, rng);
     bool on_gpu = false, shared = false;
-    if (ok && options_.bytes_mode && options_.gpu_can_decode && options_.gpu_can_decode(info, bytes.data(), bytes.size()) && has_end_marker(bytes)) {
+    if (ok && options_.bytes_mode) {
+      // The split's share is decided before the GPU decoder is asked (its header parse costs a worker time that a
+      // sample decoded here does not need).
       shared = i < st_->cpu_per_batch.load(std::memory_order_relaxed);
-      on_gpu = !shared;
+      on_gpu = !shared && options_.gpu_can_decode && options_.gpu_can_decode(info, bytes.data(), bytes.size()) &&
+               has_end_marker(bytes);
     }
     if (on_gpu) {
       slot.files[ui].assign(bytes.begin(), bytes.end());

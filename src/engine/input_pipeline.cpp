@@ -72,8 +72,13 @@ struct InputPipeline::Impl {
   bool cuda = false, gpu_decode = false;
   bool mixed = false;       ///< decode: mixed: `split` steers the workers' share of each batch
   data::DecodeSplit split;
+  bool split_held = false;  ///< the calibration's fixed splits: the share does not move
+  bool calibrate = false;   ///< decode: auto on a CUDA device: the run measures, then apply_plan
+  std::string why_not_gpu;  ///< why nvJPEG is not open (empty when it is)
+  data::LoaderOptions loader_options;  ///< what the loader was made with (the CPU path rebuilds it in pixel mode)
   int64_t batch = 0, out_size = 224, take = 0;
   int64_t workers = 0;
+  int world = 1;
   DataRecord record;
   std::vector<Slot> slots;
   at::Tensor mean, inv_std, arena;
@@ -90,6 +95,27 @@ struct InputPipeline::Impl {
 #endif
   bool decode_failure_noted = false;
   std::vector<std::string>* notes = nullptr;
+
+  /// The record's data.decoder for the path set now.
+  std::string decoder_text() const {
+#ifdef GPUBENCH_WITH_CUDA
+    if (gpu_decode) {
+      return "nvJPEG " + decoder->backend() + " backend (" + decoder->library() +
+             (decoder->backend_fallback().empty() ? "" : "; not available: " + decoder->backend_fallback()) + "), " +
+             (decoder->roi_available() ? std::string("the crop window only (regions of interest)")
+                                       : "whole images (" + decoder->roi_off_reason() + ")") +
+             ", crop/resize/normalise in one CUDA kernel; files the decoder cannot take decoded by " +
+             data::jpeg_library_version();
+    }
+#endif
+    return data::jpeg_library_version() + " on " + std::to_string(workers) +
+           " worker threads (crop window only, DCT-domain downscaling where the crop allows)";
+  }
+
+  /// Waits (holding `lk`) until no pass is running and the prefetch thread is outside the loader.
+  void wait_idle(std::unique_lock<std::mutex>& lk) {
+    cv.wait(lk, [&] { return stop || (!active && !busy); });
+  }
 
   std::mutex mu;
   std::condition_variable cv;
@@ -133,8 +159,8 @@ struct InputPipeline::Impl {
             std::lock_guard<std::mutex> lk(mu);
             queued = static_cast<int64_t>(ready.size());
           }
-          share = hb->index == 0 ? split.share() : split.update(waited, queued);
-          loader->set_cpu_share(share);
+          share = hb->index == 0 || split_held ? split.share() : split.update(waited, queued);
+          if (!split_held) loader->set_cpu_share(share);
         }
         const auto t0 = Clock::now();
         if (hb != nullptr) prepare(*hb, slots[static_cast<size_t>(r)]);
@@ -335,6 +361,7 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   m.out_size = workload.image_size();
   m.take = epoch_images_;
   m.workers = s.data_workers > 0 ? s.data_workers : default_workers(world);
+  m.world = std::max(1, world);
 
   DataRecord& r = m.record;
   r.source = "folder";
@@ -348,11 +375,12 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   r.augmentation = kAugmentation;
   r.data_only = s.data_only;
 
-  // Decoder: nvJPEG where asked, or where decode: auto's rule (data/decode_choice.hpp) says the workers cannot keep a
-  // fast GPU fed; else libjpeg-turbo on the workers.
+  // Decoder: nvJPEG where asked, or open for decode: auto's calibration on a CUDA device (data/decode_choice.hpp);
+  // else libjpeg-turbo on the workers.
   const data::DecodeChoice choice = data::choose_decode(s.decode, m.workers, m.cuda);
   r.decode_reason = choice.reason;
-  std::string why_not_gpu;
+  m.calibrate = choice.calibrate;
+  std::string& why_not_gpu = m.why_not_gpu;
   if (!m.cuda && s.decode != "cpu") {
     why_not_gpu = "GPU decoding needs a CUDA device (this run is on " + device.id + ")";
   } else if (choice.try_gpu) {
@@ -374,21 +402,11 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   if (choice.required && !m.cuda) throw std::runtime_error("decode: " + s.decode + " is not possible here: " + why_not_gpu);
   m.mixed = m.gpu_decode && choice.mixed;
   r.decode = m.mixed ? "mixed" : m.gpu_decode ? "gpu" : "cpu";
-#ifdef GPUBENCH_WITH_CUDA
-  if (m.gpu_decode) {
-    r.decoder = "nvJPEG " + m.decoder->backend() + " backend (" + m.decoder->library() + "), " +
-                (m.decoder->roi_available() ? std::string("the crop window only (regions of interest)")
-                                            : "whole images (" + m.decoder->roi_off_reason() + ")") +
-                ", crop/resize/normalise in one CUDA kernel; files the decoder cannot take decoded by " +
-                data::jpeg_library_version();
-  }
-#endif
+  r.decoder = m.decoder_text();
   if (!m.gpu_decode) {
-    r.decoder = data::jpeg_library_version() + " on " + std::to_string(m.workers) +
-                " worker threads (crop window only, DCT-domain downscaling where the crop allows)";
     if (!why_not_gpu.empty()) {
       r.decode_fallback = why_not_gpu;
-      if (m.cuda) notes.push_back("decode: auto decodes on the CPU: " + why_not_gpu);
+      if (m.cuda && !m.calibrate) notes.push_back("decode: auto decodes on the CPU: " + why_not_gpu);
     }
   }
 
@@ -442,6 +460,7 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
 #ifdef GPUBENCH_WITH_CUDA
   if (m.cuda) m.side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.device.index());
 #endif
+  m.loader_options = lo;
   m.loader = std::make_unique<data::FolderLoader>(m.folder, lo);
   if (m.mixed) m.loader->set_cpu_share(m.split.share());
   m.thread = std::thread([&m] { m.prefetch_loop(); });
@@ -565,6 +584,88 @@ DataRecord InputPipeline::describe() const {
   r.files_skipped = m.loader->skipped_total();
   for (const auto& f : m.loader->skipped_files(10)) r.skipped_examples.push_back(SkippedFileRecord{f.path, f.reason});
   return r;
+}
+
+bool InputPipeline::wants_calibration() const { return impl_->calibrate; }
+
+data::DecodeRates InputPipeline::calibration_base() const {
+  const Impl& m = *impl_;
+  data::DecodeRates r;
+  r.batch = m.batch;
+  r.workers = m.workers;
+  r.gpu_usable = m.gpu_decode;
+  r.gpu_unusable = m.why_not_gpu;
+#ifdef GPUBENCH_WITH_CUDA
+  if (m.gpu_decode) r.gpu_backend = m.decoder->backend();
+#endif
+  return r;
+}
+
+int64_t InputPipeline::batches_per_pass() const {
+  return std::max<int64_t>(1, epoch_images_ / (impl_->batch * impl_->world));
+}
+
+void InputPipeline::start_fixed_pass(int64_t pass, int64_t batches, double cpu_share) {
+  Impl& m = *impl_;
+  if (cpu_share < 1.0 && !m.gpu_decode) throw std::logic_error("input pipeline: a GPU share without nvJPEG open");
+  idle();
+  {
+    std::lock_guard<std::mutex> lk(m.mu);
+    m.split = data::DecodeSplit(cpu_share);
+    m.split_held = true;
+  }
+  m.loader->set_cpu_share(cpu_share);  // read by the workers per sample: set before the pass's first claim
+  start_pass(pass, batches);
+}
+
+void InputPipeline::idle() {
+  Impl& m = *impl_;
+  start_pass(0, 0);  // a pass of no batch: the prefetch thread finds it empty and goes idle
+  std::unique_lock<std::mutex> lk(m.mu);
+  m.wait_idle(lk);
+}
+
+void InputPipeline::apply_plan(const data::DecodeRates& rates, const data::DecodePlan& plan) {
+  Impl& m = *impl_;
+  idle();
+  std::unique_lock<std::mutex> lk(m.mu);
+  m.wait_idle(lk);
+  if (plan.decode == "cpu" && m.loader_options.bytes_mode) {
+    // The prefetch thread is outside the loader and waits for a pass: the old loader's workers are joined here.
+    m.loader.reset();
+    data::LoaderOptions lo = m.loader_options;
+    lo.bytes_mode = false;
+    lo.gpu_can_decode = nullptr;
+    m.loader_options = lo;
+    m.loader = std::make_unique<data::FolderLoader>(m.folder, lo);
+    m.gpu_decode = false;
+#ifdef GPUBENCH_WITH_CUDA
+    m.decoder.reset();
+#endif
+  }
+  m.mixed = plan.decode == "mixed";
+  m.split = data::DecodeSplit(plan.decode == "mixed" ? plan.cpu_share : plan.decode == "cpu" ? 1.0 : 0.0);
+  m.split_held = false;
+  m.calibrate = false;
+  if (m.loader_options.bytes_mode) m.loader->set_cpu_share(m.split.share());
+  DataRecord& r = m.record;
+  r.decode = m.mixed ? "mixed" : m.gpu_decode ? "gpu" : "cpu";
+  r.decoder = m.decoder_text();
+  r.decode_reason = plan.reason;
+  if (m.gpu_decode) r.decode_fallback.clear();
+  DecodeCalibrationRecord c;
+  c.step_img_per_s = rates.step;
+  c.cpu_img_per_s = rates.cpu;
+  c.gpu_img_per_s = rates.gpu;
+  c.gpu_backend = rates.gpu_backend;
+  c.fed_cpu_img_per_s = rates.fed_cpu;
+  c.fed_gpu_img_per_s = rates.fed_gpu;
+  c.fed_mixed_img_per_s = rates.fed_mixed;
+  c.mixed_share = rates.mixed_share;
+  c.choice = r.decode;
+  c.expected_img_per_s = plan.expected;
+  c.seconds = rates.seconds;
+  r.decode_calibration = c;
 }
 
 }  // namespace gpubench::engine

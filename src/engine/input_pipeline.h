@@ -20,6 +20,7 @@
 #include "device.h"
 #include "gpubench/core/record/run_record.hpp"
 #include "gpubench/core/scenario/scenario.hpp"
+#include "gpubench/data/decode_choice.hpp"
 #include "gpubench/data/image_folder.hpp"
 #include "models/registry.h"
 
@@ -36,7 +37,7 @@ struct InputPassStats {
   int64_t workers = 0;
   int64_t files_skipped = 0;
   int64_t cpu_decoded = 0;       ///< GPU decode: samples the decoder could not take
-  int64_t cpu_shared = 0;        ///< decode: mixed: samples nvJPEG could take that the split gave the workers
+  int64_t cpu_shared = 0;        ///< decode: mixed: samples the split gave the workers
   double cpu_share_sum = 0;      ///< decode: mixed: the workers' share of each batch, summed over the pass
   int64_t cpu_share_batches = 0;
   double stage_busy_s = 0;       ///< the device stage (copy, GPU decode, crop kernel), one thread
@@ -78,6 +79,23 @@ class InputPipeline {
   /// The share of the folder's pages in the page cache now (sampled; -1 when unknown).
   double page_cache() const;
   DataRecord describe() const;
+
+  // decode: auto on a CUDA device (data/decode_choice.hpp): the run measures each path before its timed epochs
+  // (decode_calibration.h drives it) and then sets the one it chose. Until then the pipeline can run them all: the
+  // workers hand over files, nvJPEG is open, and the split gives the workers every sample.
+  bool wants_calibration() const;
+  /// What the calibration starts from: batch, workers, whether nvJPEG opened and its backend, or why not.
+  data::DecodeRates calibration_base() const;
+  /// Batches one pass over the folder holds on this rank.
+  int64_t batches_per_pass() const;
+  /// Starts a pass of `batches` batches (key `pass`) with the workers taking `cpu_share` of every batch and the
+  /// split held there. A share below 1 needs nvJPEG open.
+  void start_fixed_pass(int64_t pass, int64_t batches, double cpu_share);
+  /// Ends the pass in progress: the workers and the device stage stop after what they are doing.
+  void idle();
+  /// Sets the path decode: auto chose (the CPU path rebuilds the loader to decode pixels, as decode: cpu does), the
+  /// split's starting share, and the record's decode, decoder, decode_reason and decode_calibration.
+  void apply_plan(const data::DecodeRates& rates, const data::DecodePlan& plan);
 
  private:
   struct Impl;

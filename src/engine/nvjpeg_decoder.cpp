@@ -204,6 +204,7 @@ std::unique_ptr<NvjpegDecoder> NvjpegDecoder::open(std::string& why, const Optio
     const Status s = a.create_ex(backend, &g_dev_allocator, &g_pinned_allocator, 0, &d->handle_);
     if (s == 0) {
       d->backend_ = name;
+      d->backend_fallback_ = errors;  // the backends tried before this one, and why each failed
       break;
     }
     d->handle_ = nullptr;

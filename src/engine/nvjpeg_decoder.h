@@ -33,6 +33,9 @@ class NvjpegDecoder {
   NvjpegDecoder& operator=(const NvjpegDecoder&) = delete;
 
   std::string backend() const { return backend_; }  ///< "hardware", "gpu_hybrid" or "hybrid"
+  /// Where the backend is not the hardware JPEG engine: the backends tried first and why each failed (for example
+  /// "hardware: NVJPEG_STATUS_ARCH_MISMATCH" on a card without the engine). Empty on the hardware backend.
+  const std::string& backend_fallback() const { return backend_fallback_; }
   std::string library() const { return library_; }  ///< the file loaded
   /// Whether the batched decoder takes this stream (baseline Huffman, 1 or 3 components, a supported subsampling,
   /// and nvJPEG's own check where it has one). Thread-safe.
@@ -62,7 +65,7 @@ class NvjpegDecoder {
   std::vector<void*> params_;  ///< nvjpegDecodeParams_t, one per image of the largest ROI batch so far
   bool roi_ok_ = false;
   std::string roi_off_reason_;
-  std::string backend_, library_;
+  std::string backend_, library_, backend_fallback_;
 };
 
 }  // namespace gpubench::engine

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "cuda_graph.h"
+#include "decode_calibration.h"
 #include "input_pipeline.h"
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
@@ -66,6 +67,7 @@ class TrainingRun {
     prepare();
     warm_up();
     capture_graph();
+    calibrate_input();
     start_timing();
     timed_epochs();
     finish();
@@ -190,6 +192,28 @@ class TrainingRun {
     const std::string msg = "CUDA graph requested but not used (" + why + "); running eager";
     record_.notes.push_back(msg);
     observer_.on_note(msg);
+  }
+
+  /// decode: auto on a CUDA device: the step, the workers and nvJPEG measured on this host, and the path chosen from
+  /// them (decode_calibration.h); untimed, after the warm-up and the graph capture, so the step is the timed one.
+  void calibrate_input() {
+    if (!input_ || !input_->wants_calibration() || stop_requested(plan_)) return;
+    observer_.on_phase("decode: auto: timing the step, the workers and nvJPEG on this host");
+    CalibrationOptions o;
+    if (!s_.data_only) {
+      o.step = [this] {
+        if (graph_) {
+          graph_->replay();
+        } else {
+          step_();
+        }
+      };
+    }
+    o.same_steps_everywhere = dist_;
+    o.stop = plan_.stop_requested;
+    const data::DecodePlan p = calibrate_decode(*input_, batch_, plan_.device, o);
+    record_.data = input_->describe();
+    if (!p.decode.empty()) note(p.reason);
   }
 
   /// The device idle and every rank at the same point; the warm-up's figures recorded.

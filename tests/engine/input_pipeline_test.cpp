@@ -171,21 +171,15 @@ TEST(InputPipeline, GpuDecodeTrainsAndAgreesWithTheCpuPath_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   Folder f(64);
   RunObserver obs;
-  for (const std::string decode : {"cpu", "gpu", "auto", "mixed"}) {
+  for (const std::string decode : {"cpu", "gpu", "mixed"}) {
     Scenario s = folder_run(f.root, "cuda");
     s.decode = decode;
     s.batch_size = 16;
-    if (decode == "auto") s.data_workers = 2;  // fewer workers than keep a GPU fed: auto's rule picks mixed
     const RunRecord r = run_benchmark(s, obs, {});
     ASSERT_EQ(r.status, RunStatus::kOk) << decode << ": " << r.reason;
     ASSERT_TRUE(r.data.has_value());
     EXPECT_EQ(r.epochs[0].samples, 64);
-    if (decode == "auto") {
-      // nvJPEG ships beside torch (torchvision.libs) on GPU machines; if it is not found, the record says why.
-      EXPECT_TRUE(r.data->decode == "mixed" || !r.data->decode_fallback.empty()) << r.data->decoder;
-      EXPECT_NE(r.data->decode_reason.find("decode: auto: mixed, 2 workers"), std::string::npos)
-          << r.data->decode_reason;
-    }
+    EXPECT_FALSE(r.data->decode_calibration.has_value()) << decode << ": asked for, nothing to measure";
     if (decode == "mixed") {  // the split's share and the images it gave the workers are in each epoch's metrics
       EXPECT_EQ(r.data->decode, "mixed") << r.data->decode_fallback;
       bool share = false;
@@ -193,6 +187,47 @@ TEST(InputPipeline, GpuDecodeTrainsAndAgreesWithTheCpuPath_CUDA) {
       EXPECT_TRUE(share) << "epoch 2 records the workers' share";
     }
     EXPECT_TRUE(std::isfinite(r.epochs[1].loss_last));
+  }
+}
+
+// decode: auto on a GPU measures the step, the workers and nvJPEG before the first epoch, records the figures and
+// its reason, and trains on the path it chose (also with a CUDA graph, and with no step at all: data_only).
+TEST(InputPipeline, AutoMeasuresThePathsBeforeTheFirstEpochAndRecordsWhy_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  Folder f(320);  // 20 batches of 16 a pass: enough to time every path
+  RunObserver obs;
+  for (const char* variant : {"eager", "graph", "data_only"}) {
+    Scenario s = folder_run(f.root, "cuda");
+    s.decode = "auto";
+    s.batch_size = 16;
+    s.epochs = 1;
+    s.graph = std::string(variant) == "graph";
+    s.data_only = std::string(variant) == "data_only";
+    const RunRecord r = run_benchmark(s, obs, {});
+    ASSERT_EQ(r.status, RunStatus::kOk) << variant << ": " << r.reason;
+    ASSERT_TRUE(r.data.has_value() && r.data->decode_calibration.has_value()) << variant;
+    const DecodeCalibrationRecord& c = *r.data->decode_calibration;
+    EXPECT_EQ(c.choice, r.data->decode) << variant;
+    EXPECT_GT(c.cpu_img_per_s, 0) << variant;
+    EXPECT_GT(c.seconds, 0) << variant;
+    EXPECT_EQ(c.step_img_per_s > 0, !s.data_only) << variant;
+    EXPECT_EQ(r.data->decode_reason.rfind("decode: auto (", 0), 0u) << r.data->decode_reason;
+    if (c.gpu_backend.empty()) {  // nvJPEG not found: the CPU, and why
+      EXPECT_EQ(r.data->decode, "cpu");
+      EXPECT_FALSE(r.data->decode_fallback.empty());
+    } else {
+      EXPECT_GT(c.gpu_img_per_s, 0) << variant;
+      EXPECT_NE(r.data->decoder.find(r.data->decode == "cpu" ? "worker threads" : "nvJPEG " + c.gpu_backend),
+                std::string::npos)
+          << r.data->decoder;
+    }
+    if (c.choice == "mixed") {
+      EXPECT_GT(c.fed_mixed_img_per_s, 0) << "a split is chosen from its measured rate";
+    }
+    EXPECT_EQ(r.epochs[0].samples, 320) << variant;
+    bool noted = false;
+    for (const auto& n : r.notes) noted |= n == r.data->decode_reason;
+    EXPECT_TRUE(noted) << "the choice is a note of the run too";
   }
 }
 

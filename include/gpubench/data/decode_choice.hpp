@@ -1,32 +1,80 @@
 #pragma once
-// `decode: auto`, decided by a rule from the H200's measurements (results/2026-11-30-h200-jpeg-pipeline): nvJPEG
-// costs the training step GPU time beside it (~1.6 ms per 256-image ResNet-50 step: its colour pass, bitstream
-// copies, the crop kernel), while libjpeg-turbo on the workers costs the GPU nothing as long as the workers keep up.
-// On that host 15 workers delivered 7,000-11,000 images/s (at least ~465 per worker) and ResNet-50 trained at
-// 0.990 / 0.982 of synthetic (bf16 / fp16) from them, against 0.957 / 0.932 with GPU decoding. So: decode on the CPU
-// when the workers can deliver the H200's fastest ResNet-50 rate (fp16, 6,132 images/s) at that per-worker rate,
-// i.e. with 14 workers or more; else `mixed` where nvJPEG works: the workers decode the share of each batch they
-// keep up with, nvJPEG the rest (decode_split.hpp; H200, 7 workers: results/2026-12-02-h200-resnet-pipeline).
-// Torch-free, so the rule is tested anywhere.
+// Which decoder a `data: folder` run uses. Asked for (cpu, gpu, mixed), it is the request. `decode: auto` on a CUDA
+// device is decided by measurement in each run (issue #62): after the warm-up the run times, on this host and this
+// device, the training step alone, the loader's workers decoding flat out (libjpeg-turbo), nvJPEG delivering alone,
+// and the step fed by each candidate path (engine/input_pipeline.h, InputPipeline::calibrate's callers); plan_decode
+// turns those rates into the path, the `mixed` split's starting share and the reason written to the record
+// (data.decode_calibration, data.decode_reason).
+//
+// Why a measurement and not a rule: the rule this replaces assumed ~465 images/s per worker, the rate of one H200
+// host's cores, and picked the CPU from 14 workers up. On another H200 host of the same kind 15 workers delivered
+// 6,712 images/s against the ~7,500 a fused fp16 step takes, and real data trained at 0.89 of synthetic. What the
+// workers deliver depends on the host's cores, how many GPUs share them and the files; what the step takes depends on
+// the model, precision and kernel path; nvJPEG's cost depends on the card (a hardware JPEG engine on A100/H100/H200,
+// SM time elsewhere). Torch-free, so the choice is tested anywhere with injected rates.
 
 #include <cstdint>
 #include <string>
 
 namespace gpubench::data {
 
-/// Workers from which `decode: auto` decodes on the CPU.
-inline constexpr int64_t kCpuDecodeWorkers = 14;
-/// Images per second one libjpeg-turbo worker delivered at least on the H200's host (ImageNet-sized files).
-inline constexpr double kImagesPerCpuWorker = 465.0;
-
 struct DecodeChoice {
-  bool try_gpu = false;  ///< open nvJPEG (it may still fail; then the CPU decodes and says why)
-  bool mixed = false;    ///< split each batch between the workers and nvJPEG (decode_split.hpp)
-  bool required = false; ///< asked for (gpu, mixed): where nvJPEG cannot run the run fails instead of falling back
-  std::string reason;    ///< why this decoder, for the record (data.decode_reason)
+  bool try_gpu = false;   ///< open nvJPEG (it may still fail; then the CPU decodes and says why)
+  bool mixed = false;     ///< split each batch between the workers and nvJPEG (decode_split.hpp)
+  bool required = false;  ///< asked for (gpu, mixed): where nvJPEG cannot run the run fails instead of falling back
+  bool calibrate = false; ///< decode: auto on a CUDA device: measure the paths before the timed epochs (plan_decode)
+  std::string reason;     ///< why this decoder, for the record (data.decode_reason)
 };
 
-/// The decoder for `requested` (auto | cpu | gpu | mixed) with `workers` decode threads, on a CUDA device or not.
+/// The decoder for `requested` (auto | cpu | gpu | mixed) with `workers` decode threads, on a CUDA device or not,
+/// before anything is measured. `auto` on a CUDA device opens nvJPEG where it can and asks for a calibration.
 DecodeChoice choose_decode(const std::string& requested, int64_t workers, bool cuda_device);
+
+/// What a run measured before choosing (images/s, this rank's; 0 = not measured). "Fed" rates are the training
+/// step's, fed by the pipeline at that split, so they include whatever GPU time decoding takes from the step.
+struct DecodeRates {
+  int64_t batch = 0;           ///< samples per batch
+  int64_t workers = 0;         ///< the loader's decode threads
+  bool data_only = false;      ///< no step: the pipeline is what is timed
+  double step = 0;             ///< the step alone, its batch already on the device
+  double cpu = 0;              ///< the workers decoding every sample, nothing else running
+  bool gpu_usable = false;     ///< nvJPEG opened on this device
+  std::string gpu_backend;     ///< hardware | gpu_hybrid | hybrid (NvjpegDecoder::backend)
+  std::string gpu_unusable;    ///< why nvJPEG cannot run here (empty when usable)
+  double gpu = 0;              ///< nvJPEG decoding every sample it can take, nothing else running
+  double fed_cpu = 0;          ///< the step fed by the workers alone
+  double fed_gpu = 0;          ///< the step fed by nvJPEG alone
+  double fed_mixed = 0;        ///< the step fed at `mixed_share`
+  double mixed_share = 0;      ///< the split fed_mixed was measured at (mixed_start_share)
+  double seconds = 0;          ///< the calibration's wall time
+};
+
+/// The workers' share from which the step and the workers finish a batch together: each image the workers decode
+/// costs the step nothing, each nvJPEG image costs it c/B, where c = B/fed_gpu - B/step is what decoding a whole
+/// batch on the GPU added to the step. Solving  B/step + (1-s)c = sB/cpu  gives  s = (B/step + c) / (c + B/cpu),
+/// clamped to [0, 1]. Needs step, cpu and fed_gpu; -1 without them.
+double mixed_start_share(const DecodeRates& r);
+
+/// decode: auto's answer, and what it expects.
+struct DecodePlan {
+  std::string decode = "cpu";  ///< cpu | gpu | mixed
+  double cpu_share = 1.0;      ///< mixed: the split's starting share (DecodeSplit adapts it from there)
+  double expected = 0;         ///< images/s the chosen path was measured (or, for data_only, delivered) at
+  std::string reason;          ///< for data.decode_reason, with the figures
+};
+
+/// The workers alone must deliver this much more than the step takes to be chosen without a fed comparison: their
+/// rate moves with file sizes and with the rest of the host's work during the run.
+inline constexpr double kCpuHeadroom = 1.05;
+/// Fed rates within this fraction of the best count as equal; the CPU is preferred among equals (it takes no GPU
+/// time, so it leaves the step as the synthetic run has it), then mixed (its split adapts during the run).
+inline constexpr double kFedTie = 0.01;
+/// Below this share of each batch, the workers' part of a mixed split is not worth the split: nvJPEG takes it all.
+inline constexpr double kMinMixedShare = 0.05;
+
+/// Chooses from measured rates (see DecodeRates): the CPU where the workers keep up with headroom or nothing else
+/// can run; otherwise the path whose fed rate is highest (ties as kFedTie says); data_only runs take the path that
+/// delivers the most.
+DecodePlan plan_decode(const DecodeRates& r);
 
 }  // namespace gpubench::data

@@ -55,7 +55,7 @@ struct LoaderStats {
   int64_t bytes_read = 0;
   int64_t files_skipped = 0;     ///< unreadable or undecodable files met (each counted once per epoch it was met)
   int64_t cpu_decoded = 0;       ///< bytes mode: samples the GPU decoder could not take
-  int64_t cpu_shared = 0;        ///< bytes mode: samples the GPU could take that set_cpu_share gave the workers
+  int64_t cpu_shared = 0;        ///< bytes mode: samples set_cpu_share gave the workers
 };
 
 /// A skipped file and why.
@@ -85,8 +85,9 @@ class FolderLoader {
   /// neither could be decoded.
   bool decode_on_cpu(HostBatch& batch, int64_t i, int64_t fallback);
 
-  /// Bytes mode (`decode: mixed`): of each batch the workers claim from now on, the first `share` (rounded) of its
-  /// samples are decoded here even where the GPU decoder could take them (data/decode_split.hpp). Default 0.
+  /// Bytes mode (`decode: mixed`, and decode: auto's calibration): of each batch the workers claim from now on, the
+  /// first `share` (rounded) of its samples are decoded here even where the GPU decoder could take them
+  /// (data/decode_split.hpp). Default 0.
   void set_cpu_share(double share);
 
   /// Stops the workers and wakes a consumer blocked in next() (which then returns nullptr). The destructor does

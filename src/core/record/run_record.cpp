@@ -265,11 +265,17 @@ bool RunSummary::operator==(const RunSummary& o) const {
                   o.warmup_seconds, o.stopped_by, o.bounded_by, o.bottleneck_evidence, o.bottleneck_factors, o.energy_j, o.joules_per_sample, o.power_avg_w, o.power_devices,
                   o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c, o.metrics);
 }
+bool DecodeCalibrationRecord::operator==(const DecodeCalibrationRecord& o) const {
+  return std::tie(step_img_per_s, cpu_img_per_s, gpu_img_per_s, gpu_backend, fed_cpu_img_per_s, fed_gpu_img_per_s,
+                  fed_mixed_img_per_s, mixed_share, choice, expected_img_per_s, seconds) ==
+         std::tie(o.step_img_per_s, o.cpu_img_per_s, o.gpu_img_per_s, o.gpu_backend, o.fed_cpu_img_per_s,
+                  o.fed_gpu_img_per_s, o.fed_mixed_img_per_s, o.mixed_share, o.choice, o.expected_img_per_s, o.seconds);
+}
 bool DataRecord::operator==(const DataRecord& o) const {
-  return std::tie(source, path, images, classes, other_files, links_outside, decode, decoder, decode_fallback, decode_reason, workers, prefetch,
-                  augmentation, data_only, files_skipped, skipped_examples) ==
+  return std::tie(source, path, images, classes, other_files, links_outside, decode, decoder, decode_fallback, decode_reason,
+                  decode_calibration, workers, prefetch, augmentation, data_only, files_skipped, skipped_examples) ==
          std::tie(o.source, o.path, o.images, o.classes, o.other_files, o.links_outside, o.decode, o.decoder, o.decode_fallback, o.decode_reason,
-                  o.workers, o.prefetch, o.augmentation, o.data_only, o.files_skipped, o.skipped_examples);
+                  o.decode_calibration, o.workers, o.prefetch, o.augmentation, o.data_only, o.files_skipped, o.skipped_examples);
 }
 
 /// Origins of scenario values are provenance (file:line, flags) and a record keeps only their description, so they

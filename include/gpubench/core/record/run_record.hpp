@@ -146,6 +146,23 @@ struct SkippedFileRecord {
   bool operator==(const SkippedFileRecord& o) const { return path == o.path && reason == o.reason; }
 };
 
+/// `decode: auto` on a CUDA device: what the run measured before choosing its decoder (data/decode_choice.hpp),
+/// images/s of this rank; 0 where not measured (a path that cannot run, or a comparison the choice did not need).
+struct DecodeCalibrationRecord {
+  double step_img_per_s = 0;        ///< the step alone, its batch already on the device
+  double cpu_img_per_s = 0;         ///< the workers decoding every sample, nothing else running
+  double gpu_img_per_s = 0;         ///< nvJPEG decoding every sample it can take, nothing else running
+  std::string gpu_backend;          ///< hardware | gpu_hybrid | hybrid; empty where nvJPEG is not usable
+  double fed_cpu_img_per_s = 0;     ///< the step fed by the workers alone
+  double fed_gpu_img_per_s = 0;     ///< the step fed by nvJPEG alone
+  double fed_mixed_img_per_s = 0;   ///< the step fed at mixed_share
+  double mixed_share = 0;           ///< the workers' share of a batch fed_mixed was measured at
+  std::string choice;               ///< cpu | gpu | mixed
+  double expected_img_per_s = 0;    ///< the chosen path's measured rate
+  double seconds = 0;               ///< the calibration's wall time (untimed, before the first epoch)
+  bool operator==(const DecodeCalibrationRecord& o) const;
+};
+
 /// `data: folder` runs: the data set and the pipeline that fed the step (absent for synthetic data). Per-epoch
 /// figures (input wait, loader capacity, files skipped, page cache) are the epochs' metrics.
 struct DataRecord {
@@ -157,7 +174,8 @@ struct DataRecord {
   std::string decode;                    ///< cpu | gpu | mixed
   std::string decoder;                   ///< library, backend, workers
   std::string decode_fallback;           ///< why the GPU decoder was not used (decode: auto), or failed on a batch
-  std::string decode_reason;             ///< why this decoder: asked for, or decode: auto's rule and its figures
+  std::string decode_reason;             ///< why this decoder: asked for, or decode: auto's measurement and its figures
+  std::optional<DecodeCalibrationRecord> decode_calibration;  ///< decode: auto on a CUDA device: what it measured
   int64_t workers = 0, prefetch = 0;
   std::string augmentation;
   bool data_only = false;                ///< the pipeline timed alone: the epochs' "steps" are batches delivered
@@ -303,8 +321,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, b
                                                 rank_epoch_seconds, rank_comm_wait_seconds, slowest_rank,
                                                 interconnect)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SkippedFileRecord, path, reason)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DecodeCalibrationRecord, step_img_per_s, cpu_img_per_s, gpu_img_per_s,
+                                                gpu_backend, fed_cpu_img_per_s, fed_gpu_img_per_s,
+                                                fed_mixed_img_per_s, mixed_share, choice, expected_img_per_s, seconds)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DataRecord, source, path, images, classes, other_files, links_outside, decode, decoder,
-                                                decode_fallback, decode_reason, workers, prefetch, augmentation,
+                                                decode_fallback, decode_reason, decode_calibration, workers, prefetch, augmentation,
                                                 data_only,
                                                 files_skipped, skipped_examples)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,

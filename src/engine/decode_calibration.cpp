@@ -1,0 +1,180 @@
+#include "decode_calibration.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "host_clock.h"
+
+#ifdef GPUBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace gpubench::engine {
+
+namespace {
+
+constexpr double kWindowS = 0.6;     ///< each measurement's timed span, about
+constexpr int64_t kMinTimed = 8;     ///< steps or batches timed at least
+constexpr int64_t kMaxTimed = 120;
+constexpr int64_t kSettle = 2;       ///< batches fed before the timed span: the pipeline starts each pass empty
+constexpr int64_t kFixedSteps = 16;  ///< multi-process runs: steps per measurement, the same on every rank
+/// Pass keys of their own (warm-up and profile passes count down from -1, epochs up from 0).
+constexpr int64_t kFirstKey = -1'000'000'000;
+
+/// Time on the device's compute stream between begin() and end(): steps and the gaps in which the stream waited
+/// for its input, whatever the host ran ahead. The host's clock (after a synchronisation) off CUDA.
+class Span {
+ public:
+  explicit Span(const ResolvedDevice& device) : device_(device) {}
+  void begin() {
+#ifdef GPUBENCH_WITH_CUDA
+    if (device_.device.is_cuda()) {
+      a_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
+      b_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
+      a_->record(c10::cuda::getCurrentCUDAStream(device_.device.index()));
+      return;
+    }
+#endif
+    synchronize(device_);
+    t0_ = Clock::now();
+  }
+  double end_s() {
+#ifdef GPUBENCH_WITH_CUDA
+    if (a_) {
+      b_->record(c10::cuda::getCurrentCUDAStream(device_.device.index()));
+      b_->synchronize();
+      return a_->elapsed_time(*b_) / 1e3;
+    }
+#endif
+    synchronize(device_);
+    return seconds_since(t0_);
+  }
+
+ private:
+  const ResolvedDevice& device_;
+  Clock::time_point t0_;
+#ifdef GPUBENCH_WITH_CUDA
+  std::unique_ptr<at::cuda::CUDAEvent> a_, b_;
+#endif
+};
+
+class Calibrator {
+ public:
+  Calibrator(InputPipeline& input, Batch& batch, const ResolvedDevice& device, const CalibrationOptions& o)
+      : input_(input), batch_(batch), device_(device), o_(o), size_(input.calibration_base().batch) {}
+
+  bool stopped() const { return o_.stop != nullptr && o_.stop->load(); }
+
+  /// The step alone on the batch it already has; sets how many steps each fed measurement times.
+  double step_alone() {
+    synchronize(device_);
+    const auto t0 = Clock::now();
+    o_.step();
+    synchronize(device_);
+    const double one = std::max(seconds_since(t0), 1e-6);
+    steps_ = o_.same_steps_everywhere
+                 ? kFixedSteps
+                 : std::clamp<int64_t>(static_cast<int64_t>(std::ceil(kWindowS / one)), kMinTimed, kMaxTimed);
+    Span span(device_);
+    span.begin();
+    for (int64_t i = 0; i < steps_; ++i) o_.step();
+    return rate(steps_, span.end_s());
+  }
+
+  /// The step fed by the pipeline with the workers taking `share` of each batch (the rest nvJPEG's). With
+  /// `feed` false (a rank that cannot run this path, in a multi-process run) the steps run on the batch they have,
+  /// so that every rank's collectives still meet, and nothing is measured.
+  double fed(double share, bool feed = true) {
+    const int64_t n = std::min(steps_, input_.batches_per_pass() - kSettle);
+    if (n < 3) return 0;
+    if (!feed) {
+      for (int64_t i = 0; i < kSettle + n; ++i) o_.step();
+      return 0;
+    }
+    input_.start_fixed_pass(key_--, kSettle + n, share);
+    for (int64_t i = 0; i < kSettle; ++i) {
+      input_.feed(batch_);
+      o_.step();
+    }
+    Span span(device_);
+    span.begin();
+    for (int64_t i = 0; i < n; ++i) {
+      input_.feed(batch_);
+      o_.step();
+    }
+    const double r = rate(n, span.end_s());
+    input_.idle();
+    return r;
+  }
+
+  /// The pipeline alone at `share`: batches taken as fast as they come, for about kWindowS.
+  double alone(double share) {
+    const int64_t pass = input_.batches_per_pass();
+    if (pass < kSettle + 3) return 0;
+    input_.start_fixed_pass(key_--, pass, share);
+    for (int64_t i = 0; i < kSettle; ++i) input_.feed(batch_);
+    synchronize(device_);
+    const auto t0 = Clock::now();
+    int64_t n = 0;
+    while (kSettle + n < pass && (n < kMinTimed || seconds_since(t0) < kWindowS)) {
+      input_.feed(batch_);
+      ++n;
+    }
+    synchronize(device_);
+    const double r = rate(n, seconds_since(t0));
+    input_.idle();
+    return r;
+  }
+
+ private:
+  double rate(int64_t batches, double seconds) const {
+    return seconds > 0 ? static_cast<double>(batches * size_) / seconds : 0.0;
+  }
+
+  InputPipeline& input_;
+  Batch& batch_;
+  const ResolvedDevice& device_;
+  const CalibrationOptions& o_;
+  const int64_t size_;
+  int64_t steps_ = kMinTimed;
+  int64_t key_ = kFirstKey;
+};
+
+}  // namespace
+
+data::DecodePlan calibrate_decode(InputPipeline& input, Batch& batch, const ResolvedDevice& device,
+                                  const CalibrationOptions& options) {
+  const auto t0 = Clock::now();
+  Calibrator c(input, batch, device, options);
+  data::DecodeRates r = input.calibration_base();
+  r.data_only = !options.step;
+  const bool same = options.same_steps_everywhere;
+  input.idle();
+  if (!r.data_only) r.step = c.step_alone();
+  if (c.stopped()) return {};
+  r.cpu = c.alone(1.0);
+  if (r.gpu_usable && !c.stopped()) r.gpu = c.alone(0.0);
+  // Where the workers alone keep up with headroom the fed comparison is not needed (a multi-process run makes it
+  // anyway: its ranks must run the same steps).
+  const bool cpu_enough = r.step > 0 && r.cpu >= data::kCpuHeadroom * r.step;
+  // Without nvJPEG there is nothing to compare the workers with.
+  if (!r.data_only && (same || (!cpu_enough && r.gpu_usable)) && !c.stopped()) {
+    r.fed_cpu = c.fed(1.0);
+    r.fed_gpu = c.fed(0.0, r.gpu_usable);
+    const double share = r.gpu_usable ? data::mixed_start_share(r) : -1;
+    const bool try_mixed = share >= data::kMinMixedShare && share < 1.0;
+    if (try_mixed) r.mixed_share = share;
+    if (try_mixed || same) r.fed_mixed = c.fed(try_mixed ? share : 1.0, try_mixed);
+  }
+  if (c.stopped()) return {};
+  r.seconds = seconds_since(t0);
+  const data::DecodePlan plan = data::plan_decode(r);
+  input.apply_plan(r, plan);
+  return plan;
+}
+
+}  // namespace gpubench::engine
