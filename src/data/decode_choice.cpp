@@ -51,12 +51,18 @@ DecodeChoice choose_decode(const std::string& requested, int64_t workers, bool c
   return c;
 }
 
+double workers_while_training(const DecodeRates& r) {
+  if (r.fed_cpu > 0 && r.step > 0 && r.fed_cpu < (1 - kFedTie) * r.step) return r.fed_cpu;
+  return r.cpu;
+}
+
 double mixed_start_share(const DecodeRates& r) {
-  if (r.batch <= 0 || r.step <= 0 || r.cpu <= 0 || r.fed_gpu <= 0) return -1;
+  const double workers = workers_while_training(r);
+  if (r.batch <= 0 || r.step <= 0 || workers <= 0 || r.fed_gpu <= 0) return -1;
   const auto b = static_cast<double>(r.batch);
   const double t_step = b / r.step;
   const double cost = std::max(0.0, b / r.fed_gpu - t_step);  // a whole batch on nvJPEG, added to the step
-  const double t_cpu = b / r.cpu;                              // a whole batch on the workers
+  const double t_cpu = b / workers;                            // a whole batch on the workers, beside the step
   if (cost + t_cpu <= 0) return 1.0;
   return std::clamp((t_step + cost) / (cost + t_cpu), 0.0, 1.0);
 }
@@ -80,19 +86,23 @@ DecodePlan plan_decode(const DecodeRates& r) {
     }
     return p;
   }
-  const std::string figures = "the step alone trains " + rate(r.step) + ", the " + workers + " decode " + rate(r.cpu);
-  if (r.step > 0 && r.cpu >= kCpuHeadroom * r.step) {
-    p.expected = r.step;
-    p.reason = "decode: auto (measured): the CPU: " + figures + ", enough to keep the step fed without taking GPU "
-               "time from it";
+  const std::string figures =
+      "the step alone trains " + rate(r.step) + ", the " + workers + " alone decode " + rate(r.cpu);
+  if (r.step > 0 && r.fed_cpu >= (1 - kFedTie) * r.step) {
+    p.expected = r.fed_cpu;
+    p.reason = "decode: auto (measured): the CPU: " + figures + ", and fed by them the step trains " +
+               rate(r.fed_cpu) + ": they keep it fed without taking GPU time from it";
     return p;
   }
   if (!r.gpu_usable) {
-    p.expected = std::min(r.step, r.cpu);
+    const double fed = r.fed_cpu > 0 ? r.fed_cpu : std::min(r.step, r.cpu);
+    p.expected = fed;
     p.reason = "decode: auto (measured): the CPU, as " + why_no_gpu + ": " + figures +
-               (r.step > 0 && r.cpu < r.step ? "; this run is bound by its input (more workers, data_workers, or a "
-                                               "host with faster cores would feed it)"
-                                             : "");
+               (r.fed_cpu > 0 ? ", fed by them the step trains " + rate(r.fed_cpu) : std::string()) +
+               (r.step > 0 && fed < (1 - kFedTie) * r.step
+                    ? "; this run is bound by its input (more workers, data_workers, or a host with faster cores "
+                      "would feed it)"
+                    : "");
     return p;
   }
   // The step fed by each path: the best one, the CPU first among equals, then mixed.

@@ -158,12 +158,11 @@ data::DecodePlan calibrate_decode(InputPipeline& input, Batch& batch, const Reso
   if (c.stopped()) return {};
   r.cpu = c.alone(1.0);
   if (r.gpu_usable && !c.stopped()) r.gpu = c.alone(0.0);
-  // Where the workers alone keep up with headroom the fed comparison is not needed (a multi-process run makes it
-  // anyway: its ranks must run the same steps).
-  const bool cpu_enough = r.step > 0 && r.cpu >= data::kCpuHeadroom * r.step;
-  // Without nvJPEG there is nothing to compare the workers with.
-  if (!r.data_only && (same || (!cpu_enough && r.gpu_usable)) && !c.stopped()) {
-    r.fed_cpu = c.fed(1.0);
+  if (!r.data_only && !c.stopped()) r.fed_cpu = c.fed(1.0);
+  // Where the step fed by the workers keeps its own rate nothing else is needed (a multi-process run measures
+  // everything anyway: its ranks must run the same steps); without nvJPEG there is nothing to compare them with.
+  const bool cpu_keeps_up = r.fed_cpu >= (1 - data::kFedTie) * r.step;
+  if (!r.data_only && (same || (!cpu_keeps_up && r.gpu_usable)) && !c.stopped()) {
     r.fed_gpu = c.fed(0.0, r.gpu_usable);
     const double share = r.gpu_usable ? data::mixed_start_share(r) : -1;
     const bool try_mixed = share >= data::kMinMixedShare && share < 1.0;

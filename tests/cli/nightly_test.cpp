@@ -264,7 +264,7 @@ TEST_F(CliTest, TheNightlyRecipeComparesTonightWithEarlierNightsOnly) {
   const std::string db = (dir_ / "results.db").string();
   const auto night = [&](const std::string& folder) {
     for (const char* batch : {"4", "8"}) {
-      const Result r = gpubench("run --config " + tiny() + " --epochs 1 --batch-size " + batch + " --repeats 2 --db " +
+      const Result r = gpubench("run --config " + tiny() + " --epochs 1 --dataset-size 8 --batch-size " + batch + " --repeats 2 --db " +
                                 db + " --out " + (dir_ / folder / ("bs" + std::string(batch) + ".json")).string());
       if (store_missing(r)) return false;
       EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -409,7 +409,7 @@ TEST_F(CliTest, ARunKilledWhileWaitingForTheStoresLockHasAlreadyNamedItsRecord) 
   if (std::system("python3 -c 'import sqlite3' 2>/dev/null") != 0) GTEST_SKIP() << "no python3 with sqlite3";
   // The run starts (its store opens), then another writer takes the store's write lock and keeps it for a minute.
   const pid_t run = spawn(std::string(GPUBENCH_BINARY) + " run --config " + tiny() +
-                              " --epochs 1 --dataset-size 120 --out " + rec + " --db " + db,
+                              " --epochs 1 --dataset-size 40 --out " + rec + " --db " + db,
                           dir_ / "run.out");
   ASSERT_TRUE(wait_for(dir_ / "run.out", "epoch 1/1", std::chrono::seconds(60))) << slurp(dir_ / "run.out");
   const fs::path ready = dir_ / "locked";

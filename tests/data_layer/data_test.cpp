@@ -581,17 +581,22 @@ DecodeRates slow_host() {
 
 TEST(DecodeChoice, TheSplitStartsWhereTheWorkersAndTheStepFinishABatchTogether) {
   DecodeRates r = slow_host();
+  // The step fed by the workers waited for them: what they deliver beside it is that rate, not their rate alone.
+  EXPECT_DOUBLE_EQ(workers_while_training(r), 6650);
   const double s = mixed_start_share(r);
-  const double b = 256, t_step = b / r.step, cost = b / r.fed_gpu - t_step, t_cpu = b / r.cpu;
+  const double b = 256, t_step = b / r.step, cost = b / r.fed_gpu - t_step, t_cpu = b / r.fed_cpu;
   EXPECT_NEAR(t_step + (1 - s) * cost, s * t_cpu, 1e-12) << "the balance the share is solved from";
-  EXPECT_GT(s, 0.9);  // the workers nearly keep up: nvJPEG takes a few images of each batch
+  EXPECT_GT(s, 0.85);  // the workers nearly keep up: nvJPEG takes a few images of each batch
   EXPECT_LT(s, 1.0);
   r.workers = 7;  // two GPUs share the host
-  r.cpu = 3300;
-  EXPECT_NEAR(mixed_start_share(r), (t_step + cost) / (cost + b / 3300.0), 1e-12);
+  r.cpu = 5560;
+  r.fed_cpu = 3290;
+  EXPECT_NEAR(mixed_start_share(r), (t_step + cost) / (cost + b / 3290.0), 1e-12);
   EXPECT_GT(mixed_start_share(r), 0.4);
   EXPECT_LT(mixed_start_share(r), 0.5);
-  r.cpu = 20000;  // workers faster than the step: all theirs
+  r.cpu = 20000;  // workers that keep the step fed: their rate alone, and all the batch theirs
+  r.fed_cpu = 7480;
+  EXPECT_DOUBLE_EQ(workers_while_training(r), 20000);
   EXPECT_DOUBLE_EQ(mixed_start_share(r), 1.0);
   r.fed_gpu = 0;  // not measured
   EXPECT_EQ(mixed_start_share(r), -1);
@@ -605,7 +610,7 @@ TEST(DecodeChoice, ASlowHostSplitsEachBatchAndSaysWhyWithItsFigures) {
   EXPECT_EQ(p.decode, "mixed");
   EXPECT_DOUBLE_EQ(p.cpu_share, r.mixed_share);
   EXPECT_DOUBLE_EQ(p.expected, 7350);
-  for (const char* figure : {"7480 images/s", "15 workers decode 6712 images/s", "7350", "6650", "6960",
+  for (const char* figure : {"7480 images/s", "15 workers alone decode 6712 images/s", "7350", "6650", "6960",
                              "nvJPEG (hardware backend)"}) {
     EXPECT_NE(p.reason.find(figure), std::string::npos) << figure << "\n" << p.reason;
   }
@@ -628,11 +633,17 @@ TEST(DecodeChoice, ASlowHostSplitsEachBatchAndSaysWhyWithItsFigures) {
 TEST(DecodeChoice, AFastHostDecodesOnTheCpuWithoutTakingGpuTime) {
   DecodeRates r = slow_host();
   r.cpu = 11000;  // the earlier H200 host's workers at their best
-  r.fed_cpu = r.fed_gpu = 0;  // not needed: the workers keep up with headroom
+  r.fed_cpu = 7450;  // and the step fed by them within 1 % of its own rate
+  r.fed_gpu = 0;     // not needed then
   DecodePlan p = plan_decode(r);
   EXPECT_EQ(p.decode, "cpu");
   EXPECT_DOUBLE_EQ(p.cpu_share, 1.0);
-  EXPECT_NE(p.reason.find("enough to keep the step fed"), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find("they keep it fed"), std::string::npos) << p.reason;
+  // Fast alone is not enough: beside the step the workers deliver less, and only the fed rate says whether they
+  // keep up (H100 host: 11,700 images/s alone, ~6,150 beside fp16 ResNet-50).
+  r.fed_cpu = 6100;
+  r.fed_gpu = 6960;
+  EXPECT_EQ(plan_decode(r).decode, "gpu") << plan_decode(r).reason;
   // Just short of the headroom: the fed comparison decides, and the CPU wins ties (it costs the step nothing).
   r.cpu = 7500;
   r.fed_cpu = 7380;
