@@ -38,7 +38,7 @@ _die() { echo "[bootstrap] error: $*" >&2; exit 1; }
 _apt_run=(g++ cmake ninja-build git python3 python3-venv python3-pip ccache
           libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev
           librocm-smi-dev libgloo-dev libsqlite3-dev libjpeg62-turbo-dev zlib1g-dev)
-_apt_test=(libgtest-dev python3-matplotlib python3-pandas python3-jsonschema python3-yaml
+_apt_test=(libgtest-dev python3-matplotlib python3-pandas python3-jsonschema python3-yaml python3-prometheus-client
            openmpi-bin slurm-wlm chromium fonts-dejavu-core)
 
 _install_debian_packages() {

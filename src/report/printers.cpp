@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <cmath>
 #include <cstdint>
@@ -550,10 +551,86 @@ class JunitPrinter : public Printer {
   }
 };
 
+/// OpenMetrics text exposition (also read as Prometheus' text format 0.0.4, where `# EOF` is a comment): one gauge
+/// family per metric, its samples together, labels escaped as the format says (backslash, double quote, newline), no
+/// timestamps (node_exporter's textfile collector refuses them).
+class OpenMetricsPrinter : public Printer {
+ public:
+  std::string render(const Document& d) const override {
+    if (d.gauges.empty()) {
+      throw std::invalid_argument("this command's output has no metrics for --format openmetrics (run, history and "
+                                  "export have)");
+    }
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<const Gauge*>> families;
+    for (const auto& g : d.gauges) {
+      auto [it, added] = families.try_emplace(g.family);
+      if (added) order.push_back(g.family);
+      it->second.push_back(&g);
+    }
+    std::string out;
+    for (const auto& name : order) {
+      const auto& samples = families[name];
+      out += "# TYPE " + name + " gauge\n";
+      out += "# HELP " + name + " " + help_text(samples.front()->help) + "\n";
+      for (const Gauge* g : samples) {
+        out += name;
+        if (!g->labels.empty()) {
+          out += "{";
+          for (size_t i = 0; i < g->labels.size(); ++i) {
+            out += (i == 0 ? "" : ",") + g->labels[i].first + "=\"" + openmetrics_escape(g->labels[i].second) + "\"";
+          }
+          out += "}";
+        }
+        out += " " + number(g->value) + "\n";
+      }
+    }
+    return out + "# EOF\n";
+  }
+
+ private:
+  static std::string help_text(const std::string& s) {
+    std::string out;
+    for (char c : s) out += c == '\n' ? ' ' : c == '"' ? '\'' : c == '\\' ? '/' : c;
+    return out;
+  }
+  static std::string number(double v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+    return fmt::format("{}", v);
+  }
+};
+
 }  // namespace
 
+std::string openmetrics_escape(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string openmetrics_name(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+    out += ok ? c : '_';
+  }
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) != 0) out.insert(0, "_");
+  return out;
+}
+
 const std::vector<std::string>& printer_formats() {
-  static const std::vector<std::string> f{"console", "md", "html", "csv", "jsonl", "json", "junit"};
+  static const std::vector<std::string> f{"console", "md", "html", "csv", "jsonl", "json", "junit", "openmetrics"};
   return f;
 }
 
@@ -565,6 +642,7 @@ std::unique_ptr<Printer> make_printer(const std::string& format, std::function<s
   if (format == "jsonl") return std::make_unique<JsonlPrinter>();
   if (format == "json") return std::make_unique<JsonPrinter>();
   if (format == "junit" || format == "xml") return std::make_unique<JunitPrinter>();
+  if (format == "openmetrics" || format == "prometheus") return std::make_unique<OpenMetricsPrinter>();
   std::string known;
   for (const auto& f : printer_formats()) known += (known.empty() ? "" : ", ") + f;
   throw std::invalid_argument("unknown output format '" + format + "' (known: " + known + ")");
@@ -579,6 +657,7 @@ std::string format_for_path(const std::string& path) {
   if (ext == "html" || ext == "htm") return "html";
   if (ext == "csv" || ext == "jsonl" || ext == "json") return ext;
   if (ext == "xml") return "junit";
+  if (ext == "prom") return "openmetrics";  // node_exporter's textfile collector reads *.prom
   if (ext == "txt") return "console";
   return "";
 }

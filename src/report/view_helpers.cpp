@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/analysis/profile.hpp"
 
 namespace gpubench::views {
@@ -57,6 +60,48 @@ void put_identity(Table& t, std::vector<Cell>& row, const LoadedRecord& lr) {
   put(Column::text("mode", "train/inference"), Cell::str(r.scenario.mode));
   put(Column::text("execution_mode", "execution"), Cell::str(mode_label(r)));
   put(Column::text("status", "status"), Cell::str(to_string(r.status)));
+}
+
+std::vector<std::pair<std::string, std::string>> run_labels(const RunRecord& r) {
+  const auto count = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
+  return {{"model", r.scenario.model},
+          {"mode", r.scenario.mode},
+          {"precision", precision_label(r)},
+          {"batch_size", count(r.scenario.batch_size)},
+          {"world_size", std::to_string(r.distributed ? r.distributed->world_size : 1)},
+          {"kernels", r.scenario.kernels},
+          {"data", r.scenario.data},
+          {"device", r.environment.device},
+          {"device_model", device_label(r)},
+          {"scenario_id", identity_id(scenario_identity(r))},
+          {"host", r.environment.hostname},
+          {"driver_version", nvidia_driver_of(r)},
+          {"libtorch_version", r.environment.libtorch_version},
+          {"gpubench_revision", r.environment.git_revision},
+          {"start_time_utc", r.environment.start_time_utc},
+          {"repeat", std::to_string(r.repeat_index)},
+          {"status", to_string(r.status)}};
+}
+
+void add_gauges(Document& d, const std::vector<std::pair<std::string, std::string>>& labels, const Metrics& metrics) {
+  for (const auto& m : metrics) {
+    if (!std::isfinite(m.value)) continue;
+    const std::string help = m.name + (m.unit.empty() ? std::string() : " (" + m.unit + ")");
+    std::string family = "gpubench_" + openmetrics_name(m.tag);
+    // Suffixes OpenMetrics keeps for counters, histograms and info metrics are not a gauge's.
+    for (const char* reserved : {"_total", "_created", "_count", "_sum", "_bucket", "_gcount", "_gsum", "_info"}) {
+      const std::string r(reserved);
+      if (family.size() > r.size() && family.compare(family.size() - r.size(), r.size(), r) == 0) family += "_value";
+    }
+    d.gauges.push_back(Gauge{family, help, labels, m.value});
+  }
+}
+
+void add_run_gauges(Document& d, const RunRecord& r) {
+  const auto labels = run_labels(r);
+  d.gauges.push_back(Gauge{"gpubench_run_ok", "1 when the run finished with status ok, else 0", labels,
+                           r.status == RunStatus::kOk ? 1.0 : 0.0});
+  add_gauges(d, labels, run_metrics(r));
 }
 
 /// The profile's headline, its time by category and its top kernels.

@@ -23,6 +23,12 @@ void put_metric(Table& t, std::vector<Cell>& row, const Metric& m);
 Metrics pick(const Metrics& ms, const std::vector<std::string>& wanted);
 /// Identity of a run for tables that list runs.
 void put_identity(Table& t, std::vector<Cell>& row, const LoadedRecord& lr);
+/// OpenMetrics (`--format openmetrics`): the labels that name a run (its scenario identity, device, software and
+/// which run it was: start time and repeat), and the run's gauges (gpubench_run_ok, then every metric of
+/// run_metrics, or `metrics` when given) with those labels and `extra` ones.
+std::vector<std::pair<std::string, std::string>> run_labels(const RunRecord& r);
+void add_gauges(Document& d, const std::vector<std::pair<std::string, std::string>>& labels, const Metrics& metrics);
+void add_run_gauges(Document& d, const RunRecord& r);
 /// The profile's headline, its time by category and its top kernels.
 void add_profile(Document& d, const ProfileRecord& p);
 

@@ -538,6 +538,7 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
       auto& row = t.add_row();
       identity(row, lr);
       for (const auto& m : run_metrics(lr.record)) put_metric(t, row, m);
+      add_run_gauges(d, lr.record);
       // The attribution, decided from the record as read (old records and stores included): the verdict and every
       // factor's share, one column per factor so that a notebook's columns do not depend on the runs exported.
       const BottleneckVerdict v = diagnose_bottleneck(lr.record);
@@ -557,6 +558,9 @@ Document export_document(const std::vector<LoadedRecord>& records, ExportPer per
       put(Column::count("steps", "steps"), Cell::num(static_cast<double>(e.steps)));
       put(Column::count("samples", "samples"), Cell::num(static_cast<double>(e.samples)));
       for (const auto& m : epoch_metrics(lr.record, e)) put_metric(t, row, m);
+      auto labels = run_labels(lr.record);
+      labels.emplace_back("epoch", std::to_string(e.index));
+      add_gauges(d, labels, epoch_metrics(lr.record, e));
     }
   }
   for (auto& row : t.rows) row.resize(t.columns.size());

@@ -25,6 +25,7 @@ Document run_summary_document(const RunRecord& r) {
   const std::string unit = sample_unit(r);
   Document d;
   d.kind = "run";
+  add_run_gauges(d, r);
   d.title = (r.model.name.empty() ? s.model : r.model.name) + " on " +
             (r.environment.device.empty() ? s.device : r.environment.device);
   d.paragraph(fmt::format("{} ({}), {} [{}], {}, batch {}, {}", d.title, r.environment.device_name, precision_label(r),

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -72,6 +73,22 @@ TEST(PrintersTest, TheConsoleNeverGetsEscapeSequencesFromRecords) {
   EXPECT_FALSE(has_control(out, true)) << out;
   EXPECT_NE(out.find("\xEF\xBF\xBD"), std::string::npos) << "replaced, visibly";
   EXPECT_NE(out.find("cleared"), std::string::npos);
+}
+
+TEST(PrintersTest, OpenMetricsGroupsEachFamilyEscapesLabelsAndEnds) {
+  EXPECT_EQ(openmetrics_escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+  EXPECT_EQ(openmetrics_name("step_time_p95_ms"), "step_time_p95_ms");
+  EXPECT_EQ(openmetrics_name("9 lives/s"), "_9_lives_s");
+  Document d;
+  d.gauges.push_back(Gauge{"gpubench_a", "a (\"x\")\nmore", {{"host", "h\"1"}}, 1.5});
+  d.gauges.push_back(Gauge{"gpubench_b", "b", {}, 2});
+  d.gauges.push_back(Gauge{"gpubench_a", "a", {{"host", "h2"}}, std::nan("")});
+  const std::string out = make_printer("openmetrics")->render(d);
+  EXPECT_EQ(out,
+            "# TYPE gpubench_a gauge\n# HELP gpubench_a a ('x') more\ngpubench_a{host=\"h\\\"1\"} 1.5\n"
+            "gpubench_a{host=\"h2\"} NaN\n# TYPE gpubench_b gauge\n# HELP gpubench_b b\ngpubench_b 2\n# EOF\n");
+  EXPECT_THROW(make_printer("openmetrics")->render(Document{}), std::invalid_argument);  // nothing to expose
+  EXPECT_EQ(format_for_path("/var/lib/node_exporter/gpubench.prom"), "openmetrics");
 }
 
 TEST(PrintersTest, CsvCellsNeverStartAFormula) {

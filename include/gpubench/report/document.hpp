@@ -74,6 +74,15 @@ struct TestCase {
   std::string message;  ///< failure or skip reason; the pass detail otherwise
 };
 
+/// One sample for OpenMetrics output (`--format openmetrics`): a gauge of the family `family` (gpubench_<metric>),
+/// with the run's identity as labels. Commands whose documents carry metrics (run, history, export) fill these.
+struct Gauge {
+  std::string family;  ///< a valid metric name: [a-zA-Z_:][a-zA-Z0-9_:]*
+  std::string help;    ///< the metric's name and unit, for # HELP
+  std::vector<std::pair<std::string, std::string>> labels;  ///< label name (valid) and value (any text)
+  double value = 0;
+};
+
 /// One block of a document, in order.
 struct Block {
   enum class Kind { kHeading, kParagraph, kList, kQuote, kTable, kImage } kind = Kind::kParagraph;
@@ -89,6 +98,7 @@ struct Document {
   std::string title;
   std::vector<Block> blocks;
   std::vector<TestCase> cases;      ///< for JUnit
+  std::vector<Gauge> gauges;        ///< for OpenMetrics; empty where the command has no metrics to expose
   /// The machine-readable form for JSON output; when null, JSON output is the document's tables as arrays of rows.
   nlohmann::json data;
 
@@ -123,12 +133,17 @@ class Printer {
   virtual std::string render(const Document& d) const = 0;
 };
 
-/// The formats: console, md (markdown), html, csv, jsonl, json, junit. Throws std::invalid_argument naming the
+/// The formats: console, md (markdown), html, csv, jsonl, json, junit, openmetrics. Throws std::invalid_argument naming the
 /// known ones. `load_image(file)` gives an image's bytes for HTML (data URIs); without it images are links.
 std::unique_ptr<Printer> make_printer(const std::string& format,
                                       std::function<std::string(const std::string&)> load_image = {});
 const std::vector<std::string>& printer_formats();
-/// The format a file name asks for by its extension (.md, .html, .csv, .jsonl, .json, .xml = junit, .txt = console),
+/// A label value as the OpenMetrics/Prometheus text format escapes it: backslash, double quote and newline.
+std::string openmetrics_escape(const std::string& value);
+/// `text` as a metric or label name: characters outside [a-zA-Z0-9_] become '_', and a leading digit gets one.
+std::string openmetrics_name(const std::string& text);
+/// The format a file name asks for by its extension (.md, .html, .csv, .jsonl, .json, .xml = junit, .txt = console,
+/// .prom = openmetrics),
 /// or "" when the extension says nothing.
 std::string format_for_path(const std::string& path);
 

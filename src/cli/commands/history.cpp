@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <memory>
 
 #include "cli/commands/commands.h"
@@ -196,6 +197,18 @@ class HistoryCommand final : public Command {
                       Cell::num(r.value), Cell::str(r.driver_version), Cell::str(r.cuda_runtime_version),
                       Cell::str(r.cudnn_version), Cell::str(r.libtorch_version), Cell::str(r.git_revision),
                       Cell::str(r.source)});
+    if (r.value && std::isfinite(*r.value)) {  // OpenMetrics: one gauge per run, the store's id telling runs apart
+      const std::string batch = r.batch_size ? std::to_string(*r.batch_size) : std::string();
+      d.gauges.push_back(Gauge{"gpubench_" + openmetrics_name(metric_), metric_ + (unit.empty() ? "" : " (" + unit + ")"),
+                               {{"model", r.model}, {"precision", r.precision}, {"batch_size", batch},
+                                {"device_model", r.device_name}, {"scenario_id", identity_id(identities[i])},
+                                {"scenario", labels[i]}, {"driver_version", r.driver_version},
+                                {"cuda_runtime_version", r.cuda_runtime_version}, {"cudnn_version", r.cudnn_version},
+                                {"libtorch_version", r.libtorch_version}, {"gpubench_revision", r.git_revision},
+                                {"start_time_utc", r.start_time_utc}, {"run_id", std::to_string(r.id)},
+                                {"status", r.status}},
+                               *r.value});
+    }
   }
   t.notes.push_back(std::to_string(rows.size()) + " run(s)");
   d.table(std::move(t));
