@@ -640,7 +640,7 @@ TEST(DecodeChoice, AFastHostDecodesOnTheCpuWithoutTakingGpuTime) {
   EXPECT_DOUBLE_EQ(p.cpu_share, 1.0);
   EXPECT_NE(p.reason.find("they keep it fed"), std::string::npos) << p.reason;
   // Fast alone is not enough: beside the step the workers deliver less, and only the fed rate says whether they
-  // keep up (H100 host: 11,700 images/s alone, ~6,150 beside fp16 ResNet-50).
+  // keep up (H100 host: 11,700 images/s alone; their busy time beside fp16 ResNet-50 put them at ~6,150).
   r.fed_cpu = 6100;
   r.fed_gpu = 6960;
   EXPECT_EQ(plan_decode(r).decode, "gpu") << plan_decode(r).reason;

@@ -51,7 +51,8 @@ struct DecodeRates {
 
 /// What the workers deliver while the step runs beside them: the step fed by them alone where it waited for them
 /// (fed_cpu below the step alone), else their rate alone. The two differ: on the H100's host 15 workers decoded
-/// 11,700 images/s alone and the equivalent of ~6,150 while fp16 ResNet-50 trained (results/2026-12-05-h100-auto-decode).
+/// 11,700 images/s alone, and their busy time while fp16 ResNet-50 trained put them at ~6,150
+/// (results/2026-12-05-h100-auto-decode).
 double workers_while_training(const DecodeRates& r);
 
 /// The workers' share from which the step and the workers finish a batch together: each image the workers decode
