@@ -1,6 +1,7 @@
 // Every printer on record-supplied text, as `export`, `report`, `compare` and `history` print fields of records they
 // were given: NUL-separated strings from the input become a document's title, heading, paragraph, list item, column
-// keys and headers, table cells and test cases. Whatever they hold, no printer throws, the console and JUnit outputs
+// keys and headers, table cells, test cases and OpenMetrics labels and help. Whatever they hold, no printer throws, the
+// OpenMetrics text keeps one line per sample, the console and JUnit outputs
 // carry no control character but newline (XML 1.0 forbids the rest), Markdown and HTML carry no raw `<`, and no CSV
 // field starts a spreadsheet formula.
 
@@ -57,6 +58,33 @@ bool csv_is_inert(const std::string& csv) {
   return true;
 }
 
+/// The text has one line per sample, two per family and `# EOF` last: no label value or help text broke a line, and
+/// every sample line's quotes are balanced once escapes are skipped.
+bool openmetrics_is_whole(const std::string& out, size_t samples) {
+  if (out.size() < 6 || out.compare(out.size() - 6, 6, "# EOF\n") != 0) return false;
+  size_t lines = 0, families = 0;
+  size_t start = 0;
+  while (start < out.size()) {
+    const size_t end = out.find('\n', start);
+    const std::string line = out.substr(start, end - start);
+    ++lines;
+    if (line.rfind("# TYPE ", 0) == 0) ++families;
+    if (!line.empty() && line[0] != '#') {
+      bool quoted = false;
+      for (size_t i = 0; i < line.size(); ++i) {
+        if (quoted && line[i] == '\\') {
+          ++i;
+        } else if (line[i] == '"') {
+          quoted = !quoted;
+        }
+      }
+      if (quoted) return false;
+    }
+    start = end + 1;
+  }
+  return lines == samples + 2 * families + 1;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -85,8 +113,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t r = 12; r + 1 < parts.size(); r += 2) t.rows.push_back({gpubench::Cell::str(part(r)), gpubench::Cell::str(part(r + 1))});
   d.table(std::move(t));
   d.cases.push_back(gpubench::TestCase{part(13), gpubench::TestCase::Outcome::kFail, part(14)});
+  // OpenMetrics: label values and help text from the input (names are the views' own, made valid by openmetrics_name).
+  for (size_t g = 15; g < 15 + 3 * 3; g += 3) {
+    d.gauges.push_back(gpubench::Gauge{"gpubench_" + gpubench::openmetrics_name(part(g)), part(g + 1),
+                                       {{"host", part(g + 2)}, {gpubench::openmetrics_name(part(g + 1)), part(g)}},
+                                       static_cast<double>(g)});
+  }
   for (const auto& format : gpubench::printer_formats()) {
     const std::string out = gpubench::make_printer(format)->render(d);
+    if (format == "openmetrics" && !openmetrics_is_whole(out, d.gauges.size())) __builtin_trap();
     if ((format == "console" || format == "junit") && has_control(out)) __builtin_trap();
     if ((format == "md" || format == "html") && has_control(out)) __builtin_trap();
     if (format == "md" && out.find('<') != std::string::npos) __builtin_trap();
