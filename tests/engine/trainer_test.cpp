@@ -185,7 +185,8 @@ TEST(TrainerTest, MissingDeviceIsAFailedRecordNotACrash) {
 TEST(TrainerTest, Fp16LossScalingTrainsOnTheCpu) {
   Scenario s = tiny();
   s.precision = "fp16";
-  s.epochs = 1;  // fp16 on the CPU is emulated and slow; one epoch shows the scaler at work
+  s.epochs = 1;  // fp16 on the CPU is emulated and slow; one short epoch shows the scaler at work
+  s.dataset_size = 8;
   CountingObserver obs;
   const RunRecord r = run_benchmark(s, obs, {});
   ASSERT_EQ(r.status, RunStatus::kOk) << r.reason;
