@@ -6,6 +6,7 @@
 # the pipeline alone (--data-only) on nvJPEG (the hardware decoder where the card has one) and on the CPU workers, and
 # training fed by nvJPEG alone and by the CPU alone.
 # PHASES picks parts (build tests rounds alone; default all); a second call on a warm machine can run the rest.
+# ONLY="fp16-synthetic fp16-auto ..." runs only those (names without the round); BUILD_TARGETS overrides the build's.
 #   OUT=... GPUBENCH_GIT_REVISION=<commit> [ROUNDS=2] [PHASES="build tests rounds alone"] results/2026-12-05-h100-auto-decode/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,7 +23,7 @@ want() { [[ " $PHASES " == *" $1 "* ]]; }
 GB="$PWD/build-device/gpubench"
 export GPUBENCH_BINARY="$GB"
 if want build || [ ! -x "$GB" ]; then
-  GPUBENCH_BUILD_TARGETS="gpubench engine_tests" scripts/device_run.sh build > "$OUT/build_phase.log" 2>&1 \
+  GPUBENCH_BUILD_TARGETS="${BUILD_TARGETS:-gpubench engine_tests}" scripts/device_run.sh build > "$OUT/build_phase.log" 2>&1 \
     || { tail -30 "$OUT/build.log"; exit 1; }
   rm -f "$OUT/records.tar.gz"
   log "build done"
@@ -52,6 +53,7 @@ kernels: fused
 YAML
 run() {  # name, flags...
   local name=$1; shift
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" ${name%_r*} "* ]]; then return; fi
   [ "$SECONDS" -gt "$LIMIT" ] && { log "$name: no time left"; return; }
   timeout 80 "$GB" run --config "$OUT/resnet.yaml" "$@" --quiet --output "$OUT/records/$name.json" \
     > "$OUT/records/$name.log" 2>&1
