@@ -1,17 +1,12 @@
 #include "decode_calibration.h"
 
-#include <ATen/ATen.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "host_clock.h"
-
-#ifdef GPUBENCH_WITH_CUDA
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
+#include "step_timer.h"
 
 namespace gpubench::engine {
 
@@ -25,47 +20,25 @@ constexpr int64_t kFixedSteps = 16;  ///< multi-process runs: steps per measurem
 /// Pass keys of their own (warm-up and profile passes count down from -1, epochs up from 0).
 constexpr int64_t kFirstKey = -1'000'000'000;
 
-/// Time on the device's compute stream between begin() and end(): steps and the gaps in which the stream waited
-/// for its input, whatever the host ran ahead. The host's clock (after a synchronisation) off CUDA.
-class Span {
- public:
-  explicit Span(const ResolvedDevice& device) : device_(device) {}
-  void begin() {
-#ifdef GPUBENCH_WITH_CUDA
-    if (device_.device.is_cuda()) {
-      a_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
-      b_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
-      a_->record(c10::cuda::getCurrentCUDAStream(device_.device.index()));
-      return;
-    }
-#endif
-    synchronize(device_);
-    t0_ = Clock::now();
-  }
-  double end_s() {
-#ifdef GPUBENCH_WITH_CUDA
-    if (a_) {
-      b_->record(c10::cuda::getCurrentCUDAStream(device_.device.index()));
-      b_->synchronize();
-      return a_->elapsed_time(*b_) / 1e3;
-    }
-#endif
-    synchronize(device_);
-    return seconds_since(t0_);
-  }
-
- private:
-  const ResolvedDevice& device_;
-  Clock::time_point t0_;
-#ifdef GPUBENCH_WITH_CUDA
-  std::unique_ptr<at::cuda::CUDAEvent> a_, b_;
-#endif
-};
+/// Seconds on the device between span_begin and span_end: the run's own step timer (CUDA events on the compute
+/// stream, so the steps and the gaps in which the stream waited for its input count, whatever the host ran ahead).
+void span_begin(StepTimer& timer) { timer.begin_epoch(1); }
+double span_end(StepTimer& timer, const ResolvedDevice& device) {
+  timer.mark();
+  synchronize(device);
+  const std::vector<double> ms = timer.end_epoch_ms();
+  return ms.empty() ? 0.0 : ms.front() / 1e3;
+}
 
 class Calibrator {
  public:
   Calibrator(InputPipeline& input, Batch& batch, const ResolvedDevice& device, const CalibrationOptions& o)
-      : input_(input), batch_(batch), device_(device), o_(o), size_(input.calibration_base().batch) {}
+      : input_(input),
+        batch_(batch),
+        device_(device),
+        o_(o),
+        size_(input.calibration_base().batch),
+        timer_(make_step_timer(device)) {}
 
   bool stopped() const { return o_.stop != nullptr && o_.stop->load(); }
 
@@ -79,10 +52,9 @@ class Calibrator {
     steps_ = o_.same_steps_everywhere
                  ? kFixedSteps
                  : std::clamp<int64_t>(static_cast<int64_t>(std::ceil(kWindowS / one)), kMinTimed, kMaxTimed);
-    Span span(device_);
-    span.begin();
+    span_begin(*timer_);
     for (int64_t i = 0; i < steps_; ++i) o_.step();
-    return rate(steps_, span.end_s());
+    return rate(steps_, span_end(*timer_, device_));
   }
 
   /// The step fed by the pipeline with the workers taking `share` of each batch (the rest nvJPEG's). With
@@ -100,13 +72,12 @@ class Calibrator {
       input_.feed(batch_);
       o_.step();
     }
-    Span span(device_);
-    span.begin();
+    span_begin(*timer_);
     for (int64_t i = 0; i < n; ++i) {
       input_.feed(batch_);
       o_.step();
     }
-    const double r = rate(n, span.end_s());
+    const double r = rate(n, span_end(*timer_, device_));
     input_.idle();
     return r;
   }
@@ -140,6 +111,7 @@ class Calibrator {
   const ResolvedDevice& device_;
   const CalibrationOptions& o_;
   const int64_t size_;
+  std::unique_ptr<StepTimer> timer_;
   int64_t steps_ = kMinTimed;
   int64_t key_ = kFirstKey;
 };

@@ -72,7 +72,6 @@ struct InputPipeline::Impl {
   bool cuda = false, gpu_decode = false;
   bool mixed = false;       ///< decode: mixed: `split` steers the workers' share of each batch
   data::DecodeSplit split;
-  bool split_held = false;  ///< the calibration's fixed splits: the share does not move
   bool calibrate = false;   ///< decode: auto on a CUDA device: the run measures, then apply_plan
   std::string why_not_gpu;  ///< why nvJPEG is not open (empty when it is)
   data::LoaderOptions loader_options;  ///< what the loader was made with (the CPU path rebuilds it in pixel mode)
@@ -159,8 +158,8 @@ struct InputPipeline::Impl {
             std::lock_guard<std::mutex> lk(mu);
             queued = static_cast<int64_t>(ready.size());
           }
-          share = hb->index == 0 || split_held ? split.share() : split.update(waited, queued);
-          if (!split_held) loader->set_cpu_share(share);
+          share = hb->index == 0 ? split.share() : split.update(waited, queued);
+          loader->set_cpu_share(share);
         }
         const auto t0 = Clock::now();
         if (hb != nullptr) prepare(*hb, slots[static_cast<size_t>(r)]);
@@ -611,8 +610,7 @@ void InputPipeline::start_fixed_pass(int64_t pass, int64_t batches, double cpu_s
   idle();
   {
     std::lock_guard<std::mutex> lk(m.mu);
-    m.split = data::DecodeSplit(cpu_share);
-    m.split_held = true;
+    m.split = data::DecodeSplit::held(cpu_share);
   }
   m.loader->set_cpu_share(cpu_share);  // read by the workers per sample: set before the pass's first claim
   start_pass(pass, batches);
@@ -645,7 +643,6 @@ void InputPipeline::apply_plan(const data::DecodeRates& rates, const data::Decod
   }
   m.mixed = plan.decode == "mixed";
   m.split = data::DecodeSplit(plan.decode == "mixed" ? plan.cpu_share : plan.decode == "cpu" ? 1.0 : 0.0);
-  m.split_held = false;
   m.calibrate = false;
   if (m.loader_options.bytes_mode) m.loader->set_cpu_share(m.split.share());
   DataRecord& r = m.record;

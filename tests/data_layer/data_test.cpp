@@ -474,6 +474,13 @@ TEST(Loader, BytesModeDecodesTheCpuShareOfEachBatchOnTheWorkers) {
 
 /// The split's rule: up by a step after each batch the device stage did not wait for, down by a factor after one it
 /// waited for, within [0, 1]; against workers that keep up with 60 % of each batch and no more, it settles there.
+TEST(DecodeSplit, AHeldSplitStaysWhereItWasSetWhateverTheWaits) {
+  DecodeSplit s = DecodeSplit::held(0.3);
+  EXPECT_DOUBLE_EQ(s.update(1.0), 0.3);  // a long wait
+  EXPECT_DOUBLE_EQ(s.update(0.0), 0.3);  // none
+  EXPECT_DOUBLE_EQ(s.share(), 0.3);
+}
+
 TEST(DecodeSplit, TheWorkersShareRisesWhileTheDeviceNeverWaitsAndBacksOffWhenItDoes) {
   // The workers start with every sample: their images cost the training step no GPU time.
   EXPECT_DOUBLE_EQ(DecodeSplit().share(), 1.0);

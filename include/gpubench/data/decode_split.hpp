@@ -22,6 +22,8 @@ class DecodeSplit {
   static constexpr double kStart = 1.0;     ///< the workers take every sample until the device waits
 
   explicit DecodeSplit(double start = kStart);
+  /// A split held at `share`: update() leaves it there (decode: auto's calibration times fixed splits).
+  static DecodeSplit held(double share);
 
   /// After a batch: how long the device stage waited for the workers to finish it, and how many prepared batches
   /// were still queued for the training step when that wait ended. A wait while batches are queued is jitter the
@@ -35,6 +37,7 @@ class DecodeSplit {
 
  private:
   double share_;
+  bool held_ = false;
 };
 
 }  // namespace gpubench::data
