@@ -1,3 +1,4 @@
+#include "gpubench/core/io/files.hpp"
 #include "cli/app.h"
 #include "cli/scenario_flags.h"
 
@@ -143,7 +144,8 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
   Context ctx;
   for (int i = 0; i < argc; ++i) {
     ctx.argv.emplace_back(argv[i]);
-    ctx.command_line += (i ? " " : "") + std::string(argv[i]);
+    // What records and logs show of the command: a store URL's password never (`run --db postgresql://u:pw@h/db`).
+    ctx.command_line += (i ? " " : "") + without_passwords(argv[i]);
   }
   ctx.self = "/proc/self/exe";
   ScenarioFlags::focus_help(ctx.argv);  // `run MODEL --help` lists that model's keys
@@ -205,7 +207,7 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
     spdlog::error("{}: {}; see `{} --help`", full_name(cmd), e.what(), full_name(cmd));
     return kExitUsage;
   } catch (const UsageError& e) {
-    spdlog::error("{}", e.what());
+    spdlog::error("{}", without_passwords(e.what()));
     return kExitUsage;
   }
 
@@ -221,7 +223,7 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
     check_file_roles(*command, ctx.output);
     return command->run(ctx);
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
+    spdlog::error("{}", without_passwords(e.what()));  // a store URL in a message never shows its password
     return exit_code_for(e);
   } catch (...) {
     spdlog::error("unexpected error (not a std::exception)");

@@ -98,7 +98,7 @@ bool is_record_file(const std::string& path) {
 }
 
 void record_input(FileRoles& roles, const std::string& path, const std::string& flag) {
-  if (is_sqlite_file(path)) {
+  if (is_store_url(path) || is_sqlite_file(path)) {
     roles.store(path, flag);
   } else {
     roles.input(path, flag, is_record_file);
@@ -111,7 +111,7 @@ std::vector<LoadedRecord> load_records_or_fail(const std::vector<std::string>& p
   try {
     for (const auto& p : paths) {
       std::vector<LoadedRecord> some;
-      if (is_sqlite_file(p)) {
+      if (is_store_url(p) || is_sqlite_file(p)) {
         some = ResultsStore(p, ResultsStore::Access::kRead).records();  // a read never changes a store
       } else {
         some = load_records({p}, &skipped);

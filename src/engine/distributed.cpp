@@ -53,6 +53,22 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(const RankInfo& info, bool memb
 
 std::string heartbeat_key(int rank) { return "gpubench/heartbeat/" + std::to_string(rank); }
 
+#ifdef GPUBENCH_WITH_GLOO
+/// Where this rank's Gloo traffic leaves from: GLOO_SOCKET_IFNAME's interface when set; loopback for a one-host job;
+/// else this host's address on the route to the rendezvous host, which the other nodes reach it at. (Gloo's default,
+/// the address the host's own name resolves to, is loopback where the name is not in DNS or /etc/hosts, and then the
+/// other nodes' connections go to themselves.)
+std::shared_ptr<gloo::transport::Device> gloo_device(const RankInfo& info) {
+  if (!info.gloo_interface.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(info.gloo_interface);
+  if (info.master_addr == "127.0.0.1" || info.master_addr == "localhost") {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  const std::string local = local_address_towards(info.master_addr);
+  return local.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                       : c10d::ProcessGroupGloo::createDeviceForHostname(local);
+}
+#endif
+
 }  // namespace
 
 struct Communicator::Impl {
@@ -101,9 +117,7 @@ Communicator::Communicator(const RankInfo& info, const at::Device& device, doubl
   } else if (device.is_cpu()) {
 #ifdef GPUBENCH_WITH_GLOO
     auto opts = c10d::ProcessGroupGloo::Options::create(to_ms(timeout_s));
-    const bool loopback = info.master_addr == "127.0.0.1" || info.master_addr == "localhost";
-    opts->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                     : c10d::ProcessGroupGloo::createDefaultDevice());
+    opts->devices.push_back(gloo_device(info));
     m.backend = c10::make_intrusive<c10d::ProcessGroupGloo>(m.store, info.rank, info.world_size, opts);
     m.backend_name = "gloo";
 #else

@@ -41,6 +41,26 @@ void to_channels_last(torch::nn::Module& m) {
   }
 }
 
+/// Every machine of the job, from each rank's own description (a synchronising collective: every rank calls it).
+std::vector<NodeRecord> describe_nodes(Communicator& comm, const EnvironmentRecord& e) {
+  NodeRecord mine;
+  mine.hostname = e.hostname;
+  mine.address = local_address_towards(comm.info().master_addr);
+  mine.ranks = {comm.rank()};
+  mine.os = e.os;
+  mine.cpu_model = e.cpu_model;
+  mine.cpu_cores = e.cpu_cores;
+  mine.host_memory_bytes = e.host_memory_bytes.value_or(0);
+  mine.device_name = e.device_name;
+  mine.libtorch_version = e.libtorch_version;
+  mine.gpubench_version = e.gpubench_version;
+  std::vector<NodeRecord> per_rank;
+  for (const std::string& text : comm.gather_text(nlohmann::json(mine).dump())) {
+    per_rank.push_back(nlohmann::json::parse(text).get<NodeRecord>());
+  }
+  return nodes_of_ranks(per_rank);
+}
+
 /// Why a distributed run stops after an epoch; the largest code over the ranks wins, so all agree.
 enum StopCode { kGoOn = 0, kBudget = 1, kInterrupt = 2, kNonFinite = 3 };
 
@@ -139,6 +159,9 @@ class TrainingRun {
       d.launcher = plan_.comm->info().launcher;
       d.bucket_mb = s_.ddp_bucket_mb;
       d.buckets = buckets_ ? static_cast<int64_t>(buckets_->bucket_count()) : 0;  // inference all-reduces nothing
+      const RankInfo& info = plan_.comm->info();
+      d.rendezvous = info.master_addr + ":" + std::to_string(info.master_port);
+      d.nodes = describe_nodes(*plan_.comm, record_.environment);
       record_.distributed = d;
     }
     if (inference_) {

@@ -78,11 +78,11 @@ std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std
       if (!seen) out.push_back(std::move(b));
     }
   }
-  spdlog::info("baseline: {} run(s) from {} (the last {} of each scenario on the same GPU model)", out.size(), file,
+  spdlog::info("baseline: {} run(s) from {} (the last {} of each scenario on the same GPU model)", out.size(), store.name(),
                last_n);
   if (out.empty()) {
     spdlog::error("the store {} holds no earlier finished run of these scenarios (the same identity, this GPU model "
-                  "included)", file);
+                  "included)", store.name());
   }
   return out;
 }
@@ -93,7 +93,7 @@ class CompareCommand final : public Command {
     cmd.add_option("BASE", base_,
                    "Baseline: a record file, a directory of records, published/<id> (see `gpubench list`), or "
                    "db:STORE[:last-N] (the last N runs, default 5, of each candidate's scenario on the same GPU model "
-                   "in a results store)")
+                   "in a results store: a SQLite file or a postgresql:// URL)")
         ->required()
         ->type_name("RECORDS|published/ID|db:STORE[:last-N]");
     cmd.add_option("NEW", candidate_, "Candidate: a record file or a directory of records")

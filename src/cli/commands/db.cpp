@@ -42,11 +42,14 @@ Table runs_table(const std::vector<HistoryRow>& rows, const std::string& id) {
 }
 
 /// The store as `db add` and `db rm`/`prune` will write it, opened before any work: a file that is not a gpubench
-/// store, one made by a newer gpubench, a truncated or a damaged one is a usage error (exit 2), untouched. A missing
-/// or empty file is not opened here (`db add` creates it at its first good record).
+/// store, one made by a newer gpubench, a truncated or a damaged one, a server that cannot be reached or refuses the
+/// credentials is a usage error (exit 2), untouched. A missing or empty file is not opened here (`db add` creates it
+/// at its first good record); a PostgreSQL database is opened (and its tables made) at once.
 std::unique_ptr<ResultsStore> open_existing_for_writing(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0) return nullptr;
+  if (!is_store_url(path) && (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0)) {
+    return nullptr;
+  }
   try {
     return std::make_unique<ResultsStore>(path, ResultsStore::Access::kWrite);
   } catch (const std::exception& e) {
@@ -59,7 +62,9 @@ class DbCommand final : public Command {
   void declare(CLI::App& cmd) override {
     cmd.require_subcommand(1);
     add_ = cmd.add_subcommand("add", "Import records (files or folders); the same record twice is stored once");
-    add_->add_option("STORE", store_, "SQLite file (created when missing)")->required()->type_name("STORE");
+    add_->add_option("STORE", store_, "A SQLite file (created when missing) or a postgresql:// URL (tables made when missing)")
+        ->required()
+        ->type_name("STORE");
     add_->add_option("RECORDS", paths_, "Record files or directories of records")->required()->type_name("RECORDS");
 
     list_ = cmd.add_subcommand("list", "The stored runs: id, start, status, scenario (with its id) and throughput");
@@ -137,18 +142,19 @@ class DbCommand final : public Command {
         if (!db) db = std::make_unique<ResultsStore>(store_);  // created at the first good record
         (db->add(r, f.path) ? added : already) += 1;
       } catch (const std::exception& e) {
-        throw OutputNotWritten(store_ + ": " + e.what());
+        // A server lost mid-import: the records before this one are stored whole, this one not at all.
+        throw OutputNotWritten(std::string(e.what()) + " (" + std::to_string(added) + " record(s) added before it)");
       }
     }
     if (added + already == 0) throw UsageError("no gpubench run records in the given paths");
     const int64_t total = db->count();
     Document d;
     d.kind = "db_add";
-    d.title = "gpubench db add " + store_;
-    d.paragraph(store_ + ": added " + std::to_string(added) + " record(s), " + std::to_string(already) +
+    d.title = "gpubench db add " + db->name();
+    d.paragraph(db->name() + ": added " + std::to_string(added) + " record(s), " + std::to_string(already) +
                 " already stored; " + std::to_string(total) + " in all" +
                 (skipped > 0 ? "; " + std::to_string(skipped) + " file(s) skipped" : ""));
-    d.data = {{"store", store_}, {"added", added}, {"already_stored", already}, {"skipped", skipped}, {"total", total}};
+    d.data = {{"store", db->name()}, {"added", added}, {"already_stored", already}, {"skipped", skipped}, {"total", total}};
     ctx.print(d);
     return kExitOk;
   }
@@ -166,7 +172,7 @@ class DbCommand final : public Command {
     }
     Document d;
     d.kind = "db_list";
-    d.title = "gpubench db list " + store_;
+    d.title = "gpubench db list " + store->name();
     Table t = runs_table(rows, "runs");
     t.notes.push_back(std::to_string(rows.size()) + " of " + std::to_string(store->count()) + " stored run(s)");
     d.table(std::move(t));
@@ -178,7 +184,7 @@ class DbCommand final : public Command {
   int remove(Context& ctx) {
     std::unique_ptr<ResultsStore> store =
         dry_run_ ? open_store_for_reading(store_) : open_existing_for_writing(store_);
-    if (!store) throw UsageError("results store " + store_ + " does not exist");
+    if (!store) throw UsageError("results store " + without_passwords(store_) + " does not exist");
     const bool prune = prune_->parsed();
     std::vector<HistoryRow> all = store->history(
         prune ? prune_filters_.query(kThroughputTag, *store) : StoreFilters{}.query(kThroughputTag, *store));
@@ -203,8 +209,8 @@ class DbCommand final : public Command {
       if (!missing.empty()) {
         std::string list;
         for (const int64_t id : missing) list += (list.empty() ? "" : ", ") + std::to_string(id);
-        throw UsageError("results store " + store_ + " has no run " + list + " (nothing was removed; `gpubench db "
-                         "list " + store_ + "` shows the ids)");
+        throw UsageError("results store " + store->name() + " has no run " + list + " (nothing was removed; `gpubench "
+                         "db list " + store->name() + "` shows the ids)");
       }
     }
     std::vector<int64_t> ids;
@@ -219,12 +225,12 @@ class DbCommand final : public Command {
     }
     Document d;
     d.kind = prune ? "db_prune" : "db_rm";
-    d.title = std::string("gpubench db ") + (prune ? "prune " : "rm ") + store_;
+    d.title = std::string("gpubench db ") + (prune ? "prune " : "rm ") + store->name();
     d.paragraph(dry_run_ ? "dry run: " + std::to_string(ids.size()) + " run(s) would be removed; nothing was changed"
                          : std::to_string(removed) + " run(s) removed; " + std::to_string(store->count()) + " left");
     Table t = runs_table(going, dry_run_ ? "would_remove" : "removed");
     d.table(std::move(t));
-    d.data = {{"store", store_}, {"dry_run", dry_run_}, {"removed", removed}, {"ids", ids},
+    d.data = {{"store", store->name()}, {"dry_run", dry_run_}, {"removed", removed}, {"ids", ids},
               {"left", store->count()}};
     ctx.print(d);
     return kExitOk;
@@ -242,7 +248,7 @@ class DbCommand final : public Command {
 }  // namespace
 
 CommandSpec db_command() {
-  return {"db", "The results store (SQLite): `db add STORE RECORDS...`, `db list`, `db rm`, `db prune --keep N`",
+  return {"db", "The results store (SQLite file or PostgreSQL): `db add STORE RECORDS...`, `db list`, `db rm`, `db prune --keep N`",
           {kExitOk, kExitUsage, kExitOutputNotWritten}, "console", [] { return std::make_unique<DbCommand>(); }};
 }
 

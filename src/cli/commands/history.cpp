@@ -135,7 +135,7 @@ Detection add_changes(Document& d, const std::vector<HistoryRow>& rows, const st
 class HistoryCommand final : public Command {
  public:
   void declare(CLI::App& cmd) override {
-    cmd.add_option("STORE", store_, "SQLite file written by `db add` or `run --db`")->required()->type_name("STORE");
+    cmd.add_option("STORE", store_, "A results store written by `db add` or `run --db`: a SQLite file or a postgresql:// URL")->required()->type_name("STORE");
     filters_.declare(cmd);
     cmd.add_option("--metric", metric_, "The run-level metric to list (default samples_per_s)")->type_name("TAG");
     cmd.add_flag("--allow-missing", allow_missing_, "With --detect: exit 0 instead of 7 when a series is too short");
@@ -166,7 +166,7 @@ class HistoryCommand final : public Command {
   if (mixed) unit = "samples/s" == unit || unit.size() > 2 ? "" : unit;
   Document d;
   d.kind = "history";
-  d.title = "gpubench history " + store_;
+  d.title = "gpubench history " + store->name();
   Table t;
   t.id = "runs";
   t.add_column(Column::count("id", "id"));

@@ -163,7 +163,7 @@ class ReportCommand final : public Command {
       HistoryQuery q;
       q.metric = metric_;
       history = store.history(q);
-      for (const auto& h : history) in.runs.push_back(LoadedRecord{db_ + ":" + std::to_string(h.id), store.record(h.id)});
+      for (const auto& h : history) in.runs.push_back(LoadedRecord{store.name() + ":" + std::to_string(h.id), store.record(h.id)});
     }
     if (in.runs.empty()) throw UsageError("no gpubench run records in the given paths");
     try {  // the output folder must be usable before anything is drawn into it

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gpubench/core/io/files.hpp"
 #include "cli/app.h"
 #include "cli/commands/commands.h"
 #include "cli/launcher.h"
@@ -171,14 +172,14 @@ class RunWriter {
     const bool console = ctx_.output.format.empty() || ctx_.output.format == "console";
     if (console && ctx_.document_stream == stdout && !to_stdout(written)) {
       std::fprintf(stdout, "record written: %s (adding it to the results store %s)\n", written.c_str(),
-                   flags_.db.c_str());
+                   without_passwords(flags_.db).c_str());
       std::fflush(stdout);
     } else {
-      spdlog::info("record written: {} (adding it to the results store {})", written, flags_.db);
+      spdlog::info("record written: {} (adding it to the results store {})", written, without_passwords(flags_.db));
     }
     try {
       ResultsStore(flags_.db).add(record, written);
-      d.paragraph("stored in: " + flags_.db);
+      d.paragraph("stored in: " + without_passwords(flags_.db));
     } catch (const std::exception& e) {
       where_asked_ = false;  // the record is on disk, but not everywhere it was asked to go (exit 4)
       spdlog::error("the record is in {} but could not be added to the results store: {}", written, e.what());
@@ -245,7 +246,7 @@ class RunCommand final : public Command {
                    "gpubench itself; under torchrun, srun or mpirun leave it out (their environment is read)")
         ->check(CLI::Range(1, 1024).description(""))
         ->type_name("INT");
-    cmd.add_option("--db", f_.db, "Also add each finished record to this results store (SQLite; see `gpubench history`)")
+    cmd.add_option("--db", f_.db, "Also add each finished record to this results store (a SQLite file or a postgresql:// URL; see `gpubench history`)")
         ->type_name("STORE");
     cmd.add_flag("--dry-run", f_.dry_run,
                  "Resolve the scenario (every default, the device, the record path, the data folder) and print it; "

@@ -88,7 +88,7 @@ class ScalingCommand final : public Command {
     cmd.add_option("--out,--out-dir", out_dir_,
                    "Folder for the records and scaling.json/scaling.md (default runs/scaling_<model>_<time>)")
         ->type_name("DIR");
-    cmd.add_option("--db", db_, "Also add each run's record to this results store (SQLite)")->type_name("STORE");
+    cmd.add_option("--db", db_, "Also add each run's record to this results store (a SQLite file or a postgresql:// URL)")->type_name("STORE");
     project_opt_ = cmd.add_option("--project", p_.counts,
                    "Run nothing: project data-parallel efficiency and epoch time to these GPU counts (e.g. "
                    "4,8,16,64,1024) from a 1-GPU record, with an alpha-beta all-reduce model")

@@ -236,11 +236,36 @@ bool ExecutionRecord::operator==(const ExecutionRecord& o) const {
   return std::tie(mode, graph_requested, graph_fallback, optimizer_implementation, kernels, fusions) ==
          std::tie(o.mode, o.graph_requested, o.graph_fallback, o.optimizer_implementation, o.kernels, o.fusions);
 }
+bool NodeRecord::operator==(const NodeRecord& o) const {
+  return std::tie(hostname, address, ranks, os, cpu_model, cpu_cores, host_memory_bytes, device_name, libtorch_version,
+                  gpubench_version) == std::tie(o.hostname, o.address, o.ranks, o.os, o.cpu_model, o.cpu_cores,
+                                                o.host_memory_bytes, o.device_name, o.libtorch_version,
+                                                o.gpubench_version);
+}
+std::vector<NodeRecord> nodes_of_ranks(const std::vector<NodeRecord>& per_rank) {
+  std::vector<NodeRecord> nodes;
+  for (const NodeRecord& r : per_rank) {
+    auto it = std::find_if(nodes.begin(), nodes.end(), [&r](const NodeRecord& n) {
+      return n.hostname == r.hostname && n.address == r.address;
+    });
+    if (it == nodes.end()) {
+      nodes.push_back(r);
+    } else {
+      it->ranks.insert(it->ranks.end(), r.ranks.begin(), r.ranks.end());
+    }
+  }
+  for (NodeRecord& n : nodes) std::sort(n.ranks.begin(), n.ranks.end());
+  std::sort(nodes.begin(), nodes.end(), [](const NodeRecord& a, const NodeRecord& b) {
+    return (a.ranks.empty() ? INT64_MAX : a.ranks.front()) < (b.ranks.empty() ? INT64_MAX : b.ranks.front());
+  });
+  return nodes;
+}
+
 bool DistributedRecord::operator==(const DistributedRecord& o) const {
   return std::tie(world_size, backend, launcher, bucket_mb, buckets, rank_epoch_seconds, rank_comm_wait_seconds,
-                  slowest_rank, interconnect) == std::tie(o.world_size, o.backend, o.launcher, o.bucket_mb, o.buckets,
-                                                          o.rank_epoch_seconds, o.rank_comm_wait_seconds,
-                                                          o.slowest_rank, o.interconnect);
+                  slowest_rank, interconnect, rendezvous, nodes) ==
+         std::tie(o.world_size, o.backend, o.launcher, o.bucket_mb, o.buckets, o.rank_epoch_seconds,
+                  o.rank_comm_wait_seconds, o.slowest_rank, o.interconnect, o.rendezvous, o.nodes);
 }
 bool EpochRecord::operator==(const EpochRecord& o) const {
   return std::tie(index, steps, samples, seconds, samples_per_s, step_time, step_times_ms, peak_allocated_bytes,

@@ -1,5 +1,10 @@
 #include "gpubench/core/scenario/launch.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
@@ -45,8 +50,35 @@ std::string first_slurm_host(const std::string& nodelist) {
   return prefix + nodelist.substr(bracket + 1, end - bracket - 1);
 }
 
+std::string local_address_towards(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || found == nullptr) return "";
+  std::string address;
+  for (const addrinfo* a = found; a != nullptr && address.empty(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype, 0);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+      const void* raw = local.ss_family == AF_INET
+                            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+      if (::inet_ntop(local.ss_family, raw, text, sizeof text) != nullptr) address = text;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return address;
+}
+
 RankInfo rank_info_from_env(const EnvLookup& env) {
   RankInfo r;
+  r.gloo_interface = env("GLOO_SOCKET_IFNAME").value_or("");  // PyTorch's own variable, whichever launcher
   if (env("RANK") && env("WORLD_SIZE")) {  // torchrun, or gpubench --nproc-per-node
     r.launcher = env("GPUBENCH_LAUNCHER").value_or("torchrun");
     r.rank = as_int(env, "RANK", 0, 0);

@@ -104,5 +104,25 @@ TEST(FileRolesTest, SameFileFollowsLinksAndSeesThroughDotDot) {
   EXPECT_FALSE(same_file((dir / "d" / "new").string(), (dir / "d" / "other").string()));
 }
 
+TEST(StoreUrlTest, PasswordsNeverLeaveAUrlWhateverItsShape) {
+  EXPECT_TRUE(is_store_url("postgresql://h/db"));
+  EXPECT_TRUE(is_store_url("postgres://h/db"));
+  EXPECT_FALSE(is_store_url("results.db"));
+  EXPECT_FALSE(is_store_url("db:postgresql://h/db"));
+  EXPECT_EQ(without_passwords("postgresql://ci:s3cret@db.example.org:5432/results?sslmode=require"),
+            "postgresql://ci@db.example.org:5432/results?sslmode=require");
+  EXPECT_EQ(without_passwords("postgresql://ci@h/r?password=s3cret&sslmode=require&sslpassword=k3y"),
+            "postgresql://ci@h/r?sslmode=require");
+  EXPECT_EQ(without_passwords("postgresql://ci:p%40ss:word@h/r"), "postgresql://ci@h/r");  // ':' and '@' inside
+  EXPECT_EQ(without_passwords("postgres://h/r"), "postgres://h/r");
+  EXPECT_EQ(without_passwords("postgresql:///r?host=/tmp/s&port=5433"), "postgresql:///r?host=/tmp/s&port=5433");
+  // In a command line and a message, every URL, wherever it stands.
+  EXPECT_EQ(without_passwords("gpubench run --db=postgresql://u:pw@h/d --out x && compare db:postgres://u:pw@h/d:last-3 y"),
+            "gpubench run --db=postgresql://u@h/d --out x && compare db:postgres://u@h/d:last-3 y");
+  EXPECT_EQ(without_passwords("results store \"postgresql://u:pw@h/d\": gone"), "results store \"postgresql://u@h/d\": gone");
+  EXPECT_EQ(without_passwords("no url here"), "no url here");
+  EXPECT_EQ(without_passwords("postgresql://"), "postgresql://");
+}
+
 }  // namespace
 }  // namespace gpubench

@@ -514,5 +514,30 @@ TEST(RunStatusTest, NamesRoundTrip) {
   EXPECT_THROW(run_status_from_string("fine"), std::invalid_argument);
 }
 
+TEST(NodesTest, RanksMergeIntoOneEntryPerMachineInOrderOfTheirLowestRank) {
+  auto rank = [](int64_t r, const std::string& host, const std::string& addr) {
+    NodeRecord n;
+    n.hostname = host;
+    n.address = addr;
+    n.ranks = {r};
+    n.cpu_cores = 8;
+    return n;
+  };
+  // Indexed by rank; node b's ranks come first in launch order but rank 0 is on a.
+  const std::vector<NodeRecord> per_rank{rank(0, "a", "10.0.0.1"), rank(1, "b", "10.0.0.2"), rank(2, "a", "10.0.0.1"),
+                                         rank(3, "b", "10.0.0.2"), rank(4, "a", "10.0.0.9")};
+  const auto nodes = nodes_of_ranks(per_rank);
+  ASSERT_EQ(nodes.size(), 3u);  // the same name on another address is another machine
+  EXPECT_EQ(nodes[0].ranks, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(nodes[1].ranks, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(nodes[2].ranks, (std::vector<int64_t>{4}));
+  // And round-trips through the record.
+  RunRecord r;
+  r.distributed = DistributedRecord{};
+  r.distributed->nodes = nodes;
+  r.distributed->rendezvous = "a:29500";
+  EXPECT_EQ(nlohmann::json(r).get<RunRecord>(), r);
+}
+
 }  // namespace
 }  // namespace gpubench

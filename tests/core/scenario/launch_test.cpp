@@ -77,5 +77,14 @@ TEST(LaunchEnvTest, MalformedValuesNameTheVariable) {
   EXPECT_THROW(from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}), std::runtime_error);
 }
 
+TEST(LaunchTest, TheLocalAddressIsTheOneOnTheRouteToTheRendezvousHost) {
+  EXPECT_EQ(local_address_towards("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(local_address_towards("localhost").rfind("127.", 0) == 0 || local_address_towards("localhost") == "::1",
+            true);
+  EXPECT_EQ(local_address_towards("no-such-host.invalid"), "");  // unresolvable: the caller falls back
+  EXPECT_EQ(from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"GLOO_SOCKET_IFNAME", "eth1"}}).gloo_interface, "eth1");
+  EXPECT_EQ(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}).gloo_interface, "");
+}
+
 }  // namespace
 }  // namespace gpubench

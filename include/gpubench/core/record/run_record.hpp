@@ -123,6 +123,20 @@ struct ExecutionRecord {
   bool operator==(const ExecutionRecord& o) const;
 };
 
+/// One machine of a multi-process run, as its ranks described it: which ranks ran there and the host facts that make
+/// two nodes comparable (a slow node is found by its figures and explained by these).
+struct NodeRecord {
+  std::string hostname;
+  std::string address;              ///< its address on the route to the rendezvous host (where its traffic leaves from)
+  std::vector<int64_t> ranks;       ///< the ranks that ran there, ascending
+  std::string os, cpu_model;
+  int64_t cpu_cores = 0;
+  int64_t host_memory_bytes = 0;    ///< MemTotal; 0 where unknown
+  std::string device_name;          ///< what its first rank trained on
+  std::string libtorch_version, gpubench_version;  ///< a node built against another LibTorch is a different test
+  bool operator==(const NodeRecord& o) const;
+};
+
 /// Multi-process data-parallel runs (absent for a single process).
 struct DistributedRecord {
   int64_t world_size = 1;
@@ -137,6 +151,8 @@ struct DistributedRecord {
   std::vector<std::vector<double>> rank_comm_wait_seconds;
   int64_t slowest_rank = 0;              ///< rank with the largest total epoch time
   std::string interconnect;              ///< e.g. "NVLink (18 links active)", "PCIe", "loopback (CPU)"
+  std::string rendezvous;                ///< host:port of rank 0's store, as the launcher's variables named it
+  std::vector<NodeRecord> nodes;         ///< each machine the ranks ran on, in order of its lowest rank
   bool operator==(const DistributedRecord& o) const;
 };
 
@@ -284,6 +300,10 @@ std::vector<std::string> record_problems(const RunRecord& r);
 
 /// Recomputes `summary` totals from `epochs` and the per-step samples (ms) of all timed steps.
 void summarize_run(RunRecord& r, const std::vector<double>& all_step_ms);
+
+/// Each rank's own description (one rank in `ranks`), indexed by rank, merged into one entry per machine (the same
+/// hostname and address), in order of each machine's lowest rank.
+std::vector<NodeRecord> nodes_of_ranks(const std::vector<NodeRecord>& per_rank);
 /// Energy over all timed epochs for the whole job (every GPU): unset figures when an epoch lacks energy.
 struct JobEnergy {
   std::optional<double> energy_j, joules_per_sample, power_avg_w;  ///< J, J per sample trained, J / s (W)
@@ -317,9 +337,11 @@ void from_json(const nlohmann::json& j, PrecisionRecord& p);
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FusionRecord, name, implementation, note)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExecutionRecord, mode, graph_requested, graph_fallback,
                                                 optimizer_implementation, kernels, fusions)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeRecord, hostname, address, ranks, os, cpu_model, cpu_cores,
+                                                host_memory_bytes, device_name, libtorch_version, gpubench_version)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DistributedRecord, world_size, backend, launcher, bucket_mb, buckets,
                                                 rank_epoch_seconds, rank_comm_wait_seconds, slowest_rank,
-                                                interconnect)
+                                                interconnect, rendezvous, nodes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SkippedFileRecord, path, reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DecodeCalibrationRecord, step_img_per_s, cpu_img_per_s, gpu_img_per_s,
                                                 gpu_backend, fed_cpu_img_per_s, fed_gpu_img_per_s,

@@ -14,6 +14,7 @@ struct RankInfo {
   std::string master_addr = "127.0.0.1";    ///< rendezvous host (rank 0's TCPStore)
   int master_port = 29500;
   std::string launcher = "none";            ///< none | gpubench | torchrun | slurm | mpirun
+  std::string gloo_interface;               ///< GLOO_SOCKET_IFNAME: the network interface Gloo uses (empty: routed)
   bool distributed() const { return world_size > 1; }
 };
 
@@ -27,6 +28,11 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 RankInfo rank_info_from_env(const EnvLookup& env);
 /// The same, from this process's environment.
 RankInfo rank_info_from_process_env();
+
+/// This host's own address on the route to `host` (a name or an address): where its traffic to the rendezvous host
+/// leaves from, so the address the other nodes can reach it at. "" when `host` does not resolve or has no route.
+/// Sends nothing (a UDP socket is connected, never written to).
+std::string local_address_towards(const std::string& host);
 
 /// First host of a SLURM node list: "gpu[03-05,9],cpu1" -> "gpu03"; "node7" -> "node7".
 std::string first_slurm_host(const std::string& nodelist);

@@ -1,8 +1,11 @@
 #pragma once
-// The results store: run records in a SQLite file, for CI jobs that run every night and ask for history. Each record
-// is stored whole (its JSON) beside the columns history needs (identity, environment, per-run and per-epoch metrics),
-// so nothing is lost. Adding the same record twice stores it once. Writers may run concurrently on one file (WAL,
-// a busy timeout, one immediate transaction per record), and a crash mid-write leaves the store as it was.
+// The results store: run records in a SQLite file (one machine's, the default) or a PostgreSQL database (a fleet's,
+// named by a postgresql:// URL), for CI jobs that run every night and ask for history. Both hold the same tables and
+// answer the same way (one store, two connections: src/core/store/connection.h). Each record is stored whole (its
+// JSON) beside the columns history needs (identity, environment, per-run and per-epoch metrics), so nothing is lost.
+// Adding the same record twice stores it once. Writers may run concurrently (SQLite: WAL, a busy timeout, one
+// immediate transaction per record; PostgreSQL: one transaction per record, duplicates settled by the unique
+// fingerprint), and a crash or a lost server mid-write leaves the store as it was.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,9 +18,11 @@
 #include "gpubench/core/record/record_io.hpp"
 #include "gpubench/core/record/run_record.hpp"
 
-struct sqlite3;
-
 namespace gpubench {
+
+namespace store {
+class Connection;
+}
 
 /// The largest record `db add` stores (the store keeps the whole JSON): a 24-hour sustained run's is about 5 MiB, and
 /// what one import holds in memory stays a few hundred MiB.
@@ -25,6 +30,8 @@ inline constexpr size_t kMaxStoredRecordBytes = size_t{32} << 20;
 
 /// Whether this build has the store (SQLite was found at build time).
 bool store_available();
+/// Whether this build can open postgresql:// stores (libpq was found at build time).
+bool postgres_store_available();
 
 struct HistoryQuery {
   std::string model;                              ///< empty = any
@@ -47,11 +54,14 @@ struct HistoryRow {
 class ResultsStore {
  public:
   /// kRead: an existing gpubench store, opened read-only (never created, never changed: no WAL switch, no tables
-  /// made); a missing file or one that is not a gpubench store is refused untouched. kWrite: opened or created for
-  /// adding, its integrity checked first.
+  /// made; a PostgreSQL session is also read-only on the server's side); a missing file, a database without the
+  /// store's tables or one that is not a gpubench store is refused untouched. kWrite: opened or created for adding,
+  /// its integrity checked first.
   enum class Access { kRead, kWrite };
-  /// Throws std::runtime_error naming the file.
-  explicit ResultsStore(const std::string& path, Access access = Access::kWrite);
+  /// `location`: a SQLite file, or a postgresql:// URL whose credentials come from libpq's own sources (the URL,
+  /// PGPASSWORD, ~/.pgpass, a service file) and whose TLS is what libpq negotiates (sslmode). Throws
+  /// std::runtime_error naming the file or the URL without its password.
+  explicit ResultsStore(const std::string& location, Access access = Access::kWrite);
   ~ResultsStore();
   ResultsStore(const ResultsStore&) = delete;
   ResultsStore& operator=(const ResultsStore&) = delete;
@@ -76,14 +86,16 @@ class ResultsStore {
   std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n,
                                          const std::vector<const RunRecord*>& night = {}) const;
   int64_t count() const;
-  /// "ok", or what SQLite's integrity check found (a run and its metrics are one transaction: never half-written).
+  /// "ok", or what the database's integrity check found (a run and its metrics are one transaction: never
+  /// half-written).
   std::string integrity() const;
+  /// The file, or the URL without its password: what messages and record names call this store.
+  const std::string& name() const;
 
  private:
-  void exec(const std::string& sql) const;
   void migrate(int from_version);
-  std::string path_;
-  sqlite3* db_ = nullptr;
+  std::vector<LoadedRecord> loaded(const std::vector<std::pair<int64_t, std::string>>& ids) const;
+  std::unique_ptr<store::Connection> db_;
   bool has_identity_ = false;  ///< the runs table has identity_json (store version 2)
 };
 
