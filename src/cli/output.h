@@ -51,8 +51,8 @@ std::string known_extensions();
 /// beside the records is not one).
 bool is_record_file(const std::string& path);
 
-/// Records from files, folders and results stores (an SQLite file: every run it holds, oldest first) for a command
-/// that needs at least one; skipped files are warned about. Throws UsageError when a path does not exist, a store
+/// Records from files, folders and results stores (a SQLite file or a postgresql:// URL: every run it holds, oldest
+/// first) for a command that needs at least one; skipped files are warned about. Throws UsageError when a path does not exist, a store
 /// cannot be read, or nothing is a record.
 std::vector<LoadedRecord> load_records_or_fail(const std::vector<std::string>& paths);
 

@@ -40,7 +40,7 @@ class SweepCommand final : public Command {
     cmd.add_option("--out,--out-dir", out_dir_,
                    "Folder for one record per point plus sweep.md/sweep.json (default runs/sweep_<model>_<time>)")
         ->type_name("DIR");
-    cmd.add_option("--db", db_, "Also add each point's record to this results store (SQLite)")->type_name("STORE");
+    cmd.add_option("--db", db_, "Also add each point's record to this results store (a SQLite file or a postgresql:// URL)")->type_name("STORE");
     cmd.add_option("--batch-search", batch_search_,
                    "With --batch-size max: exact (every size, default) or ladder (1, 2, 3, 4, 6, 8, 12, 16, ...: about "
                    "half the probes; the grid docs/fit.md compares fit on)")

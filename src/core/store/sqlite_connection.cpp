@@ -2,8 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 
 #include "connection.h"
 #include "gpubench/core/store/store.hpp"
@@ -15,6 +17,11 @@ bool store_available() { return true; }
 namespace store {
 
 namespace {
+
+// How long a writer waits for another one (sqlite3_busy_timeout, and the retries of what it does not cover).
+constexpr std::chrono::milliseconds kBusyWait{30000};
+
+bool sqlite_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
 
 class SqliteConnection final : public Connection {
  public:
@@ -38,7 +45,7 @@ class SqliteConnection final : public Connection {
       sqlite3_close(db_);
       throw std::runtime_error("results store " + path + ": cannot open: " + why);
     }
-    sqlite3_busy_timeout(db_, 30000);  // concurrent CI jobs on one file wait for each other
+    sqlite3_busy_timeout(db_, static_cast<int>(kBusyWait.count()));  // concurrent CI jobs on one file queue
   }
   ~SqliteConnection() override { sqlite3_close(db_); }
   SqliteConnection(const SqliteConnection&) = delete;
@@ -69,9 +76,15 @@ class SqliteConnection final : public Connection {
       if (rc != SQLITE_OK) fail("binding a value");
     }
     std::vector<Row> rows;
+    const auto deadline = std::chrono::steady_clock::now() + kBusyWait;
     for (;;) {
       const int rc = sqlite3_step(stmt);
       if (rc == SQLITE_DONE) break;
+      if (sqlite_busy(rc) && rows.empty() && std::chrono::steady_clock::now() < deadline) {
+        sqlite3_reset(stmt);  // not begun: run it again once the other connection is through
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
       if (rc != SQLITE_ROW) fail("running a query");
       Row row;
       const int n = sqlite3_column_count(stmt);
@@ -96,7 +109,18 @@ class SqliteConnection final : public Connection {
 
   void script(const std::string& sql) override {
     char* err = nullptr;
-    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const auto deadline = std::chrono::steady_clock::now() + kBusyWait;
+    int rc = SQLITE_OK;
+    // Statements the busy timeout does not wait on (a file another writer is switching to WAL, or whose WAL it is
+    // recovering, answers SQLITE_BUSY at once) wait here. The scripts are safe to run again: PRAGMAs, BEGIN
+    // IMMEDIATE and COMMIT (which leaves the transaction open when busy), and DDL under the write lock.
+    while (sqlite_busy(rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err)) &&
+           std::chrono::steady_clock::now() < deadline) {
+      sqlite3_free(err);
+      err = nullptr;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (rc != SQLITE_OK) {
       const std::string why = err != nullptr ? err : sqlite3_errmsg(db_);
       sqlite3_free(err);
       throw std::runtime_error("results store " + path_ + ": " + why);
@@ -169,7 +193,9 @@ CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, start_time_utc);
     return "ok";
   }
 
-  bool fresh() override { return empty_file_; }
+  // No table of anyone's: a new or empty file, or one another writer is setting up right now (it has switched the
+  // file to WAL, so it is no longer empty, but its tables are not committed yet).
+  bool fresh() override { return empty_file_ || query("SELECT COUNT(*) FROM sqlite_master", {}).at(0).text(0) == "0"; }
 
  private:
   [[noreturn]] void fail(const std::string& what) const {

@@ -46,13 +46,17 @@ ResultsStore::ResultsStore(const std::string& location, Access access) {
   const std::string& name = db_->name();
   bool in_transaction = false;
   try {
+    // Whether a writer may set the store up, asked before its version: another writer makes the tables and sets the
+    // version in one transaction, so tables seen here mean a version seen below (asked the other way round, a
+    // writer that saw no version and then another writer's tables called the new store foreign).
+    const bool fresh = !read && db_->fresh();
     const int version = db_->version();
     if (version > kStoreVersion) {
       throw std::runtime_error("results store " + name + ": made by a newer gpubench (store version " +
                                std::to_string(version) + "); this one reads version " + std::to_string(kStoreVersion));
     }
     const bool ours = version >= 1 && db_->has_table("runs") && db_->has_column("runs", "record_json");
-    if (!ours && !(!read && db_->fresh())) {
+    if (!ours && !fresh) {
       // A foreign file or database (or anything else) is left exactly as it was.
       throw std::runtime_error("results store " + name + ": not a gpubench results store (no runs table of ours)");
     }
