@@ -157,6 +157,27 @@ class PostgresStoreTest(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.count("\n"), 2, out)
 
+    def test_history_of_a_postgresql_store_is_openmetrics_a_real_parser_reads_with_labels_escaped(self):
+        url = self.server.socket_url(self.db)
+        hostile = 'rack "7"\\slot\nB'  # a double quote, a backslash and a newline
+        records = os.path.join(self.dir, "records")
+        write_records(records, 2, 9)
+        with open(os.path.join(records, "r9_0001.json")) as f:
+            r = json.load(f)
+        r["environment"]["hostname"] = hostile
+        r["environment"]["device_name"] = hostile
+        with open(os.path.join(records, "r9_0001.json"), "w") as f:
+            json.dump(r, f)
+        rc, _, err = gpubench("db", "add", url, records)
+        self.assertEqual(rc, 0, err)
+        rc, out, err = gpubench("history", url, "--format", "openmetrics")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.endswith("# EOF\n"))
+        samples = {f.name: f for f in parse_openmetrics(out)}["gpubench_samples_per_s"].samples
+        self.assertEqual(len(samples), 2)
+        self.assertEqual({s.labels["run_id"] for s in samples}, {"1", "2"})
+        self.assertIn(hostile, {s.labels["device_model"] for s in samples})
+
     def test_eight_db_add_processes_at_once_lose_and_duplicate_nothing(self):
         url = self.server.socket_url(self.db)
         folders = []
