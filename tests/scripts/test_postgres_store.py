@@ -288,7 +288,7 @@ class PostgresStoreTest(unittest.TestCase):
                      ("compare", f"db:{url}", rec), ("report", rec, "--db", url, "--out", os.path.join(self.dir, "r"))):
             rc, _, err = gpubench(*args)
             self.assertEqual(rc, 2, (args, err))
-            self.assertIn("not a gpubench results store", err)
+            self.assertIn("no gpubench results store here yet", err)
         self.assertEqual(self.server.tables(self.db), 0)
 
 

@@ -56,6 +56,10 @@ ResultsStore::ResultsStore(const std::string& location, Access access) {
                                std::to_string(version) + "); this one reads version " + std::to_string(kStoreVersion));
     }
     const bool ours = version >= 1 && db_->has_table("runs") && db_->has_column("runs", "record_json");
+    if (!ours && read && version == 0 && db_->fresh()) {
+      throw std::runtime_error("results store " + name + ": no gpubench results store here yet (reading commands "
+                               "never make one; `gpubench db add` or `run --db` does)");
+    }
     if (!ours && !fresh) {
       // A foreign file or database (or anything else) is left exactly as it was.
       throw std::runtime_error("results store " + name + ": not a gpubench results store (no runs table of ours)");
