@@ -60,9 +60,14 @@ std::string pg_param_text(double d) {
 class PostgresConnection final : public Connection {
  public:
   PostgresConnection(const std::string& url, bool read_only) : name_(without_passwords(url)) {
-    // The URL's own settings win over these defaults (they come after them, expand_dbname=1).
-    const char* keys[] = {"connect_timeout", "client_encoding", "fallback_application_name", "dbname", nullptr};
-    const char* values[] = {"10", "UTF8", "gpubench", url.c_str(), nullptr};
+    // The URL's own settings win over these defaults (they come after them, expand_dbname=1). A server that cannot
+    // be reached fails in 10 s; one that vanishes mid-query (a cut link, a host gone: no reset ever arrives) fails
+    // once 60 s of sent data go unacknowledged, or after 30 + 3 x 10 s of silence on an idle connection, instead of
+    // the kernel's ~15-minute retransmission limit.
+    const char* keys[] = {"connect_timeout",  "client_encoding",     "fallback_application_name",
+                          "tcp_user_timeout", "keepalives_idle",     "keepalives_interval",
+                          "keepalives_count", "dbname",              nullptr};
+    const char* values[] = {"10", "UTF8", "gpubench", "60000", "30", "10", "3", url.c_str(), nullptr};
     conn_ = PQconnectdbParams(keys, values, 1);
     if (conn_ == nullptr) throw std::runtime_error("results store " + name_ + ": cannot connect: out of memory");
     if (PQstatus(conn_) != CONNECTION_OK) {
