@@ -31,8 +31,6 @@ class Connection {
   virtual const std::string& name() const = 0;
   /// Runs one statement with `?` placeholders bound to `args`, in order; its rows (none for most writes).
   virtual std::vector<Row> query(const std::string& sql, const std::vector<Value>& args = {}) = 0;
-  /// Rows the last query inserted, updated or deleted.
-  virtual int64_t changes() const = 0;
   /// Statements without parameters, one after the other (the schema).
   virtual void script(const std::string& sql) = 0;
 
@@ -51,12 +49,13 @@ class Connection {
   virtual bool has_column(const std::string& table, const std::string& column) = 0;
   /// The tables and indexes (CREATE ... IF NOT EXISTS), in this engine's types.
   virtual std::string schema() const = 0;
-  /// An SQL expression with one `?` (bound to json_path(key)): the text of `key`'s value in `column`'s JSON object,
-  /// as the scenario filters compare it (256, bf16; a boolean as json_bool() spells it).
-  virtual std::string json_text_expr(const std::string& column) const = 0;
-  virtual Value json_path(const std::string& key) const = 0;
-  /// How json_text_expr spells a JSON boolean: SQLite 1/0, PostgreSQL true/false.
-  virtual std::string json_bool(bool b) const = 0;
+  /// A condition that `key` (dotted: a nested key) of the JSON object in `column` has `value` as typed by a user
+  /// (256, bf16, true), with the parameters its `?`s take, in order.
+  struct Condition {
+    std::string sql;
+    std::vector<Value> args;
+  };
+  virtual Condition json_key_is(const std::string& column, const std::string& key, const std::string& value) const = 0;
   /// "ok", or what the engine's own check found (quick: the cheaper check run after every write).
   virtual std::string integrity(bool quick) = 0;
   /// Nothing of anyone's is here yet, so a writer may set the store up: an empty SQLite file; a PostgreSQL database

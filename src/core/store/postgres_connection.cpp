@@ -109,8 +109,6 @@ class PostgresConnection final : public Connection {
     Result res(PQexecParams(conn_, numbered_placeholders(sql).c_str(), static_cast<int>(params.size()), nullptr,
                             params.data(), nullptr, nullptr, 0));
     check(res.get(), "running a query");
-    const char* affected = PQcmdTuples(res.get());
-    changes_ = affected != nullptr && *affected != '\0' ? std::strtoll(affected, nullptr, 10) : 0;
     std::vector<Row> rows;
     const int n_rows = PQntuples(res.get()), n_cols = PQnfields(res.get());
     rows.reserve(static_cast<size_t>(n_rows));
@@ -133,8 +131,6 @@ class PostgresConnection final : public Connection {
     }
     return rows;
   }
-
-  int64_t changes() const override { return changes_; }
 
   void script(const std::string& sql) override {
     Result res(PQexec(conn_, sql.c_str()));
@@ -219,10 +215,8 @@ CREATE TABLE IF NOT EXISTS gpubench_store (version INTEGER NOT NULL);
 )sql";
   }
 
-  std::string json_text_expr(const std::string& column) const override {
-    return "(" + column + "::jsonb #>> ?::text[])";
-  }
-  Value json_path(const std::string& key) const override {
+  // #>> gives a JSON boolean as the text true or false, which is what a user types.
+  Condition json_key_is(const std::string& column, const std::string& key, const std::string& value) const override {
     std::string path = "{\"";
     for (const char c : key) {
       if (c == '.') {
@@ -232,9 +226,8 @@ CREATE TABLE IF NOT EXISTS gpubench_store (version INTEGER NOT NULL);
         path += c;
       }
     }
-    return path + "\"}";
+    return {"(" + column + "::jsonb #>> ?::text[]) = ?", {path + "\"}", value}};
   }
-  std::string json_bool(bool b) const override { return b ? "true" : "false"; }
 
   // The server keeps its own pages consistent (write-ahead log, constraints): a run and its metrics are one
   // transaction and metrics cannot outlive their run (the foreign key), so there is nothing for a client to check.
@@ -282,7 +275,6 @@ CREATE TABLE IF NOT EXISTS gpubench_store (version INTEGER NOT NULL);
 
   std::string name_;
   PGconn* conn_ = nullptr;
-  int64_t changes_ = 0;
   bool schema_locked_ = false;
 };
 

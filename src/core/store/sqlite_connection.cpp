@@ -101,11 +101,8 @@ class SqliteConnection final : public Connection {
       }
       rows.push_back(std::move(row));
     }
-    changes_ = sqlite3_changes(db_);
     return rows;
   }
-
-  int64_t changes() const override { return changes_; }
 
   void script(const std::string& sql) override {
     char* err = nullptr;
@@ -178,11 +175,11 @@ CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, start_time_utc);
 )sql";
   }
 
-  std::string json_text_expr(const std::string& column) const override {
-    return "CAST(json_extract(" + column + ", ?) AS TEXT)";
+  // json_extract gives a JSON boolean as the integer 1 or 0.
+  Condition json_key_is(const std::string& column, const std::string& key, const std::string& value) const override {
+    return {"CAST(json_extract(" + column + ", ?) AS TEXT) = ?",
+            {"$." + key, value == "true" ? "1" : value == "false" ? "0" : value}};
   }
-  Value json_path(const std::string& key) const override { return "$." + key; }
-  std::string json_bool(bool b) const override { return b ? "1" : "0"; }
 
   std::string integrity(bool quick) override {
     // SQLite's own check. A run and its metrics are one transaction, so a killed writer cannot leave a run without
@@ -203,7 +200,6 @@ CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, start_time_utc);
   }
   std::string path_;
   sqlite3* db_ = nullptr;
-  int64_t changes_ = 0;
   bool empty_file_ = false;
   bool writer_set_up_ = false;
 };

@@ -49,18 +49,18 @@ ResultsStore::ResultsStore(const std::string& location, Access access) {
     // Whether a writer may set the store up, asked before its version: another writer makes the tables and sets the
     // version in one transaction, so tables seen here mean a version seen below (asked the other way round, a
     // writer that saw no version and then another writer's tables called the new store foreign).
-    const bool fresh = !read && db_->fresh();
+    const bool fresh = db_->fresh();
     const int version = db_->version();
     if (version > kStoreVersion) {
       throw std::runtime_error("results store " + name + ": made by a newer gpubench (store version " +
                                std::to_string(version) + "); this one reads version " + std::to_string(kStoreVersion));
     }
     const bool ours = version >= 1 && db_->has_table("runs") && db_->has_column("runs", "record_json");
-    if (!ours && read && version == 0 && db_->fresh()) {
+    if (!ours && read && fresh) {
       throw std::runtime_error("results store " + name + ": no gpubench results store here yet (reading commands "
                                "never make one; `gpubench db add` or `run --db` does)");
     }
-    if (!ours && !fresh) {
+    if (!ours && !(fresh && !read)) {
       // A foreign file or database (or anything else) is left exactly as it was.
       throw std::runtime_error("results store " + name + ": not a gpubench results store (no runs table of ours)");
     }
@@ -172,10 +172,10 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
     args.emplace_back(q.since);
   }
   for (const auto& [key, value] : q.scenario) {
-    // Scenario values as their JSON text: 256, "bf16" -> bf16, a boolean as the engine spells it.
-    sql += " AND " + db_->json_text_expr("r.scenario_json") + " = ?";
-    args.push_back(db_->json_path(key));
-    args.emplace_back(value == "true" ? db_->json_bool(true) : value == "false" ? db_->json_bool(false) : value);
+    // Scenario values as their JSON text: 256, "bf16" -> bf16, true.
+    const store::Connection::Condition c = db_->json_key_is("r.scenario_json", key, value);
+    sql += " AND " + c.sql;
+    args.insert(args.end(), c.args.begin(), c.args.end());
   }
   sql += " ORDER BY r.start_time_utc, r.id";
   std::vector<HistoryRow> rows;
@@ -237,8 +237,7 @@ int64_t ResultsStore::remove(const std::vector<int64_t>& ids) {
         throw std::runtime_error("results store " + name() + ": no run " + std::to_string(id));
       }
       db_->query("DELETE FROM metrics WHERE run_id = ?", {id});
-      db_->query("DELETE FROM runs WHERE id = ?", {id});
-      removed += db_->changes();
+      removed += static_cast<int64_t>(db_->query("DELETE FROM runs WHERE id = ? RETURNING id", {id}).size());
     }
     db_->commit();
     return removed;
