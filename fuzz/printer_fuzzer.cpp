@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,7 +83,18 @@ bool openmetrics_is_whole(const std::string& out, size_t samples) {
     }
     start = end + 1;
   }
-  return lines == samples + 2 * families + 1;
+  // No two samples of a family share their label set (an invalid exposition); an exact repeat is printed once.
+  std::set<std::string> label_sets;
+  size_t sample_lines = 0;
+  for (size_t s = 0; s < out.size();) {
+    const size_t e = out.find('\n', s);
+    const std::string line = out.substr(s, e - s);
+    s = e + 1;
+    if (line.empty() || line[0] == '#') continue;
+    ++sample_lines;
+    if (!label_sets.insert(line.substr(0, line.rfind(' '))).second) return false;
+  }
+  return sample_lines <= samples && lines == sample_lines + 2 * families + 1;
 }
 
 }  // namespace

@@ -58,7 +58,15 @@ log "torch-free tests under ASan+UBSan"
 corpus="$BUILD/fuzz-corpus"
 findings="$BUILD/fuzz-findings"
 rm -rf "$corpus"
-mkdir -p "$corpus/scenario" "$corpus/record" "$corpus/trace" "$corpus/jpeg" "$corpus/store" "$corpus/printer" "$findings"
+mkdir -p "$corpus/scenario" "$corpus/record" "$corpus/trace" "$corpus/jpeg" "$corpus/store" "$corpus/printer" \
+         "$corpus/store_url" "$findings"
+# Store URLs: passwords with a space, a stray '%', an '@', '/', '?', '#', quotes; a capitalised scheme; whole names.
+printf '\000pa ss' > "$corpus/store_url/space"
+printf '\000p%%zz\000me' > "$corpus/store_url/percent"
+printf '\001s3cr%%2Ft' > "$corpus/store_url/query"
+printf '\002p@ss/w?rd#1' > "$corpus/store_url/reserved"
+printf '\003postgresql://a:b@[::1]:5432,h2:6/d?x=1&password=zz' > "$corpus/store_url/whole"
+printf "\\003x.db?mode=memory#frag" > "$corpus/store_url/file"
 # JPEG: a seed in each mode (the odd mode encodes an image from the input, so it needs no files).
 printf '\001\040\030\132\000\200abcdefghijklmnopqrstuvwxyz0123456789' > "$corpus/jpeg/seed1"
 printf '\000\007\377\330\377\340\000\020JFIF\000' > "$corpus/jpeg/seed2"
@@ -98,7 +106,7 @@ cat > "$corpus/trace/seed1" <<'TRACE'
 TRACE
 
 status=0
-for target in scenario record trace jpeg store printer; do
+for target in scenario record trace jpeg store printer store_url; do
   log "fuzzing ${target} reading for ${SECONDS_EACH} s ($(ls "$corpus/$target" | wc -l) seeds)"
   if ! (cd "$findings" && "$BUILD/fuzz/${target}_fuzzer" -seed=1 -max_total_time="$SECONDS_EACH" -timeout=10 \
         -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "$corpus/$target" 2> "$BUILD/fuzz-${target}.log"); then

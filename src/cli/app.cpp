@@ -84,6 +84,23 @@ void check_command_name(int argc, char** argv, const std::vector<CommandSpec>& c
   }
 }
 
+/// An empty argument (`--out ''`, `--cuda-graph ''`, `--out=`) is never a value: CLI11 would take it as "true" for a
+/// boolean and a default place for a path.
+void refuse_empty_values(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const size_t eq = a.find('=');
+    if (a.rfind("-", 0) == 0 && eq != std::string::npos && eq + 1 == a.size()) {
+      throw UsageError(a + ": an empty value; give one, or leave " + a.substr(0, eq) + " out");
+    }
+    if (a.empty()) {
+      const std::string before = i > 1 ? std::string(argv[i - 1]) : std::string("gpubench");
+      throw UsageError("an empty argument after " + before + ": an empty value is never a default; give one" +
+                       (before.rfind("-", 0) == 0 ? ", or leave " + before + " out" : std::string()));
+    }
+  }
+}
+
 void set_log_level(int verbosity, const std::string& level) {
   if (!level.empty()) {
     spdlog::set_level(spdlog::level::from_str(level));
@@ -111,6 +128,22 @@ void check_file_roles(const Command& command, const OutputOptions& output) {
   }
 }
 
+/// `--format openmetrics` or a `.prom` save of a command that prints no metrics: exit 2 before any work (rather than an
+/// empty exposition, or exit 4 once the work is done).
+void refuse_openmetrics_without_metrics(const Command& command, const OutputOptions& output, const std::string& name) {
+  if (command.has_metrics()) return;
+  const auto is_om = [](const std::string& f) { return f == "openmetrics" || f == "prometheus"; };
+  std::string where;
+  if (is_om(output.format)) where = "--format " + output.format;
+  for (const auto& t : output.targets) {
+    if (where.empty() && is_om(t.format)) where = "--save " + t.path;
+  }
+  if (!where.empty()) {
+    throw UsageError(name + " " + where + ": this command prints no metrics to expose as OpenMetrics (run, history "
+                     "and export do); choose another format");
+  }
+}
+
 }  // namespace
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& choices) {
@@ -125,6 +158,19 @@ void Context::print(const Document& d) const {
   } catch (const std::exception& e) {
     throw OutputNotWritten(e.what());
   }
+}
+
+CLI::Validator decimal_whole() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool digits =
+            !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits) return "expected a whole number in decimal digits, got '" + text + "'";
+        const size_t first = text.find_first_not_of('0');
+        text = first == std::string::npos ? "0" : text.substr(first);  // 010 is ten, never octal eight
+        return {};
+      },
+      "");
 }
 
 CLI::Validator unsigned_64() {
@@ -142,6 +188,10 @@ CLI::Validator unsigned_64() {
 
 int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
   Context ctx;
+  // Every password the command line or PGPASSWORD holds is known before anything can print it (redact.hpp).
+  for (int i = 0; i < argc; ++i) register_secrets_in_argument(argv[i]);
+  if (const char* pw = std::getenv("PGPASSWORD")) register_secret(pw);
+  if (const char* store = std::getenv("GPUBENCH_DB")) register_secrets_in_argument(store);
   for (int i = 0; i < argc; ++i) {
     ctx.argv.emplace_back(argv[i]);
     // What records and logs show of the command: a store URL's password never (`run --db postgresql://u:pw@h/db`).
@@ -194,6 +244,7 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
   allow_extras_everywhere(&app);
 
   try {
+    refuse_empty_values(argc, argv);
     check_command_name(argc, argv, commands);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -204,7 +255,7 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     CLI::App* cmd = selected(&app);
-    spdlog::error("{}: {}; see `{} --help`", full_name(cmd), e.what(), full_name(cmd));
+    spdlog::error("{}: {}; see `{} --help`", full_name(cmd), without_passwords(e.what()), full_name(cmd));
     return kExitUsage;
   } catch (const UsageError& e) {
     spdlog::error("{}", without_passwords(e.what()));
@@ -220,6 +271,7 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
     ctx.output.default_format = spec_of.at(top)->default_format;
     resolve_outputs(ctx.output);
     Command* command = command_of.at(top);
+    refuse_openmetrics_without_metrics(*command, ctx.output, full_name(selected(&app)));
     check_file_roles(*command, ctx.output);
     return command->run(ctx);
   } catch (const std::exception& e) {

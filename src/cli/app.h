@@ -52,6 +52,9 @@ class Command {
   /// adds --save's files and refuses (exit 2) an output that is an input, a store or another output. A command
   /// whose outputs are known only after it resolves its scenario (run) checks them itself with the same FileRoles.
   virtual void files(FileRoles& roles) const { (void)roles; }
+  /// Whether what it prints has metrics (gauges) for `--format openmetrics` / `--save x.prom`; the framework refuses
+  /// that format before any work for a command without (exit 2).
+  virtual bool has_metrics() const { return false; }
 };
 
 struct CommandSpec {
@@ -69,6 +72,10 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv);
 /// A check for an unsigned 64-bit option (seeds): decimal digits only, at most 18446744073709551615. CLI11 itself
 /// would wrap a larger or negative value into range.
 CLI::Validator unsigned_64();
+
+/// A whole-number option read in decimal, leading zeros dropped (CLI11 alone reads `010` as octal 8 and `0x10` as
+/// 16); put it before any range check (->transform(decimal_whole())->check(...)).
+CLI::Validator decimal_whole();
 
 /// The closest of `choices` to `word` within a small edit distance, or "" (did-you-mean).
 std::string closest_match(const std::string& word, const std::vector<std::string>& choices);

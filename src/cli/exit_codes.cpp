@@ -20,6 +20,8 @@ const std::vector<ExitCodeInfo>& exit_code_table() {
       {kExitTooFewRuns, "not enough runs: history --detect needs more runs in a series; --allow-missing makes it 0"},
       {kExitInconclusive, "inconclusive: a difference between host-bound runs the GPU may not have caused (repeat "
                           "both sides)"},
+      {kExitInterrupted, "interrupted (Ctrl-C or SIGTERM): db add keeps every record it added whole and says "
+                         "how many; dataset make leaves nothing; an interrupted run is 1 (its record says so)"},
   };
   return table;
 }

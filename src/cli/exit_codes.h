@@ -17,7 +17,8 @@ enum ExitCode : int {
   kExitNotSameScenario = 5,   ///< compare: a candidate's only baseline runs are another scenario (keys listed)
   kExitNoBaseline = 6,        ///< compare: no baseline run of a candidate's model at all
   kExitTooFewRuns = 7,        ///< history --detect: a series has fewer runs than detection needs
-  kExitInconclusive = 8       ///< compare: a difference host-bound runs cannot attribute to the GPU (repeat both sides)
+  kExitInconclusive = 8,      ///< compare: a difference host-bound runs cannot attribute to the GPU (repeat both sides)
+  kExitInterrupted = 130      ///< db add: stopped by Ctrl-C or SIGTERM; what was stored is whole and said (128 + SIGINT)
 };
 /// The old name of 4, from when only `run` returned it.
 inline constexpr ExitCode kExitRecordNotWritten = kExitOutputNotWritten;

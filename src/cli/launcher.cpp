@@ -18,6 +18,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cli/subprocess.h"
 #include "gpubench/core/record/record_io.hpp"
 
 namespace gpubench::cli {
@@ -99,6 +100,11 @@ std::vector<pid_t> start_ranks(const LaunchPlan& plan, int port, const std::stri
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       ::setenv("GPUBENCH_LAUNCHER", "gpubench", 1);
       ::setenv(kRecordPathFileEnv, path_file.c_str(), 1);
+      if (plan.store.empty()) {
+        ::unsetenv(kStoreEnv);
+      } else {
+        ::setenv(kStoreEnv, plan.store.c_str(), 1);  // a password never goes on a command line
+      }
       // N ranks on one host share its cores (CPU ranks would otherwise oversubscribe them), as torchrun does.
       if (::getenv("OMP_NUM_THREADS") == nullptr) {
         const unsigned cores = std::max(1u, std::thread::hardware_concurrency());

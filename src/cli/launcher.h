@@ -15,6 +15,7 @@ struct LaunchPlan {
   std::vector<std::string> child_args;  ///< argv for each rank (without --nproc-per-node), argv[0] included
   Scenario scenario;                    ///< for the failure record the launcher may have to write
   std::string command_line;
+  std::string store;                    ///< the results store as typed, for the ranks' GPUBENCH_DB (empty: none)
   double grace_s = 30;                  ///< after a rank fails, how long the others get to fail on their own
 };
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "cli/app.h"
+#include "cli/logging.h"
 #include "cli/commands/commands.h"
 
 namespace {
@@ -35,8 +36,8 @@ int main(int argc, char** argv) {
   // Line-buffered standard output even into a file or pipe: a kill -9 after training keeps every finished line.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   auto logger = spdlog::stderr_color_mt("gpubench", color_mode());
-  logger->set_pattern("%^[%l]%$ %v");
   spdlog::set_default_logger(logger);
+  set_log_pattern("%^[%l]%$ %v");  // every line without passwords
 
   // The commands, one line each: `gpubench --help` lists them in this order.
   const std::vector<CommandSpec> commands{

@@ -99,6 +99,24 @@ HistoryQuery StoreFilters::query(const std::string& metric, const ResultsStore& 
   return q;
 }
 
+StoreLocation parse_store(const std::string& text, const std::string& flag) {
+  try {
+    return StoreLocation::parse(text);
+  } catch (const std::exception& e) {
+    throw UsageError(flag + ": " + e.what());
+  }
+}
+
+StoreLocation writable_store(const std::string& text, const std::string& flag) {
+  StoreLocation location = parse_store(text, flag);
+  try {
+    ResultsStore probe(location, ResultsStore::Access::kWrite);
+  } catch (const std::exception& e) {
+    throw UsageError(flag + ": " + e.what());
+  }
+  return location;
+}
+
 std::unique_ptr<ResultsStore> open_store_for_reading(const std::string& path) {
   try {
     return std::make_unique<ResultsStore>(path, ResultsStore::Access::kRead);  // a read never makes a store

@@ -24,4 +24,11 @@ struct StoreFilters {
 /// An existing gpubench store opened read-only; anything else is a usage error (exit 2) naming the file.
 std::unique_ptr<ResultsStore> open_store_for_reading(const std::string& path);
 
+/// `text` as a results store's location; an unusable name (empty, a malformed URL) is a usage error naming `flag`.
+StoreLocation parse_store(const std::string& text, const std::string& flag);
+
+/// A store a command will add records to, opened (and made, where missing) before any work: a name, file, server or
+/// store that cannot take records is a usage error naming `flag` (exit 2), nothing run.
+StoreLocation writable_store(const std::string& text, const std::string& flag);
+
 }  // namespace gpubench::cli

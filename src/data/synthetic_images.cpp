@@ -143,6 +143,13 @@ RgbImage synthetic_image(uint64_t seed, int64_t index, int64_t label, int64_t cl
   return img;
 }
 
+namespace {
+
+SynthStats write_dataset(const std::string& out, const SynthOptions& options,
+                         const std::function<void(int64_t, int64_t)>& progress);
+
+}  // namespace
+
 SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& options,
                                   const std::function<void(int64_t, int64_t)>& progress) {
   if (options.images < 1) throw std::runtime_error("--images must be at least 1");
@@ -153,6 +160,25 @@ SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& op
   if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec))) {
     throw std::runtime_error("'" + out + "' exists and is not an empty folder; choose a new --out");
   }
+  const bool made = !fs::exists(out, ec);
+  try {
+    return write_dataset(out, options, progress);
+  } catch (...) {
+    // No partial output: what this call wrote goes (the folder, when it made it; else the empty folder's new contents).
+    if (made) {
+      fs::remove_all(out, ec);
+    } else {
+      for (const auto& entry : fs::directory_iterator(out, ec)) fs::remove_all(entry.path(), ec);
+    }
+    throw;
+  }
+}
+
+namespace {
+
+SynthStats write_dataset(const std::string& out, const SynthOptions& options,
+                         const std::function<void(int64_t, int64_t)>& progress) {
+  std::error_code ec;
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t c = 0; c < options.classes; ++c) {
     fs::create_directories(fs::path(out) / synthetic_class_name(c), ec);
@@ -165,6 +191,11 @@ SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& op
   std::string error;
   auto work = [&] {
     for (int64_t i = next++; i < options.images; i = next++) {
+      if (options.stop != nullptr && options.stop->load()) {
+        std::lock_guard<std::mutex> lk(err_mu);
+        if (error.empty()) error = "interrupted";
+        return;
+      }
       const int64_t label = i % options.classes;
       const RgbImage img = synthetic_image(options.seed, i, label, options.classes);
       const std::vector<uint8_t> jpeg = encode_jpeg(img, options.quality);
@@ -176,7 +207,10 @@ SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& op
       {
         std::ofstream f(tmp, std::ios::binary);
         f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+        f.close();
         if (!f) {
+          std::error_code rm;
+          fs::remove(tmp, rm);
           std::lock_guard<std::mutex> lk(err_mu);
           if (error.empty()) error = "cannot write '" + tmp.string() + "'";
           return;
@@ -251,11 +285,14 @@ SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& op
   {
     std::ofstream f(tmp);
     f << j.dump(2) << "\n";
+    f.close();
     if (!f) throw std::runtime_error("cannot write '" + tmp.string() + "'");
   }
   fs::rename(tmp, meta, ec);
   if (ec) throw std::runtime_error("cannot write '" + meta.string() + "': " + ec.message());
   return st;
 }
+
+}  // namespace
 
 }  // namespace gpubench::data

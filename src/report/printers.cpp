@@ -553,14 +553,13 @@ class JunitPrinter : public Printer {
 
 /// OpenMetrics text exposition (also read as Prometheus' text format 0.0.4, where `# EOF` is a comment): one gauge
 /// family per metric, its samples together, labels escaped as the format says (backslash, double quote, newline), no
-/// timestamps (node_exporter's textfile collector refuses them).
+/// timestamps (node_exporter's textfile collector refuses them). The exposition is valid whatever the gauges: a
+/// label name appears once in a sample, no two samples of a family share their labels (an exact repeat is printed
+/// once; a repeat with another value gets a `sample` label numbering it), and label values are UTF-8. No gauges:
+/// only `# EOF` (commands without metrics refuse the format before they work: cli/app.cpp).
 class OpenMetricsPrinter : public Printer {
  public:
   std::string render(const Document& d) const override {
-    if (d.gauges.empty()) {
-      throw std::invalid_argument("this command's output has no metrics for --format openmetrics (run, history and "
-                                  "export have)");
-    }
     std::vector<std::string> order;
     std::map<std::string, std::vector<const Gauge*>> families;
     for (const auto& g : d.gauges) {
@@ -573,22 +572,38 @@ class OpenMetricsPrinter : public Printer {
       const auto& samples = families[name];
       out += "# TYPE " + name + " gauge\n";
       out += "# HELP " + name + " " + help_text(samples.front()->help) + "\n";
+      std::map<std::string, double> seen;  // a sample's label text -> its value
       for (const Gauge* g : samples) {
-        out += name;
-        if (!g->labels.empty()) {
-          out += "{";
-          for (size_t i = 0; i < g->labels.size(); ++i) {
-            out += (i == 0 ? "" : ",") + g->labels[i].first + "=\"" + openmetrics_escape(g->labels[i].second) + "\"";
-          }
-          out += "}";
+        std::vector<std::pair<std::string, std::string>> labels;
+        for (const auto& [key, value] : g->labels) {
+          const std::string k = openmetrics_name(key);
+          const bool repeated = std::any_of(labels.begin(), labels.end(), [&k](const auto& l) { return l.first == k; });
+          if (!repeated) labels.emplace_back(k, value);
         }
-        out += " " + number(g->value) + "\n";
+        std::string text = label_text(labels);
+        if (const auto it = seen.find(text); it != seen.end() && same_value(it->second, g->value)) continue;
+        for (int n = 2; seen.count(text) > 0; ++n) {
+          auto numbered = labels;
+          numbered.emplace_back("sample", std::to_string(n));
+          text = label_text(numbered);
+        }
+        seen.emplace(text, g->value);
+        out += name + text + " " + number(g->value) + "\n";
       }
     }
     return out + "# EOF\n";
   }
 
  private:
+  static std::string label_text(const std::vector<std::pair<std::string, std::string>>& labels) {
+    if (labels.empty()) return "";
+    std::string out = "{";
+    for (size_t i = 0; i < labels.size(); ++i) {
+      out += (i == 0 ? "" : ",") + labels[i].first + "=\"" + openmetrics_escape(labels[i].second) + "\"";
+    }
+    return out + "}";
+  }
+  static bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
   static std::string help_text(const std::string& s) {
     std::string out;
     for (char c : s) out += c == '\n' ? ' ' : c == '"' ? '\'' : c == '\\' ? '/' : c;
@@ -605,7 +620,7 @@ class OpenMetricsPrinter : public Printer {
 
 std::string openmetrics_escape(const std::string& value) {
   std::string out;
-  for (char c : value) {
+  for (char c : inert_text(value, true)) {  // UTF-8, no control characters but the newline escaped below
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '"') {

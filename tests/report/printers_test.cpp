@@ -87,8 +87,25 @@ TEST(PrintersTest, OpenMetricsGroupsEachFamilyEscapesLabelsAndEnds) {
   EXPECT_EQ(out,
             "# TYPE gpubench_a gauge\n# HELP gpubench_a a ('x') more\ngpubench_a{host=\"h\\\"1\"} 1.5\n"
             "gpubench_a{host=\"h2\"} NaN\n# TYPE gpubench_b gauge\n# HELP gpubench_b b\ngpubench_b 2\n# EOF\n");
-  EXPECT_THROW(make_printer("openmetrics")->render(Document{}), std::invalid_argument);  // nothing to expose
+  EXPECT_EQ(make_printer("openmetrics")->render(Document{}), "# EOF\n");  // nothing to expose: still valid
   EXPECT_EQ(format_for_path("/var/lib/node_exporter/gpubench.prom"), "openmetrics");
+}
+
+// An exposition with two samples of one name and label set is invalid (Prometheus refuses the whole scrape): the
+// same run exported twice, two runs whose labels agree, a label given twice, bytes that are not UTF-8.
+TEST(PrintersTest, OpenMetricsNeverRepeatsALabelSetOrALabel) {
+  Document d;
+  d.gauges.push_back(Gauge{"gpubench_x", "x", {{"run", "a"}}, 1});
+  d.gauges.push_back(Gauge{"gpubench_x", "x", {{"run", "a"}}, 1});  // the same sample again: printed once
+  d.gauges.push_back(Gauge{"gpubench_x", "x", {{"run", "a"}}, 2});  // same labels, another value: numbered
+  d.gauges.push_back(Gauge{"gpubench_x", "x", {{"run", "a"}}, 3});
+  d.gauges.push_back(Gauge{"gpubench_y", "y", {{"host", "h"}, {"host", "i"}, {"bad name", "\xff\x01v"}}, 4});
+  const std::string out = make_printer("openmetrics")->render(d);
+  EXPECT_EQ(out,
+            "# TYPE gpubench_x gauge\n# HELP gpubench_x x\ngpubench_x{run=\"a\"} 1\n"
+            "gpubench_x{run=\"a\",sample=\"2\"} 2\ngpubench_x{run=\"a\",sample=\"3\"} 3\n"
+            "# TYPE gpubench_y gauge\n# HELP gpubench_y y\n"
+            "gpubench_y{host=\"h\",bad_name=\"\xEF\xBF\xBD\xEF\xBF\xBDv\"} 4\n# EOF\n");
 }
 
 TEST(PrintersTest, CsvCellsNeverStartAFormula) {

@@ -280,6 +280,58 @@ class PostgresStoreTest(unittest.TestCase):
         stored = s.psql("SELECT string_agg(record_json || source || environment_json, '') FROM runs", self.db)
         self.assertNotIn(s.password, stored)
 
+    def test_a_password_is_never_shown_however_it_is_spelled(self):
+        # A role whose password has a space, a '%' that is no escape, an '@' and a '/': spelled raw (ambiguous or
+        # broken: refused), percent-encoded (works), as a query parameter whose name is percent-encoded, under a
+        # capitalised scheme, wrong. No spelling of it reaches the console, a record or the store, on success or not.
+        s = self.server
+        secret = "s3 cr%t@x/y"
+        s.psql(f"DROP ROLE IF EXISTS hostile_{self.db}")
+        s.psql(f"CREATE ROLE hostile_{self.db} LOGIN PASSWORD '{secret}'")
+        s.psql(f"GRANT ALL ON DATABASE {self.db} TO hostile_{self.db}")
+        s.psql(f"GRANT ALL ON SCHEMA public TO hostile_{self.db}", self.db)
+        user, host = f"hostile_{self.db}", f"127.0.0.1:{s.port}"
+        encoded = "s3%20cr%25t%40x%2Fy"
+        shown = [secret, encoded, "s3 cr", "cr%t", "x/y", "s3%20cr", "%25t%40"]
+        rec = os.path.join(FIXTURES, "resnet_amp_bs64_r1.json")
+        good = [f"postgresql://{user}:{encoded}@{host}/{self.db}",
+                f"postgresql://{user}@{host}/{self.db}?pass%77ord={encoded}",
+                f"POSTGRESQL://{user}:{encoded}@{host}/{self.db}?sslmode=disable"]
+        bad = [f"postgresql://{user}:{secret}@{host}/{self.db}",            # raw: '@' and '/' after the credentials
+               f"postgresql://{user}:s3 cr%t@{host}/{self.db}",             # raw '%t': not an escape
+               f"postgresql://{user}@{host}/{self.db}?password=s3 cr%t",    # the same, as a query parameter
+               f"postgresql://{user}:wrong%20{encoded}@{host}/{self.db}",    # wrong, spelled with a space
+               f"postgresql://{user}@{host}/{self.db}?pass%77ord=wrong%20{encoded}"]
+        try:
+            for url in good:
+                rc, out, err = gpubench("db", "add", url, rec)
+                self.assertEqual(rc, 0, (url, err))
+                for text in shown:
+                    self.assertNotIn(text, out + err, url)
+                rc, out, err = gpubench("history", url, "--format", "json")
+                self.assertEqual(rc, 0, (url, err))
+                for text in shown:
+                    self.assertNotIn(text, out + err, url)
+            for url in bad:
+                for args in (("db", "add", url, rec), ("history", url), ("compare", f"db:{url}", rec)):
+                    rc, out, err = gpubench(*args)
+                    self.assertEqual(rc, 2, (args, err))
+                    self.assertEqual(len(err.strip().splitlines()), 1, err)
+                    for text in shown:
+                        self.assertNotIn(text, out + err, args)
+            record = os.path.join(self.dir, "run.json")
+            rc, out, err = gpubench("run", "--config", os.path.join(ROOT, "tests", "data", "tiny_resnet.yaml"),
+                                    "--epochs", "1", "--dataset-size", "4", "--out", record, "--db", good[0])
+            self.assertEqual(rc, 0, err)
+            with open(record) as f:
+                text = f.read()
+            stored = s.psql("SELECT string_agg(record_json || source || environment_json, '') FROM runs", self.db)
+            for t in shown:
+                self.assertNotIn(t, out + err + text + stored)
+        finally:
+            s.psql(f"DROP DATABASE IF EXISTS {self.db} WITH (FORCE)")
+            s.psql(f"DROP ROLE IF EXISTS hostile_{self.db}")
+
     def test_reading_commands_never_create_tables(self):
         url = self.server.socket_url(self.db)
         rec = os.path.join(FIXTURES, "resnet_amp_bs64_r1.json")

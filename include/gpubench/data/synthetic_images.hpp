@@ -5,6 +5,7 @@
 // 3:2), saved at quality 90 with 4:2:0 chroma, so file sizes and decode cost are in ImageNet's range. Deterministic
 // for a seed: image i depends only on (seed, i).
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +20,7 @@ struct SynthOptions {
   uint64_t seed = 0;
   int quality = 90;
   int threads = 0;  ///< 0: all cores
+  const std::atomic<bool>* stop = nullptr;  ///< set (Ctrl-C): stop early and fail as any failure does
 };
 
 /// What was written.
@@ -37,7 +39,8 @@ RgbImage synthetic_image(uint64_t seed, int64_t index, int64_t label, int64_t cl
 std::string synthetic_class_name(int64_t label);
 
 /// Writes the tree under `out` (created; must not exist or be empty): out/<class>/<class>_<index>.JPEG, plus
-/// out/dataset.json with the options and these statistics. Throws std::runtime_error (naming the path) on failure.
+/// out/dataset.json with the options and these statistics. Throws std::runtime_error (naming the path) on failure,
+/// having removed everything it wrote (no `.part` file, no half data set: `out` is as it was).
 /// `progress(done, total)` is called now and then from the calling thread.
 SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& options,
                                   const std::function<void(int64_t, int64_t)>& progress = {});

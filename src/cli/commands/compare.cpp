@@ -105,7 +105,7 @@ class CompareCommand final : public Command {
     markdown_opt_ = cmd.add_option("--markdown", markdown_, "Same as --save md:FILE")->type_name("FILE");
     junit_opt_ = cmd.add_option("--junit", junit_, "Same as --save junit:FILE")->type_name("FILE");
     json_opt_ = cmd.add_option("--json", json_, "Same as --save json:FILE")->type_name("FILE");
-    cmd.add_option("--seed", seed_, "Bootstrap seed (default 1)")->check(unsigned_64())->type_name("INT");
+    cmd.add_option("--seed", seed_, "Bootstrap seed (default 1)")->check(unsigned_64())->type_name("INT")->transform(decimal_whole());
     cmd.add_option("--metric", metric_,
                    "Metric to compare, by tag (default samples_per_s: throughput); e.g. joules_per_sample, "
                    "peak_reserved_bytes, step_time_p95_ms, epoch_seconds. `gpubench metrics` lists them; the "

@@ -1,7 +1,10 @@
 // gpubench dataset make: an ImageNet-like JPEG ImageFolder for `data: folder` runs (data/synthetic_images.hpp).
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
 
@@ -13,6 +16,9 @@ namespace gpubench::cli {
 
 namespace {
 
+std::atomic<bool> g_dataset_stop{false};
+extern "C" void on_dataset_signal(int) { g_dataset_stop = true; }
+
 class DatasetCommand final : public Command {
  public:
   DatasetCommand() { o_.images = 25600; }
@@ -23,17 +29,17 @@ class DatasetCommand final : public Command {
     make->add_option("--out", out_, "Folder to create (must not exist, or be empty)")->required()->type_name("DIR");
     make->add_option("--images", o_.images, "Images to write (default 25600)")
         ->check(CLI::Range(int64_t{1}, int64_t{100000000}).description(""))
-        ->type_name("INT");
+        ->type_name("INT")->transform(decimal_whole());
     make->add_option("--classes", o_.classes, "Class folders, images spread evenly (default 100)")
         ->check(CLI::Range(int64_t{1}, int64_t{1000000}).description(""))
-        ->type_name("INT");
+        ->type_name("INT")->transform(decimal_whole());
     make->add_option("--seed", o_.seed, "Seed: the same seed writes the same files (default 0)")
         ->check(unsigned_64())
-        ->type_name("INT");
-    make->add_option("--quality", o_.quality, "JPEG quality (default 90)")->check(CLI::Range(1, 100).description(""))->type_name("INT");
+        ->type_name("INT")->transform(decimal_whole());
+    make->add_option("--quality", o_.quality, "JPEG quality (default 90)")->check(CLI::Range(1, 100).description(""))->type_name("INT")->transform(decimal_whole());
     make->add_option("--threads", o_.threads, "Encoding threads (default: all cores)")
         ->check(CLI::Range(0, 4096).description(""))
-        ->type_name("INT");
+        ->type_name("INT")->transform(decimal_whole());
     make->footer("Then: gpubench run resnet50 --data folder --data-path DIR [--decode cpu|gpu] [--data-only]\n"
                  "Statistics (sizes, bits per pixel) are printed and written to DIR/dataset.json.");
   }
@@ -42,14 +48,27 @@ class DatasetCommand final : public Command {
     if (out_.empty()) throw UsageError("--out: no folder named");
     const bool tty = isatty(STDERR_FILENO) != 0 && !ctx.quiet();
     data::SynthStats st;
+    // Ctrl-C or SIGTERM stops the writers; what they wrote is removed like any failure's.
+    g_dataset_stop = false;
+    o_.stop = &g_dataset_stop;
+    std::signal(SIGINT, on_dataset_signal);
+    std::signal(SIGTERM, on_dataset_signal);
     try {
       st = data::make_synthetic_dataset(out_, o_, [tty](int64_t done, int64_t total) {
         if (tty) std::fprintf(stderr, "\r\033[Kwriting images: %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
       });
     } catch (const std::exception& e) {
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
       if (tty) std::fputs("\r\033[K", stderr);
-      throw UsageError(e.what());
+      if (g_dataset_stop.load()) {
+        spdlog::error("dataset make interrupted: nothing was left in {}", out_);
+        return kExitInterrupted;
+      }
+      throw UsageError(std::string(e.what()) + " (nothing was left in " + out_ + ")");
     }
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
     if (tty) std::fputs("\r\033[K", stderr);
     const double n = static_cast<double>(st.images);
     Document d;
@@ -79,7 +98,8 @@ class DatasetCommand final : public Command {
 
 CommandSpec dataset_command() {
   return {"dataset", "Data sets for `data: folder` runs: `gpubench dataset make`",
-          {kExitOk, kExitUsage, kExitOutputNotWritten}, "console", [] { return std::make_unique<DatasetCommand>(); }};
+          {kExitOk, kExitUsage, kExitOutputNotWritten, kExitInterrupted}, "console",
+          [] { return std::make_unique<DatasetCommand>(); }};
 }
 
 }  // namespace gpubench::cli

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -45,15 +47,37 @@ Table runs_table(const std::vector<HistoryRow>& rows, const std::string& id) {
 /// store, one made by a newer gpubench, a truncated or a damaged one, a server that cannot be reached or refuses the
 /// credentials is a usage error (exit 2), untouched. A missing or empty file is not opened here (`db add` creates it
 /// at its first good record); a PostgreSQL database is opened (and its tables made) at once.
-std::unique_ptr<ResultsStore> open_existing_for_writing(const std::string& path) {
+std::unique_ptr<ResultsStore> open_existing_for_writing(const StoreLocation& location) {
   std::error_code ec;
-  if (!is_store_url(path) && (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0)) {
+  if (!location.is_postgres() && (!std::filesystem::exists(location.path(), ec) ||
+                                  std::filesystem::file_size(location.path(), ec) == 0)) {
+    if (std::filesystem::exists(location.path(), ec) && !std::filesystem::is_regular_file(location.path(), ec)) {
+      throw UsageError("results store " + location.display() + " is not a regular file");
+    }
     return nullptr;
   }
   try {
-    return std::make_unique<ResultsStore>(path, ResultsStore::Access::kWrite);
+    return std::make_unique<ResultsStore>(location, ResultsStore::Access::kWrite);
   } catch (const std::exception& e) {
     throw UsageError(e.what());
+  }
+}
+
+/// A run id as `db list` shows it: decimal digits only (`010` is run 10, never octal 8; `0x10`, `-1`, `+1` refused).
+int64_t parse_run_id(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 18 &&
+                      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) throw UsageError("db rm: '" + text + "' is not a run id (decimal digits, as `gpubench db list` shows)");
+  return std::stoll(text, nullptr, 10);
+}
+
+/// Ctrl-C (or SIGTERM) during `db add`: the record being added is finished (or rolled back), then the command stops
+/// and says what is stored.
+std::atomic<bool> g_add_stop{false};
+extern "C" void on_add_signal(int sig) {
+  if (g_add_stop.exchange(true)) {
+    std::signal(sig, SIG_DFL);  // a second one ends the process at once (each record is one transaction)
+    std::raise(sig);
   }
 }
 
@@ -75,7 +99,7 @@ class DbCommand final : public Command {
 
     rm_ = cmd.add_subcommand("rm", "Remove runs by id (`db list` shows them), all in one transaction");
     rm_->add_option("STORE", store_, "A results store")->required()->type_name("STORE");
-    rm_->add_option("IDS", ids_, "Run ids")->required()->type_name("ID");
+    rm_->add_option("IDS", id_texts_, "Run ids (decimal, as `db list` shows them)")->required()->type_name("ID");
     rm_->add_flag("--dry-run", dry_run_, "Show what would be removed; change nothing");
 
     prune_ = cmd.add_subcommand("prune", "Keep the newest N runs of each scenario (and GPU model); remove the rest");
@@ -83,7 +107,7 @@ class DbCommand final : public Command {
     prune_->add_option("--keep", keep_, "Runs to keep per scenario identity (at least 1)")
         ->required()
         ->check(CLI::Range(1, 1000000).description(""))
-        ->type_name("N");
+        ->type_name("N")->transform(decimal_whole());
     prune_filters_.declare(*prune_);
     prune_->add_flag("--dry-run", dry_run_, "Show what would be removed; change nothing");
     cmd.footer("`db add` writes; `db rm` and `db prune` remove in one transaction (all or nothing; --dry-run shows "
@@ -108,7 +132,8 @@ class DbCommand final : public Command {
 
  private:
   int add(Context& ctx) {
-    std::unique_ptr<ResultsStore> db = open_existing_for_writing(store_);  // an unusable store: exit 2, no work done
+    const StoreLocation location = parse_store(store_, "STORE");
+    std::unique_ptr<ResultsStore> db = open_existing_for_writing(location);  // an unusable store: exit 2, no work done
     // One record at a time (read, added, dropped): memory stays that of the largest record, not of all of them.
     std::vector<RecordFile> files;
     try {
@@ -117,7 +142,19 @@ class DbCommand final : public Command {
       throw UsageError(e.what());
     }
     int added = 0, already = 0, skipped = 0;
+    g_add_stop = false;
+    std::signal(SIGINT, on_add_signal);
+    std::signal(SIGTERM, on_add_signal);
+    struct RestoreSignals {
+      ~RestoreSignals() {
+        std::signal(SIGINT, SIG_DFL);
+        std::signal(SIGTERM, SIG_DFL);
+      }
+    } restore;
+    size_t seen = 0;
     for (const auto& f : files) {
+      if (g_add_stop.load()) break;
+      ++seen;
       std::error_code ec;
       const auto bytes = std::filesystem::file_size(f.path, ec);
       if (!ec && bytes > kMaxStoredRecordBytes) {
@@ -139,24 +176,34 @@ class DbCommand final : public Command {
         continue;
       }
       try {
-        if (!db) db = std::make_unique<ResultsStore>(store_);  // created at the first good record
+        if (!db) db = std::make_unique<ResultsStore>(location);  // created at the first good record
         (db->add(r, f.path) ? added : already) += 1;
       } catch (const std::exception& e) {
         // A server lost mid-import: the records before this one are stored whole, this one not at all.
         throw OutputNotWritten(std::string(e.what()) + " (" + std::to_string(added) + " record(s) added before it)");
       }
     }
-    if (added + already == 0) throw UsageError("no gpubench run records in the given paths");
-    const int64_t total = db->count();
+    const bool interrupted = g_add_stop.load();
+    if (added + already == 0 && !interrupted) throw UsageError("no gpubench run records in the given paths");
+    const int64_t total = db ? db->count() : 0;
+    const std::string name = db ? db->name() : location.display();
     Document d;
     d.kind = "db_add";
-    d.title = "gpubench db add " + db->name();
-    d.paragraph(db->name() + ": added " + std::to_string(added) + " record(s), " + std::to_string(already) +
+    d.title = "gpubench db add " + name;
+    d.paragraph(name + ": added " + std::to_string(added) + " record(s), " + std::to_string(already) +
                 " already stored; " + std::to_string(total) + " in all" +
                 (skipped > 0 ? "; " + std::to_string(skipped) + " file(s) skipped" : ""));
-    d.data = {{"store", db->name()}, {"added", added}, {"already_stored", already}, {"skipped", skipped}, {"total", total}};
+    if (interrupted) {
+      d.paragraph("interrupted: " + std::to_string(files.size() - seen) + " of " + std::to_string(files.size()) +
+                  " file(s) not read; every record added is stored whole, `db add` again adds only the rest");
+      spdlog::error("db add interrupted after {} of {} file(s): {} record(s) added to {}", seen, files.size(), added,
+                    name);
+    }
+    d.data = {{"store", name},         {"added", added}, {"already_stored", already}, {"skipped", skipped},
+              {"total", total},        {"interrupted", interrupted},
+              {"files_not_read", files.size() - seen}};
     ctx.print(d);
-    return kExitOk;
+    return interrupted ? kExitInterrupted : kExitOk;
   }
 
   int list(Context& ctx) const {
@@ -182,9 +229,13 @@ class DbCommand final : public Command {
 
   /// `db rm IDS` and `db prune --keep N`: what goes is chosen and shown, then removed in one transaction.
   int remove(Context& ctx) {
+    const StoreLocation location = parse_store(store_, "STORE");
+    if (rm_->parsed()) {
+      for (const auto& text : id_texts_) (void)parse_run_id(text);  // before the store is opened
+    }
     std::unique_ptr<ResultsStore> store =
-        dry_run_ ? open_store_for_reading(store_) : open_existing_for_writing(store_);
-    if (!store) throw UsageError("results store " + without_passwords(store_) + " does not exist");
+        dry_run_ ? open_store_for_reading(store_) : open_existing_for_writing(location);
+    if (!store) throw UsageError("results store " + location.display() + " does not exist");
     const bool prune = prune_->parsed();
     std::vector<HistoryRow> all = store->history(
         prune ? prune_filters_.query(kThroughputTag, *store) : StoreFilters{}.query(kThroughputTag, *store));
@@ -198,7 +249,9 @@ class DbCommand final : public Command {
       std::reverse(going.begin(), going.end());
     } else {
       std::vector<int64_t> missing;
-      for (const int64_t id : ids_) {
+      std::vector<int64_t> wanted;
+      for (const auto& text : id_texts_) wanted.push_back(parse_run_id(text));
+      for (const int64_t id : wanted) {
         const auto it = std::find_if(all.begin(), all.end(), [id](const HistoryRow& r) { return r.id == id; });
         if (it == all.end()) {
           missing.push_back(id);
@@ -239,7 +292,7 @@ class DbCommand final : public Command {
   CLI::App *add_ = nullptr, *list_ = nullptr, *rm_ = nullptr, *prune_ = nullptr;
   std::string store_, status_;
   std::vector<std::string> paths_;
-  std::vector<int64_t> ids_;
+  std::vector<std::string> id_texts_;
   StoreFilters list_filters_, prune_filters_;
   int64_t keep_ = 0;
   bool dry_run_ = false;
@@ -249,7 +302,8 @@ class DbCommand final : public Command {
 
 CommandSpec db_command() {
   return {"db", "The results store (SQLite file or PostgreSQL): `db add STORE RECORDS...`, `db list`, `db rm`, `db prune --keep N`",
-          {kExitOk, kExitUsage, kExitOutputNotWritten}, "console", [] { return std::make_unique<DbCommand>(); }};
+          {kExitOk, kExitUsage, kExitOutputNotWritten, kExitInterrupted}, "console",
+          [] { return std::make_unique<DbCommand>(); }};
 }
 
 }  // namespace gpubench::cli

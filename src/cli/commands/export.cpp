@@ -14,6 +14,7 @@ namespace {
 
 class ExportCommand final : public Command {
  public:
+  bool has_metrics() const override { return true; }
   void declare(CLI::App& cmd) override {
     cmd.add_option("RECORDS", paths_, "Record files or directories of records")->required()->type_name("RECORDS");
     cmd.add_option("--per", per_, "One row per epoch (default) or per run")

@@ -130,7 +130,15 @@ class FitCommand final : public Command {
   int run(Context& ctx) override {
     const Scenario requested = load_scenario(flags_.inputs(), model_options());
     std::vector<LoadedRecord> measured;
-    if (!measured_.empty()) measured = load_records(measured_, nullptr);
+    for (const auto& path : measured_) {  // each a record, a folder of records or a store: none may be empty
+      std::vector<LoadedRecord> some;
+      try {
+        some = load_records_or_fail({path});
+      } catch (const std::exception& e) {
+        throw UsageError("--measured " + path + ": " + e.what());
+      }
+      measured.insert(measured.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
+    }
     FitResult f;
     try {
       f = plan_fit(requested, available_models(), devices_, measured);

@@ -134,12 +134,14 @@ Detection add_changes(Document& d, const std::vector<HistoryRow>& rows, const st
 
 class HistoryCommand final : public Command {
  public:
+  bool has_metrics() const override { return true; }
   void declare(CLI::App& cmd) override {
     cmd.add_option("STORE", store_, "A results store written by `db add` or `run --db`: a SQLite file or a postgresql:// URL")->required()->type_name("STORE");
     filters_.declare(cmd);
     cmd.add_option("--metric", metric_, "The run-level metric to list (default samples_per_s)")->type_name("TAG");
-    cmd.add_flag("--allow-missing", allow_missing_, "With --detect: exit 0 instead of 7 when a series is too short");
-    cmd.add_flag("--detect", detect_,
+    auto* allow = cmd.add_flag("--allow-missing", allow_missing_,
+                               "With --detect: exit 0 instead of 7 when a series is too short");
+    auto* detect = cmd.add_flag("--detect", detect_,
                  "Look for step changes in the metric (permutation test, 1 % false alarms per series) and name the "
                  "first run after each with what changed; exit 3 on a change for the worse");
     cmd.add_option("--min-after", min_after_,
@@ -147,7 +149,9 @@ class HistoryCommand final : public Command {
                    "newest runs are t-tested against the runs before them, so 1 flags a change the night it happens; "
                    "the false-alarm rate of each setting on the committed A/A series is in docs/guide.md")
         ->check(CLI::Range(1, 5).description(""))
-        ->type_name("N");
+        ->type_name("N")->transform(decimal_whole())
+        ->needs(detect);  // an option that does nothing alone is an error, not silence
+    allow->needs(detect);
   }
 
   void files(FileRoles& roles) const override { roles.store(store_, "STORE"); }

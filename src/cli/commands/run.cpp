@@ -9,13 +9,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "gpubench/core/io/files.hpp"
 #include "cli/app.h"
 #include "cli/commands/commands.h"
 #include "cli/launcher.h"
+#include "cli/logging.h"
 #include "cli/run_session.h"
 #include "cli/scenario_flags.h"
+#include "cli/store_filters.h"
+#include "cli/subprocess.h"
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/record/record_io.hpp"
 #include "gpubench/core/scenario/scenario_loader.hpp"
@@ -96,7 +100,8 @@ struct RunFlags {
   int repeats = 1;
   std::string cooldown = "0";
   int nproc_per_node = 1;
-  std::string db;
+  std::string db;                      ///< as typed (or handed down in GPUBENCH_DB by a parent)
+  std::optional<StoreLocation> store;  ///< `db` parsed, before any work
   bool dry_run = false;
 };
 
@@ -166,20 +171,19 @@ class RunWriter {
 
  private:
   void add_to_store(const RunRecord& record, const std::string& written, Document& d) {
-    if (flags_.db.empty()) return;
-    // The store may wait for another writer's lock (up to 30 s): the record's path is named first, on standard output
-    // when it is a console (a CI log killed while waiting still finds the record), else on standard error.
+    if (!flags_.store) return;
+    // The store may wait for another writer's lock (up to 30 s): the record's path is named first, --quiet or not,
+    // on standard output when it is a console (a CI log killed while waiting still finds the record), else on
+    // standard error (standard output then holds one document in its format).
     const bool console = ctx_.output.format.empty() || ctx_.output.format == "console";
-    if (console && ctx_.document_stream == stdout && !to_stdout(written)) {
-      std::fprintf(stdout, "record written: %s (adding it to the results store %s)\n", written.c_str(),
-                   without_passwords(flags_.db).c_str());
-      std::fflush(stdout);
-    } else {
-      spdlog::info("record written: {} (adding it to the results store {})", written, without_passwords(flags_.db));
-    }
+    const std::string line = "record written: " + written + " (adding it to the results store " +
+                             flags_.store->display() + ")\n";
+    FILE* to = console && ctx_.document_stream == stdout && !to_stdout(written) ? stdout : stderr;
+    std::fputs(line.c_str(), to);
+    std::fflush(to);
     try {
-      ResultsStore(flags_.db).add(record, written);
-      d.paragraph("stored in: " + without_passwords(flags_.db));
+      ResultsStore(*flags_.store).add(record, written);
+      d.paragraph("stored in: " + flags_.store->display());
     } catch (const std::exception& e) {
       where_asked_ = false;  // the record is on disk, but not everywhere it was asked to go (exit 4)
       spdlog::error("the record is in {} but could not be added to the results store: {}", written, e.what());
@@ -197,12 +201,12 @@ class RunWriter {
 
 /// Before any training: every file the run will write can be written (records, their epoch streams and profile
 /// traces, the telemetry trace), none of them is the scenario file, the store or another output, and the store opens.
-void check_outputs(const ResolvedScenario& r, const std::string& db, const ScenarioInputs& inputs,
+void check_outputs(const ResolvedScenario& r, const std::optional<StoreLocation>& store, const ScenarioInputs& inputs,
                    const OutputOptions& out) {
   const Scenario& s = r.scenario;
   FileRoles roles;
   roles.input(inputs.config.value_or(""), "--config");
-  roles.store(db, "--db");
+  if (store && !store->is_postgres()) roles.store(store->path(), "--db");
   for (const auto& path : r.record_paths) {
     if (to_stdout(path)) continue;
     roles.output(path, "output");
@@ -227,27 +231,30 @@ void check_outputs(const ResolvedScenario& r, const std::string& db, const Scena
     if (!to_stdout(path)) check(path, "output");
   }
   if (!s.telemetry_trace.empty()) check(s.telemetry_trace, "telemetry_trace");
-  if (!db.empty()) ResultsStore probe(db);  // the store opens (or is created) before anything trains
+  if (store) (void)writable_store(store->typed(), "--db");  // the store opens (or is made) before anything trains
 }
 
 class RunCommand final : public Command {
  public:
+  bool has_metrics() const override { return !f_.dry_run; }  // a dry run trains nothing
   void declare(CLI::App& cmd) override {
     f_.scenario.declare(cmd, {ScenarioFlags::Values::kOne, "Model to train (see `gpubench list`); overrides the file's `model`",
                               false, true, true});
     cmd.add_option("--repeats", f_.repeats,
                    "Run the scenario N times, one record each (<output>_r1.json, ...); prints the spread")
         ->check(CLI::Range(1, 10000).description(""))
-        ->type_name("INT");
+        ->type_name("INT")->transform(decimal_whole());
     cmd.add_option("--cooldown", f_.cooldown, "Pause between repeats: seconds or 10s/1m (default 0)")
         ->type_name("DURATION");
     cmd.add_option("--nproc-per-node", f_.nproc_per_node,
                    "Data-parallel over N local ranks (GPUs 0..N-1, or CPU processes with --device cpu), started by "
                    "gpubench itself; under torchrun, srun or mpirun leave it out (their environment is read)")
         ->check(CLI::Range(1, 1024).description(""))
-        ->type_name("INT");
-    cmd.add_option("--db", f_.db, "Also add each finished record to this results store (a SQLite file or a postgresql:// URL; see `gpubench history`)")
-        ->type_name("STORE");
+        ->type_name("INT")->transform(decimal_whole());
+    db_opt_ = cmd.add_option("--db", f_.db,
+                             "Also add each finished record to this results store (a SQLite file or a postgresql:// "
+                             "URL; see `gpubench history`; GPUBENCH_DB when not given)")
+                  ->type_name("STORE");
     cmd.add_flag("--dry-run", f_.dry_run,
                  "Resolve the scenario (every default, the device, the record path, the data folder) and print it; "
                  "train nothing. Exit 1 when the device is not there (as the run would fail), 2 for a bad scenario");
@@ -256,9 +263,16 @@ class RunCommand final : public Command {
   }
 
   int run(Context& ctx) override {
+    if (f_.db.empty()) {
+      if (const char* handed = std::getenv(kStoreEnv)) f_.db = handed;  // from sweep, scaling or the launcher
+    }
+    if (db_opt_->count() > 0 || !f_.db.empty()) f_.store = parse_store(f_.db, "--db");
     const RankInfo rank = rank_info_from_process_env();  // a malformed launcher environment is a usage error
     const ScenarioInputs inputs = f_.scenario.inputs();
     const double cooldown_s = f_.cooldown != "0" ? parse_duration_s(f_.cooldown, "command line --cooldown") : 0.0;
+    if (cooldown_s > 0 && f_.repeats < 2) {
+      throw UsageError("--cooldown pauses between repeats and does nothing without --repeats N (N >= 2)");
+    }
     const int world = std::max(f_.nproc_per_node, rank.world_size);
     const ResolvedScenario resolved = resolve_here(inputs, rank, world, f_.repeats, rank.rank == 0);
     if (to_stdout(resolved.scenario.output) && f_.repeats > 1) {
@@ -274,11 +288,11 @@ class RunCommand final : public Command {
       }
       return kExitOk;
     }
-    if (rank.rank == 0) check_outputs(resolved, f_.db, inputs, ctx.output);
+    if (rank.rank == 0) check_outputs(resolved, f_.store, inputs, ctx.output);
     if (to_stdout(resolved.scenario.output)) ctx.document_stream = stderr;
     if (f_.nproc_per_node > 1) return launch(ctx, rank, resolved);
     if (rank.distributed()) {
-      spdlog::set_pattern("%^[%l]%$ [rank " + std::to_string(rank.rank) + "/" + std::to_string(rank.world_size) + "] %v");
+      set_log_pattern("%^[%l]%$ [rank " + std::to_string(rank.rank) + "/" + std::to_string(rank.world_size) + "] %v");
       if (rank.rank > 0) spdlog::set_level(spdlog::level::warn);
     }
     if (build_info().build_type != "Release") {
@@ -326,19 +340,22 @@ class RunCommand final : public Command {
     plan.scenario = resolved.scenario;
     plan.command_line = ctx.command_line;
     plan.grace_s = std::min(resolved.scenario.ddp_timeout_s, 60.0) + 10.0;
+    // The ranks get the store through their environment (GPUBENCH_DB), never on their command line.
     for (size_t i = 0; i < ctx.argv.size(); ++i) {
       const std::string& a = ctx.argv[i];
-      if (a == "--nproc-per-node") {
+      if (a == "--nproc-per-node" || a == "--db") {
         ++i;
         continue;
       }
-      if (a.rfind("--nproc-per-node=", 0) == 0) continue;
+      if (a.rfind("--nproc-per-node=", 0) == 0 || a.rfind("--db=", 0) == 0) continue;
       plan.child_args.push_back(a);
     }
+    if (f_.store) plan.store = f_.store->typed();
     return launch_local_ranks(plan);
   }
 
   RunFlags f_;
+  CLI::Option* db_opt_ = nullptr;
 };
 
 }  // namespace

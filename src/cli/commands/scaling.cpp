@@ -6,10 +6,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands/commands.h"
+#include "cli/output.h"
 #include "cli/scenario_flags.h"
+#include "cli/store_filters.h"
 #include "cli/subprocess.h"
 #include "cli/summary.h"
 #include "gpubench/core/analysis/projection.hpp"
@@ -85,10 +88,10 @@ class ScalingCommand final : public Command {
                    "multi-GPU records of the same scenario)")
         ->type_name("NAME|RECORD...");
     cmd.add_option("--gpus", gpus_, "Rank counts to run, comma-separated (default 1,2)")->type_name("INT,INT,...");
-    cmd.add_option("--out,--out-dir", out_dir_,
+    out_opt_ = cmd.add_option("--out,--out-dir", out_dir_,
                    "Folder for the records and scaling.json/scaling.md (default runs/scaling_<model>_<time>)")
         ->type_name("DIR");
-    cmd.add_option("--db", db_, "Also add each run's record to this results store (a SQLite file or a postgresql:// URL)")->type_name("STORE");
+    db_opt_ = cmd.add_option("--db", db_, "Also add each run's record to this results store (a SQLite file or a postgresql:// URL)")->type_name("STORE");
     project_opt_ = cmd.add_option("--project", p_.counts,
                    "Run nothing: project data-parallel efficiency and epoch time to these GPU counts (e.g. "
                    "4,8,16,64,1024) from a 1-GPU record, with an alpha-beta all-reduce model")
@@ -106,7 +109,7 @@ class ScalingCommand final : public Command {
         ->group("Projection");
     cmd.add_option("--intra-latency", p_.intra_us, "In-node latency per step (us)")->type_name("US")->group("Projection");
     cmd.add_option("--inter-latency", p_.inter_us, "Between-node latency per step (us)")->type_name("US")->group("Projection");
-    cmd.add_option("--gpus-per-node", p_.gpus_per_node, "GPUs per node (default 8)")->type_name("INT")->group("Projection");
+    cmd.add_option("--gpus-per-node", p_.gpus_per_node, "GPUs per node (default 8)")->type_name("INT")->transform(decimal_whole())->group("Projection");
     cmd.add_flag("--calibrate", p_.calibrate,
                  "Add the first measured multi-GPU record's residual (measured - modelled step) from 2 GPUs on")
         ->group("Projection");
@@ -131,7 +134,7 @@ class ScalingCommand final : public Command {
   }
 
  private:
-  CLI::Option* project_opt_ = nullptr;
+  CLI::Option *project_opt_ = nullptr, *out_opt_ = nullptr, *db_opt_ = nullptr;
   int project(Context& ctx) const {
     std::vector<int64_t> gpus;
     for (int n : parse_counts(p_.counts, "--project", 1 << 20)) gpus.push_back(n);
@@ -170,8 +173,11 @@ class ScalingCommand final : public Command {
     ScenarioInputs in = flags_.inputs();
     in.model = model;
     resolve_here(in, RankInfo{}, 1, 1, true, ResolveFor::kRunsHere);  // the scenario is valid before anything runs
-    const std::string dir = out_dir_.empty() ? "runs/scaling_" + model + "_" + local_timestamp() : out_dir_;
-    std::filesystem::create_directories(dir);
+    const bool given = out_opt_->count() > 0;
+    const std::string dir = given ? out_dir_ : "runs/scaling_" + model + "_" + local_timestamp();
+    std::optional<StoreLocation> store;
+    if (db_opt_->count() > 0) store = writable_store(db_, "--db");  // a store that cannot take records: exit 2 now
+    make_output_folder(dir, "--out", given);
     ScalingResult result;
     for (int n : counts) {
       ScalingPoint p;
@@ -181,10 +187,9 @@ class ScalingCommand final : public Command {
       const std::vector<std::string> scenario = flags_.as_args();
       args.insert(args.end(), scenario.begin(), scenario.end());
       args.insert(args.end(), {"--output", p.record_path, "--quiet"});
-      if (!db_.empty()) args.insert(args.end(), {"--db", db_});
       if (n > 1) args.insert(args.end(), {"--nproc-per-node", std::to_string(n)});
       spdlog::info("scaling: {} on {} rank(s)", model, n);
-      p.exit_code = run_child(args);
+      p.exit_code = run_child(args, store ? store->typed() : std::string());  // the store: never on a command line
       try {
         p.record = read_record(p.record_path);
       } catch (const std::exception& e) {

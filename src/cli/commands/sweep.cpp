@@ -4,11 +4,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 
 #include "cli/commands/commands.h"
 #include "cli/scenario_flags.h"
+#include "cli/output.h"
+#include "cli/store_filters.h"
 #include "cli/subprocess.h"
 #include "cli/summary.h"
 #include "gpubench/core/record/record_io.hpp"
@@ -37,11 +41,14 @@ class SweepCommand final : public Command {
  public:
   void declare(CLI::App& cmd) override {
     flags_.declare(cmd, {ScenarioFlags::Values::kLists, "Model to train (see `gpubench list`)", true, true, false});
-    cmd.add_option("--out,--out-dir", out_dir_,
-                   "Folder for one record per point plus sweep.md/sweep.json (default runs/sweep_<model>_<time>)")
-        ->type_name("DIR");
-    cmd.add_option("--db", db_, "Also add each point's record to this results store (a SQLite file or a postgresql:// URL)")->type_name("STORE");
-    cmd.add_option("--batch-search", batch_search_,
+    out_opt_ = cmd.add_option("--out,--out-dir", out_dir_,
+                              "Folder for one record per point plus sweep.md/sweep.json (default "
+                              "runs/sweep_<model>_<time>)")
+                   ->type_name("DIR");
+    db_opt_ = cmd.add_option("--db", db_,
+                             "Also add each point's record to this results store (a SQLite file or a postgresql:// URL)")
+                  ->type_name("STORE");
+    search_opt_ = cmd.add_option("--batch-search", batch_search_,
                    "With --batch-size max: exact (every size, default) or ladder (1, 2, 3, 4, 6, 8, 12, 16, ...: about "
                    "half the probes; the grid docs/fit.md compares fit on)")
         ->check(CLI::IsMember({"exact", "ladder"}).description(""))
@@ -68,8 +75,16 @@ class SweepCommand final : public Command {
       throw UsageError(e.what());
     }
     for (const auto& p : points) check_point(p, model);  // every point is a valid scenario before anything runs
-    const std::string dir = out_dir_.empty() ? "runs/sweep_" + model + "_" + local_timestamp() : out_dir_;
-    std::filesystem::create_directories(dir);
+    const bool searches = std::any_of(points.begin(), points.end(), [](const SweepPoint& p) {
+      return p.values.count("batch_size") && p.values.at("batch_size") == "max";
+    });
+    if (search_opt_->count() > 0 && !searches) {
+      throw UsageError("--batch-search chooses how --batch-size max searches; it does nothing without it");
+    }
+    const bool given = out_opt_->count() > 0;
+    const std::string dir = given ? out_dir_ : "runs/sweep_" + model + "_" + local_timestamp();
+    if (db_opt_->count() > 0) store_ = writable_store(db_, "--db");  // a store that cannot take records: exit 2 now
+    make_output_folder(dir, "--out", given);
     spdlog::info("sweep: {} point(s), records in {}", points.size(), dir);
 
     std::vector<SweepPointResult> results;
@@ -168,9 +183,10 @@ class SweepCommand final : public Command {
       args = args_for(ctx, p, model, {});
     }
     args.insert(args.end(), {"--output", path, "--quiet"});
-    if (!db_.empty()) args.insert(args.end(), {"--db", db_});  // the points, not the batch-size probes
     spdlog::info("sweep point {}/{}: {}", i + 1, n, p.label());
-    const int rc = run_child(args);
+    // The points go to the store (through the child's environment: no password on a command line), the batch-size
+    // probes never.
+    const int rc = run_child(args, store_ ? store_->typed() : std::string());
     SweepPointResult result{p.label(), p.swept, path, rc, std::nullopt, ""};
     try {
       RunRecord r = read_record(path);
@@ -187,6 +203,8 @@ class SweepCommand final : public Command {
 
   ScenarioFlags flags_;
   std::string out_dir_, db_;
+  CLI::Option *out_opt_ = nullptr, *db_opt_ = nullptr, *search_opt_ = nullptr;
+  std::optional<StoreLocation> store_;
   std::string batch_search_ = "exact";
 };
 

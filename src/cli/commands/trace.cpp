@@ -42,7 +42,7 @@ class TraceCommand final : public Command {
         ->required()
         ->expected(1, 2)
         ->type_name("TRACE");
-    cmd.add_option("--top", top_, "Kernels listed (default 25)")->check(CLI::Range(1, 100000).description(""))->type_name("INT");
+    cmd.add_option("--top", top_, "Kernels listed (default 25)")->check(CLI::Range(1, 100000).description(""))->type_name("INT")->transform(decimal_whole());
     cmd.footer("Steps are the trace's step markers (gpubench::profiled_step, or torch.profiler's ProfilerStep#N); "
                "times are per step.\nCategories and patterns: docs/performance.md. Compare gpubench with PyTorch on the "
                "same GPU:\n  gpubench trace runs/bert.trace.json pytorch.trace.json");

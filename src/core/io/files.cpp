@@ -1,5 +1,7 @@
 #include "gpubench/core/io/files.hpp"
 
+#include "gpubench/core/store/location.hpp"
+
 #include <ctime>
 
 #include <fcntl.h>
@@ -208,54 +210,7 @@ bool same_file(const std::string& a, const std::string& b) {
   return ca == cb;
 }
 
-bool is_store_url(const std::string& location) {
-  return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;
-}
-
-namespace {
-
-/// `url` (scheme to its end) without its passwords.
-std::string url_without_password(const std::string& url) {
-  const size_t authority = url.find("://") + 3;
-  const size_t authority_end = std::min(url.find_first_of("/?#", authority), url.size());
-  std::string out = url.substr(0, authority);
-  const size_t at = url.rfind('@', authority_end - 1);
-  if (at != std::string::npos && at >= authority) {
-    const std::string userinfo = url.substr(authority, at - authority);
-    out += userinfo.substr(0, userinfo.find(':')) + url.substr(at, authority_end - at);
-  } else {
-    out += url.substr(authority, authority_end - authority);
-  }
-  const size_t query = url.find('?', authority_end);
-  out += url.substr(authority_end, (query == std::string::npos ? url.size() : query) - authority_end);
-  if (query == std::string::npos) return out;
-  std::string kept;
-  size_t i = query + 1;
-  while (i <= url.size()) {
-    const size_t amp = std::min(url.find('&', i), url.size());
-    const std::string param = url.substr(i, amp - i);
-    const std::string key = param.substr(0, param.find('='));
-    if (!param.empty() && key != "password" && key != "sslpassword") kept += (kept.empty() ? "" : "&") + param;
-    i = amp + 1;
-  }
-  return kept.empty() ? out : out + "?" + kept;
-}
-
-}  // namespace
-
-std::string without_passwords(const std::string& text) {
-  std::string out;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t next = std::string::npos;
-    for (const char* scheme : {"postgresql://", "postgres://"}) next = std::min(next, text.find(scheme, i));
-    if (next == std::string::npos) break;
-    const size_t end = std::min(text.find_first_of(" \t\n\"'", next), text.size());
-    out += text.substr(i, next - i) + url_without_password(text.substr(next, end - next));
-    i = end;
-  }
-  return out + text.substr(std::min(i, text.size()));
-}
+bool is_store_url(const std::string& location) { return is_postgres_url(location); }
 
 void FileRoles::input(const std::string& path, const std::string& flag, std::function<bool(const std::string&)> member) {
   if (!path.empty()) inputs_.push_back({path, flag, false, std::move(member)});
@@ -306,6 +261,8 @@ void FileRoles::check() const {
 }
 
 bool is_sqlite_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;  // a FIFO or a device is never opened (opening one can block)
   std::ifstream in(path, std::ios::binary);
   char header[16] = {};
   return static_cast<bool>(in.read(header, sizeof header)) &&

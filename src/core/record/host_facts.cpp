@@ -1,5 +1,7 @@
 #include "gpubench/core/record/host_facts.hpp"
 
+#include "gpubench/core/io/redact.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -61,9 +63,12 @@ void fill_host_facts(EnvironmentRecord& e, const char* const* envp, const HostPa
     const auto eq = entry.find('=');
     if (eq == std::string::npos || eq == 0) continue;
     const std::string name = entry.substr(0, eq);
-    std::string value = entry.substr(eq + 1);
+    // A variable may hold a store URL (GPUBENCH_DB, never recorded) or another secret: never shown whole.
+    std::string value = without_passwords(entry.substr(eq + 1));
     if (value.size() > 1024) value = value.substr(0, 1024) + "...";  // bounded: a record is not an archive
-    if (is_recorded_variable(name) && name != "GPUBENCH_RECORD_PATH_FILE") e.variables[name] = value;  // a temp path
+    if (is_recorded_variable(name) && name != "GPUBENCH_RECORD_PATH_FILE" && name != "GPUBENCH_DB") {
+      e.variables[name] = value;  // not the launcher's temporary path, never a store handed to a child
+    }
     if (name == "container") container_var = value;
     if (name == "KUBERNETES_SERVICE_HOST") kubernetes = true;
   }

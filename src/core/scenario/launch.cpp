@@ -127,11 +127,26 @@ RankInfo rank_info_from_env(const EnvLookup& env) {
 }
 
 RankInfo rank_info_from_process_env() {
-  return rank_info_from_env([](const std::string& name) -> std::optional<std::string> {
+  RankInfo r = rank_info_from_env([](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());
     if (v == nullptr) return std::nullopt;
     return std::string(v);
   });
+  if (r.world_size > 1) {
+    // Checked before anything is built: an unknown host would otherwise surface as LibTorch's rendezvous exception.
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc = r.master_addr.empty() ? EAI_NONAME : ::getaddrinfo(r.master_addr.c_str(), nullptr, &hints, &found);
+    if (found != nullptr) ::freeaddrinfo(found);
+    if (rc != 0) {
+      throw std::runtime_error("MASTER_ADDR='" + r.master_addr + "' (rank 0's host, " + r.launcher +
+                               "): cannot be resolved (" + ::gai_strerror(rc) +
+                               "); set MASTER_ADDR to rank 0's host name or address");
+    }
+  }
+  return r;
 }
 
 }  // namespace gpubench

@@ -169,6 +169,12 @@ Scenario load_scenario(const ScenarioInputs& in, const ModelOptions& models) {
   }
   loader.apply_aliases(s);
   loader.check(s);
+  if (s.memory_limit && !s.emulate.empty()) {
+    // Each sets the cap: taking one silently would run (or plan for) another card than the one asked for.
+    throw ScenarioError(origin_of(s, "emulate"), "emulate",
+                        "memory_limit and emulate both set the memory cap (emulate: that card's usable memory); give "
+                        "one of them");
+  }
   return s;
 }
 

@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "gpubench/core/store/location.hpp"
+
 namespace gpubench::store {
 
 /// A parameter or a cell: NULL, an integer, a floating-point number or text.
@@ -63,9 +65,11 @@ class Connection {
   virtual bool fresh() = 0;
 };
 
-/// Opens a SQLite file: read-only (never created) or for writing (created when missing).
+/// Opens a SQLite file, always as a file (never a URI or `:memory:`, whatever its name holds): read-only (never
+/// created; a file or folder this process cannot write is read as immutable) or for writing (created when missing).
 std::unique_ptr<Connection> open_sqlite(const std::string& path, bool read_only);
-/// Opens a postgresql:// URL; read-only sessions refuse every write on the server's side too.
-std::unique_ptr<Connection> open_postgres(const std::string& url, bool read_only);
+/// Opens a PostgreSQL store by its parsed keywords (libpq never sees the URL); read-only sessions refuse every write
+/// on the server's side too.
+std::unique_ptr<Connection> open_postgres(const StoreLocation& location, bool read_only);
 
 }  // namespace gpubench::store

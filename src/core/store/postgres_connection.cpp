@@ -1,6 +1,7 @@
 // The results store in a PostgreSQL database (connection.h): a fleet's shared store, named by a postgresql:// URL.
 // Credentials and TLS are libpq's: the URL, PGPASSWORD, ~/.pgpass, a service file, sslmode. The password never
-// appears in a message (name() is the URL without it, and libpq's own messages are scrubbed of it).
+// appears in a message: libpq gets the URL's parts as keywords (store/location.hpp parsed it; libpq never parses or
+// echoes the URL), name() is the URL without passwords, and libpq's own messages are scrubbed of every secret.
 
 #include <libpq-fe.h>
 
@@ -8,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "connection.h"
 #include "gpubench/core/io/files.hpp"
@@ -59,16 +62,24 @@ std::string pg_param_text(double d) {
 
 class PostgresConnection final : public Connection {
  public:
-  PostgresConnection(const std::string& url, bool read_only) : name_(without_passwords(url)) {
-    // The URL's own settings win over these defaults (they come after them, expand_dbname=1). A server that cannot
-    // be reached fails in 10 s; one that vanishes mid-query (a cut link, a host gone: no reset ever arrives) fails
-    // once 60 s of sent data go unacknowledged, or after 30 + 3 x 10 s of silence on an idle connection, instead of
-    // the kernel's ~15-minute retransmission limit.
-    const char* keys[] = {"connect_timeout",  "client_encoding",     "fallback_application_name",
-                          "tcp_user_timeout", "keepalives_idle",     "keepalives_interval",
-                          "keepalives_count", "dbname",              nullptr};
-    const char* values[] = {"10", "UTF8", "gpubench", "60000", "30", "10", "3", url.c_str(), nullptr};
-    conn_ = PQconnectdbParams(keys, values, 1);
+  PostgresConnection(const StoreLocation& location, bool read_only) : name_(location.display()) {
+    // The URL's own settings win over these defaults (they come after them: libpq keeps a keyword's last value). A
+    // server that cannot be reached fails in 10 s; one that vanishes mid-query (a cut link, a host gone: no reset
+    // ever arrives) fails once 60 s of sent data go unacknowledged, or after 30 + 3 x 10 s of silence on an idle
+    // connection, instead of the kernel's ~15-minute retransmission limit.
+    std::vector<std::pair<std::string, std::string>> settings{
+        {"connect_timeout", "10"}, {"client_encoding", "UTF8"}, {"fallback_application_name", "gpubench"},
+        {"tcp_user_timeout", "60000"}, {"keepalives_idle", "30"}, {"keepalives_interval", "10"},
+        {"keepalives_count", "3"}};
+    for (const auto& kv : location.connection_parameters()) settings.push_back(kv);
+    std::vector<const char*> keys, values;
+    for (const auto& [k, v] : settings) {
+      keys.push_back(k.c_str());
+      values.push_back(v.c_str());
+    }
+    keys.push_back(nullptr);
+    values.push_back(nullptr);
+    conn_ = PQconnectdbParams(keys.data(), values.data(), 0);  // 0: a dbname is a name, never a second URL
     if (conn_ == nullptr) throw std::runtime_error("results store " + name_ + ": cannot connect: out of memory");
     if (PQstatus(conn_) != CONNECTION_OK) {
       const std::string why = libpq_message();
@@ -258,12 +269,8 @@ CREATE TABLE IF NOT EXISTS gpubench_store (version INTEGER NOT NULL);
       if (c == '\n' || c == '\t') c = ' ';
     }
     while (!m.empty() && m.back() == ' ') m.pop_back();
-    const char* pass = PQpass(conn_);
-    const std::string secret = pass != nullptr ? pass : "";
-    for (size_t at = secret.size() >= 4 ? m.find(secret) : std::string::npos; at != std::string::npos;
-         at = m.find(secret, at)) {
-      m.replace(at, secret.size(), "***");
-    }
+    const char* pass = PQpass(conn_);  // the password libpq used, wherever it found it (PGPASSWORD, ~/.pgpass)
+    if (pass != nullptr) register_secret(pass);
     return m.empty() ? "no message from libpq" : without_passwords(m);
   }
 
@@ -280,8 +287,8 @@ CREATE TABLE IF NOT EXISTS gpubench_store (version INTEGER NOT NULL);
 
 }  // namespace
 
-std::unique_ptr<Connection> open_postgres(const std::string& url, bool read_only) {
-  return std::make_unique<PostgresConnection>(url, read_only);
+std::unique_ptr<Connection> open_postgres(const StoreLocation& location, bool read_only) {
+  return std::make_unique<PostgresConnection>(location, read_only);
 }
 
 }  // namespace store

@@ -12,8 +12,8 @@ bool postgres_store_available() { return false; }
 
 namespace store {
 
-std::unique_ptr<Connection> open_postgres(const std::string& url, bool) {
-  throw std::runtime_error("results store " + without_passwords(url) + ": this gpubench was built without libpq, so "
+std::unique_ptr<Connection> open_postgres(const StoreLocation& location, bool) {
+  throw std::runtime_error("results store " + location.display() + ": this gpubench was built without libpq, so "
                            "it cannot open PostgreSQL stores (Debian: apt install libpq-dev, then rebuild)");
 }
 

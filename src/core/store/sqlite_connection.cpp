@@ -2,6 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <unistd.h>
+
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <stdexcept>
@@ -23,6 +26,36 @@ constexpr std::chrono::milliseconds kBusyWait{30000};
 
 bool sqlite_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
 
+/// `path` as a SQLite URI naming exactly that file: absolute, every byte but [A-Za-z0-9-._~/] percent-encoded, so a
+/// name holding '?', '#', '%' or starting with "file:" or ":memory:" is a file name, never URI parameters.
+std::string file_uri(const std::string& path) {
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(path, ec).string();
+  if (ec) abs = path;
+  static const char* hex = "0123456789ABCDEF";
+  std::string uri = "file://";
+  for (const unsigned char c : abs) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += '%';
+      uri += hex[c >> 4];
+      uri += hex[c & 15];
+    }
+  }
+  return uri;
+}
+
+/// A reader that cannot write the file or its folder (a read-only mount, a store shipped with an artefact, another
+/// user's file) cannot make the WAL's shared-memory file: it reads the file as immutable (no locks, no -shm).
+bool cannot_write_beside(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec);
+  const fs::path dir = abs.has_parent_path() ? abs.parent_path() : fs::path(".");
+  return ::access(path.c_str(), W_OK) != 0 || ::access(dir.c_str(), W_OK) != 0;
+}
+
 class SqliteConnection final : public Connection {
  public:
   SqliteConnection(const std::string& path, bool read_only) : path_(path) {
@@ -36,16 +69,20 @@ class SqliteConnection final : public Connection {
       throw std::runtime_error("results store " + path + " is not a regular file");
     }
     empty_file_ = fs::file_size(path, ec) == 0 || ec;
-    // Read-only: no creation, no WAL switch, no tables made; the URI's mode=ro holds even where the file is writable.
-    const std::string uri = "file:" + path + (read_only ? "?mode=ro" : "");
-    const int flags = SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX |
-                      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    if (sqlite3_open_v2(uri.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-      const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
-      sqlite3_close(db_);
-      throw std::runtime_error("results store " + path + ": cannot open: " + why);
+    // Read-only: no creation, no WAL switch, no tables made; mode=ro holds even where the file is writable.
+    open(file_uri(path) + (read_only ? (cannot_write_beside(path) ? "?mode=ro&immutable=1" : "?mode=ro") : "?mode=rwc"),
+         read_only);
+    if (read_only && !empty_file_) {
+      // A WAL file this process cannot make the shared memory for ("attempt to write a readonly database", "unable
+      // to open"): read it as immutable.
+      const int rc = sqlite3_exec(db_, "SELECT COUNT(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+      const int primary = rc & 0xff;
+      if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN) {
+        sqlite3_close(db_);
+        db_ = nullptr;
+        open(file_uri(path) + "?mode=ro&immutable=1", true);
+      }
     }
-    sqlite3_busy_timeout(db_, static_cast<int>(kBusyWait.count()));  // concurrent CI jobs on one file queue
   }
   ~SqliteConnection() override { sqlite3_close(db_); }
   SqliteConnection(const SqliteConnection&) = delete;
@@ -195,6 +232,18 @@ CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, start_time_utc);
   bool fresh() override { return empty_file_ || query("SELECT COUNT(*) FROM sqlite_master", {}).at(0).text(0) == "0"; }
 
  private:
+  void open(const std::string& uri, bool read_only) {
+    const int flags = SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX |
+                      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    if (sqlite3_open_v2(uri.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+      const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw std::runtime_error("results store " + path_ + ": cannot open: " + why);
+    }
+    sqlite3_busy_timeout(db_, static_cast<int>(kBusyWait.count()));  // concurrent CI jobs on one file queue
+  }
+
   [[noreturn]] void fail(const std::string& what) const {
     throw std::runtime_error("results store " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
   }

@@ -40,9 +40,12 @@ std::string record_fingerprint(const RunRecord& r) {
   return buf;
 }
 
-ResultsStore::ResultsStore(const std::string& location, Access access) {
+ResultsStore::ResultsStore(const std::string& location, Access access)
+    : ResultsStore(StoreLocation::parse(location), access) {}
+
+ResultsStore::ResultsStore(const StoreLocation& location, Access access) {
   const bool read = access == Access::kRead;
-  db_ = is_store_url(location) ? store::open_postgres(location, read) : store::open_sqlite(location, read);
+  db_ = location.is_postgres() ? store::open_postgres(location, read) : store::open_sqlite(location.path(), read);
   const std::string& name = db_->name();
   bool in_transaction = false;
   try {

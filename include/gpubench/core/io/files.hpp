@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpubench/core/io/redact.hpp"  // without_passwords: what a message may show of a store
+
 namespace gpubench {
 
 /// Writes `text` to `path` atomically: a temporary file in the same directory, flushed and fsync'ed, then
@@ -60,12 +62,9 @@ bool same_file(const std::string& a, const std::string& b);
 /// of failing to parse it as JSON. Says nothing about whether it is a gpubench store (opening it does).
 bool is_sqlite_file(const std::string& path);
 
-/// Whether `location` names a PostgreSQL results store (a postgresql:// or postgres:// URL) rather than a file.
+/// Whether `location` names a PostgreSQL results store (a postgresql:// or postgres:// URL, the scheme in any case)
+/// rather than a file (store/location.hpp).
 bool is_store_url(const std::string& location);
-
-/// `text` with the password of every postgresql:// or postgres:// URL in it removed (user:secret@ -> user@, and a
-/// password= or sslpassword= query parameter dropped): what a record, a log line or a message may show of a store.
-std::string without_passwords(const std::string& text);
 
 /// What one command reads and writes, for the rule every command keeps: no output is the same file as an input, as
 /// a results store (or its -wal, -shm and -journal files), or as another output. Inputs are named before outputs

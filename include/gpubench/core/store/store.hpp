@@ -17,6 +17,7 @@
 
 #include "gpubench/core/record/record_io.hpp"
 #include "gpubench/core/record/run_record.hpp"
+#include "gpubench/core/store/location.hpp"
 
 namespace gpubench {
 
@@ -60,7 +61,9 @@ class ResultsStore {
   enum class Access { kRead, kWrite };
   /// `location`: a SQLite file, or a postgresql:// URL whose credentials come from libpq's own sources (the URL,
   /// PGPASSWORD, ~/.pgpass, a service file) and whose TLS is what libpq negotiates (sslmode). Throws
-  /// std::runtime_error naming the file or the URL without its password.
+  /// std::runtime_error naming the file or the URL without its password (StoreLocationError for a bad name).
+  explicit ResultsStore(const StoreLocation& location, Access access = Access::kWrite);
+  /// The same, parsing `location` first (StoreLocation::parse).
   explicit ResultsStore(const std::string& location, Access access = Access::kWrite);
   ~ResultsStore();
   ResultsStore(const ResultsStore&) = delete;
