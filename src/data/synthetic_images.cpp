@@ -1,5 +1,7 @@
 #include "gpubench/data/synthetic_images.hpp"
 
+#include <ftw.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -148,6 +150,17 @@ namespace {
 SynthStats write_dataset(const std::string& out, const SynthOptions& options,
                          const std::function<void(int64_t, int64_t)>& progress);
 
+/// Removes everything under `path` (links not followed), and `path` itself unless `keep_root`. POSIX nftw rather
+/// than std::filesystem::remove_all: the CLI links LibTorch, whose libtorch.so exports its own copy of that function,
+/// and the binary's call went there and crashed.
+void remove_tree(const std::string& path, bool keep_root) {
+  const auto remove_all = [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 0; };
+  const auto remove_below = [](const char* p, const struct stat*, int, struct FTW* at) {
+    return at->level == 0 || ::remove(p) == 0 ? 0 : 0;
+  };
+  ::nftw(path.c_str(), keep_root ? +remove_below : +remove_all, 64, FTW_DEPTH | FTW_PHYS);
+}
+
 }  // namespace
 
 SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& options,
@@ -165,11 +178,7 @@ SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& op
     return write_dataset(out, options, progress);
   } catch (...) {
     // No partial output: what this call wrote goes (the folder, when it made it; else the empty folder's new contents).
-    if (made) {
-      fs::remove_all(out, ec);
-    } else {
-      for (const auto& entry : fs::directory_iterator(out, ec)) fs::remove_all(entry.path(), ec);
-    }
+    remove_tree(out, !made);
     throw;
   }
 }
