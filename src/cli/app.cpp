@@ -223,8 +223,9 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(spec.name, spec.summary);
     instances.back()->declare(*sub);
     sub->add_option("--format", ctx.output.format,
-                    "Format of what is printed on standard output (default " + spec.default_format + ")")
-        ->type_name("console|md|html|csv|jsonl|json|junit")
+                    "Format of what is printed on standard output (default " + spec.default_format +
+                        "; openmetrics: run, history and export, the commands with metrics)")
+        ->type_name("console|md|html|csv|jsonl|json|junit|openmetrics")
         ->group("Output");
     sub->add_option("--save", ctx.output.save,
                     "Also write it to FILE, in the format its extension names (" + known_extensions() +

@@ -21,6 +21,9 @@ class RedactingFormatter final : public spdlog::formatter {
     spdlog::details::log_msg copy = msg;
     copy.payload = spdlog::string_view_t(clean.data(), clean.size());
     inner_->format(copy, dest);
+    // The colour sink reads the level's colour range from the message it holds (mutable fields the pattern sets).
+    msg.color_range_start = copy.color_range_start;
+    msg.color_range_end = copy.color_range_end;
   }
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<RedactingFormatter>(pattern_); }
 

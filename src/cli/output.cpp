@@ -19,7 +19,7 @@ std::string known_formats() {
   return out;
 }
 
-std::string known_extensions() { return ".md .html .csv .jsonl .json .xml (JUnit) .txt (console)"; }
+std::string known_extensions() { return ".md .html .csv .jsonl .json .xml (JUnit) .txt (console) .prom (openmetrics)"; }
 
 SaveTarget save_target(const std::string& spec, const std::string& flag) {
   SaveTarget t{format_for_path(spec), spec};

@@ -165,15 +165,23 @@ void remove_tree(const std::string& path, bool keep_root) {
 
 SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& options,
                                   const std::function<void(int64_t, int64_t)>& progress) {
-  if (options.images < 1) throw std::runtime_error("--images must be at least 1");
+  if (options.images < 1) throw std::invalid_argument("--images must be at least 1");
   if (options.classes < 1 || options.classes > options.images) {
-    throw std::runtime_error("--classes must be between 1 and the number of images");
+    throw std::invalid_argument("--classes must be between 1 and the number of images");
   }
   std::error_code ec;
   if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec))) {
-    throw std::runtime_error("'" + out + "' exists and is not an empty folder; choose a new --out");
+    throw std::invalid_argument("'" + out + "' exists and is not an empty folder; choose a new --out");
   }
   const bool made = !fs::exists(out, ec);
+  // The folder can be made and written before any image is encoded.
+  fs::create_directories(out, ec);
+  const std::string probe = (fs::path(out) / ".gpubench-probe").string();
+  if (ec || !std::ofstream(probe).good()) {
+    if (made) remove_tree(out, false);
+    throw std::invalid_argument("cannot write in '" + out + "'" + (ec ? ": " + ec.message() : std::string()));
+  }
+  ::remove(probe.c_str());
   try {
     return write_dataset(out, options, progress);
   } catch (...) {

@@ -28,15 +28,18 @@ Document run_summary_document(const RunRecord& r) {
   add_run_gauges(d, r);
   d.title = (r.model.name.empty() ? s.model : r.model.name) + " on " +
             (r.environment.device.empty() ? s.device : r.environment.device);
+  // Inference and generation have no optimizer: their mode stands where a training run names its optimizer.
+  const bool trains = s.mode != "inference" && s.mode != "generate";
   d.paragraph(fmt::format("{} ({}), {} [{}], {}, batch {}, {}", d.title, r.environment.device_name, precision_label(r),
                           r.precision.requested.empty() ? s.precision : r.precision.requested, s.memory_format,
-                          s.batch_size ? std::to_string(*s.batch_size) : "?",
-                          s.mode == "inference" ? std::string("inference") : s.optimizer.name));
-  if (s.mode == "inference") {
+                          s.batch_size ? std::to_string(*s.batch_size) : "?", trains ? s.optimizer.name : s.mode));
+  if (!trains && s.mode != "inference") {
+    // generate: its own paragraphs follow (time to first token, decode rate)
+  } else if (s.mode == "inference") {
     d.paragraph(fmt::format("inference, {}{}: {}", r.execution.mode == "cuda_graph" ? "CUDA graph" : "eager",
                             r.execution.graph_fallback.empty() ? "" : " (graph not used: " + r.execution.graph_fallback + ")",
                             r.model.step));
-  } else if (!r.execution.optimizer_implementation.empty()) {
+  } else if (!r.execution.optimizer_implementation.empty() && r.execution.optimizer_implementation != "none") {
     d.paragraph(fmt::format("execution: {}, {} optimizer{}", r.execution.mode == "cuda_graph" ? "CUDA graph" : "eager",
                             r.execution.optimizer_implementation,
                             r.execution.graph_fallback.empty() ? "" : " (graph not used: " + r.execution.graph_fallback + ")"));

@@ -475,3 +475,51 @@ TEST_F(CliTest, DbAddIntoAnUnusableStoreIsAUsageErrorBeforeAnyWorkAndLeavesItUnt
 
 }  // namespace
 }  // namespace gpubench
+
+namespace gpubench {
+
+// A store baseline decides each candidate's verdict alone: a candidate of a scenario the store has never run got
+// exit 6 alone in its folder and exit 5 (a diff against another candidate's baseline) beside another record, and
+// --ignore was not applied to the store's pairing. Now: the store's newest run of the model names the differing keys
+// (exit 5) whatever the folder holds, and --ignore pairs in the store as it does for files.
+TEST_F(CliTest, AStoreBaselineGivesEachCandidateTheSameVerdictWhateverTheFolderHolds) {
+  const RunRecord base = read_record(kCommitted);
+  const std::string store = (dir_ / "s.db").string();
+  fs::create_directories(dir_ / "nights");
+  for (int d = 1; d <= 5; ++d) {
+    write_record((dir_ / "nights" / ("n" + std::to_string(d) + ".json")).string(),
+                 night(base, d - 1, 1.0, base.telemetry.driver_version, 0.001 * d));
+  }
+  const Result added = gpubench("db add " + store + " " + (dir_ / "nights").string());
+  if (store_missing(added)) GTEST_SKIP() << "built without SQLite";
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  RunRecord other = night(base, 10, 1.0, base.telemetry.driver_version, 0.0);  // another batch size, same model
+  other.scenario.batch_size = 128;
+  RunRecord same = night(base, 10, 1.0, base.telemetry.driver_version, 0.002);
+  fs::create_directories(dir_ / "alone");
+  fs::create_directories(dir_ / "beside");
+  write_record((dir_ / "alone" / "other.json").string(), other);
+  write_record((dir_ / "beside" / "other.json").string(), other);
+  write_record((dir_ / "beside" / "same.json").string(), same);
+  const std::string by = " --format json";
+  for (const char* folder : {"alone", "beside"}) {
+    const Result r = gpubench("compare db:" + store + ":last-5 " + (dir_ / folder).string() + by);
+    EXPECT_EQ(r.exit_code, 5) << folder << "\n" << r.err;
+    const nlohmann::json doc = nlohmann::json::parse(r.out);
+    const nlohmann::json& rows = doc.contains("comparisons") ? doc.at("comparisons") : doc.at("data").at("comparisons");
+    bool named = false;
+    for (const auto& c : rows) {
+      const std::string keys = c.at("differing_keys").dump();
+      if (keys.find("batch_size") == std::string::npos) continue;
+      named = true;
+      EXPECT_NE(c.at("verdict").get<std::string>().find("not the same"), std::string::npos) << folder << c.dump();
+    }
+    EXPECT_TRUE(named) << folder << ": the differing key is named\n" << r.out;
+  }
+  const Result ignored = gpubench("compare db:" + store + ":last-5 " + (dir_ / "alone").string() + " --ignore batch_size");
+  EXPECT_NE(ignored.exit_code, 5) << ignored.err;
+  EXPECT_NE(ignored.exit_code, 6) << ignored.err;
+  EXPECT_NE(ignored.err.find("baseline: 5 run(s)"), std::string::npos) << "the five nights are its baseline\n" << ignored.err;
+}
+
+}  // namespace gpubench

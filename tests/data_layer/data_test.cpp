@@ -544,7 +544,7 @@ TEST(SyntheticDataset, IsDeterministicForASeedAndLooksLikeImageNet) {
   EXPECT_GE(a.mean_width, 250);
   EXPECT_LE(a.mean_width, 800);
   EXPECT_TRUE(fs::exists(tmp.path() / "a" / "dataset.json"));
-  EXPECT_THROW(make_synthetic_dataset((tmp.path() / "a").string(), o), std::runtime_error);  // not empty
+  EXPECT_THROW(make_synthetic_dataset((tmp.path() / "a").string(), o), std::invalid_argument);  // not empty: nothing done
   const ImageFolder f = scan_image_folder((tmp.path() / "a").string());
   EXPECT_EQ(f.classes.size(), 3u);
   EXPECT_EQ(f.samples.size(), 12u);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gpubench/core/analysis/bottleneck.hpp"
+#include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/report/views.hpp"
 
 namespace gpubench {
@@ -57,6 +58,36 @@ CompareResult compare_sample() {
   r.comparisons = {a, b};
   r.environment.differences = {"nvidia_driver: 580.159.04 -> 590.10.01"};
   return r;
+}
+
+// A run without an optimizer (generation, inference) never names one: it printed `batch 1, adamw` and `none optimizer`.
+TEST(ViewsTest, AGenerateRunNamesItsModeNotAnOptimizer) {
+  RunRecord r;
+  r.model = ModelRecord{"gpt2", 124439808, 1e9, 0, "tokens"};
+  r.scenario.model = "gpt2";
+  r.scenario.mode = "generate";
+  r.scenario.batch_size = 1;
+  r.scenario.optimizer.name = "adamw";  // the recipe's, unused
+  r.execution.optimizer_implementation = "none";
+  r.environment.device = "cpu";
+  r.status = RunStatus::kOk;
+  const std::string text = render("console", run_summary_document(r));
+  EXPECT_NE(text.find("batch 1, generate"), std::string::npos) << text;
+  EXPECT_EQ(text.find("adamw"), std::string::npos) << text;
+  EXPECT_EQ(text.find("none optimizer"), std::string::npos) << text;
+}
+
+// A capped run is labelled as what it emulated (it read `resnet50 bs128 fp32 train eager, NVIDIA H100 80GB HBM3`).
+TEST(ViewsTest, ACappedRunIsLabelledWithItsCap) {
+  RunRecord r;
+  r.scenario.model = "resnet50";
+  r.scenario.batch_size = 128;
+  r.environment.device_name = "NVIDIA H100 80GB HBM3";
+  r.scenario.emulate = "NVIDIA GeForce RTX 4070 Ti";
+  r.scenario.memory_limit = int64_t{11} << 30;
+  EXPECT_NE(identity_label(r).find("emulating NVIDIA GeForce RTX 4070 Ti"), std::string::npos) << identity_label(r);
+  r.scenario.emulate.clear();
+  EXPECT_NE(identity_label(r).find("capped at 11 GiB"), std::string::npos) << identity_label(r);
 }
 
 TEST(ViewsTest, CompareMarkdownGolden) {

@@ -90,6 +90,37 @@ class OpenMetricsTest(unittest.TestCase):
         self.assertEqual(len({s.labels["run_id"] for s in samples}), 2)
         self.assertIn(HOSTILE, {s.labels["device_model"] for s in samples})
 
+    def test_history_exposes_failed_runs_and_labels_runs_as_run_and_export_do(self):
+        # A failed run is a sample of gpubench_run_ok (0), and every run has the labels docs/fleet.md promises.
+        with open(os.path.join(self.dir, "records", "r0.json")) as f:
+            failed = json.load(f)
+        failed["status"], failed["reason"] = "oom", "CUDA out of memory"
+        failed["environment"]["start_time_utc"] = "2026-11-02T00:00:00Z"
+        with open(os.path.join(self.dir, "records", "r2.json"), "w") as f:
+            json.dump(failed, f)
+        store = os.path.join(self.dir, "s.db")
+        rc, _, err = gpubench("db", "add", store, os.path.join(self.dir, "records"))
+        if rc != 0 and "SQLite" in err:
+            self.skipTest("built without SQLite")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = gpubench("history", store, "--format", "openmetrics")
+        self.assertEqual(rc, 0, err)
+        om, _ = families(out)
+        ok = om["gpubench_run_ok"].samples
+        self.assertEqual(sorted(s.value for s in ok), [0, 1, 1])
+        for s in ok:
+            for label in ("model", "mode", "precision", "batch_size", "kernels", "data", "device_model", "scenario_id",
+                          "host", "driver_version", "libtorch_version", "gpubench_revision", "start_time_utc",
+                          "repeat", "status", "run_id"):
+                self.assertIn(label, s.labels)
+            self.assertEqual(s.labels["mode"], "train")
+            self.assertTrue(s.labels["repeat"].isdigit(), s.labels)
+        self.assertIn(HOSTILE, {s.labels["host"] for s in ok})
+        self.assertEqual({s.labels["status"] for s in ok if s.value == 0}, {"oom"})
+        for command in (("run",), ("history", store), ("export", store)):
+            rc, out, _ = gpubench(*command, "--help")
+            self.assertIn("openmetrics", out, command)
+
     def test_a_run_prints_its_metrics_and_a_textfile_collector_file_is_written_whole(self):
         prom_file = os.path.join(self.dir, "gpubench.prom")
         rc, out, err = gpubench("run", "--config", os.path.join(ROOT, "tests", "data", "tiny_resnet.yaml"), "--epochs",

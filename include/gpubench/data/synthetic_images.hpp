@@ -39,8 +39,9 @@ RgbImage synthetic_image(uint64_t seed, int64_t index, int64_t label, int64_t cl
 std::string synthetic_class_name(int64_t label);
 
 /// Writes the tree under `out` (created; must not exist or be empty): out/<class>/<class>_<index>.JPEG, plus
-/// out/dataset.json with the options and these statistics. Throws std::runtime_error (naming the path) on failure,
-/// having removed everything it wrote (no `.part` file, no half data set: `out` is as it was).
+/// out/dataset.json with the options and these statistics. Throws std::invalid_argument before writing anything (bad
+/// options, a folder that is not empty or cannot be made and written), std::runtime_error (naming the path) when the
+/// writing fails, having removed everything it wrote (no `.part` file, no half data set: `out` is as it was).
 /// `progress(done, total)` is called now and then from the calling thread.
 SynthStats make_synthetic_dataset(const std::string& out, const SynthOptions& options,
                                   const std::function<void(int64_t, int64_t)>& progress = {});

@@ -56,7 +56,8 @@ StoreBase parse_store_base(const std::string& base) {
 }
 
 /// db:FILE[:last-N]: each candidate against the last N like-for-like runs of its scenario in the store.
-std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std::vector<LoadedRecord>& candidates) {
+std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std::vector<LoadedRecord>& candidates,
+                                              const std::vector<std::string>& ignore) {
   const auto [file, last_n] = parse_store_base(base);
   std::vector<LoadedRecord> out;
   std::unique_ptr<ResultsStore> opened;
@@ -69,11 +70,11 @@ std::vector<LoadedRecord> baseline_from_store(const std::string& base, const std
   for (const auto& c : candidates) {
     // The other candidates of its scenario are its night: never part of its baseline, nor anything after them.
     std::vector<const RunRecord*> night;
-    const nlohmann::json identity = scenario_identity(c.record);
+    const nlohmann::json identity = without_keys(scenario_identity(c.record), ignore);
     for (const auto& other : candidates) {
-      if (&other != &c && scenario_identity(other.record) == identity) night.push_back(&other.record);
+      if (&other != &c && without_keys(scenario_identity(other.record), ignore) == identity) night.push_back(&other.record);
     }
-    for (auto& b : store.baseline_for(c.record, last_n, night)) {
+    for (auto& b : store.baseline_for(c.record, last_n, night, ignore)) {
       const bool seen = std::any_of(out.begin(), out.end(), [&b](const LoadedRecord& x) { return x.path == b.path; });
       if (!seen) out.push_back(std::move(b));
     }
@@ -158,7 +159,7 @@ class CompareCommand final : public Command {
     options.ignore = ignore_;
     const std::vector<LoadedRecord> candidates = load_records_or_fail({candidate_});
     const std::vector<LoadedRecord> base =
-        base_.rfind("db:", 0) == 0 ? baseline_from_store(base_, candidates) : load_records_or_fail({base_});
+        base_.rfind("db:", 0) == 0 ? baseline_from_store(base_, candidates, ignore_) : load_records_or_fail({base_});
     if (!base.empty()) {
       const std::vector<std::string> tags = metric_tags(base);
       if (std::find(tags.begin(), tags.end(), metric_) == tags.end()) {

@@ -57,6 +57,10 @@ class DatasetCommand final : public Command {
       st = data::make_synthetic_dataset(out_, o_, [tty](int64_t done, int64_t total) {
         if (tty) std::fprintf(stderr, "\r\033[Kwriting images: %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
       });
+    } catch (const std::invalid_argument& e) {  // nothing written: the options or the folder
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      throw UsageError(e.what());
     } catch (const std::exception& e) {
       std::signal(SIGINT, SIG_DFL);
       std::signal(SIGTERM, SIG_DFL);
@@ -65,7 +69,7 @@ class DatasetCommand final : public Command {
         spdlog::error("dataset make interrupted: nothing was left in {}", out_);
         return kExitInterrupted;
       }
-      throw UsageError(std::string(e.what()) + " (nothing was left in " + out_ + ")");
+      throw OutputNotWritten(std::string(e.what()) + " (nothing was left in " + out_ + ")");
     }
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);

@@ -32,7 +32,13 @@ Table runs_table(const std::vector<HistoryRow>& rows, const std::string& id) {
   t.add_column(Column::text("status", "status"));
   t.add_column(Column::text("scenario_id", "scenario id"));
   t.add_column(Column::text("scenario", "scenario"));
-  t.add_column(Column{kThroughputTag, "throughput", "samples/s", Better::kNeither});
+  // The rows' own unit when they share one (tokens/s for generation runs), else the generic samples/s.
+  std::string unit;
+  for (const auto& r : rows) {
+    if (r.unit.empty()) continue;
+    unit = unit.empty() || unit == r.unit ? r.unit : "samples/s";
+  }
+  t.add_column(Column{kThroughputTag, "throughput", unit.empty() ? "samples/s" : unit, Better::kNeither});
   t.add_column(Column::text("source", "record"));
   for (size_t i = 0; i < rows.size(); ++i) {
     const HistoryRow& r = rows[i];
@@ -134,6 +140,13 @@ class DbCommand final : public Command {
   int add(Context& ctx) {
     const StoreLocation location = parse_store(store_, "STORE");
     std::unique_ptr<ResultsStore> db = open_existing_for_writing(location);  // an unusable store: exit 2, no work done
+    if (!db && !location.is_postgres()) {
+      try {
+        check_output_location(location.path());  // the new file's folder exists (or is made) and takes files
+      } catch (const std::exception& e) {
+        throw UsageError("results store " + location.display() + ": " + e.what());
+      }
+    }
     // One record at a time (read, added, dropped): memory stays that of the largest record, not of all of them.
     std::vector<RecordFile> files;
     try {

@@ -201,17 +201,27 @@ class HistoryCommand final : public Command {
                       Cell::num(r.value), Cell::str(r.driver_version), Cell::str(r.cuda_runtime_version),
                       Cell::str(r.cudnn_version), Cell::str(r.libtorch_version), Cell::str(r.git_revision),
                       Cell::str(r.source)});
-    if (r.value && std::isfinite(*r.value)) {  // OpenMetrics: one gauge per run, the store's id telling runs apart
-      const std::string batch = r.batch_size ? std::to_string(*r.batch_size) : std::string();
-      d.gauges.push_back(Gauge{"gpubench_" + openmetrics_name(metric_), metric_ + (unit.empty() ? "" : " (" + unit + ")"),
-                               {{"model", r.model}, {"precision", r.precision}, {"batch_size", batch},
-                                {"device_model", r.device_name}, {"scenario_id", identity_id(identities[i])},
-                                {"scenario", labels[i]}, {"driver_version", r.driver_version},
-                                {"cuda_runtime_version", r.cuda_runtime_version}, {"cudnn_version", r.cudnn_version},
-                                {"libtorch_version", r.libtorch_version}, {"gpubench_revision", r.git_revision},
-                                {"start_time_utc", r.start_time_utc}, {"run_id", std::to_string(r.id)},
-                                {"status", r.status}},
-                               *r.value});
+    // OpenMetrics: every run (failed ones too) has gpubench_run_ok, and the metric where it has one; labelled as
+    // run and export label theirs (docs/fleet.md), the store's id telling runs apart.
+    const nlohmann::json scenario = nlohmann::json::parse(r.scenario_json, nullptr, false);
+    const auto field = [&scenario](const char* key) {
+      return scenario.is_object() && scenario.contains(key) && scenario[key].is_string() ? scenario[key].get<std::string>()
+                                                                                          : std::string();
+    };
+    const std::vector<std::pair<std::string, std::string>> om_labels{
+        {"model", r.model}, {"mode", field("mode")}, {"precision", r.precision},
+        {"batch_size", r.batch_size ? std::to_string(*r.batch_size) : std::string()}, {"kernels", field("kernels")},
+        {"data", field("data")}, {"device_model", r.device_name}, {"scenario_id", identity_id(identities[i])},
+        {"scenario", labels[i]}, {"host", r.hostname}, {"driver_version", r.driver_version},
+        {"cuda_runtime_version", r.cuda_runtime_version}, {"cudnn_version", r.cudnn_version},
+        {"libtorch_version", r.libtorch_version}, {"gpubench_revision", r.git_revision},
+        {"start_time_utc", r.start_time_utc}, {"repeat", r.repeat ? std::to_string(*r.repeat) : std::string()},
+        {"run_id", std::to_string(r.id)}, {"status", r.status}};
+    d.gauges.push_back(Gauge{"gpubench_run_ok", "1 when the run finished with status ok, else 0", om_labels,
+                             r.status == "ok" ? 1.0 : 0.0});
+    if (r.value && std::isfinite(*r.value)) {
+      d.gauges.push_back(Gauge{"gpubench_" + openmetrics_name(metric_),
+                               metric_ + (unit.empty() ? "" : " (" + unit + ")"), om_labels, *r.value});
     }
   }
   t.notes.push_back(std::to_string(rows.size()) + " run(s)");

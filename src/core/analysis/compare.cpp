@@ -456,10 +456,16 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
     c.new_runs = static_cast<int64_t>(cands.size());
     const auto match = std::find_if(base_groups.begin(), base_groups.end(), [&key](const auto& g) { return g.first == key; });
     if (match == base_groups.end()) {
-      // Same model on the other side but not the same scenario: say which keys differ, with both values.
-      const auto same_model = std::find_if(base_groups.begin(), base_groups.end(), [&key](const auto& g) {
-        return g.first.value("model", "") == key.value("model", "");
-      });
+      // Same model on the other side but not the same scenario: say which keys differ, with both values, against the
+      // baseline scenario nearest to it (the fewest differing keys; the first of those), whatever else was given.
+      auto same_model = base_groups.end();
+      for (auto g = base_groups.begin(); g != base_groups.end(); ++g) {
+        if (g->first.value("model", "") != key.value("model", "")) continue;
+        if (same_model == base_groups.end() ||
+            identity_differences(g->first, key).size() < identity_differences(same_model->first, key).size()) {
+          same_model = g;
+        }
+      }
       if (same_model == base_groups.end()) {
         c.verdict = Verdict::kNoBaseline;
       } else {

@@ -121,6 +121,16 @@ std::string identity_label(const nlohmann::json& id) {
   if (world > 1) label += ", " + std::to_string(world) + " GPUs";
   const std::string device = text("device_model", "");
   if (!device.empty()) label += ", " + device;
+  // A capped run is another card's memory on this one: the label says so (a cap is part of the identity).
+  const std::string emulate = text("emulate", "");
+  const auto cap = id.find("memory_limit");
+  if (!emulate.empty()) {
+    label += " emulating " + emulate;
+  } else if (cap != id.end() && cap->is_number_integer()) {
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.3g", static_cast<double>(cap->get<int64_t>()) / 1073741824.0);
+    label += " capped at " + std::string(gib) + " GiB";
+  }
   return label;
 }
 

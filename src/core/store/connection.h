@@ -58,6 +58,9 @@ class Connection {
     std::vector<Value> args;
   };
   virtual Condition json_key_is(const std::string& column, const std::string& key, const std::string& value) const = 0;
+  /// An expression for the top-level `key` (a constant of gpubench's, never user input) of the JSON object in
+  /// `column`, as text or NULL.
+  virtual std::string json_field(const std::string& column, const std::string& key) const = 0;
   /// "ok", or what the engine's own check found (quick: the cheaper check run after every write).
   virtual std::string integrity(bool quick) = 0;
   /// Nothing of anyone's is here yet, so a writer may set the store up: an empty SQLite file; a PostgreSQL database

@@ -240,6 +240,10 @@ CREATE TABLE IF NOT EXISTS gpubench_store (version INTEGER NOT NULL);
     return {"(" + column + "::jsonb #>> ?::text[]) = ?", {path + "\"}", value}};
   }
 
+  std::string json_field(const std::string& column, const std::string& key) const override {
+    return "(" + column + "::jsonb ->> '" + key + "')";
+  }
+
   // The server keeps its own pages consistent (write-ahead log, constraints): a run and its metrics are one
   // transaction and metrics cannot outlive their run (the foreign key), so there is nothing for a client to check.
   std::string integrity(bool) override { return "ok"; }

@@ -218,6 +218,10 @@ CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, start_time_utc);
             {"$." + key, value == "true" ? "1" : value == "false" ? "0" : value}};
   }
 
+  std::string json_field(const std::string& column, const std::string& key) const override {
+    return "CAST(json_extract(" + column + ", '$." + key + "') AS TEXT)";
+  }
+
   std::string integrity(bool quick) override {
     // SQLite's own check. A run and its metrics are one transaction, so a killed writer cannot leave a run without
     // them; a run with no metrics at all (a failed run with no epochs) is a legitimate record, not damage (the store

@@ -163,8 +163,8 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
       "SELECT r.id, r.start_time_utc, r.model, r.device_name, r.precision, r.status, r.driver_version, "
       "r.cuda_runtime_version, r.cudnn_version, r.libtorch_version, r.git_revision, r.source, r.batch_size, m.value, "
       "m.unit, m.better, r.scenario_json, " +
-      std::string(has_identity_ ? "r.identity_json" : "r.record_json") +
-      " FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.epoch IS NULL AND m.tag = ? WHERE 1=1";
+      std::string(has_identity_ ? "r.identity_json" : "r.record_json") + ", r.hostname, " +
+      db_->json_field("r.record_json", "repeat_index") + " FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.epoch IS NULL AND m.tag = ? WHERE 1=1";
   std::vector<store::Value> args{q.metric};
   if (!q.model.empty()) {
     sql += " AND r.model = ?";
@@ -203,6 +203,11 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
     h.scenario_json = s.text(16);
     // A version-1 store opened read-only has no identity column: it is derived from the record, as migration would.
     h.identity_json = has_identity_ ? s.text(17) : scenario_identity(parse_record(s.text(17), name())).dump();
+    h.hostname = s.text(18);
+    const std::string repeat = s.text(19);
+    if (!repeat.empty() && repeat.find_first_not_of("0123456789") == std::string::npos && repeat.size() < 10) {
+      h.repeat = std::stoll(repeat);
+    }
     rows.push_back(std::move(h));
   }
   return rows;
@@ -251,7 +256,8 @@ int64_t ResultsStore::remove(const std::vector<int64_t>& ids) {
 }
 
 std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord& candidate, int last_n,
-                                                     const std::vector<const RunRecord*>& night) const {
+                                                     const std::vector<const RunRecord*>& night,
+                                                     const std::vector<std::string>& ignore) const {
   // The earliest start among the candidate and its night, and every one of their fingerprints.
   std::string start = candidate.environment.start_time_utc;
   std::vector<std::string> excluded{record_fingerprint(candidate)};
@@ -265,15 +271,22 @@ std::vector<LoadedRecord> ResultsStore::baseline_for(const RunRecord& candidate,
           " FROM runs WHERE model = ? AND status = 'ok' AND (? = '' OR start_time_utc < ?) "
           "ORDER BY start_time_utc DESC, id DESC",
       {candidate.scenario.model, start, start});
-  const std::string identity = scenario_identity(candidate).dump();
-  std::vector<std::pair<int64_t, std::string>> ids;
+  const nlohmann::json identity = without_keys(scenario_identity(candidate), ignore);
+  std::vector<std::pair<int64_t, std::string>> ids, nearest;
   for (const store::Row& row : rows) {
     if (static_cast<int>(ids.size()) >= last_n) break;
     if (std::find(excluded.begin(), excluded.end(), row.text(2)) != excluded.end()) continue;
-    const std::string theirs = has_identity_ ? row.text(3) : scenario_identity(parse_record(row.text(3), name())).dump();
-    if (theirs == identity) ids.emplace_back(row.integer(0).value_or(0), row.text(1));
+    const nlohmann::json theirs = without_keys(
+        has_identity_ ? nlohmann::json::parse(row.text(3), nullptr, false)
+                      : scenario_identity(parse_record(row.text(3), name())),
+        ignore);
+    if (theirs == identity) {
+      ids.emplace_back(row.integer(0).value_or(0), row.text(1));
+    } else if (nearest.empty()) {
+      nearest.emplace_back(row.integer(0).value_or(0), row.text(1));  // the newest of its model
+    }
   }
-  return loaded(ids);
+  return loaded(ids.empty() ? nearest : ids);
 }
 
 std::vector<std::string> ResultsStore::metric_tags() const {

@@ -50,6 +50,8 @@ struct HistoryRow {
   std::string unit, better;     ///< the metric's unit hint and direction ("higher", "lower", "neither")
   std::string scenario_json;    ///< the comparable resolved scenario
   std::string identity_json;    ///< the run's scenario identity (analysis/identity.hpp): runs with equal ones are one series
+  std::string hostname;         ///< the machine it ran on
+  std::optional<int64_t> repeat;  ///< its repeat index (1 for a single run)
 };
 
 class ResultsStore {
@@ -84,10 +86,14 @@ class ResultsStore {
   /// is not stored. Returns how many were removed.
   int64_t remove(const std::vector<int64_t>& ids);
   /// The baseline for `candidate`: the last `last_n` finished runs (status ok) of the same scenario identity (its GPU
-  /// model included), started before it and before every run of `night` (the other candidates of its scenario: a
-  /// night's repeats are never each other's baseline), newest first; no candidate (same fingerprint) is part of it.
+  /// model included; the identity keys in `ignore` left out, as compare --ignore pairs), started before it and before
+  /// every run of `night` (the other candidates of its scenario: a night's repeats are never each other's baseline),
+  /// newest first; no candidate (same fingerprint) is part of it. When no run has its identity, the newest finished run
+  /// of its model started before it (one), so that compare names the keys that differ whatever else it was given;
+  /// empty when the store has no earlier finished run of the model.
   std::vector<LoadedRecord> baseline_for(const RunRecord& candidate, int last_n,
-                                         const std::vector<const RunRecord*>& night = {}) const;
+                                         const std::vector<const RunRecord*>& night = {},
+                                         const std::vector<std::string>& ignore = {}) const;
   int64_t count() const;
   /// "ok", or what the database's integrity check found (a run and its metrics are one transaction: never
   /// half-written).
