@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -38,10 +39,16 @@ size_t find_scheme(const std::string& text, size_t from) {
 
 std::string replace_secrets(std::string text) {
   std::lock_guard<std::mutex> lock(secrets_mutex());
-  for (const std::string& s : secrets()) {
-    if (s.size() < kShortestScrubbed) continue;
-    for (size_t at = text.find(s); at != std::string::npos; at = text.find(s, at + std::char_traits<char>::length(kHidden))) {
-      text.replace(at, s.size(), kHidden);
+  // Until none is left: a replacement can make a secret anew from its neighbours (a password holding "***"). Each
+  // replacement removes a character that is not '*' or shortens the text, so this ends ("***" itself is the mark).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const std::string& s : secrets()) {
+      if (s.size() < kShortestScrubbed || s == kHidden) continue;
+      for (size_t at = text.find(s); at != std::string::npos; at = text.find(s, at)) {
+        text.replace(at, s.size(), kHidden);
+        changed = true;
+      }
     }
   }
   return text;
@@ -67,15 +74,26 @@ std::string redact_urls(const std::string& text) {
   return out + text.substr(std::min(i, text.size()));
 }
 
-/// `password=VALUE` and `sslpassword=VALUE` (libpq's key=value strings, any case) with VALUE hidden.
+/// `KEY=VALUE` where KEY (percent-decoded, any case) holds "pass": libpq's key=value strings (`password=`,
+/// `sslpassword=`) and what is left of a URL's query where free text cut the URL short (`pass%77ord=`), VALUE hidden.
 std::string redact_keywords(const std::string& text) {
   std::string out = text;
-  const std::string key = "password=";
-  for (size_t i = 0; i + key.size() <= out.size(); ++i) {
-    bool match = true;
-    for (size_t k = 0; k < key.size() && match; ++k) match = lower(out[i + k]) == key[k];
-    if (!match) continue;
-    size_t v = i + key.size(), end = v;
+  for (size_t eq = out.find('='); eq != std::string::npos; eq = out.find('=', eq + 1)) {
+    size_t k = eq;
+    while (k > 0 && std::isspace(static_cast<unsigned char>(out[k - 1])) == 0 && std::strchr("&?;,\"'`(", out[k - 1]) == nullptr) {
+      --k;
+    }
+    std::string key;
+    for (size_t i = k; i < eq; ++i) {  // %XX decoded, best effort
+      const bool escape = out[i] == '%' && i + 2 < eq && std::isxdigit(static_cast<unsigned char>(out[i + 1])) != 0 &&
+                          std::isxdigit(static_cast<unsigned char>(out[i + 2])) != 0;
+      key += escape ? static_cast<char>(std::stoi(out.substr(i + 1, 2), nullptr, 16)) : out[i];
+      if (escape) i += 2;
+    }
+    for (char& c : key) c = lower(c);
+    if (key.find("pass") == std::string::npos) continue;
+    const size_t v = eq + 1;
+    size_t end = v;
     if (v < out.size() && (out[v] == '\'' || out[v] == '"')) {
       const size_t close = out.find(out[v], v + 1);
       end = close == std::string::npos ? out.size() : close + 1;
@@ -83,7 +101,6 @@ std::string redact_keywords(const std::string& text) {
       while (end < out.size() && std::isspace(static_cast<unsigned char>(out[end])) == 0 && out[end] != '&') ++end;
     }
     out.replace(v, end - v, kHidden);
-    i = v;
   }
   return out;
 }
