@@ -76,7 +76,8 @@ class OpenMetricsTest(unittest.TestCase):
         epochs = [s.labels["epoch"] for s in om["gpubench_samples_per_s"].samples]
         self.assertGreaterEqual(len(epochs), 2)
 
-    def test_history_from_a_store_parses_and_names_each_run(self):
+    def history_of_the_records(self):
+        """The records in a store, and `history --format openmetrics` of it parsed: (store, OpenMetrics families)."""
         store = os.path.join(self.dir, "s.db")
         rc, _, err = gpubench("db", "add", store, os.path.join(self.dir, "records"))
         if rc != 0 and "SQLite" in err:
@@ -84,7 +85,10 @@ class OpenMetricsTest(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         rc, out, err = gpubench("history", store, "--format", "openmetrics")
         self.assertEqual(rc, 0, err)
-        om, _ = families(out)
+        return store, families(out)[0]
+
+    def test_history_from_a_store_parses_and_names_each_run(self):
+        _, om = self.history_of_the_records()
         samples = om["gpubench_samples_per_s"].samples
         self.assertEqual(len(samples), 2)
         self.assertEqual(len({s.labels["run_id"] for s in samples}), 2)
@@ -98,14 +102,7 @@ class OpenMetricsTest(unittest.TestCase):
         failed["environment"]["start_time_utc"] = "2026-11-02T00:00:00Z"
         with open(os.path.join(self.dir, "records", "r2.json"), "w") as f:
             json.dump(failed, f)
-        store = os.path.join(self.dir, "s.db")
-        rc, _, err = gpubench("db", "add", store, os.path.join(self.dir, "records"))
-        if rc != 0 and "SQLite" in err:
-            self.skipTest("built without SQLite")
-        self.assertEqual(rc, 0, err)
-        rc, out, err = gpubench("history", store, "--format", "openmetrics")
-        self.assertEqual(rc, 0, err)
-        om, _ = families(out)
+        store, om = self.history_of_the_records()
         ok = om["gpubench_run_ok"].samples
         self.assertEqual(sorted(s.value for s in ok), [0, 1, 1])
         for s in ok:
