@@ -201,12 +201,12 @@ class RunWriter {
 
 /// Before any training: every file the run will write can be written (records, their epoch streams and profile
 /// traces, the telemetry trace), none of them is the scenario file, the store or another output, and the store opens.
-void check_outputs(const ResolvedScenario& r, const std::optional<StoreLocation>& store, const ScenarioInputs& inputs,
-                   const OutputOptions& out) {
+void check_outputs(const ResolvedScenario& r, const std::optional<StoreLocation>& store, const std::string& store_flag,
+                   const ScenarioInputs& inputs, const OutputOptions& out) {
   const Scenario& s = r.scenario;
   FileRoles roles;
   roles.input(inputs.config.value_or(""), "--config");
-  if (store && !store->is_postgres()) roles.store(store->path(), "--db");
+  if (store && !store->is_postgres()) roles.store(store->path(), store_flag);
   for (const auto& path : r.record_paths) {
     if (to_stdout(path)) continue;
     roles.output(path, "output");
@@ -231,7 +231,7 @@ void check_outputs(const ResolvedScenario& r, const std::optional<StoreLocation>
     if (!to_stdout(path)) check(path, "output");
   }
   if (!s.telemetry_trace.empty()) check(s.telemetry_trace, "telemetry_trace");
-  if (store) (void)writable_store(store->typed(), "--db");  // the store opens (or is made) before anything trains
+  if (store) (void)writable_store(store->typed(), store_flag);  // the store opens (or is made) before anything trains
 }
 
 class RunCommand final : public Command {
@@ -263,10 +263,15 @@ class RunCommand final : public Command {
   }
 
   int run(Context& ctx) override {
-    if (f_.db.empty()) {
-      if (const char* handed = std::getenv(kStoreEnv)) f_.db = handed;  // from sweep, scaling or the launcher
+    std::string store_flag = "--db";
+    if (db_opt_->count() == 0) {
+      const char* handed = std::getenv(kStoreEnv);  // from sweep, scaling or the launcher (an empty one is unset)
+      if (handed != nullptr && *handed != '\0') {
+        f_.db = handed;
+        store_flag = kStoreEnv;
+      }
     }
-    if (db_opt_->count() > 0 || !f_.db.empty()) f_.store = parse_store(f_.db, "--db");
+    if (db_opt_->count() > 0 || !f_.db.empty()) f_.store = parse_store(f_.db, store_flag);
     const RankInfo rank = rank_info_from_process_env();  // a malformed launcher environment is a usage error
     const ScenarioInputs inputs = f_.scenario.inputs();
     const double cooldown_s = f_.cooldown != "0" ? parse_duration_s(f_.cooldown, "command line --cooldown") : 0.0;
@@ -288,7 +293,7 @@ class RunCommand final : public Command {
       }
       return kExitOk;
     }
-    if (rank.rank == 0) check_outputs(resolved, f_.store, inputs, ctx.output);
+    if (rank.rank == 0) check_outputs(resolved, f_.store, store_flag, inputs, ctx.output);
     if (to_stdout(resolved.scenario.output)) ctx.document_stream = stderr;
     if (f_.nproc_per_node > 1) return launch(ctx, rank, resolved);
     if (rank.distributed()) {
