@@ -196,7 +196,7 @@ class DbCommand final : public Command {
         throw OutputNotWritten(std::string(e.what()) + " (" + std::to_string(added) + " record(s) added before it)");
       }
     }
-    const bool interrupted = g_add_stop.load();
+    const bool interrupted = g_add_stop.load() && seen < files.size();  // a signal after the last file stopped nothing
     if (added + already == 0 && !interrupted) throw UsageError("no gpubench run records in the given paths");
     const int64_t total = db ? db->count() : 0;
     const std::string name = db ? db->name() : location.display();
