@@ -74,7 +74,7 @@ int run_cli(const std::vector<CommandSpec>& commands, int argc, char** argv);
 CLI::Validator unsigned_64();
 
 /// A whole-number option read in decimal, leading zeros dropped (CLI11 alone reads `010` as octal 8 and `0x10` as
-/// 16); put it before any range check (->transform(decimal_whole())->check(...)).
+/// 16). CLI11 runs a transform before every check, wherever it is chained, so a range check sees the decimal text.
 CLI::Validator decimal_whole();
 
 /// The closest of `choices` to `word` within a small edit distance, or "" (did-you-mean).

@@ -88,15 +88,9 @@ void add_outputs(PrinterMultiplex& mux, const OutputOptions& out, bool to_stderr
   for (const auto& t : out.targets) mux.add(t.format, t.path);
 }
 
-void make_output_folder(const std::string& path, const std::string& flag, bool given) {
-  if (given && path.empty()) throw UsageError(flag + ": an empty folder name; name the folder to write");
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec || !std::filesystem::is_directory(path, ec)) {
-    throw UsageError(flag + " " + path + ": cannot make this folder" + (ec ? ": " + ec.message() : std::string()));
-  }
-  // Its files are written by rename from a temporary file beside them.
+void make_output_folder(const std::string& path, const std::string& flag) {
   try {
+    // What a record in it needs: the folder made, and a temporary file (the atomic rename's) created there.
     check_output_location((std::filesystem::path(path) / "probe.json").string());
   } catch (const std::exception& e) {
     throw UsageError(flag + " " + path + ": " + e.what());

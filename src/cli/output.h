@@ -47,9 +47,9 @@ void add_outputs(PrinterMultiplex& mux, const OutputOptions& out, bool to_stderr
 std::string known_formats();
 std::string known_extensions();
 
-/// A folder a command writes into (sweep's and scaling's --out, report's --out): `given` with an empty name, a path
-/// that is a file, or one that cannot be made is a usage error naming `flag`. Made here, before any work.
-void make_output_folder(const std::string& path, const std::string& flag, bool given);
+/// A folder a command writes into (sweep's and scaling's --out): made here, before any work, and a file can be made
+/// in it; a path that is a file or a folder that cannot be made or written is a usage error naming `flag`.
+void make_output_folder(const std::string& path, const std::string& flag);
 
 /// Whether `path` is a gpubench run record (FileRoles' test of a file in a folder of records: a report's groups.json
 /// beside the records is not one).

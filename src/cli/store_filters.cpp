@@ -107,14 +107,12 @@ StoreLocation parse_store(const std::string& text, const std::string& flag) {
   }
 }
 
-StoreLocation writable_store(const std::string& text, const std::string& flag) {
-  StoreLocation location = parse_store(text, flag);
+void check_takes_records(const StoreLocation& location, const std::string& flag) {
   try {
     ResultsStore probe(location, ResultsStore::Access::kWrite);
   } catch (const std::exception& e) {
     throw UsageError(flag + ": " + e.what());
   }
-  return location;
 }
 
 std::unique_ptr<ResultsStore> open_store_for_reading(const std::string& path) {

@@ -27,8 +27,8 @@ std::unique_ptr<ResultsStore> open_store_for_reading(const std::string& path);
 /// `text` as a results store's location; an unusable name (empty, a malformed URL) is a usage error naming `flag`.
 StoreLocation parse_store(const std::string& text, const std::string& flag);
 
-/// A store a command will add records to, opened (and made, where missing) before any work: a name, file, server or
-/// store that cannot take records is a usage error naming `flag` (exit 2), nothing run.
-StoreLocation writable_store(const std::string& text, const std::string& flag);
+/// A store a command will add records to, opened (and made, where missing) before any work: a file, server or store
+/// that cannot take records is a usage error naming `flag` (exit 2), nothing run.
+void check_takes_records(const StoreLocation& location, const std::string& flag);
 
 }  // namespace gpubench::cli

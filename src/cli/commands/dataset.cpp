@@ -3,21 +3,17 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
 
 #include "cli/commands/commands.h"
+#include "cli/interrupt.h"
 #include "gpubench/data/synthetic_images.hpp"
 #include "gpubench/report/views.hpp"
 
 namespace gpubench::cli {
 
 namespace {
-
-std::atomic<bool> g_dataset_stop{false};
-extern "C" void on_dataset_signal(int) { g_dataset_stop = true; }
 
 class DatasetCommand final : public Command {
  public:
@@ -49,30 +45,22 @@ class DatasetCommand final : public Command {
     const bool tty = isatty(STDERR_FILENO) != 0 && !ctx.quiet();
     data::SynthStats st;
     // Ctrl-C or SIGTERM stops the writers; what they wrote is removed like any failure's.
-    g_dataset_stop = false;
-    o_.stop = &g_dataset_stop;
-    std::signal(SIGINT, on_dataset_signal);
-    std::signal(SIGTERM, on_dataset_signal);
+    const StopOnSignal stop;
+    o_.stop = stop.flag();
     try {
       st = data::make_synthetic_dataset(out_, o_, [tty](int64_t done, int64_t total) {
         if (tty) std::fprintf(stderr, "\r\033[Kwriting images: %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
       });
     } catch (const std::invalid_argument& e) {  // nothing written: the options or the folder
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
       throw UsageError(e.what());
     } catch (const std::exception& e) {
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
       if (tty) std::fputs("\r\033[K", stderr);
-      if (g_dataset_stop.load()) {
+      if (stop.requested()) {
         spdlog::error("dataset make interrupted: nothing was left in {}", out_);
         return kExitInterrupted;
       }
       throw OutputNotWritten(std::string(e.what()) + " (nothing was left in " + out_ + ")");
     }
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
     if (tty) std::fputs("\r\033[K", stderr);
     const double n = static_cast<double>(st.images);
     Document d;

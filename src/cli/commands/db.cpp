@@ -3,13 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
-#include <csignal>
 #include <filesystem>
 #include <map>
 #include <memory>
 
 #include "cli/commands/commands.h"
+#include "cli/interrupt.h"
 #include "cli/store_filters.h"
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/record/record_io.hpp"
@@ -57,9 +56,6 @@ std::unique_ptr<ResultsStore> open_existing_for_writing(const StoreLocation& loc
   std::error_code ec;
   if (!location.is_postgres() && (!std::filesystem::exists(location.path(), ec) ||
                                   std::filesystem::file_size(location.path(), ec) == 0)) {
-    if (std::filesystem::exists(location.path(), ec) && !std::filesystem::is_regular_file(location.path(), ec)) {
-      throw UsageError("results store " + location.display() + " is not a regular file");
-    }
     return nullptr;
   }
   try {
@@ -75,16 +71,6 @@ int64_t parse_run_id(const std::string& text) {
                       std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits) throw UsageError("db rm: '" + text + "' is not a run id (decimal digits, as `gpubench db list` shows)");
   return std::stoll(text, nullptr, 10);
-}
-
-/// Ctrl-C (or SIGTERM) during `db add`: the record being added is finished (or rolled back), then the command stops
-/// and says what is stored.
-std::atomic<bool> g_add_stop{false};
-extern "C" void on_add_signal(int sig) {
-  if (g_add_stop.exchange(true)) {
-    std::signal(sig, SIG_DFL);  // a second one ends the process at once (each record is one transaction)
-    std::raise(sig);
-  }
 }
 
 class DbCommand final : public Command {
@@ -155,18 +141,11 @@ class DbCommand final : public Command {
       throw UsageError(e.what());
     }
     int added = 0, already = 0, skipped = 0;
-    g_add_stop = false;
-    std::signal(SIGINT, on_add_signal);
-    std::signal(SIGTERM, on_add_signal);
-    struct RestoreSignals {
-      ~RestoreSignals() {
-        std::signal(SIGINT, SIG_DFL);
-        std::signal(SIGTERM, SIG_DFL);
-      }
-    } restore;
+    // Ctrl-C: the record in hand is finished (each is one transaction), then the command stops and says what is stored.
+    const StopOnSignal stop;
     size_t seen = 0;
     for (const auto& f : files) {
-      if (g_add_stop.load()) break;
+      if (stop.requested()) break;
       ++seen;
       std::error_code ec;
       const auto bytes = std::filesystem::file_size(f.path, ec);
@@ -196,7 +175,7 @@ class DbCommand final : public Command {
         throw OutputNotWritten(std::string(e.what()) + " (" + std::to_string(added) + " record(s) added before it)");
       }
     }
-    const bool interrupted = g_add_stop.load() && seen < files.size();  // a signal after the last file stopped nothing
+    const bool interrupted = stop.requested() && seen < files.size();  // a signal after the last file stopped nothing
     if (added + already == 0 && !interrupted) throw UsageError("no gpubench run records in the given paths");
     const int64_t total = db ? db->count() : 0;
     const std::string name = db ? db->name() : location.display();
@@ -243,9 +222,8 @@ class DbCommand final : public Command {
   /// `db rm IDS` and `db prune --keep N`: what goes is chosen and shown, then removed in one transaction.
   int remove(Context& ctx) {
     const StoreLocation location = parse_store(store_, "STORE");
-    if (rm_->parsed()) {
-      for (const auto& text : id_texts_) (void)parse_run_id(text);  // before the store is opened
-    }
+    std::vector<int64_t> wanted;  // db rm's ids, read before the store is opened
+    for (const auto& text : id_texts_) wanted.push_back(parse_run_id(text));
     std::unique_ptr<ResultsStore> store =
         dry_run_ ? open_store_for_reading(store_) : open_existing_for_writing(location);
     if (!store) throw UsageError("results store " + location.display() + " does not exist");
@@ -262,8 +240,6 @@ class DbCommand final : public Command {
       std::reverse(going.begin(), going.end());
     } else {
       std::vector<int64_t> missing;
-      std::vector<int64_t> wanted;
-      for (const auto& text : id_texts_) wanted.push_back(parse_run_id(text));
       for (const int64_t id : wanted) {
         const auto it = std::find_if(all.begin(), all.end(), [id](const HistoryRow& r) { return r.id == id; });
         if (it == all.end()) {

@@ -7,6 +7,7 @@
 #include "cli/output.h"
 #include "cli/scenario_flags.h"
 #include "gpubench/core/analysis/fit.hpp"
+#include "gpubench/core/reference/device_table.hpp"
 #include "gpubench/core/scenario/sweep.hpp"
 #include "gpubench/engine/engine.hpp"
 #include "gpubench/report/views.hpp"

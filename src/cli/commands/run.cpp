@@ -4,8 +4,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +12,7 @@
 #include "gpubench/core/io/files.hpp"
 #include "cli/app.h"
 #include "cli/commands/commands.h"
+#include "cli/interrupt.h"
 #include "cli/launcher.h"
 #include "cli/logging.h"
 #include "cli/run_session.h"
@@ -32,14 +31,6 @@ namespace gpubench::cli {
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-
-extern "C" void on_signal(int sig) {
-  if (g_stop.exchange(true)) {
-    std::signal(sig, SIG_DFL);  // a second Ctrl-C ends the process at once
-    std::raise(sig);
-  }
-}
 
 /// `--output -`: the record goes to standard output, everything else to standard error.
 bool to_stdout(const std::string& path) { return path == "-"; }
@@ -231,7 +222,7 @@ void check_outputs(const ResolvedScenario& r, const std::optional<StoreLocation>
     if (!to_stdout(path)) check(path, "output");
   }
   if (!s.telemetry_trace.empty()) check(s.telemetry_trace, "telemetry_trace");
-  if (store) (void)writable_store(store->typed(), store_flag);  // the store opens (or is made) before anything trains
+  if (store) check_takes_records(*store, store_flag);  // the store opens (or is made) before anything trains
 }
 
 class RunCommand final : public Command {
@@ -251,10 +242,10 @@ class RunCommand final : public Command {
                    "gpubench itself; under torchrun, srun or mpirun leave it out (their environment is read)")
         ->check(CLI::Range(1, 1024).description(""))
         ->type_name("INT")->transform(decimal_whole());
-    db_opt_ = cmd.add_option("--db", f_.db,
-                             "Also add each finished record to this results store (a SQLite file or a postgresql:// "
-                             "URL; see `gpubench history`; GPUBENCH_DB when not given)")
-                  ->type_name("STORE");
+    cmd.add_option("--db", f_.db,
+                   "Also add each finished record to this results store (a SQLite file or a postgresql:// URL; see "
+                   "`gpubench history`; GPUBENCH_DB when not given)")
+        ->type_name("STORE");
     cmd.add_flag("--dry-run", f_.dry_run,
                  "Resolve the scenario (every default, the device, the record path, the data folder) and print it; "
                  "train nothing. Exit 1 when the device is not there (as the run would fail), 2 for a bad scenario");
@@ -264,14 +255,14 @@ class RunCommand final : public Command {
 
   int run(Context& ctx) override {
     std::string store_flag = "--db";
-    if (db_opt_->count() == 0) {
+    if (f_.db.empty()) {
       const char* handed = std::getenv(kStoreEnv);  // from sweep, scaling or the launcher (an empty one is unset)
       if (handed != nullptr && *handed != '\0') {
         f_.db = handed;
         store_flag = kStoreEnv;
       }
     }
-    if (db_opt_->count() > 0 || !f_.db.empty()) f_.store = parse_store(f_.db, store_flag);
+    if (!f_.db.empty()) f_.store = parse_store(f_.db, store_flag);  // `--db ''` never gets here (app.cpp)
     const RankInfo rank = rank_info_from_process_env();  // a malformed launcher environment is a usage error
     const ScenarioInputs inputs = f_.scenario.inputs();
     const double cooldown_s = f_.cooldown != "0" ? parse_duration_s(f_.cooldown, "command line --cooldown") : 0.0;
@@ -303,17 +294,17 @@ class RunCommand final : public Command {
     if (build_info().build_type != "Release") {
       spdlog::warn("this gpubench is a {} build: its timings are not representative", build_info().build_type);
     }
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    RunWriter writer(resolved, f_, ctx);
+    bool others_ok = true, stopped = false;
+    {
+    const StopOnSignal stop;  // Ctrl-C: the run ends as "interrupted", with its record
     RunOptions options;
     options.command_line = ctx.command_line;
-    options.stop_requested = &g_stop;
+    options.stop_requested = stop.flag();
     options.rank = rank;
     const Runner runner(options);
     const RepeatPlan plan{f_.repeats, cooldown_s};
-    RunWriter writer(resolved, f_, ctx);
     RunObserver silent;
-    bool others_ok = true;
     if (rank.rank > 0) {
       // Other ranks train, sample their own GPU and take part in every collective; rank 0 writes the one record.
       runner.run_repeats(resolved, plan, [&silent](int) -> RunObserver& { return silent; }, [&others_ok](RunRecord& r) {
@@ -325,11 +316,11 @@ class RunCommand final : public Command {
           resolved, plan, [&writer](int i) -> RunObserver& { return writer.session_for(i); },
           [&writer](RunRecord& r) { writer.write(r); });
     }
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    stopped = stop.requested();
+    }
     if (rank.rank == 0 && f_.repeats > 1) ctx.print(repeats_document(writer.rows()));
     if (!writer.where_asked()) return kExitOutputNotWritten;
-    return writer.all_ok() && others_ok && !g_stop.load() ? kExitOk : kExitRunFailed;
+    return writer.all_ok() && others_ok && !stopped ? kExitOk : kExitRunFailed;
   }
 
  private:
@@ -360,7 +351,6 @@ class RunCommand final : public Command {
   }
 
   RunFlags f_;
-  CLI::Option* db_opt_ = nullptr;
 };
 
 }  // namespace

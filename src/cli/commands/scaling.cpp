@@ -88,10 +88,10 @@ class ScalingCommand final : public Command {
                    "multi-GPU records of the same scenario)")
         ->type_name("NAME|RECORD...");
     cmd.add_option("--gpus", gpus_, "Rank counts to run, comma-separated (default 1,2)")->type_name("INT,INT,...");
-    out_opt_ = cmd.add_option("--out,--out-dir", out_dir_,
+    cmd.add_option("--out,--out-dir", out_dir_,
                    "Folder for the records and scaling.json/scaling.md (default runs/scaling_<model>_<time>)")
         ->type_name("DIR");
-    db_opt_ = cmd.add_option("--db", db_, "Also add each run's record to this results store (a SQLite file or a postgresql:// URL)")->type_name("STORE");
+    cmd.add_option("--db", db_, "Also add each run's record to this results store (a SQLite file or a postgresql:// URL)")->type_name("STORE");
     project_opt_ = cmd.add_option("--project", p_.counts,
                    "Run nothing: project data-parallel efficiency and epoch time to these GPU counts (e.g. "
                    "4,8,16,64,1024) from a 1-GPU record, with an alpha-beta all-reduce model")
@@ -134,7 +134,7 @@ class ScalingCommand final : public Command {
   }
 
  private:
-  CLI::Option *project_opt_ = nullptr, *out_opt_ = nullptr, *db_opt_ = nullptr;
+  CLI::Option* project_opt_ = nullptr;
   int project(Context& ctx) const {
     std::vector<int64_t> gpus;
     for (int n : parse_counts(p_.counts, "--project", 1 << 20)) gpus.push_back(n);
@@ -173,11 +173,13 @@ class ScalingCommand final : public Command {
     ScenarioInputs in = flags_.inputs();
     in.model = model;
     resolve_here(in, RankInfo{}, 1, 1, true, ResolveFor::kRunsHere);  // the scenario is valid before anything runs
-    const bool given = out_opt_->count() > 0;
-    const std::string dir = given ? out_dir_ : "runs/scaling_" + model + "_" + local_timestamp();
+    const std::string dir = out_dir_.empty() ? "runs/scaling_" + model + "_" + local_timestamp() : out_dir_;
     std::optional<StoreLocation> store;
-    if (db_opt_->count() > 0) store = writable_store(db_, "--db");  // a store that cannot take records: exit 2 now
-    make_output_folder(dir, "--out", given);
+    if (!db_.empty()) {  // a store that cannot take records: exit 2 now (an empty --db never gets here: app.cpp)
+      store = parse_store(db_, "--db");
+      check_takes_records(*store, "--db");
+    }
+    make_output_folder(dir, "--out");
     ScalingResult result;
     for (int n : counts) {
       ScalingPoint p;

@@ -41,11 +41,10 @@ class SweepCommand final : public Command {
  public:
   void declare(CLI::App& cmd) override {
     flags_.declare(cmd, {ScenarioFlags::Values::kLists, "Model to train (see `gpubench list`)", true, true, false});
-    out_opt_ = cmd.add_option("--out,--out-dir", out_dir_,
-                              "Folder for one record per point plus sweep.md/sweep.json (default "
-                              "runs/sweep_<model>_<time>)")
-                   ->type_name("DIR");
-    db_opt_ = cmd.add_option("--db", db_,
+    cmd.add_option("--out,--out-dir", out_dir_,
+                   "Folder for one record per point plus sweep.md/sweep.json (default runs/sweep_<model>_<time>)")
+        ->type_name("DIR");
+    cmd.add_option("--db", db_,
                              "Also add each point's record to this results store (a SQLite file or a postgresql:// URL)")
                   ->type_name("STORE");
     search_opt_ = cmd.add_option("--batch-search", batch_search_,
@@ -81,10 +80,12 @@ class SweepCommand final : public Command {
     if (search_opt_->count() > 0 && !searches) {
       throw UsageError("--batch-search chooses how --batch-size max searches; it does nothing without it");
     }
-    const bool given = out_opt_->count() > 0;
-    const std::string dir = given ? out_dir_ : "runs/sweep_" + model + "_" + local_timestamp();
-    if (db_opt_->count() > 0) store_ = writable_store(db_, "--db");  // a store that cannot take records: exit 2 now
-    make_output_folder(dir, "--out", given);
+    const std::string dir = out_dir_.empty() ? "runs/sweep_" + model + "_" + local_timestamp() : out_dir_;
+    if (!db_.empty()) {  // a store that cannot take records: exit 2 now (an empty --db never gets here: app.cpp)
+      store_ = parse_store(db_, "--db");
+      check_takes_records(*store_, "--db");
+    }
+    make_output_folder(dir, "--out");
     spdlog::info("sweep: {} point(s), records in {}", points.size(), dir);
 
     std::vector<SweepPointResult> results;
@@ -203,7 +204,7 @@ class SweepCommand final : public Command {
 
   ScenarioFlags flags_;
   std::string out_dir_, db_;
-  CLI::Option *out_opt_ = nullptr, *db_opt_ = nullptr, *search_opt_ = nullptr;
+  CLI::Option* search_opt_ = nullptr;
   std::optional<StoreLocation> store_;
   std::string batch_search_ = "exact";
 };

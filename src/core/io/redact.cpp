@@ -84,12 +84,7 @@ std::string redact_keywords(const std::string& text) {
       --k;
     }
     std::string key;
-    for (size_t i = k; i < eq; ++i) {  // %XX decoded, best effort
-      const bool escape = out[i] == '%' && i + 2 < eq && std::isxdigit(static_cast<unsigned char>(out[i + 1])) != 0 &&
-                          std::isxdigit(static_cast<unsigned char>(out[i + 2])) != 0;
-      key += escape ? static_cast<char>(std::stoi(out.substr(i + 1, 2), nullptr, 16)) : out[i];
-      if (escape) i += 2;
-    }
+    if (!store_url::percent_decode(out.substr(k, eq - k), key)) key = out.substr(k, eq - k);  // as typed, then
     for (char& c : key) c = lower(c);
     if (key.find("pass") == std::string::npos) continue;
     const size_t v = eq + 1;

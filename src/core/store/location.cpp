@@ -33,23 +33,6 @@ int hex_value(char c) {
   return -1;
 }
 
-/// libpq's percent-decoding: %XX escapes; a broken escape or %00 is refused (false).
-bool percent_decode(const std::string& in, std::string& out) {
-  out.clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    const int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
-    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) return false;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return true;
-}
-
 bool names_a_secret(const std::string& key) { return lower(key).find("pass") != std::string::npos; }
 
 bool all_digits(const std::string& s) {
@@ -65,6 +48,22 @@ constexpr const char* kEncodeHint =
 bool is_postgres_url(const std::string& text) { return scheme_length(text) > 0; }
 
 namespace store_url {
+
+bool percent_decode(const std::string& in, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out += in[i];
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;
+    const int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
+    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) return false;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return true;
+}
 
 Parsed parse(const std::string& url) {
   Parsed p;
@@ -92,10 +91,10 @@ Parsed parse(const std::string& url) {
     if (!percent_decode(user_typed, user)) return fail("the user name is not valid percent-encoding" + std::string(kEncodeHint));
     if (colon != std::string::npos) {
       const std::string typed = userinfo.substr(colon + 1);
-      p.secrets.push_back(typed);
       if (!percent_decode(typed, password)) {
         return fail("the password is not valid percent-encoding (write '%' as %25)" + std::string(kEncodeHint));
       }
+      p.secrets.push_back(typed);
       p.secrets.push_back(password);
     }
   }
@@ -155,7 +154,6 @@ Parsed parse(const std::string& url) {
       if (eq == std::string::npos || eq == 0) return fail("a query parameter is not key=value" + std::string(kEncodeHint));
       std::string key, value;
       if (!percent_decode(param.substr(0, eq), key) || !percent_decode(param.substr(eq + 1), value)) {
-        if (names_a_secret(param.substr(0, eq))) p.secrets.push_back(param.substr(eq + 1));
         return fail("a query parameter is not valid percent-encoding");
       }
       if (names_a_secret(key)) {

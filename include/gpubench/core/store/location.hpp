@@ -64,6 +64,9 @@ struct Parsed {
 /// Parses `url` (which starts with a PostgreSQL scheme); never throws.
 Parsed parse(const std::string& url);
 
+/// libpq's percent-decoding of `in` into `out`: %XX escapes; false for a broken escape or %00.
+bool percent_decode(const std::string& in, std::string& out);
+
 }  // namespace store_url
 
 }  // namespace gpubench
