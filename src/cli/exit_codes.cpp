@@ -18,8 +18,9 @@ const std::vector<ExitCodeInfo>& exit_code_table() {
       {kExitNoBaseline, "no baseline: nothing to compare a candidate with; --allow-missing makes it 0 (never a "
                         "failed candidate: that is 1)"},
       {kExitTooFewRuns, "not enough runs: history --detect needs more runs in a series; --allow-missing makes it 0"},
-      {kExitInconclusive, "inconclusive: a difference between host-bound runs the GPU may not have caused (repeat "
-                          "both sides)"},
+      {kExitInconclusive, "inconclusive: compare or history --detect found a difference the GPU may not have "
+                          "caused: between host-bound runs without repeats on both sides, or with a run timed on a "
+                          "busy host (the message names it and the figure)"},
       {kExitInterrupted, "interrupted (Ctrl-C or SIGTERM): db add keeps every record it added whole and says "
                          "how many; dataset make leaves nothing; an interrupted run is 1 (its record says so)"},
   };

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "gpubench/core/record/host_activity.hpp"
 #include "gpubench/core/record/record_io.hpp"
 #include "gpubench/report/views.hpp"
 
@@ -113,6 +114,13 @@ void RunSession::on_epoch(const EpochRecord& e) {
   }
   spdlog::info("epoch {}: {} steps in {:.2f} s, {:.1f} {}/s, median step {:.2f} ms{}{}", e.index + 1, e.steps,
                e.seconds, e.samples_per_s, unit_, e.step_time.median_ms, power, e.complete ? "" : " (partial)");
+  if (e.host) {
+    const std::string busy = busy_host_reason(*e.host);
+    if (!busy.empty()) {
+      spdlog::warn("epoch {} ran on a busy host: {}; its times measure that work too (compare and history --detect "
+                   "call a difference involving this run inconclusive)", e.index + 1, busy);
+    }
+  }
 }
 
 }  // namespace gpubench::cli

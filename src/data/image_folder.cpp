@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -125,6 +126,14 @@ ImageFolder scan_image_folder(const std::string& root, const ScanLimits& limits)
     throw DatasetError("data_path '" + root + "' has no class folders (an ImageFolder tree has one folder per class, "
                        "e.g. train/n01440764/*.JPEG; `gpubench dataset make` writes one)");
   }
+  uint64_t digest = 1469598103934665603ULL;  // FNV-1a 64 over "relative/path\tsize\n" of every sample
+  auto hash = [&digest](const std::string& text) {
+    for (unsigned char c : text) {
+      digest ^= c;
+      digest *= 1099511628211ULL;
+    }
+  };
+  const std::string root_prefix = (fs::path(root) / "").string();
   for (size_t label = 0; label < f.classes.size(); ++label) {
     std::vector<std::pair<std::string, std::string>> files;
     w.visited.clear();
@@ -133,7 +142,14 @@ ImageFolder scan_image_folder(const std::string& root, const ScanLimits& limits)
     size_t images = 0;
     for (const auto& [folder, name] : files) {
       if (is_jpeg_name(name)) {
-        f.samples.push_back(Sample{(fs::path(folder) / name).string(), static_cast<int64_t>(label)});
+        std::string path = (fs::path(folder) / name).string();
+        std::error_code sec;
+        const uintmax_t size = fs::file_size(path, sec);
+        const int64_t bytes = sec ? 0 : static_cast<int64_t>(size);  // unreadable: the pipeline counts it as skipped
+        f.bytes += bytes;
+        hash((path.rfind(root_prefix, 0) == 0 ? path.substr(root_prefix.size()) : path) + '\t' +
+             std::to_string(bytes) + '\n');
+        f.samples.push_back(Sample{std::move(path), static_cast<int64_t>(label)});
         ++images;
       } else {
         ++f.other_files;
@@ -146,6 +162,9 @@ ImageFolder scan_image_folder(const std::string& root, const ScanLimits& limits)
     }
   }
   f.links_outside = w.links_outside;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
+  f.listing_digest = hex;
   return f;
 }
 

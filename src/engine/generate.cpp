@@ -18,6 +18,7 @@
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/check.hpp"
+#include "gpubench/core/record/host_activity.hpp"
 #include "gpubench/core/record/stats.hpp"
 #include "models/decoder.h"
 #include "precision.h"
@@ -312,10 +313,12 @@ class GenerateRun {
     reset_memory_peaks(plan_.device);
     synchronize(plan_.device);
     observer_.on_epoch_begin(e);
+    const HostSample host0 = sample_host();
     const auto t0 = Clock::now();
     generate_once(true);
     synchronize(plan_.device);
     const double seconds = seconds_since(t0);
+    const std::optional<HostActivity> host = host_activity_between(host0, sample_host());
     measured_s_ += seconds;
     const std::optional<EpochTelemetry> telemetry = observer_.on_epoch_end(e, batch_ * fresh_);
     const std::vector<double> ms = timer_->end_epoch_ms();  // [time to first token, then each next token's]
@@ -338,6 +341,7 @@ class GenerateRun {
     ep.peak_reserved_bytes = peaks.reserved_bytes;
     if (dev_.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
     ep.complete = true;
+    ep.host = host;
     ep.telemetry = telemetry;
     const double decode_s = std::accumulate(itl.begin(), itl.end(), 0.0) / 1e3;
     const double prefill_rate = ttft > 0 ? static_cast<double>(batch_ * prompt_) / (ttft / 1e3) : 0;

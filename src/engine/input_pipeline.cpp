@@ -369,6 +369,8 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   r.classes = static_cast<int64_t>(m.folder.classes.size());
   r.other_files = m.folder.other_files;
   r.links_outside = m.folder.links_outside;
+  r.bytes = m.folder.bytes;
+  r.listing_digest = m.folder.listing_digest;
   r.workers = m.workers;
   r.prefetch = s.prefetch;
   r.augmentation = kAugmentation;

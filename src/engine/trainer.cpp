@@ -19,6 +19,7 @@
 #include "input_pipeline.h"
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
+#include "gpubench/core/record/host_activity.hpp"
 #include "gpubench/core/record/stats.hpp"
 #include "optimizers.h"
 #include "profiler.h"
@@ -280,6 +281,7 @@ class TrainingRun {
     const double page_cache = input_ ? input_->page_cache() : -1;
     synchronize(plan_.device);
     observer_.on_epoch_begin(e);
+    const HostSample host0 = sample_host();
     const auto t0 = Clock::now();
     // The pass starts inside the timed epoch, as a DataLoader iterator does: filling the pipeline is part of it.
     if (input_) input_->start_pass(e, steps_per_epoch_);
@@ -287,6 +289,7 @@ class TrainingRun {
     if (buckets_) buckets_->begin_epoch(steps_per_epoch_);
     const double budget = budget_s();
     int64_t done = 0;
+    double last_elapsed = 0;
     while (done < steps_per_epoch_) {
       if (!dist_ && stop_requested(plan_)) {
         record_.summary.stopped_by = "interrupt";
@@ -306,13 +309,19 @@ class TrainingRun {
       const double elapsed = seconds_since(t0);
       observer_.on_step(StepProgress{false, e, max_epochs_ == INT64_MAX ? 0 : max_epochs_, done, steps_per_epoch_,
                                      batch_size_, elapsed});
-      if (!dist_ && budget > 0 && measured_s_ + elapsed >= budget && done < steps_per_epoch_) {
+      // The budget is kept, not overshot by a step: the next step is not begun if one more as long as the last would
+      // pass it (a CPU step can be tens of seconds).
+      const double step_s = elapsed - last_elapsed;
+      last_elapsed = elapsed;
+      if (!dist_ && budget > 0 && measured_s_ + elapsed + step_s > budget && done < steps_per_epoch_) {
         record_.summary.stopped_by = "time_budget";
         break;
       }
     }
     synchronize(plan_.device);
     double seconds = seconds_since(t0);
+    const std::optional<HostActivity> host =
+        host_activity_between(host0, sample_host(), dist_ ? plan_.comm->info().local_world_size : 1);
     const std::optional<EpochTelemetry> local_telemetry = observer_.on_epoch_end(e, done * batch_size_);
     if (dist_) {
       GPUBENCH_CHECK(record_.distributed.has_value(), "a multi-process run has a distributed record");
@@ -341,6 +350,7 @@ class TrainingRun {
     if (dev_.is_cpu()) ep.peak_host_rss_bytes = host_peak_rss_bytes();
     ep.skipped_steps = take_skipped();
     ep.complete = done == steps_per_epoch_;
+    ep.host = host;
     if (input_) record_input(ep, page_cache);
     if (dist_) {
       gather_rank_telemetry(*plan_.comm, local_telemetry, ep);

@@ -29,6 +29,11 @@ struct ImageFolder {
   std::vector<Sample> samples;       ///< in torchvision's order
   int64_t other_files = 0;           ///< files that are not JPEGs by name (not used; counted so a reader knows)
   int64_t links_outside = 0;         ///< links (files or folders) leading out of `root`: skipped, counted
+  /// What the data is, wherever it lies: the JPEGs' bytes in total, and a digest of the listing (each sample's path
+  /// below `root` and its size, in sample order; FNV-1a 64, 16 hex digits). Two copies of one data set in different
+  /// folders have the same digest; a file added, removed, renamed, relabelled or resized changes it.
+  int64_t bytes = 0;
+  std::string listing_digest;
 };
 
 /// How far a scan may go: a data folder is outside input in bulk, and a link to `/` must not walk the machine.

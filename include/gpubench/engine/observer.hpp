@@ -29,7 +29,7 @@ class RunObserver {
   /// Which reader samples the device and its static facts (`active` false: none, and `info.reason` says why).
   /// Sent by the Runner once, after on_start and before training.
   virtual void on_telemetry(const TelemetryInfo& /*info*/, bool /*active*/) {}
-  /// Something the user must know, e.g. "ran on the CPU with a 60 s budget".
+  /// Something the user must know, e.g. "ran on the CPU with a 30 s budget".
   virtual void on_note(const std::string& /*message*/) {}
   /// A phase begins: "building model", "warm-up", "epoch 1/3", ...
   virtual void on_phase(const std::string& /*phase*/) {}

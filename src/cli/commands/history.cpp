@@ -37,6 +37,7 @@ std::string environment_change(const HistoryRow& before, const HistoryRow& after
 
 struct Detection {
   bool worse = false;      ///< a change for the worse was found
+  bool inconclusive = false;  ///< a change next to a run timed on a busy host
   size_t short_series = 0; ///< series with fewer runs than detection needs
   size_t series = 0;
 };
@@ -105,22 +106,45 @@ Detection add_changes(Document& d, const std::vector<HistoryRow>& rows, const st
     counts.rows.push_back({Cell::str(id), Cell::str(label), Cell::num(static_cast<double>(series.size())),
                            Cell::num(static_cast<double>(needed)),
                            Cell::str(enough ? "searched" : "too few runs: not searched")});
-    for (const auto& c : detect_changes(series, options)) {
+    const std::vector<ChangePoint> changes = detect_changes(series, options);
+    for (size_t ci = 0; ci < changes.size(); ++ci) {
+      const ChangePoint& c = changes[ci];
       const HistoryRow& after = *ok[c.index];
       const HistoryRow& before = *ok[c.index - 1];
       const bool up = c.after_mean > c.before_mean;
-      const std::string verdict = after.better == "higher" ? (up ? "better" : "WORSE")
-                                  : after.better == "lower" ? (up ? "WORSE" : "better")
-                                                            : (up ? "higher" : "lower");
+      std::string verdict = after.better == "higher" ? (up ? "better" : "WORSE")
+                            : after.better == "lower" ? (up ? "WORSE" : "better")
+                                                      : (up ? "higher" : "lower");
+      // A run timed on a busy host measured the host's other work too: a change with one on either side of it is
+      // not evidence about the GPU, driver or library (compare says the same of a pair).
+      const size_t from = ci == 0 ? 0 : changes[ci - 1].index, to = ci + 1 < changes.size() ? changes[ci + 1].index : ok.size();
+      auto busy_in = [&ok](size_t first, size_t last) -> std::string {
+        for (size_t i = first; i < last; ++i) {
+          if (!ok[i]->busy_host.empty()) return "run " + std::to_string(ok[i]->id) + ", " + ok[i]->busy_host;
+        }
+        return "";
+      };
+      const std::string busy_before = busy_in(from, c.index), busy_after = busy_in(c.index, to);
+      std::string busy;
+      if (!busy_before.empty() || !busy_after.empty()) {
+        busy = "inconclusive, busy host (" + (busy_before.empty() ? "" : "before: " + busy_before) +
+               (!busy_before.empty() && !busy_after.empty() ? "; " : "") +
+               (busy_after.empty() ? "" : "after: " + busy_after) + ")";
+        verdict = "inconclusive";
+        result.inconclusive = true;
+      }
       result.worse = result.worse || verdict == "WORSE";
       t.rows.push_back({Cell::str(id), Cell::str(label), Cell::num(static_cast<double>(after.id)), Cell::str(after.start_time_utc),
                         Cell::num(c.before_mean), Cell::num(c.after_mean),
                         Cell::num((c.after_mean / c.before_mean - 1) * 100), Cell::num(c.p_value), Cell::str(verdict),
-                        Cell::str(environment_change(before, after))});
+                        Cell::str(busy.empty() ? environment_change(before, after)
+                                               : busy + "; " + environment_change(before, after))});
       d.cases.push_back(TestCase{fmt::format("{} {} change at run {}", label, metric, after.id),
-                                 verdict == "WORSE" ? TestCase::Outcome::kFail : TestCase::Outcome::kPass,
+                                 verdict == "WORSE"          ? TestCase::Outcome::kFail
+                                 : verdict == "inconclusive" ? TestCase::Outcome::kSkip
+                                                             : TestCase::Outcome::kPass,
                                  fmt::format("{} -> {} ({})", c.before_mean, c.after_mean,
-                                             environment_change(before, after))});
+                                             busy.empty() ? environment_change(before, after) : busy)});
     }
   }
   if (t.rows.empty()) {
@@ -232,6 +256,7 @@ class HistoryCommand final : public Command {
   if (detect_) found = add_changes(d, rows, metric_, unit, detect_options);
   ctx.print(d);
   if (found.worse) return kExitRegression;
+  if (found.inconclusive) return kExitInconclusive;
   if (detect_ && (found.short_series > 0 || found.series == 0) && !allow_missing_) {
     spdlog::error("history --detect: {} of {} series have fewer than {} runs (change detection needs {} before a change "
                   "and {} after it); --allow-missing accepts that",
@@ -254,7 +279,7 @@ class HistoryCommand final : public Command {
 
 CommandSpec history_command() {
   return {"history", "A metric over time from a results store, one row per run",
-          {kExitOk, kExitUsage, kExitRegression, kExitOutputNotWritten, kExitTooFewRuns}, "console",
+          {kExitOk, kExitUsage, kExitRegression, kExitOutputNotWritten, kExitTooFewRuns, kExitInconclusive}, "console",
           [] { return std::make_unique<HistoryCommand>(); }};
 }
 

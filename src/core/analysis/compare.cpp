@@ -11,6 +11,7 @@
 
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/analysis/identity.hpp"
+#include "gpubench/core/record/host_activity.hpp"
 #include "gpubench/core/record/record_io.hpp"
 
 namespace gpubench {
@@ -275,6 +276,9 @@ std::vector<std::string> like_for_like_issues(const std::vector<const LoadedReco
   check("clocks_locked", [](const RunRecord& r) -> std::string {
     return r.telemetry.clocks_locked ? (*r.telemetry.clocks_locked ? "locked" : "not locked") : "?";
   });
+  // Where the data lies is not what it is (identity: its files); how it was fed is a condition of the run.
+  check("decoder", [](const RunRecord& r) { return r.data ? r.data->decode : std::string(); });
+  check("data_workers", [](const RunRecord& r) { return r.data ? std::to_string(r.data->workers) : std::string(); });
   // Another process on the GPU competes for it: not like-for-like on whichever side had one.
   auto co_running = [](const std::vector<const LoadedRecord*>& side) {
     std::vector<std::string> seen;
@@ -298,6 +302,16 @@ std::vector<std::string> like_for_like_issues(const std::vector<const LoadedReco
 }  // namespace
 
 namespace {
+
+/// The first run of a side that ran on a busy host, and why ("runs/b.json, epoch 1: other processes used 1.9 of 2
+/// cores (load 3.1)"); "" when none did.
+std::string busy_side_evidence(const std::vector<const LoadedRecord*>& side) {
+  for (const auto* r : side) {
+    const std::string why = busy_host_evidence(r->record);
+    if (!why.empty()) return r->path + ", " + why;
+  }
+  return "";
+}
 
 /// What on one side says its speed depends on the host: NVML's utilisation below the threshold, or a launch- or
 /// input-bound verdict. Empty when nothing does.
@@ -585,6 +599,17 @@ CompareResult compare_runs(const std::vector<LoadedRecord>& baselines, const std
         c.note = std::string("host-bound (") + (eb.empty() ? "" : "baseline: " + eb) +
                  (!eb.empty() && !ec.empty() ? "; " : "") + (ec.empty() ? "" : "candidate: " + ec) + "): a " +
                  (c.ratio > 1 ? "rise" : "fall") + " the GPU may not have caused; repeat both sides (--repeats 3)";
+        c.verdict = Verdict::kInconclusive;
+      }
+    }
+    // A run timed while other processes took the host's CPU (or its GPU) measured them too, repeats or not: its
+    // difference says nothing about the device, driver or library until both sides ran on a quiet host.
+    if (c.verdict != Verdict::kNoChange && c.verdict != Verdict::kInconclusive) {
+      const std::string eb = busy_side_evidence(match->second), ec = busy_side_evidence(cands);
+      if (!eb.empty() || !ec.empty()) {
+        c.note = "busy host (" + (eb.empty() ? "" : "baseline " + eb) + (!eb.empty() && !ec.empty() ? "; " : "") +
+                 (ec.empty() ? "" : "candidate " + ec) + "): a " + (c.ratio > 1 ? "rise" : "fall") +
+                 " the host's other work may have caused; run both sides on a quiet host";
         c.verdict = Verdict::kInconclusive;
       }
     }

@@ -40,8 +40,9 @@ nlohmann::json at_path(const nlohmann::json& j, const std::string& path) {
 
 nlohmann::json scenario_identity(const RunRecord& r) {
   nlohmann::json j = r.scenario;
+  // Where the data lies and how many threads fed it are not what was measured (compare lists them as conditions).
   for (const char* k : {"output", "name", "telemetry", "telemetry_interval_s", "telemetry_trace", "profile",
-                        "profile_steps", "device"}) {
+                        "profile_steps", "device", "data_path", "data_workers"}) {
     j.erase(k);
   }
   // Choices left at their defaults name no scenario of their own: a record written before kernel_options existed
@@ -66,7 +67,17 @@ nlohmann::json scenario_identity(const RunRecord& r) {
   j["precision_resolved"] = r.precision.resolved.empty() ? r.scenario.precision : r.precision.resolved;
   j["world_size"] = r.distributed ? r.distributed->world_size : 1;
   j["execution"] = r.execution.mode.empty() ? "eager" : r.execution.mode;
-  j["decode_resolved"] = r.data ? r.data->decode : std::string();
+  // The data is its files: count, bytes and the listing's digest, wherever the folder lies. A record written before
+  // the digest existed has only its folder's name to say which data it read.
+  if (r.data && r.data->source == "folder") {
+    if (r.data->listing_digest.empty()) {
+      j["data_path"] = r.data->path;
+    } else {
+      j["data_files"] = r.data->images;
+      j["data_bytes"] = r.data->bytes;
+      j["data_listing"] = r.data->listing_digest;
+    }
+  }
   j["device_type"] = device_type_of(r);
   j["device_model"] = r.environment.device_name;
   return j;
@@ -113,8 +124,8 @@ std::string identity_label(const nlohmann::json& id) {
   if (text("data", "synthetic") == "folder") {
     const auto only = id.find("data_only");
     label += only != id.end() && only->is_boolean() && only->get<bool>() ? " data-only" : " folder";
-    const std::string decode = text("decode_resolved", "");
-    if (!decode.empty()) label += "/" + decode;
+    const std::string decode = text("decode", "auto");
+    if (decode != "auto") label += "/" + decode;
   }
   const auto ws = id.find("world_size");
   const int64_t world = ws != id.end() && ws->is_number_integer() ? ws->get<int64_t>() : 1;
@@ -192,6 +203,9 @@ std::vector<std::string> identity_keys() {
   RunRecord r;
   r.scenario = all;
   r.scenario.kernel_options.decode_one_kernel = !KernelOptions{}.decode_one_kernel;  // kept: not at its default
+  r.data = DataRecord{};
+  r.data->source = "folder";
+  r.data->listing_digest = "0";
   std::vector<std::string> keys;
   const nlohmann::json identity = scenario_identity(r);  // items() of a temporary would dangle
   for (const auto& [key, value] : identity.items()) keys.push_back(key);

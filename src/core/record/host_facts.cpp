@@ -2,6 +2,8 @@
 
 #include "gpubench/core/io/redact.hpp"
 
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -48,8 +50,49 @@ std::string detect_container(const HostPaths& paths, const std::string& containe
 
 }  // namespace
 
+CpuBf16 cpu_bf16_support(const HostPaths& paths, const std::string& onednn_max_isa) {
+  CpuBf16 out;
+  // Every ISA oneDNN can be capped at that lies below AVX512_CORE_BF16 (oneDNN's cpu_isa_t names, any case).
+  std::string cap = onednn_max_isa;
+  for (char& c : cap) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* below : {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI"}) {
+    if (cap == below) {
+      out.evidence = "ONEDNN_MAX_CPU_ISA=" + onednn_max_isa + " keeps oneDNN below AVX512_CORE_BF16";
+      return out;
+    }
+  }
+  std::ifstream in(fs::path(paths.proc) / "cpuinfo");
+  std::string line;
+  for (int i = 0; i < 4096 && std::getline(in, line); ++i) {
+    // x86: "flags : ... avx512_bf16 ... amx_bf16"; Arm: "Features : ... bf16 ...". The first CPU's line is enough.
+    const bool x86 = line.rfind("flags", 0) == 0, arm = line.rfind("Features", 0) == 0;
+    if (!x86 && !arm) continue;
+    std::istringstream words(line.substr(line.find(':') == std::string::npos ? line.size() : line.find(':') + 1));
+    for (std::string w; words >> w;) {
+      if (w == "amx_bf16" || w == "avx512_bf16" || (arm && w == "bf16")) {
+        out.native = true;
+        out.evidence = w;
+        if (w == "amx_bf16") return out;  // the better of the two, where both are there
+      }
+    }
+    if (!out.native) out.evidence = x86 ? "no AVX512-BF16 or AMX-BF16 instructions" : "no BF16 extension";
+    return out;
+  }
+  out.evidence = "its instructions could not be read (/proc/cpuinfo)";
+  return out;
+}
+
+CpuBf16 cpu_bf16_support() {
+  static const CpuBf16 here = [] {
+    const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
+    if (isa == nullptr) isa = std::getenv("DNNL_MAX_CPU_ISA");
+    return cpu_bf16_support(HostPaths{}, isa == nullptr ? "" : isa);
+  }();
+  return here;
+}
+
 bool is_recorded_variable(const std::string& name) {
-  for (const char* prefix : {"CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "GPUBENCH_", "CUBLAS_", "CUDNN_"}) {
+  for (const char* prefix : {"CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "GPUBENCH_", "CUBLAS_", "CUDNN_", "ONEDNN_", "DNNL_"}) {
     if (name.rfind(prefix, 0) == 0) return true;
   }
   return name == "OMP_NUM_THREADS";

@@ -270,10 +270,10 @@ bool DistributedRecord::operator==(const DistributedRecord& o) const {
 bool EpochRecord::operator==(const EpochRecord& o) const {
   return std::tie(index, steps, samples, seconds, samples_per_s, step_time, step_times_ms, peak_allocated_bytes,
                   peak_reserved_bytes, peak_host_rss_bytes, loss_first, loss_last, skipped_steps, complete, telemetry,
-                  rank_telemetry, metrics) ==
+                  host, rank_telemetry, metrics) ==
          std::tie(o.index, o.steps, o.samples, o.seconds, o.samples_per_s, o.step_time, o.step_times_ms,
                   o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.loss_first, o.loss_last,
-                  o.skipped_steps, o.complete, o.telemetry, o.rank_telemetry, o.metrics);
+                  o.skipped_steps, o.complete, o.telemetry, o.host, o.rank_telemetry, o.metrics);
 }
 bool BottleneckFactor::operator==(const BottleneckFactor& o) const {
   return std::tie(factor, share, evidence, method) == std::tie(o.factor, o.share, o.evidence, o.method);
@@ -297,9 +297,9 @@ bool DecodeCalibrationRecord::operator==(const DecodeCalibrationRecord& o) const
                   o.fed_gpu_img_per_s, o.fed_mixed_img_per_s, o.mixed_share, o.choice, o.expected_img_per_s, o.seconds);
 }
 bool DataRecord::operator==(const DataRecord& o) const {
-  return std::tie(source, path, images, classes, other_files, links_outside, decode, decoder, decode_fallback, decode_reason,
+  return std::tie(source, path, images, classes, other_files, links_outside, bytes, listing_digest, decode, decoder, decode_fallback, decode_reason,
                   decode_calibration, workers, prefetch, augmentation, data_only, files_skipped, skipped_examples) ==
-         std::tie(o.source, o.path, o.images, o.classes, o.other_files, o.links_outside, o.decode, o.decoder, o.decode_fallback, o.decode_reason,
+         std::tie(o.source, o.path, o.images, o.classes, o.other_files, o.links_outside, o.bytes, o.listing_digest, o.decode, o.decoder, o.decode_fallback, o.decode_reason,
                   o.decode_calibration, o.workers, o.prefetch, o.augmentation, o.data_only, o.files_skipped, o.skipped_examples);
 }
 

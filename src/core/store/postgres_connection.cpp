@@ -212,7 +212,8 @@ CREATE TABLE IF NOT EXISTS runs (
   scenario_json TEXT NOT NULL,
   environment_json TEXT NOT NULL,
   record_json TEXT NOT NULL,
-  identity_json TEXT COLLATE "C"
+  identity_json TEXT COLLATE "C",
+  busy_host TEXT
 );
 CREATE TABLE IF NOT EXISTS metrics (
   run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,

@@ -200,7 +200,8 @@ CREATE TABLE IF NOT EXISTS runs (
   scenario_json TEXT NOT NULL,      -- the comparable resolved scenario (compare.hpp)
   environment_json TEXT NOT NULL,
   record_json TEXT NOT NULL,        -- the whole record: nothing is lost
-  identity_json TEXT                -- the scenario identity (analysis/identity.hpp): what pairs runs
+  identity_json TEXT,               -- the scenario identity (analysis/identity.hpp): what pairs runs
+  busy_host TEXT                    -- why its host was busy while timed (record/host_activity.hpp), '' if quiet
 );
 CREATE TABLE IF NOT EXISTS metrics (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,

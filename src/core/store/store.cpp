@@ -8,6 +8,7 @@
 
 #include "gpubench/core/analysis/compare.hpp"
 #include "gpubench/core/analysis/identity.hpp"
+#include "gpubench/core/record/host_activity.hpp"
 #include "gpubench/core/io/files.hpp"
 #include "gpubench/core/record/metric_catalog.hpp"
 #include "gpubench/core/record/record_io.hpp"
@@ -19,8 +20,9 @@ namespace {
 
 // The version of the tables; a store made by a later gpubench with another layout is refused, not misread.
 // 1: the first; 2: runs.identity_json, the scenario identity that pairs runs (filled in for version-1 rows);
-// 3: identity_json made again from each record (bert-base's and gpt2's `width` is `hidden` since 2026-12-04).
-constexpr int kStoreVersion = 3;
+// 3: identity_json made again from each record (bert-base's and gpt2's `width` is `hidden` since 2026-12-04);
+// 4: made again (a folder's data is its files, not its path, its workers or decode: auto's choice; 2026-12-07).
+constexpr int kStoreVersion = 4;
 
 // Metric rows per INSERT: a record's metrics travel in a few statements (one round trip each to a PostgreSQL server),
 // far below both engines' parameter limits (SQLite 32,766; PostgreSQL 65,535) at six values a row.
@@ -93,12 +95,13 @@ ResultsStore::ResultsStore(const StoreLocation& location, Access access) {
 }
 
 void ResultsStore::migrate(int from_version) {
-  if (from_version < 3) {
+  if (from_version < kStoreVersion) {
     if (!db_->has_column("runs", "identity_json")) db_->script("ALTER TABLE runs ADD COLUMN identity_json TEXT");
+    if (!db_->has_column("runs", "busy_host")) db_->script("ALTER TABLE runs ADD COLUMN busy_host TEXT");
     for (const store::Row& row : db_->query("SELECT id, record_json, source FROM runs")) {
       const RunRecord r = parse_record(row.text(1), name() + " (" + row.text(2) + ")");
-      db_->query("UPDATE runs SET identity_json = ? WHERE id = ?",
-                 {scenario_identity(r).dump(), row.integer(0).value_or(0)});
+      db_->query("UPDATE runs SET identity_json = ?, busy_host = ? WHERE id = ?",
+                 {scenario_identity(r).dump(), busy_host_evidence(r), row.integer(0).value_or(0)});
     }
   }
 }
@@ -115,7 +118,7 @@ bool ResultsStore::add(const RunRecord& r, const std::string& source) {
       r.scenario.batch_size ? store::Value{*r.scenario.batch_size} : store::Value{}, int64_t{r.distributed ? r.distributed->world_size : 1}, nvidia_driver_of(r),
       e.cuda_runtime_version, e.cudnn_version, e.libtorch_version, e.git_revision, e.hostname,
       comparable_scenario(r.scenario).dump(), nlohmann::json(e).dump(), json_text(r, -1),
-      scenario_identity(r).dump()};
+      scenario_identity(r).dump(), busy_host_evidence(r)};
   std::vector<std::pair<std::optional<int64_t>, Metric>> metrics;
   for (const auto& m : run_metrics(r)) metrics.emplace_back(std::nullopt, m);
   for (const auto& ep : r.epochs) {
@@ -127,8 +130,8 @@ bool ResultsStore::add(const RunRecord& r, const std::string& source) {
     const std::vector<store::Row> inserted = db_->query(
         "INSERT INTO runs (fingerprint, added_utc, source, start_time_utc, status, model, device_name, device_type, "
         "precision, batch_size, world_size, driver_version, cuda_runtime_version, cudnn_version, libtorch_version, "
-        "git_revision, hostname, scenario_json, environment_json, record_json, identity_json) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (fingerprint) DO NOTHING RETURNING id",
+        "git_revision, hostname, scenario_json, environment_json, record_json, identity_json, busy_host) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (fingerprint) DO NOTHING RETURNING id",
         run_values);
     if (inserted.empty()) {  // already stored
       db_->commit();
@@ -164,7 +167,8 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
       "r.cuda_runtime_version, r.cudnn_version, r.libtorch_version, r.git_revision, r.source, r.batch_size, m.value, "
       "m.unit, m.better, r.scenario_json, " +
       std::string(has_identity_ ? "r.identity_json" : "r.record_json") + ", r.hostname, " +
-      db_->json_field("r.record_json", "repeat_index") + " FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.epoch IS NULL AND m.tag = ? WHERE 1=1";
+      db_->json_field("r.record_json", "repeat_index") + (has_identity_ ? ", r.busy_host" : "") +
+      " FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.epoch IS NULL AND m.tag = ? WHERE 1=1";
   std::vector<store::Value> args{q.metric};
   if (!q.model.empty()) {
     sql += " AND r.model = ?";
@@ -201,8 +205,16 @@ std::vector<HistoryRow> ResultsStore::history(const HistoryQuery& q) const {
     h.unit = s.text(14);
     h.better = s.text(15);
     h.scenario_json = s.text(16);
-    // A version-1 store opened read-only has no identity column: it is derived from the record, as migration would.
-    h.identity_json = has_identity_ ? s.text(17) : scenario_identity(parse_record(s.text(17), name())).dump();
+    // An older store opened read-only has neither column of today: both are derived from the record, as migration
+    // would.
+    if (has_identity_) {
+      h.identity_json = s.text(17);
+      h.busy_host = s.text(20);
+    } else {
+      const RunRecord r = parse_record(s.text(17), name());
+      h.identity_json = scenario_identity(r).dump();
+      h.busy_host = busy_host_evidence(r);
+    }
     h.hostname = s.text(18);
     const std::string repeat = s.text(19);
     if (!repeat.empty() && repeat.find_first_not_of("0123456789") == std::string::npos && repeat.size() < 10) {

@@ -123,6 +123,47 @@ TEST(CompareTest, FasterWhenTheIntervalIsAboveOne) {
   EXPECT_EQ(r.comparisons[0].verdict, Verdict::kFaster);
 }
 
+TEST(CompareTest, AFoldersDataIsItsFilesWhereverItLiesAndHoweverItWasFed) {
+  auto folder = [](const std::string& path, int64_t workers, const std::string& decoded, int64_t images,
+                   const std::string& digest, uint64_t seed) {
+    LoadedRecord lr = run("r.json", 54, 0.005, 0, seed);
+    RunRecord& r = lr.record;
+    r.scenario.data = "folder";
+    r.scenario.data_path = path;
+    r.scenario.data_workers = workers;
+    r.data = DataRecord{};
+    r.data->source = "folder";
+    r.data->path = path;
+    r.data->workers = workers;
+    r.data->decode = decoded;
+    r.data->images = images;
+    r.data->bytes = images * 1000;
+    r.data->listing_digest = digest;
+    return lr;
+  };
+  // Another temporary folder, another thread count and another choice of decode: auto: the same scenario, those
+  // named as conditions that differ.
+  const auto same = compare_runs({folder("/tmp/a1/ds", 0, "cpu", 8, "00000000000000aa", 1)},
+                                 {folder("/tmp/b2/ds", 3, "gpu", 8, "00000000000000aa", 2)}, {});
+  ASSERT_EQ(same.comparisons.size(), 1u);
+  EXPECT_NE(same.comparisons[0].verdict, Verdict::kNotComparable) << same.comparisons[0].differences.at(0);
+  EXPECT_EQ(same.comparisons[0].not_like_for_like,
+            (std::vector<std::string>{"decoder: cpu -> gpu", "data_workers: 0 -> 3"}));
+  // Other files (one more image) are other data, wherever they lie.
+  const auto other = compare_runs({folder("/data/ds", 0, "cpu", 8, "00000000000000aa", 1)},
+                                  {folder("/data/ds", 0, "cpu", 9, "00000000000000bb", 2)}, {});
+  EXPECT_EQ(other.comparisons.at(0).verdict, Verdict::kNotComparable);
+  EXPECT_EQ(other.comparisons.at(0).differing_keys,
+            (std::vector<std::string>{"data_bytes", "data_files", "data_listing"}));
+  // A record from before the digest says which data only by its folder's name, and pairs only by it.
+  const auto old = compare_runs({folder("/data/ds", 0, "cpu", 8, "", 1)}, {folder("/data/ds", 2, "cpu", 8, "", 2)}, {});
+  EXPECT_NE(old.comparisons.at(0).verdict, Verdict::kNotComparable);
+  EXPECT_EQ(compare_runs({folder("/data/ds", 0, "cpu", 8, "", 1)}, {folder("/data/ds2", 0, "cpu", 8, "", 2)}, {})
+                .comparisons.at(0)
+                .differing_keys,
+            std::vector<std::string>{"data_path"});
+}
+
 TEST(CompareTest, DifferentBatchSizeIsNotComparableAndNamesTheKey) {
   std::vector<LoadedRecord> base{run("a.json", 54, 0.005, 0, 1, 256)};
   std::vector<LoadedRecord> cand{run("b.json", 30, 0.005, 0, 2, 128)};

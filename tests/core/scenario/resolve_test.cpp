@@ -160,7 +160,7 @@ TEST(ResolveTest, OnTheCpuTheRunIsBoundedAndTheNoteSaysHow) {
   const ResolvedScenario r = resolve_scenario(toy(), catalog(), cpu(), no_output());
   EXPECT_EQ(r.scenario.batch_size, 16);
   EXPECT_EQ(r.scenario.warmup_steps, 2);
-  EXPECT_EQ(r.scenario.time_budget_s, 60.0);
+  EXPECT_EQ(r.scenario.time_budget_s, 30.0);
   EXPECT_EQ(r.scenario.device, "cpu");
   EXPECT_EQ(r.scenario.memory_format, "contiguous");
   ASSERT_EQ(r.notes.size(), 1u);

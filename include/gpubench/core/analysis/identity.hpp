@@ -19,11 +19,14 @@ namespace gpubench {
 ///   precision_resolved   the precision as it ran (amp -> fp16 on GPUs)
 ///   world_size           ranks in the job (1 for a single process)
 ///   execution            eager | cuda_graph, as it ran (a requested graph that fell back ran eager)
-///   decode_resolved      cpu | gpu for `data: folder` (what `decode: auto` chose), else empty
+///   data_files, data_bytes, data_listing   `data: folder`: what the data is (images, their bytes, the digest of
+///                        the listing), wherever it lies; a record without the digest keeps data_path instead
 ///   device_type          cpu | cuda | rocm | mps
 ///   device_model         the device's name ("NVIDIA H200")
 /// The scenario keys already hold the model and its own keys, mode, the requested precision, batch, kernel path
-/// (kernels), data source and pipeline (data, decode, data_only), optimizer and the rest of the recipe.
+/// (kernels), data source and pipeline (data, decode as asked, data_only), optimizer and the rest of the recipe.
+/// Not in it: where the data lies (data_path), its threads (data_workers) and what `decode: auto` chose: compare
+/// lists those as conditions that differ (not like-for-like).
 nlohmann::json scenario_identity(const RunRecord& r);
 
 /// The identity keys whose values differ between `a` and `b`, dotted ("optimizer.lr"), in the order they appear.

@@ -187,6 +187,8 @@ struct DataRecord {
   int64_t images = 0, classes = 0;
   int64_t other_files = 0;               ///< files in the class folders that are not JPEGs by name (not used)
   int64_t links_outside = 0;             ///< links leading out of the folder: skipped (not used), counted
+  int64_t bytes = 0;                     ///< the images' bytes in total (0 in records before 2026-12-07)
+  std::string listing_digest;            ///< FNV-1a 64 of each image's path below `path` and size (data/image_folder)
   std::string decode;                    ///< cpu | gpu | mixed
   std::string decoder;                   ///< library, backend, workers
   std::string decode_fallback;           ///< why the GPU decoder was not used (decode: auto), or failed on a batch
@@ -198,6 +200,19 @@ struct DataRecord {
   int64_t files_skipped = 0;             ///< distinct unreadable or undecodable files met
   std::vector<SkippedFileRecord> skipped_examples;  ///< the first of them (at most 10)
   bool operator==(const DataRecord& o) const;
+};
+
+/// What else the host did during an epoch (core/record/host_activity.hpp): CPU time is in seconds over the epoch's
+/// wall time; divided by it, in cores. Null in records before 2026-12-07 and where /proc cannot be read.
+struct HostActivity {
+  double seconds = 0;          ///< wall time measured (s)
+  int64_t cpu_cores = 0;       ///< CPUs online
+  double own_cpu_s = 0;        ///< this process's CPU time, all its threads (s)
+  double other_cpu_s = 0;      ///< every other process's CPU time: the host's busy time less this process's (s)
+  double steal_s = 0;          ///< time a hypervisor gave to other guests (s, over all CPUs)
+  double load_average_1m = 0;  ///< /proc/loadavg's first figure at the end (this run's threads count in it)
+  int64_t job_processes = 1;   ///< this job's processes on the host (local ranks); peers' time is in other_cpu_s
+  bool operator==(const HostActivity& o) const = default;
 };
 
 /// One timed epoch.
@@ -218,6 +233,7 @@ struct EpochRecord {
   /// Power, energy, clocks, temperature, throttling; null when off. In a multi-GPU run: the whole job's (energy and
   /// power summed over the GPUs, J/sample over all ranks' samples; `devices` says how many).
   std::optional<EpochTelemetry> telemetry;
+  std::optional<HostActivity> host;  ///< what else the host did meanwhile (other processes' CPU, steal, load)
   /// Multi-GPU runs: each rank's own device telemetry, by rank (empty for one process).
   std::vector<EpochTelemetry> rank_telemetry;
   /// Extra metrics measured for this epoch that have no field here (metrics.hpp); the JSON's `metrics` array holds
@@ -346,14 +362,16 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SkippedFileRecord, path, reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DecodeCalibrationRecord, step_img_per_s, cpu_img_per_s, gpu_img_per_s,
                                                 gpu_backend, fed_cpu_img_per_s, fed_gpu_img_per_s,
                                                 fed_mixed_img_per_s, mixed_share, choice, expected_img_per_s, seconds)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DataRecord, source, path, images, classes, other_files, links_outside, decode, decoder,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DataRecord, source, path, images, classes, other_files, links_outside, bytes, listing_digest, decode, decoder,
                                                 decode_fallback, decode_reason, decode_calibration, workers, prefetch, augmentation,
                                                 data_only,
                                                 files_skipped, skipped_examples)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(HostActivity, seconds, cpu_cores, own_cpu_s, other_cpu_s, steal_s,
+                                                load_average_1m, job_processes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EpochRecord, index, steps, samples, seconds, samples_per_s,
                                                 step_time, step_times_ms, peak_allocated_bytes, peak_reserved_bytes,
                                                 peak_host_rss_bytes, loss_first, loss_last, skipped_steps,
-                                                complete, telemetry, rank_telemetry, metrics)
+                                                complete, telemetry, host, rank_telemetry, metrics)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BottleneckFactor, factor, share, evidence, method)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSummary, epochs, steps, samples, seconds, samples_per_s,
                                                 steps_per_s, tokens_per_s,

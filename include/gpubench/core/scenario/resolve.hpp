@@ -123,7 +123,8 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
                                   const ResolveOptions& options);
 
 /// The precision a request resolves to on a device type: `amp` is PyTorch's (fp16 autocast with loss scaling on
-/// GPUs, bf16 autocast on the CPU); the others are themselves.
+/// GPUs, bf16 autocast on the CPU), except on a CPU without bf16 instructions (cpu_bf16_support), where it is fp32:
+/// emulated bf16 is ~9x slower there, and mixed precision is asked for speed. The others are themselves.
 std::string resolved_precision(const std::string& requested, const std::string& device_type);
 
 /// Fills the device-dependent defaults of `s` and its optimizer from `model`'s recipe (then PyTorch's defaults);

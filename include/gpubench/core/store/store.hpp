@@ -52,6 +52,7 @@ struct HistoryRow {
   std::string identity_json;    ///< the run's scenario identity (analysis/identity.hpp): runs with equal ones are one series
   std::string hostname;         ///< the machine it ran on
   std::optional<int64_t> repeat;  ///< its repeat index (1 for a single run)
+  std::string busy_host;        ///< why its host was busy while timed (busy_host_evidence), "" when it was quiet
 };
 
 class ResultsStore {
