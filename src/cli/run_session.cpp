@@ -82,8 +82,8 @@ void RunSession::on_step(const StepProgress& p) {
   if (p.warmup) {
     line = fmt::format("warm-up step {}/{}", p.step, p.steps);
   } else {
-    line = fmt::format("epoch {}{}  step {}/{}  {:.1f} {}/s  epoch eta {}:{:02d}", p.epoch + 1,
-                       p.epochs > 0 ? "/" + std::to_string(p.epochs) : "", p.step, p.steps, rate, unit_,
+    line = fmt::format("epoch {}{}  step {}/{}  {} {}/s  epoch eta {}:{:02d}", p.epoch + 1,
+                       p.epochs > 0 ? "/" + std::to_string(p.epochs) : "", p.step, p.steps, format_rate(rate), unit_,
                        static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
   }
   std::fprintf(stderr, "\r\033[K%s", line.c_str());
@@ -112,8 +112,8 @@ void RunSession::on_epoch(const EpochRecord& e) {
       spdlog::warn("could not stream the epoch to {}: {}", stream_, ex.what());
     }
   }
-  spdlog::info("epoch {}: {} steps in {:.2f} s, {:.1f} {}/s, median step {:.2f} ms{}{}", e.index + 1, e.steps,
-               e.seconds, e.samples_per_s, unit_, e.step_time.median_ms, power, e.complete ? "" : " (partial)");
+  spdlog::info("epoch {}: {} steps in {:.2f} s, {} {}/s, median step {:.2f} ms{}{}", e.index + 1, e.steps,
+               e.seconds, format_rate(e.samples_per_s), unit_, e.step_time.median_ms, power, e.complete ? "" : " (partial)");
   if (e.host) {
     const std::string busy = busy_host_reason(*e.host);
     if (!busy.empty()) {

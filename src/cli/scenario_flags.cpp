@@ -64,7 +64,8 @@ void ScenarioFlags::declare(CLI::App& cmd, const Shape& shape) {
   }
   amp_option_ = cmd.add_flag("--amp", amp_,
                              "Mixed precision as PyTorch means it: fp16 autocast with dynamic loss scaling on GPUs "
-                             "(torch.autocast + GradScaler), bf16 autocast on the CPU; --precision bf16 for bfloat16");
+                             "(torch.autocast + GradScaler), bf16 autocast on a CPU with bf16 instructions (fp32 on one "
+                             "without: emulated bf16 is ~9x slower there, said); --precision bf16 for bfloat16");
   channels_last_option_ = cmd.add_flag("--channels-last", channels_last_, "Same as --memory-format channels_last");
   const ModelOptions models = model_options();
   const bool lists = shape.values == Values::kLists;

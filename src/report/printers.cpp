@@ -94,6 +94,10 @@ std::string format_bytes(int64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
+std::string format_rate(double per_s) {
+  return std::abs(per_s) >= 10 || per_s == 0 ? fmt::format("{:.1f}", per_s) : fmt::format("{:.3g}", per_s);
+}
+
 Column metric_column(const Metric& m) { return Column{m.tag, m.name, m.unit, m.better}; }
 
 std::string format_value(double v, const std::string& unit) {

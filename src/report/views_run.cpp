@@ -68,8 +68,8 @@ Document run_summary_document(const RunRecord& r) {
     }
     d.table(std::move(t));
     const RunSummary& m = r.summary;
-    std::string total = fmt::format("total: {} {} in {:.2f} s = {:.1f} {}/s, {:.3g} TFLOP/s of model FLOPs", m.samples,
-                                    unit, m.seconds, m.samples_per_s, unit, m.achieved_tflops);
+    std::string total = fmt::format("total: {} {} in {:.2f} s = {} {}/s, {:.3g} TFLOP/s of model FLOPs", m.samples,
+                                    unit, m.seconds, format_rate(m.samples_per_s), unit, m.achieved_tflops);
     if (m.mfu && m.peak_tflops) total += fmt::format(" ({:.1f}% of the {:g} TFLOP/s peak)", *m.mfu * 100.0, *m.peak_tflops);
     if (m.peak_reserved_bytes) total += fmt::format(", peak reserved {}", format_bytes(*m.peak_reserved_bytes));
     total += fmt::format(" (warm-up: {} steps, {:.1f} s)", m.warmup_steps, m.warmup_seconds);

@@ -74,7 +74,7 @@ TEST(TrainerTest, DefaultsAreResolvedIntoTheRecord) {
   EXPECT_EQ(r.scenario.optimizer.name, "sgd");
   EXPECT_DOUBLE_EQ(*r.scenario.optimizer.momentum, 0.9);
   EXPECT_FALSE(r.scenario.optimizer.beta1.has_value());
-  EXPECT_DOUBLE_EQ(*r.scenario.time_budget_s, 60.0);  // the CPU bound, said in the notes
+  EXPECT_DOUBLE_EQ(*r.scenario.time_budget_s, 30.0);  // the CPU bound, said in the notes
   ASSERT_FALSE(r.notes.empty());
   EXPECT_NE(r.notes.front().find("CPU"), std::string::npos);
 }

@@ -118,6 +118,10 @@ struct Document {
 /// "1.23 GiB" style rendering of a byte count (binary units).
 std::string format_bytes(int64_t bytes);
 
+/// A rate as people read it: one decimal from 10 up ("6122.3"), three significant digits below ("4.4", "0.0481"), so
+/// a slow CPU run never reads "0.0 images/s".
+std::string format_rate(double per_s);
+
 /// A metric as a column (its tag, name, unit hint and direction).
 Column metric_column(const Metric& m);
 

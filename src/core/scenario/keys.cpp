@@ -122,7 +122,7 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) {
           s.seed = static_cast<uint64_t>(as_int(n, c, 0, INT64_MAX));
         });
-    add("time_budget_s", "--time-budget", "DURATION", "stop after this much measured time: seconds or 90s/2m/1h (CPU default 60s)",
+    add("time_budget_s", "--time-budget", "DURATION", "stop after this much measured time, never begin a step that would pass it: seconds or 90s/2m/1h (CPU default 30s)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.time_budget_s = as_duration_s(n, c); });
     add("duration_s", "--duration", "DURATION", "sustained run: train whole epochs for this long, e.g. 2h (reports drift)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.duration_s = as_duration_s(n, c); });

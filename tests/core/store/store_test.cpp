@@ -504,7 +504,7 @@ TEST_P(StoreTest, AVersionOneStoreIsMigratedOnWriteAndReadAsItIsOnRead) {
   ResultsStore w(path_);  // a writer upgrades it in place
   EXPECT_EQ(w.history(HistoryQuery{})[0].identity_json,
             ResultsStore(path_, ResultsStore::Access::kRead).history(HistoryQuery{})[0].identity_json);
-  EXPECT_EQ(raw().exec(sqlite() ? "PRAGMA user_version" : "SELECT version FROM gpubench_store"), "3");
+  EXPECT_EQ(raw().exec(sqlite() ? "PRAGMA user_version" : "SELECT version FROM gpubench_store"), "4");
 }
 
 TEST_P(StoreTest, AStoreFromANewerGpubenchIsRefusedUntouched) {
