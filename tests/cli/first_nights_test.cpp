@@ -149,6 +149,9 @@ TEST_F(CliTest, ARunRecordsWhatElseTheHostDidAndWarnsWhenItWasBusy) {
   EXPECT_GT(host.at("own_cpu_s").get<double>(), 0) << host.dump();
   EXPECT_GT(host.at("other_cpu_s").get<double>(), 0.3 * host.at("seconds").get<double>()) << host.dump();
   EXPECT_NE(r.err.find("ran on a busy host: other processes used"), std::string::npos) << r.err;
+  bool metric = false;  // a metric like any other: export's columns, the store, compare --metric
+  for (const auto& m : j.at("epochs").at(0).at("metrics")) metric = metric || m.at("tag") == "host_other_cpu_cores";
+  EXPECT_TRUE(metric) << j.at("epochs").at(0).at("metrics").dump();
 }
 
 TEST_F(CliTest, OnACpuWithoutBf16InstructionsAmpTrainsInFp32AndSaysWhy) {

@@ -1,5 +1,7 @@
 #include "gpubench/core/record/metric_catalog.hpp"
 
+#include "gpubench/core/record/host_activity.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -31,6 +33,10 @@ Value telemetry(const EpochRecord& e, F f) {
 }
 
 /// Highest per-epoch value over the run.
+Value epoch_other_cores(const RunRecord&, const EpochRecord& e) {
+  return e.host && e.host->seconds > 0 ? Value(other_cores(*e.host)) : std::nullopt;
+}
+
 Value run_max(const RunRecord& r, EpochGet get) {
   Value out;
   for (const auto& e : r.epochs) {
@@ -153,6 +159,11 @@ const std::vector<Entry>& catalog() {
       {{"peak_host_rss_bytes", "peak RSS", "bytes", Better::kLower, true, true, "process resident set (CPU runs)"},
        [](const RunRecord&, const EpochRecord& e) { return bytes(e.peak_host_rss_bytes); },
        [](const RunRecord& r) { return bytes(r.summary.peak_host_rss_bytes); }},
+      // What else the host did (record/host_activity.hpp): the run's figure is its busiest epoch's.
+      {{"host_other_cpu_cores", "other processes' CPU", "cores", Better::kNeither, true, true,
+        "CPU the host's other processes used while the epoch was timed (busy host: compare calls changes "
+        "inconclusive)"},
+       epoch_other_cores, [](const RunRecord& r) { return run_max(r, epoch_other_cores); }},
       {{"energy_j", "energy", "J", Better::kLower, true, true, "energy of the timed epochs, every GPU of the job"},
        [](const RunRecord&, const EpochRecord& e) {
          return telemetry(e, [](const EpochTelemetry& t) { return t.energy_j; });
