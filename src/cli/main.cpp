@@ -14,6 +14,8 @@
 #include "cli/app.h"
 #include "cli/logging.h"
 #include "cli/commands/commands.h"
+#include "gpubench/core/analysis/identity.hpp"
+#include "gpubench/engine/engine.hpp"
 
 namespace {
 
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("gpubench", color_mode());
   spdlog::set_default_logger(logger);
   set_log_pattern("%^[%l]%$ %v");  // every line without passwords
+  gpubench::use_model_catalog_for_labels(gpubench::available_models());  // "gpt2 (layers=2) bs8 ..." in every view
 
   // The commands, one line each: `gpubench --help` lists them in this order.
   const std::vector<CommandSpec> commands{

@@ -175,6 +175,22 @@ TEST_F(CliTest, OnACpuWithoutBf16InstructionsAmpTrainsInFp32AndSaysWhy) {
   EXPECT_NE(bf16.err.find("bf16 on this CPU is emulated in software"), std::string::npos) << bf16.err;
 }
 
+TEST_F(CliTest, AModelChangedFromItsDefaultsSaysSoInEveryLabel) {
+  // A 2-layer GPT-2 was listed as "gpt2 bs2 ...", as if it were GPT-2.
+  const std::string small = "run gpt2 --layers 2 --width 32 --heads 2 --vocab 64 --seq-len 16 --batch-size 2 "
+                            "--dataset-size 8 --epochs 1 --warmup-steps 1 -q --output ";
+  ASSERT_EQ(gpubench(small + (dir_ / "a" / "r.json").string()).exit_code, 0);
+  const std::string label = "gpt2 (seq_len=16, layers=2, hidden=32, heads=2, vocab=64) bs2 fp32 train eager";
+  const Result c = gpubench("compare " + (dir_ / "a").string() + " " + (dir_ / "a").string());
+  EXPECT_NE(c.out.find(label), std::string::npos) << c.out;
+  const Result e = gpubench("export " + (dir_ / "a").string() + " --format csv");
+  EXPECT_NE(e.out.find(label), std::string::npos) << e.out;
+  // Defaults are not named: ResNet-50 at its own image size and classes reads as before.
+  const Result committed = gpubench("compare " + kCommitted + " " + kCommitted);
+  EXPECT_NE(committed.out.find("resnet50 bs256 fp16 (amp) train eager, NVIDIA H200"), std::string::npos)
+      << committed.out;
+}
+
 TEST_F(CliTest, ATimeBudgetIsNotOvershotByAStepLongerThanWhatIsLeft) {
   // Steps of about a second against a 2.5 s budget: the old loop began a step with 0.1 s left and ran ~3.5 s.
   const std::string out = (dir_ / "b.json").string();

@@ -106,6 +106,39 @@ std::vector<std::string> describe_differences(const nlohmann::json& a, const nlo
   return out;
 }
 
+namespace {
+
+/// Per model, its own keys with their defaults (use_model_catalog_for_labels).
+std::map<std::string, std::vector<std::pair<std::string, nlohmann::json>>>& model_defaults() {
+  static std::map<std::string, std::vector<std::pair<std::string, nlohmann::json>>> defaults;
+  return defaults;
+}
+
+/// " (layers=2, attention=math)" for the model keys of `id` set away from their defaults; "" when none.
+std::string changed_model_keys(const nlohmann::json& id, const std::string& model) {
+  const auto found = model_defaults().find(model);
+  if (found == model_defaults().end()) return "";
+  std::string out;
+  for (const auto& [key, fallback] : found->second) {
+    const auto it = id.find(key);
+    // Null is the model's own architecture value: a default too.
+    if (it == id.end() || it->is_null() || *it == fallback) continue;
+    out += (out.empty() ? "" : ", ") + key + "=" + value_text(*it);
+  }
+  return out.empty() ? "" : " (" + out + ")";
+}
+
+}  // namespace
+
+void use_model_catalog_for_labels(const ModelCatalog& catalog) {
+  auto& defaults = model_defaults();
+  defaults.clear();
+  for (const auto& m : catalog) {
+    auto& keys = defaults[m.name];
+    for (const auto& o : m.options) keys.emplace_back(o.key, o.default_value);
+  }
+}
+
 std::string identity_label(const nlohmann::json& id) {
   auto text = [&id](const char* key, const std::string& fallback) {
     const auto it = id.find(key);
@@ -113,7 +146,7 @@ std::string identity_label(const nlohmann::json& id) {
   };
   const auto batch = id.find("batch_size");
   const std::string requested = text("precision", "");
-  std::string label = text("model", "?") + " bs" +
+  std::string label = text("model", "?") + changed_model_keys(id, text("model", "")) + " bs" +
                       (batch != id.end() && batch->is_number_integer() ? std::to_string(batch->get<int64_t>()) : "?") +
                       " " + text("precision_resolved", requested);
   if (requested == "amp") label += " (amp)";

@@ -52,7 +52,7 @@ TEST_F(CliTest, ReportWritesMarkdownAndSelfContainedHtmlWithCharts) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string md = slurp(out / "report.md");
   EXPECT_NE(md.find("# Tiny report"), std::string::npos);
-  EXPECT_NE(md.find("| resnet50 bs4 fp32 train eager | a.json | ok |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| resnet50 (image_size=32, num_classes=10) bs4 fp32 train eager | a.json | ok |"), std::string::npos) << md;
   EXPECT_NE(md.find("## Headline"), std::string::npos) << md;
   EXPECT_NE(md.find("](throughput.png)"), std::string::npos) << md << r.err;
   EXPECT_TRUE(fs::exists(out / "charts.json"));

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpubench/core/record/run_record.hpp"
+#include "gpubench/core/scenario/model_catalog.hpp"
 
 namespace gpubench {
 
@@ -38,9 +39,10 @@ std::string identity_value(const nlohmann::json& identity, const std::string& ke
 /// `key: a -> b` for each differing key, for messages ("world_size: 1 -> 2").
 std::vector<std::string> describe_differences(const nlohmann::json& a, const nlohmann::json& b);
 
-/// A short label for people: "resnet50 bs256 fp16 train eager, 2 GPUs, NVIDIA H200", from an identity's keys (model,
-/// batch, precision as run and asked, mode, execution, kernels, data pipeline, world size, device model). Different
-/// identities can share it: where more than one scenario is shown, use scenario_labels.
+/// A short label for people: "resnet50 bs256 fp16 train eager, 2 GPUs, NVIDIA H200", from an identity's keys (model
+/// and its keys set away from their defaults, "gpt2 (layers=2)", batch, precision as run and asked, mode, execution,
+/// kernels, data pipeline, world size, device model, a memory cap). Different identities can share it: where more
+/// than one scenario is shown, use scenario_labels.
 std::string identity_label(const nlohmann::json& identity);
 std::string identity_label(const RunRecord& r);
 
@@ -56,6 +58,10 @@ std::vector<std::string> scenario_labels(const std::vector<nlohmann::json>& iden
 
 /// Every top-level key an identity can have, besides the model's own keys (compare --help's pairing keys).
 std::vector<std::string> identity_keys();
+
+/// The models' own keys and defaults that labels name when a run changed them. The binary hands the engine's catalog
+/// over once at start (cli/main.cpp: core does not link the engine's models); until then labels name no model key.
+void use_model_catalog_for_labels(const ModelCatalog& catalog);
 
 /// A stable 16-hex-digit id of an identity (FNV-1a 64 of its canonical JSON): equal identities, equal ids, on any
 /// machine. Export's `scenario_id` column, so a notebook groups runs by one column.
