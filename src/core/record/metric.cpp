@@ -23,9 +23,6 @@ Better better_from_string(const std::string& s) {
   throw std::invalid_argument("unknown metric direction '" + s + "' (higher, lower or neither)");
 }
 
-bool Metric::operator==(const Metric& o) const {
-  return std::tie(tag, name, unit, better, value) == std::tie(o.tag, o.name, o.unit, o.better, o.value);
-}
 
 void to_json(nlohmann::json& j, const Metric& m) {
   j = {{"tag", m.tag}, {"name", m.name}, {"unit", m.unit}, {"better", to_string(m.better)}, {"value", m.value}};

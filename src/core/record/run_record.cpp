@@ -178,36 +178,6 @@ const std::string& nvidia_driver_of(const RunRecord& r) {
 
 // Equality compares values member by member, never the serialised JSON of both sides: a field the serialiser
 // forgets then makes a write/read round trip compare unequal (record_test checks every field that way).
-bool EnvironmentRecord::operator==(const EnvironmentRecord& o) const {
-  return std::tie(hostname, os, cpu_model, cpu_cores, device, device_type, device_name, device_memory_bytes,
-                  compute_capability, multiprocessors, pci_bus_id, nvidia_driver_version, cuda_driver_api_version,
-                  driver_version, cuda_runtime_version, cudnn_version,
-                  libtorch_version, libtorch_build, gpubench_version, git_revision, build_type, compiler, command_line,
-                  start_time_utc, nccl_version, host_memory_bytes, cpu_governor, container, variables) ==
-         std::tie(o.hostname, o.os, o.cpu_model, o.cpu_cores, o.device, o.device_type, o.device_name,
-                  o.device_memory_bytes, o.compute_capability, o.multiprocessors, o.pci_bus_id, o.nvidia_driver_version,
-                  o.cuda_driver_api_version, o.driver_version,
-                  o.cuda_runtime_version, o.cudnn_version, o.libtorch_version, o.libtorch_build, o.gpubench_version, o.git_revision,
-                  o.build_type, o.compiler, o.command_line, o.start_time_utc, o.nccl_version, o.host_memory_bytes,
-                  o.cpu_governor, o.container, o.variables);
-}
-bool ModelRecord::operator==(const ModelRecord& o) const {
-  return std::tie(name, parameters, train_flops_per_sample, attention_flops_per_sample, sample_unit, tokens_per_sample,
-                  scenario_keys, step) == std::tie(o.name, o.parameters, o.train_flops_per_sample,
-                                             o.attention_flops_per_sample, o.sample_unit, o.tokens_per_sample,
-                                             o.scenario_keys, o.step);
-}
-bool Fp8Record::operator==(const Fp8Record& o) const {
-  return std::tie(activation_format, weight_format, grad_format, scaling, amax_history, converted, kept,
-                  bf16_peak_tflops, fp8_peak_tflops, mfu_bf16_peak, mfu_fp8_peak, fp8_peak_source) ==
-         std::tie(o.activation_format, o.weight_format, o.grad_format, o.scaling, o.amax_history, o.converted, o.kept,
-                  o.bf16_peak_tflops, o.fp8_peak_tflops, o.mfu_bf16_peak, o.mfu_fp8_peak, o.fp8_peak_source);
-}
-bool PrecisionRecord::operator==(const PrecisionRecord& o) const {
-  return std::tie(requested, resolved, autocast_dtype, tf32_matmul, tf32_cudnn, loss_scaling, memory_format,
-                  resolution, fp8) == std::tie(o.requested, o.resolved, o.autocast_dtype, o.tf32_matmul, o.tf32_cudnn,
-                                               o.loss_scaling, o.memory_format, o.resolution, o.fp8);
-}
 
 void to_json(nlohmann::json& j, const PrecisionRecord& p) {
   j = {{"requested", p.requested},       {"resolved", p.resolved},          {"autocast_dtype", p.autocast_dtype},
@@ -229,19 +199,6 @@ void from_json(const nlohmann::json& j, PrecisionRecord& p) {
   p.fp8.reset();
   if (const auto it = j.find("fp8"); it != j.end() && it->is_object()) p.fp8 = it->get<Fp8Record>();
 }
-bool FusionRecord::operator==(const FusionRecord& o) const {
-  return std::tie(name, implementation, note) == std::tie(o.name, o.implementation, o.note);
-}
-bool ExecutionRecord::operator==(const ExecutionRecord& o) const {
-  return std::tie(mode, graph_requested, graph_fallback, optimizer_implementation, kernels, fusions) ==
-         std::tie(o.mode, o.graph_requested, o.graph_fallback, o.optimizer_implementation, o.kernels, o.fusions);
-}
-bool NodeRecord::operator==(const NodeRecord& o) const {
-  return std::tie(hostname, address, ranks, os, cpu_model, cpu_cores, host_memory_bytes, device_name, libtorch_version,
-                  gpubench_version) == std::tie(o.hostname, o.address, o.ranks, o.os, o.cpu_model, o.cpu_cores,
-                                                o.host_memory_bytes, o.device_name, o.libtorch_version,
-                                                o.gpubench_version);
-}
 std::vector<NodeRecord> nodes_of_ranks(const std::vector<NodeRecord>& per_rank) {
   std::vector<NodeRecord> nodes;
   for (const NodeRecord& r : per_rank) {
@@ -261,57 +218,6 @@ std::vector<NodeRecord> nodes_of_ranks(const std::vector<NodeRecord>& per_rank) 
   return nodes;
 }
 
-bool DistributedRecord::operator==(const DistributedRecord& o) const {
-  return std::tie(world_size, backend, launcher, bucket_mb, buckets, rank_epoch_seconds, rank_comm_wait_seconds,
-                  slowest_rank, interconnect, rendezvous, nodes) ==
-         std::tie(o.world_size, o.backend, o.launcher, o.bucket_mb, o.buckets, o.rank_epoch_seconds,
-                  o.rank_comm_wait_seconds, o.slowest_rank, o.interconnect, o.rendezvous, o.nodes);
-}
-bool EpochRecord::operator==(const EpochRecord& o) const {
-  return std::tie(index, steps, samples, seconds, samples_per_s, step_time, step_times_ms, peak_allocated_bytes,
-                  peak_reserved_bytes, peak_host_rss_bytes, loss_first, loss_last, skipped_steps, complete, telemetry,
-                  host, rank_telemetry, metrics) ==
-         std::tie(o.index, o.steps, o.samples, o.seconds, o.samples_per_s, o.step_time, o.step_times_ms,
-                  o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.loss_first, o.loss_last,
-                  o.skipped_steps, o.complete, o.telemetry, o.host, o.rank_telemetry, o.metrics);
-}
-bool BottleneckFactor::operator==(const BottleneckFactor& o) const {
-  return std::tie(factor, share, evidence, method) == std::tie(o.factor, o.share, o.evidence, o.method);
-}
-bool RunSummary::operator==(const RunSummary& o) const {
-  return std::tie(epochs, steps, samples, seconds, samples_per_s, steps_per_s, tokens_per_s, epoch_seconds_mean,
-                  achieved_tflops, peak_tflops, peak_source, mfu, step_time, peak_allocated_bytes, peak_reserved_bytes,
-                  peak_host_rss_bytes, warmup_steps, warmup_seconds, stopped_by, bounded_by, bottleneck_evidence, bottleneck_factors, energy_j,
-                  joules_per_sample,
-                  power_avg_w, power_devices, throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c, metrics) ==
-         std::tie(o.epochs, o.steps, o.samples, o.seconds, o.samples_per_s, o.steps_per_s, o.tokens_per_s,
-                  o.epoch_seconds_mean, o.achieved_tflops, o.peak_tflops, o.peak_source, o.mfu, o.step_time,
-                  o.peak_allocated_bytes, o.peak_reserved_bytes, o.peak_host_rss_bytes, o.warmup_steps,
-                  o.warmup_seconds, o.stopped_by, o.bounded_by, o.bottleneck_evidence, o.bottleneck_factors, o.energy_j, o.joules_per_sample, o.power_avg_w, o.power_devices,
-                  o.throughput_drift_pct, o.sm_clock_drift_pct, o.temperature_drift_c, o.metrics);
-}
-bool DecodeCalibrationRecord::operator==(const DecodeCalibrationRecord& o) const {
-  return std::tie(step_img_per_s, cpu_img_per_s, gpu_img_per_s, gpu_backend, fed_cpu_img_per_s, fed_gpu_img_per_s,
-                  fed_mixed_img_per_s, mixed_share, choice, expected_img_per_s, seconds) ==
-         std::tie(o.step_img_per_s, o.cpu_img_per_s, o.gpu_img_per_s, o.gpu_backend, o.fed_cpu_img_per_s,
-                  o.fed_gpu_img_per_s, o.fed_mixed_img_per_s, o.mixed_share, o.choice, o.expected_img_per_s, o.seconds);
-}
-bool DataRecord::operator==(const DataRecord& o) const {
-  return std::tie(source, path, images, classes, other_files, links_outside, bytes, listing_digest, decode, decoder, decode_fallback, decode_reason,
-                  decode_calibration, workers, prefetch, augmentation, data_only, files_skipped, skipped_examples) ==
-         std::tie(o.source, o.path, o.images, o.classes, o.other_files, o.links_outside, o.bytes, o.listing_digest, o.decode, o.decoder, o.decode_fallback, o.decode_reason,
-                  o.decode_calibration, o.workers, o.prefetch, o.augmentation, o.data_only, o.files_skipped, o.skipped_examples);
-}
-
-/// Origins of scenario values are provenance (file:line, flags) and a record keeps only their description, so they
-/// are left out; everything else counts.
-bool RunRecord::operator==(const RunRecord& o) const {
-  return std::tie(schema_version, status, reason, scenario, precision, execution, environment, model, epochs, summary,
-                  notes, telemetry, distributed, profile, data, repeat_index, repeat_count) ==
-         std::tie(o.schema_version, o.status, o.reason, o.scenario, o.precision, o.execution, o.environment, o.model,
-                  o.epochs, o.summary, o.notes, o.telemetry, o.distributed, o.profile, o.data, o.repeat_index,
-                  o.repeat_count);
-}
 
 std::vector<std::string> record_problems(const RunRecord& r) {
   std::vector<std::string> out;

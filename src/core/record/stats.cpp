@@ -34,9 +34,5 @@ StepTimeStats summarize_step_times(std::vector<double> samples_ms) {
   return s;
 }
 
-bool StepTimeStats::operator==(const StepTimeStats& o) const {
-  return std::tie(count, mean_ms, stdev_ms, median_ms, p5_ms, p95_ms, min_ms, max_ms) ==
-         std::tie(o.count, o.mean_ms, o.stdev_ms, o.median_ms, o.p5_ms, o.p95_ms, o.min_ms, o.max_ms);
-}
 
 }  // namespace gpubench

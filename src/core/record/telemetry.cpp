@@ -259,33 +259,5 @@ std::string samples_to_csv(const std::vector<TelemetrySample>& samples) {
 }
 
 // Member by member (not through JSON), so a field the serialiser forgets makes a round trip compare unequal.
-bool EpochTelemetry::operator==(const EpochTelemetry& o) const {
-  return std::tie(samples, devices, power_avg_w, power_peak_w, power_peak_source, energy_counter_j,
-                  energy_integrated_j, energy_disagreement_pct, energy_j, energy_source, joules_per_sample,
-                  sm_clock_avg_mhz, sm_clock_min_mhz, mem_clock_avg_mhz, temperature_avg_c, temperature_peak_c,
-                  gpu_util_avg_pct, mem_util_avg_pct, clock_event_fraction, missing_readings) ==
-         std::tie(o.samples, o.devices, o.power_avg_w, o.power_peak_w, o.power_peak_source, o.energy_counter_j,
-                  o.energy_integrated_j, o.energy_disagreement_pct, o.energy_j, o.energy_source, o.joules_per_sample,
-                  o.sm_clock_avg_mhz, o.sm_clock_min_mhz, o.mem_clock_avg_mhz, o.temperature_avg_c,
-                  o.temperature_peak_c, o.gpu_util_avg_pct, o.mem_util_avg_pct, o.clock_event_fraction,
-                  o.missing_readings);
-}
-bool GpuProcess::operator==(const GpuProcess& o) const {
-  return std::tie(pid, name, used_memory_bytes) == std::tie(o.pid, o.name, o.used_memory_bytes);
-}
-bool TelemetryInfo::operator==(const TelemetryInfo& o) const {
-  return std::tie(reader, available, reason, interval_s, driver_version, power_limit_w, persistence_mode, ecc_enabled,
-                  mig_enabled, pcie_link_gen, pcie_link_width, nvlink_active_links, gpu_uuid, gpu_serial,
-                  vbios_version, compute_mode, app_sm_clock_mhz, app_mem_clock_mhz, default_app_sm_clock_mhz,
-                  default_app_mem_clock_mhz, max_sm_clock_mhz, max_mem_clock_mhz, clocks_locked,
-                  clocks_locked_evidence, other_processes, power_average_source, power_instant_source,
-                  energy_counter_source, trace_path) ==
-         std::tie(o.reader, o.available, o.reason, o.interval_s, o.driver_version, o.power_limit_w, o.persistence_mode,
-                  o.ecc_enabled, o.mig_enabled, o.pcie_link_gen, o.pcie_link_width, o.nvlink_active_links, o.gpu_uuid,
-                  o.gpu_serial, o.vbios_version, o.compute_mode, o.app_sm_clock_mhz, o.app_mem_clock_mhz,
-                  o.default_app_sm_clock_mhz, o.default_app_mem_clock_mhz, o.max_sm_clock_mhz, o.max_mem_clock_mhz,
-                  o.clocks_locked, o.clocks_locked_evidence, o.other_processes, o.power_average_source,
-                  o.power_instant_source, o.energy_counter_source, o.trace_path);
-}
 
 }  // namespace gpubench

@@ -166,10 +166,6 @@ void from_json(const nlohmann::json& j, Scenario& s) {
 }
 
 // Member by member (not through JSON): a key the serialiser forgets then shows up as a round-trip difference.
-bool OptimizerSettings::operator==(const OptimizerSettings& o) const {
-  return std::tie(name, lr, momentum, weight_decay, nesterov, beta1, beta2, eps, implementation) ==
-         std::tie(o.name, o.lr, o.momentum, o.weight_decay, o.nesterov, o.beta1, o.beta2, o.eps, o.implementation);
-}
 bool Scenario::operator==(const Scenario& o) const {
   return std::tie(name, model, batch_size, precision, memory_format, device, epochs, dataset_size, warmup_steps,
                   optimizer, seed, time_budget_s, duration_s, model_options, grad_accumulation, cudnn_benchmark, graph, ddp_bucket_mb, ddp_timeout_s, output, telemetry, telemetry_interval_s,

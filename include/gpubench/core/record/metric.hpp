@@ -30,7 +30,7 @@ struct Metric {
   std::string unit;
   Better better = Better::kNeither;
   double value = 0;
-  bool operator==(const Metric& o) const;
+  bool operator==(const Metric& o) const = default;
 };
 using Metrics = std::vector<Metric>;
 

@@ -18,7 +18,7 @@ struct ProfileCategory {
   double ms_per_step = 0;      ///< summed kernel time per step (ms)
   double fraction = 0;         ///< of all kernel time (0..1)
   double kernels_per_step = 0;
-  bool operator==(const ProfileCategory& o) const;
+  bool operator==(const ProfileCategory& o) const = default;
 };
 
 struct ProfileKernel {
@@ -28,7 +28,7 @@ struct ProfileKernel {
   double ms_per_step = 0;
   double mean_us = 0;          ///< per call
   double fraction = 0;         ///< of all kernel time (0..1)
-  bool operator==(const ProfileKernel& o) const;
+  bool operator==(const ProfileKernel& o) const = default;
 };
 
 /// Where the device waited: the idle gaps (over 1 us) between consecutive device work, summed by the kernel that ran
@@ -38,7 +38,7 @@ struct ProfileGap {
   std::string after, before;   ///< the kernels on either side
   double ms_per_step = 0;      ///< idle time in these gaps per step (ms)
   double gaps_per_step = 0;    ///< how many such gaps per step
-  bool operator==(const ProfileGap& o) const;
+  bool operator==(const ProfileGap& o) const = default;
 };
 
 struct ProfileRecord {
@@ -69,7 +69,7 @@ struct ProfileRecord {
   /// The largest of the device's idle gaps by the kernels around them, most first (device runs; last here so that
   /// positional initialisers of the fields above stay valid).
   std::vector<ProfileGap> idle_gaps;
-  bool operator==(const ProfileRecord& o) const;
+  bool operator==(const ProfileRecord& o) const = default;
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileCategory, category, ms_per_step, fraction, kernels_per_step)

@@ -56,7 +56,7 @@ struct EnvironmentRecord {
   std::string container;              ///< "docker", "podman", "kubernetes", "lxc", ... ; empty when none detected
   /// CUDA_*, NCCL_*, TORCH_*, PYTORCH_*, OMP_NUM_THREADS and GPUBENCH_* variables as set at start (they change speed).
   std::map<std::string, std::string> variables;
-  bool operator==(const EnvironmentRecord& o) const;
+  bool operator==(const EnvironmentRecord& o) const = default;
 };
 
 /// The model that was trained.
@@ -72,7 +72,7 @@ struct ModelRecord {
   /// The per-model scenario keys this model takes: the record's scenario holds these and the common keys only.
   std::vector<std::string> scenario_keys;
   std::string step;                    ///< what one timed step computes (training step, or the inference step)
-  bool operator==(const ModelRecord& o) const;
+  bool operator==(const ModelRecord& o) const = default;
 };
 
 /// precision: fp8: the recipe that ran, which Linear layers ran in FP8, and MFU against both peaks.
@@ -87,7 +87,7 @@ struct Fp8Record {
   /// achieved FLOP/s over the FP8 peak); both peaks in TFLOP/s (0: unknown).
   double bf16_peak_tflops = 0, fp8_peak_tflops = 0, mfu_bf16_peak = 0, mfu_fp8_peak = 0;
   std::string fp8_peak_source;  ///< where the FP8 peak comes from
-  bool operator==(const Fp8Record& o) const;
+  bool operator==(const Fp8Record& o) const = default;
 };
 
 /// How the precision request was carried out on the device.
@@ -101,7 +101,7 @@ struct PrecisionRecord {
   std::string memory_format;  ///< contiguous | channels_last
   std::string resolution;     ///< how and why "amp" became `resolved` (empty when the precision was explicit)
   std::optional<Fp8Record> fp8;  ///< precision: fp8 only (absent from the JSON otherwise)
-  bool operator==(const PrecisionRecord& o) const;
+  bool operator==(const PrecisionRecord& o) const = default;
 };
 
 /// How the training step was executed.
@@ -110,7 +110,7 @@ struct FusionRecord {
   std::string name;            ///< linear_cross_entropy | swiglu | rotary
   std::string implementation;  ///< "cuda kernel" (gpubench's), or "aten"/"aten (chunked)": the ATen form ran instead
   std::string note;            ///< what the kernel does, or why the ATen form ran
-  bool operator==(const FusionRecord& o) const;
+  bool operator==(const FusionRecord& o) const = default;
 };
 
 struct ExecutionRecord {
@@ -120,7 +120,7 @@ struct ExecutionRecord {
   std::string optimizer_implementation;  ///< foreach | fused
   std::string kernels = "aten";          ///< aten | fused: the kernel path (scenario key `kernels`)
   std::vector<FusionRecord> fusions;     ///< with kernels: fused, each fused operation the model used
-  bool operator==(const ExecutionRecord& o) const;
+  bool operator==(const ExecutionRecord& o) const = default;
 };
 
 /// One machine of a multi-process run, as its ranks described it: which ranks ran there and the host facts that make
@@ -134,7 +134,7 @@ struct NodeRecord {
   int64_t host_memory_bytes = 0;    ///< MemTotal; 0 where unknown
   std::string device_name;          ///< what its first rank trained on
   std::string libtorch_version, gpubench_version;  ///< a node built against another LibTorch is a different test
-  bool operator==(const NodeRecord& o) const;
+  bool operator==(const NodeRecord& o) const = default;
 };
 
 /// Multi-process data-parallel runs (absent for a single process).
@@ -153,7 +153,7 @@ struct DistributedRecord {
   std::string interconnect;              ///< e.g. "NVLink (18 links active)", "PCIe", "loopback (CPU)"
   std::string rendezvous;                ///< host:port of rank 0's store, as the launcher's variables named it
   std::vector<NodeRecord> nodes;         ///< each machine the ranks ran on, in order of its lowest rank
-  bool operator==(const DistributedRecord& o) const;
+  bool operator==(const DistributedRecord& o) const = default;
 };
 
 /// A file the input pipeline could not use, and why.
@@ -176,7 +176,7 @@ struct DecodeCalibrationRecord {
   std::string choice;               ///< cpu | gpu | mixed
   double expected_img_per_s = 0;    ///< the chosen path's measured rate
   double seconds = 0;               ///< the calibration's wall time (untimed, before the first epoch)
-  bool operator==(const DecodeCalibrationRecord& o) const;
+  bool operator==(const DecodeCalibrationRecord& o) const = default;
 };
 
 /// `data: folder` runs: the data set and the pipeline that fed the step (absent for synthetic data). Per-epoch
@@ -199,7 +199,7 @@ struct DataRecord {
   bool data_only = false;                ///< the pipeline timed alone: the epochs' "steps" are batches delivered
   int64_t files_skipped = 0;             ///< distinct unreadable or undecodable files met
   std::vector<SkippedFileRecord> skipped_examples;  ///< the first of them (at most 10)
-  bool operator==(const DataRecord& o) const;
+  bool operator==(const DataRecord& o) const = default;
 };
 
 /// What else the host did during an epoch (core/record/host_activity.hpp): CPU time is in seconds over the epoch's
@@ -239,7 +239,7 @@ struct EpochRecord {
   /// Extra metrics measured for this epoch that have no field here (metrics.hpp); the JSON's `metrics` array holds
   /// these after the standard ones derived from the fields.
   Metrics metrics;
-  bool operator==(const EpochRecord& o) const;
+  bool operator==(const EpochRecord& o) const = default;
 };
 
 /// One factor of the bottleneck attribution (analysis/bottleneck.hpp): the share of the timed step it costs.
@@ -249,7 +249,7 @@ struct BottleneckFactor {
   double share = 0;      ///< fraction of the timed step's wall time (0..1)
   std::string evidence;  ///< the figures behind the share
   std::string method;    ///< how it was estimated (e.g. "NVML utilisation", "kernel profile")
-  bool operator==(const BottleneckFactor& o) const;
+  bool operator==(const BottleneckFactor& o) const = default;
 };
 
 /// Whole-run figures over all timed epochs.
@@ -285,7 +285,7 @@ struct RunSummary {
   std::optional<double> throughput_drift_pct, sm_clock_drift_pct, temperature_drift_c;
   /// Extra whole-run metrics with no field here (metrics.hpp), as on epochs.
   Metrics metrics;
-  bool operator==(const RunSummary& o) const;
+  bool operator==(const RunSummary& o) const = default;
 };
 
 /// Everything one run produced.
@@ -307,7 +307,8 @@ struct RunRecord {
   std::optional<DataRecord> data;        ///< `data: folder`: the data set and input pipeline
   int64_t repeat_index = 1;            ///< 1-based repeat of this scenario within one invocation (--repeats)
   int64_t repeat_count = 1;
-  bool operator==(const RunRecord& o) const;
+  /// Every member; the scenario's origins (file:line, flags: provenance) are left out by Scenario's own ==.
+  bool operator==(const RunRecord& o) const = default;
 };
 
 /// Values no run can produce (negative times or counts, zero-length steps, a successful run without a batch size,

@@ -10,7 +10,7 @@ namespace gpubench {
 struct StepTimeStats {
   int64_t count = 0;
   double mean_ms = 0, stdev_ms = 0, median_ms = 0, p5_ms = 0, p95_ms = 0, min_ms = 0, max_ms = 0;
-  bool operator==(const StepTimeStats& o) const;
+  bool operator==(const StepTimeStats& o) const = default;
 };
 
 /// Summarises `samples_ms` (step durations in ms). Percentiles interpolate linearly (numpy's default);

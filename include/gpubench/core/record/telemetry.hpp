@@ -51,7 +51,7 @@ struct EpochTelemetry {
   std::optional<double> gpu_util_avg_pct, mem_util_avg_pct;
   std::map<std::string, double> clock_event_fraction;  ///< reason -> fraction of readings with it set (0..1)
   std::map<std::string, int64_t> missing_readings;     ///< metric -> readings where it could not be read
-  bool operator==(const EpochTelemetry& o) const;
+  bool operator==(const EpochTelemetry& o) const = default;
 };
 
 /// A process other than this run that holds the GPU (it competes for the device: the run is not like-for-like).
@@ -59,7 +59,7 @@ struct GpuProcess {
   int64_t pid = 0;
   std::string name;                    ///< executable path as the driver reports it
   std::optional<int64_t> used_memory_bytes;
-  bool operator==(const GpuProcess& o) const;
+  bool operator==(const GpuProcess& o) const = default;
 };
 
 /// Static facts about the device and how it was sampled (the record's `telemetry` block).
@@ -89,7 +89,7 @@ struct TelemetryInfo {
   std::string power_instant_source;    ///< what peaks come from when instantaneous; empty where unavailable
   std::string energy_counter_source;   ///< the energy counter read; empty where none
   std::string trace_path;              ///< the CSV of raw samples, when one was written
-  bool operator==(const TelemetryInfo& o) const;
+  bool operator==(const TelemetryInfo& o) const = default;
 };
 
 /// Aggregates the readings in [t_begin, t_end] (sampler clock, s) of an epoch that trained `epoch_samples`.

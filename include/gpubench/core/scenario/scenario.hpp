@@ -34,7 +34,7 @@ struct OptimizerSettings {
   std::optional<double> eps;            ///< AdamW denominator epsilon
   std::string implementation;           ///< "fused" (ATen's fused kernels) | "foreach"; empty = auto (fused)
 
-  bool operator==(const OptimizerSettings& o) const;
+  bool operator==(const OptimizerSettings& o) const = default;
 };
 
 /// One benchmark run, as requested. Optional fields are resolved (device-, model-dependent defaults) by the
