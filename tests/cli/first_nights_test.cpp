@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -192,10 +193,11 @@ TEST_F(CliTest, AModelChangedFromItsDefaultsSaysSoInEveryLabel) {
 }
 
 TEST_F(CliTest, ATimeBudgetIsNotOvershotByAStepLongerThanWhatIsLeft) {
-  // The step time here, then a budget of 3.1 steps: the old loop began a fourth step with 0.1 of one left (4 steps,
-  // 0.9 of a step over); a budget kept begins no step that would pass it (3 steps, 0.1 of a step under).
+  // A budget of about 3.1 steps (the step time measured first). The old loop began a step whenever any of the budget
+  // was left; a kept budget begins none that, as long as the one before, would pass it. So the epoch ends within the
+  // budget but for how much longer its last step was than the one before (and the final synchronisation).
   const std::string run = "run resnet50 --device cpu --image-size 64 --batch-size 8 --epochs 1 --dataset-size 4096 "
-                          "--warmup-steps 1 --output ";
+                          "--warmup-steps 3 --output ";
   const std::string probe = (dir_ / "probe.json").string();
   ASSERT_EQ(gpubench(run + probe + " --time-budget 2").exit_code, 0);
   const double step = nlohmann::json::parse(slurp(probe))["epochs"][0]["step_time"]["median_ms"].get<double>() / 1e3;
@@ -206,9 +208,13 @@ TEST_F(CliTest, ATimeBudgetIsNotOvershotByAStepLongerThanWhatIsLeft) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(slurp(out));
   EXPECT_EQ(j["summary"]["stopped_by"], "time_budget");
-  // Within the budget, give or take the spread between one step and the next (never most of a step over).
-  EXPECT_LE(j["epochs"][0]["seconds"].get<double>(), budget + 0.6 * step)
-      << "step " << step << " s, " << j["epochs"][0].dump();
+  const auto& steps = j["epochs"][0]["step_times_ms"];
+  ASSERT_FALSE(steps.empty()) << j["epochs"][0].dump();
+  // A first step that alone passes the budget (a busy machine) is the one step any budget runs.
+  if (steps.size() == 1) return;
+  const double grew = std::max(0.0, (steps[steps.size() - 1].get<double>() - steps[steps.size() - 2].get<double>()) / 1e3);
+  EXPECT_LE(j["epochs"][0]["seconds"].get<double>(), budget + grew + 0.02)
+      << "budget " << budget << " s, " << j["epochs"][0].dump();
 }
 
 }  // namespace
