@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 #include "gpubench/data/augment.hpp"
@@ -60,10 +61,11 @@ struct Walk {
   }
 };
 
-/// Files under `dir`, recursively, following links that stay inside the root (a cycle is cut by the visited set),
-/// as (folder, name).
-void walk(const fs::path& dir, std::vector<std::pair<std::string, std::string>>& files, Walk& w, int depth,
-          const std::string& data_path) {
+/// A file the walk found: its folder, its name and its size (one stat per entry gives both its kind and its size).
+using FoundFile = std::tuple<std::string, std::string, int64_t>;
+
+/// Files under `dir`, recursively, following links that stay inside the root (a cycle is cut by the visited set).
+void walk(const fs::path& dir, std::vector<FoundFile>& files, Walk& w, int depth, const std::string& data_path) {
   std::error_code ec;
   const fs::path canonical = fs::canonical(dir, ec);
   if (ec || depth > 64 || std::find(w.visited.begin(), w.visited.end(), canonical) != w.visited.end()) return;
@@ -88,10 +90,12 @@ void walk(const fs::path& dir, std::vector<std::pair<std::string, std::string>>&
         continue;
       }
     }
-    if (fs::is_directory(p, sec)) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) continue;  // gone, or unreadable: as is_directory's error was
+    if (S_ISDIR(st.st_mode)) {
       subdirs.push_back(p);
-    } else if (!sec) {
-      files.emplace_back(dir.string(), p.filename().string());
+    } else {
+      files.emplace_back(dir.string(), p.filename().string(), static_cast<int64_t>(st.st_size));
     }
   }
   for (const auto& s : subdirs) walk(s, files, w, depth + 1, data_path);
@@ -135,17 +139,14 @@ ImageFolder scan_image_folder(const std::string& root, const ScanLimits& limits)
   };
   const std::string root_prefix = (fs::path(root) / "").string();
   for (size_t label = 0; label < f.classes.size(); ++label) {
-    std::vector<std::pair<std::string, std::string>> files;
+    std::vector<FoundFile> files;
     w.visited.clear();
     walk(fs::path(root) / f.classes[label], files, w, 0, root);
     std::sort(files.begin(), files.end());
     size_t images = 0;
-    for (const auto& [folder, name] : files) {
+    for (const auto& [folder, name, bytes] : files) {
       if (is_jpeg_name(name)) {
         std::string path = (fs::path(folder) / name).string();
-        std::error_code sec;
-        const uintmax_t size = fs::file_size(path, sec);
-        const int64_t bytes = sec ? 0 : static_cast<int64_t>(size);  // unreadable: the pipeline counts it as skipped
         f.bytes += bytes;
         hash((path.rfind(root_prefix, 0) == 0 ? path.substr(root_prefix.size()) : path) + '\t' +
              std::to_string(bytes) + '\n');

@@ -238,6 +238,37 @@ TEST(ImageFolderScan, ReadsClassesAndFilesAsTorchvisionDoes) {
   EXPECT_EQ(f.other_files, 1);
 }
 
+TEST(ImageFolderScan, WhatTheDataIsDoesNotDependOnWhereItLies) {
+  testing::TempDir tmp("data");
+  const std::vector<uint8_t> jpg = encode_jpeg(gradient(16, 16), 90), other = encode_jpeg(gradient(24, 16), 90);
+  auto make = [&](const fs::path& root) {
+    fs::create_directories(root / "a");
+    fs::create_directories(root / "b" / "sub");
+    write_bytes(root / "a" / "1.jpg", jpg);
+    write_bytes(root / "b" / "sub" / "2.jpg", other);
+    write_bytes(root / "b" / "notes.txt", {'x', 'y'});  // not an image: not in the data's bytes or listing
+  };
+  make(tmp.path() / "night1");
+  make(tmp.path() / "elsewhere" / "night2");
+  const ImageFolder one = scan_image_folder((tmp.path() / "night1").string());
+  const ImageFolder two = scan_image_folder((tmp.path() / "elsewhere" / "night2" / "").string());
+  EXPECT_EQ(one.bytes, static_cast<int64_t>(jpg.size() + other.size()));
+  EXPECT_EQ(one.listing_digest.size(), 16u);
+  EXPECT_EQ(one.listing_digest, two.listing_digest);
+  // Renamed, relabelled (moved to another class) or resized: other data.
+  fs::rename(tmp.path() / "night1" / "a" / "1.jpg", tmp.path() / "night1" / "a" / "3.jpg");
+  const std::string renamed = scan_image_folder((tmp.path() / "night1").string()).listing_digest;
+  EXPECT_NE(renamed, one.listing_digest);
+  fs::create_directories(tmp.path() / "night1" / "c");
+  fs::rename(tmp.path() / "night1" / "a" / "3.jpg", tmp.path() / "night1" / "c" / "3.jpg");
+  write_bytes(tmp.path() / "night1" / "a" / "4.jpg", jpg);
+  EXPECT_NE(scan_image_folder((tmp.path() / "night1").string()).listing_digest, renamed);
+  write_bytes(tmp.path() / "elsewhere" / "night2" / "a" / "1.jpg", other);
+  const ImageFolder resized = scan_image_folder((tmp.path() / "elsewhere" / "night2").string());
+  EXPECT_NE(resized.listing_digest, one.listing_digest);
+  EXPECT_EQ(resized.bytes, static_cast<int64_t>(2 * other.size()));
+}
+
 TEST(ImageFolderScan, LinksLeadingOutOfTheFolderAreSkippedAndCountedAndLinksInsideAreFollowed) {
   testing::TempDir tmp("data");
   const fs::path root = tmp.path() / "set", outside = tmp.path() / "elsewhere";
