@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 namespace gpubench::text {
@@ -19,6 +20,17 @@ inline std::string num(const char* f, double v) {
 inline std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
+}
+
+/// The first line of a small file (under /proc or /sys), at most 4,096 characters, without a trailing CR or spaces;
+/// "" when it cannot be read.
+inline std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  if (line.size() > 4096) line.resize(4096);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
 }
 
 }  // namespace gpubench::text

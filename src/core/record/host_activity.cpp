@@ -1,12 +1,12 @@
 #include "gpubench/core/record/host_activity.hpp"
 
+#include "core/text.h"
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -22,19 +22,6 @@ constexpr double kBusyCores = 0.25;
 constexpr double kBusyShareOfFree = 0.1;
 constexpr double kBusySteal = 0.05;
 
-std::string read_first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) return "";
-  return line;
-}
-
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 }  // namespace
 
 HostSample sample_host(const HostPaths& paths) {
@@ -43,7 +30,7 @@ HostSample sample_host(const HostPaths& paths) {
   const long ticks = sysconf(_SC_CLK_TCK);
   if (ticks <= 0) return h;
   // "cpu  user nice system idle iowait irq softirq steal guest guest_nice" (guest time is already in user).
-  std::istringstream all(read_first_line(paths.proc + "/stat"));
+  std::istringstream all(text::first_line(paths.proc + "/stat"));
   std::string name;
   std::vector<double> v;
   all >> name;
@@ -53,7 +40,7 @@ HostSample sample_host(const HostPaths& paths) {
   h.steal_s = v[7] / static_cast<double>(ticks);
   // /proc/self/stat: "pid (comm) state ppid ..."; utime and stime are the 14th and 15th fields, the 12th and 13th
   // after the comm's closing parenthesis (a comm may hold spaces and parentheses: the last ')' ends it).
-  const std::string self = read_first_line(paths.proc + "/self/stat");
+  const std::string self = text::first_line(paths.proc + "/self/stat");
   const size_t close = self.rfind(')');
   if (close == std::string::npos) return h;
   std::istringstream rest(self.substr(close + 1));
@@ -80,7 +67,7 @@ std::optional<HostActivity> host_activity_between(const HostSample& begin, const
   // The host's busy time counts this process's too; tick rounding can make the rest slightly negative.
   a.other_cpu_s = std::max(0.0, (end.busy_s - begin.busy_s) - a.own_cpu_s);
   a.steal_s = std::max(0.0, end.steal_s - begin.steal_s);
-  std::istringstream load(read_first_line(paths.proc + "/loadavg"));
+  std::istringstream load(text::first_line(paths.proc + "/loadavg"));
   load >> a.load_average_1m;
   if (!load) a.load_average_1m = 0;
   a.job_processes = std::max<int64_t>(1, job_processes);
@@ -99,11 +86,11 @@ std::string busy_host_reason(const HostActivity& a) {
   const double job = a.own_cpu_s / a.seconds * static_cast<double>(a.job_processes);
   const double free = std::max(1.0, static_cast<double>(a.cpu_cores) - job);
   if (others >= kBusyCores && others >= kBusyShareOfFree * free) {
-    return "other processes used " + fixed(others, 1) + " of " + std::to_string(a.cpu_cores) + " cores (load " +
-           fixed(a.load_average_1m, 1) + ")";
+    return "other processes used " + text::num("%.1f", others) + " of " + std::to_string(a.cpu_cores) + " cores (load " +
+           text::num("%.1f", a.load_average_1m) + ")";
   }
   const double steal = a.steal_s / (a.seconds * static_cast<double>(a.cpu_cores));
-  if (steal >= kBusySteal) return "a hypervisor stole " + fixed(100 * steal, 0) + " % of the CPU time";
+  if (steal >= kBusySteal) return "a hypervisor stole " + text::num("%.0f", 100 * steal) + " % of the CPU time";
   return "";
 }
 

@@ -1,8 +1,8 @@
 #include "gpubench/core/record/host_facts.hpp"
 
 #include "gpubench/core/io/redact.hpp"
+#include "core/text.h"
 
-#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,16 +14,6 @@ namespace gpubench {
 namespace fs = std::filesystem;
 
 namespace {
-
-/// The first line of a small file, or "" (files under /proc and /sys are tiny; bounded reads all the same).
-std::string first_line(const fs::path& p) {
-  std::ifstream in(p);
-  std::string line;
-  if (!in || !std::getline(in, line)) return "";
-  if (line.size() > 4096) line.resize(4096);
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  return line;
-}
 
 bool contains_in_first_lines(const fs::path& p, const std::string& needle, int max_lines) {
   std::ifstream in(p);
@@ -53,9 +43,8 @@ std::string detect_container(const HostPaths& paths, const std::string& containe
 CpuBf16 cpu_bf16_support(const HostPaths& paths, const std::string& onednn_max_isa) {
   CpuBf16 out;
   // Every ISA oneDNN can be capped at that lies below AVX512_CORE_BF16 (oneDNN's cpu_isa_t names, any case).
-  std::string cap = onednn_max_isa;
-  for (char& c : cap) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* below : {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI"}) {
+  const std::string cap = text::lower(onednn_max_isa);
+  for (const char* below : {"sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni"}) {
     if (cap == below) {
       out.evidence = "ONEDNN_MAX_CPU_ISA=" + onednn_max_isa + " keeps oneDNN below AVX512_CORE_BF16";
       return out;
@@ -137,7 +126,7 @@ void fill_host_facts(EnvironmentRecord& e, const char* const* envp, const HostPa
     if (name.rfind("cpu", 0) != 0 || name.size() < 4 || name.find_first_not_of("0123456789", 3) != std::string::npos) {
       continue;
     }
-    const std::string g = first_line(it->path() / "cpufreq/scaling_governor");
+    const std::string g = text::first_line((it->path() / "cpufreq/scaling_governor").string());
     if (!g.empty()) governors.insert(g);
   }
   if (governors.size() == 1) e.cpu_governor = *governors.begin();
