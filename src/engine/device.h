@@ -4,9 +4,12 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+
+#include "backend/backend.h"
 
 namespace gpubench::engine {
 
@@ -18,15 +21,21 @@ class DeviceUnavailable : public std::runtime_error {
 
 struct ResolvedDevice {
   c10::Device device{c10::kCPU};
-  std::string id;    ///< "cpu", "cuda:0", "rocm:0", "mps"
-  std::string type;  ///< "cpu", "cuda", "rocm", "mps"
+  std::string id;    ///< "cpu", "cuda:0", "rocm:0", "mps", "testaccel:0"
+  std::string type;  ///< "cpu", "cuda", "rocm", "mps", "xpu", or the name a PrivateUse1 backend registered
+  /// The backend that serves it (resolve_device sets it; empty: the CPU's).
+  std::shared_ptr<const Backend> backend;
   bool is_cuda_like() const { return device.is_cuda(); }  ///< CUDA or ROCm (HIP presents as CUDA)
 };
+
+/// `d`'s backend (the CPU's where none was set).
+const Backend& backend_of(const ResolvedDevice& d);
 
 /// The first line of an error message (LibTorch's carry a C++ backtrace after it).
 inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-/// Resolves "auto", "cpu", "cuda[:N]", "rocm[:N]", "mps", "xpu[:N]". Throws DeviceUnavailable with a clear reason:
+/// Resolves "auto", "cpu", "cuda[:N]", "rocm[:N]", "mps", "xpu[:N]", and the name (with :N) of a PrivateUse1 backend
+/// a loaded backend library registered (also "privateuseone[:N]"). Throws DeviceUnavailable with a clear reason:
 /// `rocm` on a LibTorch that is not a ROCm build, `cuda` on one that is (its GPUs are AMD's: say rocm), a backend
 /// this LibTorch does not have.
 ResolvedDevice resolve_device(const std::string& spec);
@@ -37,10 +46,6 @@ void make_current(const ResolvedDevice& d);
 /// Blocks until all work queued on `d` has finished (no-op on the CPU).
 void synchronize(const ResolvedDevice& d);
 
-/// Peak device memory since the last reset, in bytes; empty where the backend keeps no such counters.
-struct DeviceMemoryPeaks {
-  std::optional<int64_t> allocated_bytes, reserved_bytes;
-};
 void reset_memory_peaks(const ResolvedDevice& d);
 DeviceMemoryPeaks read_memory_peaks(const ResolvedDevice& d);
 /// Memory a run on `d` can use, in bytes, and what that figure is: the GPU's total memory, the host's MemAvailable

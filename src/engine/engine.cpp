@@ -145,6 +145,7 @@ DeviceFacts probe_device(const std::string& requested, const RankInfo& rank) {
     f.type = d.type;
     std::tie(f.memory_bytes, f.memory_source) = engine::usable_memory(d);
     std::tie(f.name, f.compute_capability) = engine::name_and_capability(d);
+    f.backend = engine::backend_name(engine::backend_of(d).kind());
   } catch (const engine::DeviceUnavailable& e) {
     f.id = requested;
     const std::string type = requested.substr(0, requested.find(':'));
@@ -158,6 +159,7 @@ DeviceFacts probe_device(const std::string& requested, const RankInfo& rank) {
 RunRecord run_benchmark(const Scenario& scenario, RunObserver& observer, const RunOptions& options) {
   ResolvedScenario resolved;
   try {
+    if (!scenario.backend_library.empty()) load_backend_library(scenario.backend_library);
     resolved = resolve_scenario(scenario, available_models(), probe_device(scenario.device, options.rank),
                                 ResolveOptions{std::max(1, options.rank.world_size), 1, {}, false});
   } catch (const std::exception& e) {

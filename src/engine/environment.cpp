@@ -90,6 +90,14 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
   e.device_type = device_id.substr(0, device_id.find(':'));
   if (e.device_type == "cpu") e.device_name = e.cpu_model;
   if (e.device_type == "mps") e.device_name = "Apple GPU (MPS)";
+  e.backend = e.device_type == "cpu" ? "cpu"
+              : (e.device_type == "cuda" || e.device_type == "rocm") && build_info().cuda_module ? "cuda"
+                                                                                               : "generic";
+  if (const auto lib = loaded_backend_library(); lib && e.device_type == lib->backend) {
+    e.backend_library = lib->path;
+    e.backend_library_version = lib->version;
+    e.device_name = lib->backend + (lib->version.empty() ? "" : " " + lib->version) + " (PrivateUse1 backend)";
+  }
 
 #ifdef GPUBENCH_WITH_CUDA
   if (engine::cuda_available()) {
@@ -134,6 +142,8 @@ BackendInfo untried_backend(const char* name, bool in_libtorch, bool available, 
   b.in_libtorch = in_libtorch;
   b.available = in_libtorch && available;
   b.note = in_libtorch ? what + "; never run on real hardware by gpubench" : needs;
+  b.serves = "generic";
+  b.tested = "in CI on the test accelerator (the generic backend); never on this hardware";
   return b;
 }
 
@@ -159,6 +169,8 @@ std::vector<BackendInfo> list_backends() {
   cuda.available = cuda.in_libtorch && engine::cuda_available();
   cuda.version = libtorch_cuda_version();
   cuda.run_on_hardware = true;  // the H200 machine: every figure in docs/performance.md
+  cuda.serves = build_info().cuda_module ? "cuda" : "generic";
+  cuda.tested = "on hardware (H100, H200)";
   cuda.note = !cuda.in_libtorch ? "this LibTorch has no CUDA (a CUDA wheel, with gpubench's CUDA module, has it)"
               : !build_info().cuda_module ? "through LibTorch's kernels only: this build has no CUDA module (no fused "
                                             "or FP8 kernels, nvJPEG, CUDA graphs)"
@@ -172,11 +184,24 @@ std::vector<BackendInfo> list_backends() {
                                 "Apple silicon through Metal", "needs Apple's LibTorch on macOS with Apple silicon"));
   out.push_back(untried_backend("xpu", at::detail::getXPUHooks().isBuilt(), engine::xpu_available(),
                                 "Intel GPUs through LibTorch's XPU kernels", "needs an XPU LibTorch (Intel GPUs)"));
+  if (const auto lib = loaded_backend_library()) {
+    BackendInfo b;
+    b.name = lib->backend;
+    b.in_libtorch = true;
+    b.available = lib->devices > 0;
+    b.version = lib->version;
+    b.serves = "generic";
+    b.tested = "in CI on the test accelerator (the generic backend); never on this hardware";
+    b.note = "PrivateUse1 backend from " + lib->path + ", " + std::to_string(lib->devices) + " device(s)";
+    out.insert(out.begin(), b);  // `device: auto` takes a loaded backend library's device first
+  }
   BackendInfo cpu;
   cpu.name = "cpu";
   cpu.in_libtorch = true;
   cpu.available = true;
   cpu.run_on_hardware = true;
+  cpu.serves = "cpu";
+  cpu.tested = "on hardware";
   cpu.note = "always";
   out.push_back(cpu);
   return out;
@@ -218,6 +243,15 @@ std::vector<DeviceInfo> list_devices() {
                  ? "no GPU visible: no NVIDIA/AMD driver loaded here, or CUDA_VISIBLE_DEVICES hides them"
                  : "this gpubench runs with a LibTorch without CUDA/ROCm (" + libtorch_build() + ")";
     out.push_back(d);
+  }
+  if (const auto lib = loaded_backend_library()) {
+    for (int64_t i = 0; i < lib->devices; ++i) {
+      DeviceInfo d;
+      d.id = lib->backend + ":" + std::to_string(i);
+      d.name = lib->backend;
+      d.note = "from " + lib->path;
+      out.push_back(d);
+    }
   }
   DeviceInfo mps;
   mps.id = "mps";

@@ -1,7 +1,9 @@
 #pragma once
-// Per-step times without a host synchronisation per step: on CUDA an event is recorded at every step
-// boundary and the elapsed times are read once, after the epoch's closing synchronisation.
+// Per-step times without a host synchronisation per step where the device has events: an event is recorded at every
+// step boundary and the elapsed times are read once, after the epoch's closing synchronisation. Which timer a device
+// gets is its backend's choice (backend/backend.h).
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -22,8 +24,10 @@ class StepTimer {
   virtual const char* method() const = 0;
 };
 
-/// CUDA events on CUDA/ROCm devices; the host clock elsewhere (synchronising each step on MPS, where work is
-/// asynchronous and there are no events in LibTorch's C++ API).
+/// The device's backend's timer: CUDA events (CUDA), c10::Event (generic), the host clock (CPU).
 std::unique_ptr<StepTimer> make_step_timer(const ResolvedDevice& device);
+
+/// The host clock; `synchronize_each_step`, where given, runs before every mark (a device without timing events).
+std::unique_ptr<StepTimer> make_host_step_timer(std::function<void()> synchronize_each_step);
 
 }  // namespace gpubench::engine

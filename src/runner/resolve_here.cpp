@@ -23,8 +23,19 @@ void check_folder(const Scenario& s, int world) {
 
 }  // namespace
 
+void load_backend_library_of(const Scenario& s) {
+  if (s.backend_library.empty()) return;
+  try {
+    load_backend_library(s.backend_library);
+  } catch (const BackendLibraryError& e) {
+    const auto it = s.origins.find("backend_library");
+    throw ScenarioError(it != s.origins.end() ? it->second : Origin{"scenario", 0, 0}, "backend_library", e.what());
+  }
+}
+
 ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, int world_size, int repeats,
                               bool check_data, ResolveFor purpose) {
+  load_backend_library_of(requested);
   ResolveOptions options;
   options.refuse_memory = purpose == ResolveFor::kThisRun;
   options.refuse_unsupported = purpose != ResolveFor::kCheckOnly;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,27 @@ ModelCatalog available_models();
 std::vector<std::string> model_names();
 /// Each model's own keys, for the scenario loader and `--help`.
 ModelOptions model_options();
+
+/// An out-of-tree accelerator's backend library (`--backend-library`, scenario key backend_library): a LibTorch
+/// PrivateUse1 backend such as Ascend's torch_npu or gpubench's test accelerator. Its devices run on the generic
+/// backend (docs/backends.md).
+struct BackendLibrary {
+  std::string path;     ///< as given
+  std::string backend;  ///< the name it registered: its devices are `device: NAME[:N]`
+  std::string version;  ///< what it exports as gpubench_backend_version(), else its file name's ".so.X.Y", else empty
+  int64_t devices = 0;  ///< how many devices its guard reports
+};
+/// The library is missing, cannot be loaded, registers no backend, or crashed while loading (in a child process
+/// that probes it first); what() names the path and says which.
+class BackendLibraryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+/// Loads `path` before any device is counted; the same path again is a no-op, another one is refused (a process
+/// holds one PrivateUse1 backend). Throws BackendLibraryError.
+BackendLibrary load_backend_library(const std::string& path);
+/// The library this process loaded, if any.
+std::optional<BackendLibrary> loaded_backend_library();
 
 /// A device gpubench could run on, or one it cannot use with the reason.
 struct DeviceInfo {
@@ -45,6 +67,8 @@ struct BackendInfo {
   bool available = false;       ///< ... and one of its devices is usable here now
   std::string version;          ///< its runtime's version where LibTorch says (CUDA "13.0"), else empty
   bool run_on_hardware = false; ///< gpubench has trained on this backend's real hardware (docs/guide.md, Backends)
+  std::string serves;           ///< gpubench's backend for its devices: cuda | generic | cpu (docs/backends.md)
+  std::string tested;           ///< how gpubench's runs there are proven: "on hardware", "in CI on the test accelerator"
   std::string note;             ///< what it needs, or why it cannot be used here
 };
 /// The backends gpubench knows, in the order `device: auto` tries them (cuda or rocm, mps, xpu, cpu).

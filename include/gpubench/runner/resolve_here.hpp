@@ -22,6 +22,10 @@ enum class ResolveFor {
 ResolvedScenario resolve_here(const Scenario& requested, const RankInfo& rank, int world_size, int repeats,
                               bool check_data = true, ResolveFor purpose = ResolveFor::kThisRun);
 
+/// The scenario's backend_library loaded (a no-op without one). Throws ScenarioError naming the key and why the
+/// library cannot serve (missing, not a backend, crashed while loading).
+void load_backend_library_of(const Scenario& s);
+
 /// Files and flags loaded (ScenarioLoader, the engine's model keys), then resolved here.
 ResolvedScenario resolve_here(const ScenarioInputs& inputs, const RankInfo& rank, int world_size, int repeats,
                               bool check_data = true, ResolveFor purpose = ResolveFor::kThisRun);

@@ -31,10 +31,22 @@ class InfoCommand final : public Command {
                  "Measure the device's dense matrix-product TFLOP/s per precision and its copy bandwidth "
                  "(the ceilings for devices not in configs/devices/devices.yaml)");
     cmd.add_option("--device", device_, "Device to describe (default: the first GPU, else the CPU)")->type_name("DEVICE");
+    cmd.add_option("--backend-library", backend_library_,
+                   "Load an out-of-tree accelerator's backend library (a LibTorch PrivateUse1 backend) first and "
+                   "list what it registered (docs/backends.md)")
+        ->type_name("PATH");
   }
 
   int run(Context& ctx) override {
-    const std::string device = device_.empty() ? default_device() : device_;
+    std::optional<BackendLibrary> library;
+    if (!backend_library_.empty()) {
+      try {
+        library = load_backend_library(backend_library_);
+      } catch (const BackendLibraryError& e) {
+        throw UsageError(std::string("--backend-library: ") + e.what());
+      }
+    }
+    const std::string device = !device_.empty() ? device_ : library ? library->backend + ":0" : default_device();
     const EnvironmentRecord e = describe_environment(device);
     Document d;
     d.kind = "info";
@@ -49,6 +61,11 @@ class InfoCommand final : public Command {
                             ? "yes: fused and FP8 kernels, nvJPEG, cuBLASLt epilogues, CUDA graphs"
                             : "no (built with GPUBENCH_CUDA=OFF or without nvcc): kernels: fused, precision: fp8, "
                               "decode: gpu|mixed and --cuda-graph are refused"},
+        {"backend library", library ? library->path + ": registered '" + library->backend + "' (" +
+                                          std::to_string(library->devices) + " device(s))" +
+                                          (library->version.empty() ? "" : ", version " + library->version)
+                                    : ""},
+        {"gpubench backend", e.backend},
         {"cuda runtime", e.cuda_runtime_version},
         {"cuda driver api", e.cuda_driver_api_version},
         {"cudnn", e.cudnn_version},
@@ -107,18 +124,20 @@ class InfoCommand final : public Command {
     Table backends;
     backends.id = "backends";
     backends.title = "Backends (device: NAME):";
-    for (const char* k : {"backend", "in_libtorch", "available", "run_by_gpubench", "note"}) {
+    for (const char* k : {"backend", "in_libtorch", "available", "gpubench_backend", "tested", "note"}) {
       backends.add_column(Column::text(k, k));
     }
     for (const auto& b : list_backends()) {
       backends.rows.push_back({Cell::str(b.name + (b.version.empty() ? "" : " " + b.version)),
                                Cell::str(b.in_libtorch ? "yes" : "no"), Cell::str(b.available ? "yes" : "no"),
-                               Cell::str(b.run_on_hardware ? "yes" : "never"), Cell::str(b.note)});
+                               Cell::str(b.serves), Cell::str(b.tested), Cell::str(b.note)});
       d.data["backends"].push_back({{"name", b.name},
                                     {"in_libtorch", b.in_libtorch},
                                     {"available", b.available},
                                     {"version", b.version},
                                     {"run_on_hardware", b.run_on_hardware},
+                                    {"gpubench_backend", b.serves},
+                                    {"tested", b.tested},
                                     {"note", b.note}});
     }
     d.table(std::move(backends));
@@ -167,6 +186,7 @@ class InfoCommand final : public Command {
 
   bool measure_peak_ = false;
   std::string device_;
+  std::string backend_library_;
 };
 
 }  // namespace

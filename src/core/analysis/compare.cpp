@@ -236,6 +236,7 @@ void compare_environments(const std::vector<LoadedRecord>& base, const std::vect
   if (a.libtorch_version == b.libtorch_version && !a.libtorch_build.empty() && !b.libtorch_build.empty()) {
     diff("libtorch_build", a.libtorch_build, b.libtorch_build, false);
   }
+  diff("backend_library", a.backend_library_version, b.backend_library_version, false);
   diff("gpubench", a.gpubench_version + " " + a.git_revision, b.gpubench_version + " " + b.git_revision, false);
   diff("build_type", a.build_type, b.build_type, true);
   diff("power_limit_w", num(ta.power_limit_w), num(tb.power_limit_w), true);

@@ -78,12 +78,12 @@ const std::vector<Field>& fields() {
         [](auto& n, auto& c, Scenario& s, const Models&) {
           s.memory_format = as_enum(n, c, {"auto", "contiguous", "channels_last"});
         });
-    add("device", "--device", "auto|cpu|cuda[:N]|rocm[:N]|mps|xpu[:N]",
-        "auto | cpu | cuda[:N] (NVIDIA) | rocm[:N] (AMD, a ROCm LibTorch) | mps (Apple) | xpu[:N] (Intel); `gpubench "
-        "info` lists the backends this build has",
+    add("device", "--device", "auto|cpu|cuda[:N]|rocm[:N]|mps|xpu[:N]|NAME[:N]",
+        "auto | cpu | cuda[:N] (NVIDIA) | rocm[:N] (AMD, a ROCm LibTorch) | mps (Apple) | xpu[:N] (Intel) | NAME[:N] "
+        "(the name a --backend-library registers); `gpubench info` lists the backends this build has",
         [](auto& n, auto& c, Scenario& s, const Models&) {
           const std::string d = as_string(n, c);
-          if (!valid_device(d)) fail(c, "expected auto, cpu, cuda, cuda:N, rocm, rocm:N, mps, xpu or xpu:N (N from 0 to 1023), got '" +
+          if (!valid_device(d)) fail(c, "expected auto, cpu, cuda, cuda:N, rocm, rocm:N, mps, xpu, xpu:N or a backend library's NAME[:N] (N from 0 to 1023), got '" +
                                             (d.size() > 64 ? d.substr(0, 64) + "..." : d) + "'");
           s.device = d;
         });
@@ -216,6 +216,11 @@ const std::vector<Field>& fields() {
           }
           s.emulate = spec->name;
         });
+    add("backend_library", "--backend-library", "PATH",
+        "an out-of-tree accelerator's backend library (a LibTorch PrivateUse1 backend such as torch_npu's, or "
+        "gpubench's test accelerator), loaded before devices are counted; its devices are device: NAME[:N], the name "
+        "it registers (docs/backends.md)",
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.backend_library = as_path(n, c); });
     add("ddp_bucket_mb", "--bucket-mb", "NUMBER", "multi-GPU: gradient all-reduce bucket size in MiB (default 25, as DDP)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.ddp_bucket_mb = as_double(n, c, 0.001, 65536, false); });
     add("ddp_timeout_s", "--ddp-timeout", "DURATION", "multi-GPU: fail the run when a collective or rendezvous takes longer "

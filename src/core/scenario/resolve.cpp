@@ -395,11 +395,19 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
   r.notes = fill_device_defaults(r.scenario, *model, device);
   r.precision = resolved_precision(r.scenario.precision, device.type);
   Scenario& s = r.scenario;
+  // What only the CUDA module runs: refused in a build without it, and on a device the generic backend serves.
+  std::string lacks;
   if (!options.cuda_module) {
+    lacks = "this build has no CUDA support (gpubench was built without its CUDA module: GPUBENCH_CUDA=OFF, or no nvcc "
+            "at configure time)";
+  } else if (device.available && device.backend == "generic") {
+    lacks = device.id + " runs on gpubench's generic backend, which has none (gpubench's fused and FP8 kernels, "
+            "nvJPEG, CUDA graphs and the allocator cap are its CUDA backend's; docs/backends.md)";
+  }
+  if (!lacks.empty()) {
     std::vector<ScenarioError> refused;
     for (const auto& [key, what] : cuda_module_requests(s)) {
-      const std::string why = what + ": this build has no CUDA support (gpubench was built without its CUDA module: "
-                              "GPUBENCH_CUDA=OFF, or no nvcc at configure time)";
+      const std::string why = what + ": " + lacks;
       if (options.refuse_unsupported) {
         refused.emplace_back(origin_of(s, key), key, why);
       } else {
@@ -482,6 +490,7 @@ void to_json(nlohmann::json& j, const DeviceFacts& d) {
   j = {{"id", d.id}, {"type", d.type}, {"available", d.available}, {"reason", d.reason}};
   if (!d.name.empty()) j["name"] = d.name;
   if (d.compute_capability > 0) j["compute_capability"] = d.compute_capability;
+  if (!d.backend.empty()) j["backend"] = d.backend;
 }
 
 void to_json(nlohmann::json& j, const MemoryEstimate& m) {

@@ -85,6 +85,7 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["memory_check"] = s.memory_check;
   if (s.memory_limit) j["memory_limit"] = *s.memory_limit;  // only where set: other identities stay as they were
   if (!s.emulate.empty()) j["emulate"] = s.emulate;
+  if (!s.backend_library.empty()) j["backend_library"] = s.backend_library;
   j["ddp_bucket_mb"] = s.ddp_bucket_mb;
   j["ddp_timeout_s"] = s.ddp_timeout_s;
   j["output"] = s.output;
@@ -138,6 +139,7 @@ void from_json(const nlohmann::json& j, Scenario& s) {
   s.memory_check = j.value("memory_check", d.memory_check);
   s.memory_limit = j.value("memory_limit", d.memory_limit);
   s.emulate = j.value("emulate", d.emulate);
+  s.backend_library = j.value("backend_library", d.backend_library);
   s.ddp_bucket_mb = j.value("ddp_bucket_mb", d.ddp_bucket_mb);
   s.ddp_timeout_s = j.value("ddp_timeout_s", d.ddp_timeout_s);
   s.output = j.value("output", d.output);

@@ -470,6 +470,11 @@ void ScenarioLoader::check(const Scenario& s) const {
   if (s.data == "folder" && s.data_path.empty()) {
     fail(origin_of("data"), "data_path", "data: folder needs data_path, the ImageFolder root");
   }
+  if (!builtin_device(s.device) && s.backend_library.empty()) {
+    fail(origin_of("device"), "device",
+         "expected auto, cpu, cuda, cuda:N, rocm, rocm:N, mps, xpu or xpu:N, got '" + s.device +
+             "' (an out-of-tree accelerator's device NAME[:N] needs its backend_library, --backend-library PATH)");
+  }
   if (s.data != "folder") {
     for (const char* key : {"data_path", "data_workers", "decode", "prefetch", "data_only"}) {
       if (s.is_set(key) && (std::string(key) != "data_only" || s.data_only)) {

@@ -230,13 +230,25 @@ int64_t as_size_bytes(const YAML::Node& n, const Ctx& c, int64_t lo) {
   return *v;
 }
 
-/// auto | cpu | mps | cuda | rocm | xpu | cuda:N | rocm:N | xpu:N with N a device ordinal from 0 to 1023.
+bool builtin_device(const std::string& d) {
+  const std::string type = d.substr(0, d.find(':'));
+  return valid_device(d) && (type == "auto" || type == "cpu" || type == "mps" || type == "cuda" || type == "rocm" ||
+                             type == "xpu");
+}
+
+/// auto | cpu | mps | cuda | rocm | xpu | cuda:N | rocm:N | xpu:N with N a device ordinal from 0 to 1023, or the
+/// name a backend library registers (a lowercase identifier, as c10::register_privateuse1_backend takes) with :N.
+/// Whether such a name exists is known once the library is loaded: the device's resolution says.
 bool valid_device(const std::string& d) {
-  if (d == "auto" || d == "cpu" || d == "mps" || d == "cuda" || d == "rocm" || d == "xpu") return true;
   const auto colon = d.find(':');
-  if (colon == std::string::npos) return false;
-  const std::string type = d.substr(0, colon), index = d.substr(colon + 1);
-  if (type != "cuda" && type != "rocm" && type != "xpu") return false;
+  const std::string type = d.substr(0, colon);
+  if (type.empty() || type.size() > 32 || !(type[0] >= 'a' && type[0] <= 'z') ||
+      type.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+    return false;
+  }
+  if (colon == std::string::npos) return true;
+  const std::string index = d.substr(colon + 1);
+  if (type == "auto" || type == "cpu" || type == "mps") return false;
   if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos) return false;
   return std::stoi(index) <= 1023;  // at most 4 digits: cannot overflow
 }

@@ -44,6 +44,8 @@ int64_t as_size_bytes(const YAML::Node& n, const Ctx& c, int64_t lo);
 std::optional<int64_t> parse_size_bytes(const std::string& text);
 /// auto | cpu | mps | cuda | rocm | cuda:N | rocm:N with N a device ordinal from 0 to 1023.
 bool valid_device(const std::string& d);
+/// One of LibTorch's own device names (valid_device's first list): a backend library's NAME is not.
+bool builtin_device(const std::string& d);
 /// A model's own key, read as its declaration says.
 nlohmann::json option_value(const ModelOption& o, const YAML::Node& n, const Ctx& c);
 

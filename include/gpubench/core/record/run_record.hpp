@@ -47,6 +47,12 @@ struct EnvironmentRecord {
   /// Which LibTorch that is, in words: "2.15.0, CUDA 13.2 build", "2.11.0, ROCm build", "2.15.0, CPU only" (a build
   /// without the CUDA module links only a CUDA wheel's CPU side); empty in records before it was recorded.
   std::string libtorch_build;
+  /// gpubench's backend that ran the device (docs/backends.md): cuda (its CUDA module) | cpu | generic (LibTorch's
+  /// device-generic API: MPS, XPU, ROCm without the module, PrivateUse1 backends); empty in older records.
+  std::string backend;
+  /// An out-of-tree accelerator's backend library (--backend-library): its path as given and its version (what it
+  /// exports as gpubench_backend_version(), else its file name's .so.X.Y); empty where none was loaded.
+  std::string backend_library, backend_library_version;
   std::string gpubench_version, git_revision, build_type, compiler;
   std::string command_line;
   std::string start_time_utc;         ///< ISO 8601, e.g. "2026-11-29T23:41:07Z"
@@ -340,7 +346,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvironmentRecord, hostname, os,
                                                 device_type, device_name, device_memory_bytes,
                                                 compute_capability, multiprocessors, pci_bus_id, nvidia_driver_version,
                                                 cuda_driver_api_version, driver_version, cuda_runtime_version, cudnn_version, libtorch_version,
-                                                libtorch_build, gpubench_version, git_revision, build_type, compiler,
+                                                libtorch_build, backend, backend_library, backend_library_version,
+                                                gpubench_version, git_revision, build_type, compiler,
                                                 command_line, start_time_utc, nccl_version,
                                                 host_memory_bytes, cpu_governor, container, variables)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelRecord, name, parameters, train_flops_per_sample,

@@ -44,6 +44,8 @@ struct DeviceFacts {
   std::string memory_source;  ///< what memory_bytes is ("MemAvailable", "total device memory")
   std::string name;            ///< "NVIDIA H200"; empty where unknown
   int compute_capability = 0;  ///< CUDA: major * 10 + minor (90 for Hopper); 0 elsewhere or unknown
+  /// gpubench's backend that serves it: cuda | cpu | generic (docs/backends.md); empty when unavailable.
+  std::string backend;
 };
 
 /// Why a device cannot train in FP8 (precision: fp8), naming it and its compute capability: FP8 tensor cores start

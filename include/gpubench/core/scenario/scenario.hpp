@@ -85,6 +85,9 @@ struct Scenario {
   std::optional<int64_t> memory_limit;
   /// The device table card whose usable memory becomes `memory_limit` (`--emulate`); empty: none.
   std::string emulate;
+  /// An out-of-tree accelerator's backend library (a LibTorch PrivateUse1 backend), loaded before devices are
+  /// counted; its devices are `device: NAME` (the name it registers). Empty: none. Written to records only where set.
+  std::string backend_library;
   double ddp_bucket_mb = 25;              ///< multi-GPU: gradient all-reduce bucket size (MiB), as DDP's bucket_cap_mb
   double ddp_timeout_s = 300;             ///< multi-GPU: a collective or rendezvous that takes longer fails the run (s)
   std::string output;                     ///< record path; empty = runs/<generated name>.json
