@@ -102,7 +102,7 @@ class GenerateRun {
     for (const auto& p : module_->parameters()) weight_bytes_ += p.numel() * static_cast<int64_t>(p.element_size());
     kv_bytes_ = gen_->cache_bytes();
     kv_per_position_ = kv_bytes_ / std::max<int64_t>(1, batch_ * (prompt_ + fresh_));
-    graphs_wanted_ = dev_.is_cuda() && (s_.graph || !s_.is_set("graph"));
+    graphs_wanted_ = backend_of(plan_.device).has(Capability::kGraphCapture) && (s_.graph || !s_.is_set("graph"));
     record_.execution.graph_requested = graphs_wanted_;
     record_.execution.optimizer_implementation = "none";
     describe("generate: a " + std::to_string(prompt_) + "-token prompt prefilled in one forward, then " +

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -120,6 +121,22 @@ TEST_F(BackendTest, ABackendLibraryThatCannotServeIsAClearUsageError) {
   const Result bare = gpubench("run --config " + tiny() + " --device testaccel --dry-run");
   EXPECT_EQ(bare.exit_code, 2) << bare.err;
   EXPECT_NE(bare.err.find("needs its backend_library"), std::string::npos) << bare.err;
+}
+
+TEST_F(BackendTest, TheTestAcceleratorsMemoryIsWhatTheMemoryCheckAndAnOutOfMemoryRunSee) {
+  // 160 MiB: less than ResNet-50's weights, gradients and momentum (~290 MiB); its allocator says so (getMemoryInfo).
+  const std::string small = "GPUBENCH_TESTACCEL_MEMORY=167772160";
+  const std::string run = "run --config " + tiny() + kOnAccelerator + " --epochs 1 --dataset-size 8 ";
+  const Result refused = gpubench(run + "--dry-run", small);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("the device's total memory (its allocator's)"), std::string::npos) << refused.err;
+
+  const std::string out = (dir_ / "oom.json").string();
+  const Result oom = gpubench(run + "--memory-check warn --out " + out + " -q", small);
+  EXPECT_EQ(oom.exit_code, 1) << oom.err;
+  const auto j = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(j.at("status"), "oom") << j.dump(1).substr(0, 2000);
+  EXPECT_NE(j.at("reason").get<std::string>().find("testaccel out of memory"), std::string::npos) << j.at("reason");
 }
 
 TEST_F(BackendTest, InfoListsWhatABackendLibraryRegistered) {

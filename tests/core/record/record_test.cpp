@@ -189,7 +189,7 @@ RunRecord every_field_set() {
   r.execution = ExecutionRecord{"cuda_graph", true, "fallback", "foreach"};
   EnvironmentRecord& e = r.environment;
   e = EnvironmentRecord{"h", "os", "cpu", 16, "cuda:1", "cuda", "NVIDIA H200", 1 << 30, "9.0", 132, "0:19:00.0",
-                        "580.159.04", "13.0", "13.0", "13.0", "9.19.0", "2.11.0", "2.11.0, CUDA 13.0 build", "0.3", "abc", "Release", "gcc", "cmd", "2026-11-30T00:00:00Z",
+                        "580.159.04", "13.0", "13.0", "13.0", "9.19.0", "2.11.0", "2.11.0, CUDA 13.0 build", "generic", "/opt/libtestaccel.so", "1.0", "0.3", "abc", "Release", "gcc", "cmd", "2026-11-30T00:00:00Z",
                         "2.27.7", 1 << 20, "performance", "docker", {{"NCCL_DEBUG", "INFO"}}};
   r.model = ModelRecord{"bert-base", 3, 4.5, 1.5, "sequences", 128,
                         {"image_size", "num_classes", "seq_len", "num_labels", "latent_size", "attention", "layers",
