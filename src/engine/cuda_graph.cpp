@@ -1,15 +1,8 @@
 #include "cuda_graph.h"
 
 #include <algorithm>
-#include <stdexcept>
 
-#ifdef GPUBENCH_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAEvent.h>
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAGuard.h>
-#endif
+// capture_step and cuda_graphs_compiled: cuda/cuda_graph.cpp (the CUDA module), or cuda/without_cuda.cpp.
 
 namespace gpubench::engine {
 
@@ -17,69 +10,5 @@ std::optional<int64_t> with_graph_working_set(std::optional<int64_t> allocated, 
   if (!allocated || graph == nullptr) return allocated;
   return std::max(*allocated, graph->working_set_bytes());
 }
-
-#ifdef GPUBENCH_WITH_CUDA
-
-namespace {
-
-class CudaStepGraph final : public StepGraph {
- public:
-  const at::Tensor& replay() override {
-    graph_.replay();
-    return loss_;
-  }
-  void set_working_set(int64_t bytes) { working_set_bytes_ = bytes; }
-  at::cuda::CUDAGraph graph_;
-  at::Tensor loss_;
-};
-
-}  // namespace
-
-bool cuda_graphs_compiled() { return true; }
-
-std::unique_ptr<StepGraph> capture_step(const std::function<at::Tensor()>& step, int side_warmup) {
-  auto g = std::make_unique<CudaStepGraph>();
-  const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
-  const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
-  at::cuda::CUDAEvent main_ready;
-  main_ready.record(main);
-  main_ready.block(side);
-  const c10::DeviceIndex device = c10::cuda::current_device();
-  c10::cuda::CUDACachingAllocator::resetPeakStats(device);  // the working set: the warm-up's and the capture's peak
-  {
-    const c10::cuda::CUDAStreamGuard guard(side);
-    // Lazy initialisation tied to a stream (cuBLAS workspaces, AccumulateGrad's stream bookkeeping) happens here,
-    // outside the capture.
-    for (int i = 0; i < side_warmup; ++i) step();
-    side.synchronize();
-    c10::cuda::CUDACachingAllocator::emptyCache();  // eager blocks go back, the graph's pool starts clean
-    g->graph_.capture_begin();
-    try {
-      g->loss_ = step();
-      g->graph_.capture_end();
-    } catch (...) {
-      try {
-        g->graph_.capture_end();  // leave the stream out of capture mode before the caller goes on eagerly
-      } catch (...) {
-      }
-      throw;
-    }
-  }
-  at::cuda::CUDAEvent side_done;
-  side_done.record(side);
-  side_done.block(main);
-  g->set_working_set(c10::cuda::CUDACachingAllocator::getDeviceStats(device).allocated_bytes[0].peak);  // AGGREGATE
-  return g;
-}
-
-#else
-
-bool cuda_graphs_compiled() { return false; }
-
-std::unique_ptr<StepGraph> capture_step(const std::function<at::Tensor()>& /*step*/, int /*side_warmup*/) {
-  throw std::runtime_error("this gpubench was built without its CUDA module (GPUBENCH_CUDA=OFF)");
-}
-
-#endif
 
 }  // namespace gpubench::engine

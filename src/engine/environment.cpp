@@ -16,15 +16,13 @@
 #include <string>
 #include <thread>
 
+#include "cuda/cuda_module.h"
 #include "device.h"
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/record/host_facts.hpp"
 #include "gpubench/core/record/record_io.hpp"
 #include "gpubench/engine/engine.hpp"
 
-#ifdef GPUBENCH_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#endif
 #ifdef GPUBENCH_WITH_NCCL
 #include <torch/csrc/cuda/nccl.h>
 #endif
@@ -99,29 +97,17 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
     e.device_name = lib->backend + (lib->version.empty() ? "" : " " + lib->version) + " (PrivateUse1 backend)";
   }
 
-#ifdef GPUBENCH_WITH_CUDA
-  if (engine::cuda_available()) {
-    int driver = 0, runtime = 0;
-    if (cudaDriverGetVersion(&driver) == cudaSuccess) {
-      e.cuda_driver_api_version = version_string(driver, 1000, 10);
-      e.driver_version = e.cuda_driver_api_version;  // the old name
-    }
-    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) e.cuda_runtime_version = version_string(runtime, 1000, 10);
+  const auto versions = engine::cuda_available() ? engine::cuda_versions() : std::nullopt;  // the CUDA module's
+  if (versions) {
+    e.cuda_driver_api_version = version_string(versions->driver, 1000, 10);
+    e.driver_version = e.cuda_driver_api_version;  // the old name
+    e.cuda_runtime_version = version_string(versions->runtime, 1000, 10);
     e.cudnn_version = version_string(at::detail::getCUDAHooks().versionCuDNN(), 10000, 100);
     if (e.device_type == "cuda" || e.device_type == "rocm") {
       const auto colon = device_id.find(':');
-      const int index = colon == std::string::npos ? 0 : std::stoi(device_id.substr(colon + 1));
-      const cudaDeviceProp* p = at::cuda::getDeviceProperties(index);
-      e.device_name = p->name;
-      e.device_memory_bytes = static_cast<int64_t>(p->totalGlobalMem);
-      e.compute_capability = std::to_string(p->major) + "." + std::to_string(p->minor);
-      e.multiprocessors = p->multiProcessorCount;
-      char bus[32];
-      std::snprintf(bus, sizeof bus, "%08x:%02x:%02x.0", p->pciDomainID, p->pciBusID, p->pciDeviceID);
-      e.pci_bus_id = bus;
+      engine::describe_cuda_device(colon == std::string::npos ? 0 : std::stoi(device_id.substr(colon + 1)), e);
     }
   }
-#endif
   return e;
 }
 
@@ -217,24 +203,13 @@ std::vector<DeviceInfo> list_devices() {
 
   const auto n = static_cast<int>(torch::cuda::device_count());
   const std::string gpu_type = engine::is_rocm_build() ? "rocm" : "cuda";
-#ifdef GPUBENCH_WITH_CUDA
   for (int i = 0; i < n; ++i) {
-    const cudaDeviceProp* p = at::cuda::getDeviceProperties(i);
-    DeviceInfo d;
+    // The CUDA module's property queries; without it (a ROCm LibTorch's GPUs), what LibTorch says.
+    DeviceInfo d = engine::cuda_device_info(i).value_or(DeviceInfo{});
     d.id = gpu_type + ":" + std::to_string(i);
-    d.name = p->name;
-    d.memory_bytes = static_cast<int64_t>(p->totalGlobalMem);
-    d.compute_capability = std::to_string(p->major) + "." + std::to_string(p->minor);
+    if (d.name.empty()) d.note = "through LibTorch's own kernels (this build has no CUDA module)";
     out.push_back(d);
   }
-#else
-  for (int i = 0; i < n; ++i) {  // a ROCm LibTorch's GPUs, without the CUDA module's property queries
-    DeviceInfo d;
-    d.id = gpu_type + ":" + std::to_string(i);
-    d.note = "through LibTorch's own kernels (this build has no CUDA module)";
-    out.push_back(d);
-  }
-#endif
   if (n == 0) {
     DeviceInfo d;
     d.id = gpu_type;

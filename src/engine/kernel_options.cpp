@@ -4,9 +4,7 @@
 #include "decode/decode_step_ops.h"
 #include "models/decoder.h"
 
-#ifdef GPUBENCH_WITH_CUDA
-#include "decode/decode_kernels.h"
-#endif
+#include "cuda/cuda_module.h"
 
 namespace gpubench::engine {
 
@@ -29,9 +27,7 @@ void apply_kernel_options(const KernelOptions& o) {
   fused::set_decode_attention_min_split(o.attention_min_split);
   fused::set_decode_step_enabled(o.decode_one_kernel);
   models::set_flash_decode_allowed(o.flash_decode);
-#ifdef GPUBENCH_WITH_CUDA
   fused::set_decode_launch_options(o.decode_pdl, o.decode_evict_first);
-#endif
 }
 
 }  // namespace gpubench::engine

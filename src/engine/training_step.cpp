@@ -81,8 +81,8 @@ int64_t StepRunner::take_skipped() {
 std::string graph_unsupported_reason(const TrainingPlan& plan, const Optimizer* optimizer) {
   if (!cuda_graphs_compiled()) return "this gpubench was built without its CUDA module (GPUBENCH_CUDA=OFF)";
   if (!backend_of(plan.device).has(Capability::kGraphCapture)) {
-    return "CUDA graphs need a device gpubench's CUDA backend serves (this run is on " + plan.device.id + ", its " +
-           backend_name(backend_of(plan.device).kind()) + " backend)";
+    return "CUDA graphs need a CUDA device, served by gpubench's CUDA backend (this run is on " + plan.device.id +
+           ", its " + backend_name(backend_of(plan.device).kind()) + " backend)";
   }
   if (optimizer == nullptr) return {};
   const Optimizer& opt = *optimizer;

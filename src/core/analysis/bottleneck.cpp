@@ -232,6 +232,13 @@ void add_kernel_factors(Attribution& a, BottleneckVerdict& v, const RunRecord& r
                   : "busy time less the FLOPs' time at the achievable peak (NVML utilisation)");
 }
 
+/// Whether --cuda-graph could run where `r` ran: gpubench's CUDA backend (records before the backend was recorded ran
+/// on CUDA or the CPU).
+bool can_capture_graphs(const RunRecord& r) {
+  const std::string& b = r.environment.backend;
+  return b.empty() ? r.environment.device_type == "cuda" : b == "cuda";
+}
+
 /// mode: generate: the decode step against its roofline. The bound's side gets the bound's share; the distance to
 /// it is the fixed cost of the step's many small kernels (eager: the host's launches), which is `launch`.
 void add_roofline_factors(Attribution& a, const RunRecord& r, const StepSplit& s, double fraction) {
@@ -247,7 +254,8 @@ void add_roofline_factors(Attribution& a, const RunRecord& r, const StepSplit& s
   a.add(compute_side ? "compute" : "memory", bound, ev, "decode roofline (mode: generate)");
   std::string far = "the decode step's distance to its roofline, " + pct(1.0 - bound - s.clock_loss) + " of it";
   far += r.execution.mode == "cuda_graph" ? ": the fixed cost of its many small kernels (CUDA graph)"
-                                          : ": the host's kernel launches (eager; --cuda-graph removes them)";
+         : can_capture_graphs(r)          ? ": the host's kernel launches (eager; --cuda-graph removes them)"
+                                          : ": the host's operator launches (eager)";
   if (s.nvml_idle) far += "; NVML saw the device idle " + pct(1.0 - s.busy) + " of the time";
   a.add("launch", 1.0 - bound - s.clock_loss, far, "decode roofline: 1 - bound share - clock loss");
 }
@@ -260,7 +268,9 @@ void add_idle_factor(Attribution& a, BottleneckVerdict& v, const RunRecord& r, c
                      (p.busy_fraction_of_timed_step ? "timed median step" : "profiled step") + " (" +
                      num("%.0f", p.kernels_per_step) + (cpu ? " operators" : " kernels") + " per step";
     if (p.launch_api_ms_per_step > 0) ev += ", " + num("%.2f ms", p.launch_api_ms_per_step) + " in launch calls";
-    ev += cpu ? "): framework overhead between operators" : "): the host does not keep it fed; --cuda-graph removes launch gaps";
+    ev += cpu                      ? "): framework overhead between operators"
+          : can_capture_graphs(r) ? "): the host does not keep it fed; --cuda-graph removes launch gaps"
+                                  : "): the host does not keep it fed";
     if (!cpu && !p.idle_gaps.empty()) {
       const ProfileGap& g = p.idle_gaps.front();
       ev += "; the longest waits (" + num("%.2f ms", g.ms_per_step) + " per step) come after " + g.after +
