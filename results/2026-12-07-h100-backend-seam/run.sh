@@ -5,7 +5,8 @@
 #   bench  the README's main job, a --kernels fused ResNet-50, GPT-2 fused training and TinyLlama batch-1 decode with
 #          each build, alternated (old, new), as many rounds (at most ROUNDS, default 2) as fit before DEADLINE
 #          seconds (default 560); summary.md has the ratios of totals and of median steps
-# carry [".deps", ".abold"]: libjpeg-turbo's headers (scripts/device_run.sh) and the old tree.
+# carry [".deps", ".abold"] on the build call (libjpeg-turbo's headers, scripts/device_run.sh, and the old tree); a
+# bench call on the same warm machine carries nothing (a carried path replaces the one there, its build with it).
 #   OUT=... GPUBENCH_GIT_REVISION=<commit> bash results/2026-12-07-h100-backend-seam/run.sh build
 #   OUT=... bash results/2026-12-07-h100-backend-seam/run.sh bench
 set -uo pipefail
@@ -16,12 +17,15 @@ OLD="${OLD:-abad8e1}"
 mkdir -p "$OUT/records"
 jpeg="-DJPEG_INCLUDE_DIR=$PWD/.deps/jpeg/include -DJPEG_LIBRARY=$PWD/.deps/jpeg/lib/libjpeg.a"
 start=$SECONDS
+build_old() {
+  (cd .abold && GPUBENCH_NO_APT=1 GPUBENCH_BUILD_DIR="$PWD/build-old" GPUBENCH_WITH_TESTS=OFF \
+     GPUBENCH_BUILD_TARGETS=gpubench GPUBENCH_NEED_REFERENCE=0 GPUBENCH_GIT_REVISION="$OLD" \
+     GPUBENCH_CMAKE_ARGS="$jpeg" scripts/bootstrap.sh) > "$OUT/build_old.log" 2>&1
+}
 case "${1:-}" in
   build)
     scripts/device_run.sh build || exit 1
-    (cd .abold && GPUBENCH_NO_APT=1 GPUBENCH_BUILD_DIR="$PWD/build-old" GPUBENCH_WITH_TESTS=OFF \
-       GPUBENCH_BUILD_TARGETS=gpubench GPUBENCH_NEED_REFERENCE=0 GPUBENCH_GIT_REVISION="$OLD" \
-       GPUBENCH_CMAKE_ARGS="$jpeg" scripts/bootstrap.sh) > "$OUT/build_old.log" 2>&1 &
+    build_old &
     old=$!
     CUDATEST_TIMEOUT=$((DEADLINE - (SECONDS - start) - 20)) scripts/device_run.sh cudatest
     wait $old || { tail -30 "$OUT/build_old.log"; echo "== OLD BUILD FAILED"; exit 1; }
@@ -29,6 +33,9 @@ case "${1:-}" in
     ;;
   bench)
     declare -A bin=([old]="$PWD/.abold/build-old/gpubench" [new]="$PWD/build-device/gpubench")
+    # A later call that carries .abold again replaces it there, build and all: build it again where it is missing.
+    [ -x "${bin[old]}" ] || { build_old || { tail -30 "$OUT/build_old.log"; exit 1; }; echo "== old build: $((SECONDS - start)) s"; }
+    [ -x "${bin[new]}" ] || { echo "== no build-device/gpubench: run the build phase first"; exit 1; }
     declare -A job=(
       [main]="run resnet50 --amp"
       [fused]="run resnet50 --amp --kernels fused"
