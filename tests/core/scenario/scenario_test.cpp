@@ -339,6 +339,25 @@ TEST_F(ScenarioFileTest, EnumValuesListTheChoices) {
   EXPECT_NE(error_of("d.yaml", "device: gpu\n").find("expected auto, cpu, cuda"), std::string::npos);
 }
 
+TEST_F(ScenarioFileTest, ABackendLibrarysDeviceNeedsTheLibraryAndLibTorchsOwnNamesDoNot) {
+  // A name only a backend library registers: accepted with the library (whether it exists is the device's resolution's
+  // to say), refused without it naming the file, the line and the key; a malformed name is refused either way.
+  const std::string msg = error_of("a.yaml", "model: resnet50\ndevice: npu:1\n");
+  EXPECT_NE(msg.find("a.yaml:2:9: key 'device'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("needs its backend_library"), std::string::npos) << msg;
+  Scenario s;
+  loader_.load_file(write("b.yaml", "model: resnet50\ndevice: npu:1\nbackend_library: /opt/libnpu.so\n"), s);
+  EXPECT_NO_THROW(loader_.check(s));
+  EXPECT_EQ(s.device, "npu:1");
+  EXPECT_EQ(s.backend_library, "/opt/libnpu.so");
+  EXPECT_NE(error_of("c.yaml", "device: Npu!\nbackend_library: /opt/libnpu.so\n").find("key 'device'"),
+            std::string::npos);
+  EXPECT_NE(error_of("d.yaml", "device: cpu:0\n").find("key 'device'"), std::string::npos);
+  Scenario builtin;  // LibTorch's own names need no library
+  loader_.load_file(write("e.yaml", "model: resnet50\ndevice: xpu:3\n"), builtin);
+  EXPECT_NO_THROW(loader_.check(builtin));
+}
+
 TEST_F(ScenarioFileTest, UnknownModelListsKnownModels) {
   const std::string msg = error_of("m.yaml", "\nmodel: resnet5\n");
   EXPECT_NE(msg.find("m.yaml:2:8: key 'model'"), std::string::npos) << msg;
