@@ -96,6 +96,12 @@ TEST_F(BackendTest, WhatOnlyTheCudaBackendRunsIsRefusedNamingTheBackend) {
     const std::string said = r.out + r.err;
     EXPECT_NE(said.find("testaccel:0 runs on gpubench's generic backend"), std::string::npos) << ask << "\n" << said;
   }
+  // Data-parallel ranks need a collective backend: refused before any rank starts.
+  const Result ranks = gpubench("run --config " + tiny() + kOnAccelerator + " --nproc-per-node 2 --epochs 1 -q --out " +
+                                (dir_ / "np.json").string());
+  EXPECT_EQ(ranks.exit_code, 2) << ranks.err;
+  EXPECT_NE(ranks.err.find("has no collective backend"), std::string::npos) << ranks.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "np.json"));
 }
 
 TEST_F(BackendTest, ABackendLibraryThatCannotServeIsAClearUsageError) {

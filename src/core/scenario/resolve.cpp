@@ -417,6 +417,13 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
     if (refused.size() == 1) throw refused.front();
     if (!refused.empty()) throw ScenarioError(std::move(refused));
   }
+  if (options.world_size > 1 && device.available && device.backend == "generic") {
+    const std::string why = "a " + std::to_string(options.world_size) + "-rank run on " + device.id +
+                            ": multi-process training needs NCCL (CUDA, ROCm) or Gloo (the CPU); the generic backend "
+                            "that runs " + device.id + " has no collective backend (docs/backends.md)";
+    if (options.refuse_unsupported) throw ScenarioError(origin_of(s, "device"), "device", why);
+    r.notes.push_back(why + "; a run here is refused.");
+  }
   if (s.precision == "fp8" && device.available) {
     if (const auto why = fp8_unsupported(device.type, device.name, device.compute_capability)) {
       if (options.refuse_unsupported) {
