@@ -13,8 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <string>
 
 #include "gpubench/engine/engine.hpp"
@@ -29,6 +32,9 @@ std::optional<BackendLibrary> loaded;
 bool registers_backend() {
   return c10::is_privateuse1_backend_registered() && c10::impl::hasDeviceGuardImpl(c10::DeviceType::PrivateUse1);
 }
+
+/// How long a library may take to load in the probe (a real backend initialises its runtime: seconds).
+constexpr int kProbeSeconds = 120;
 
 /// Loads the library in a child process: "" when it loads and registers a PrivateUse1 backend there, else why not.
 std::string probe_in_child(const std::string& path) {
@@ -56,14 +62,26 @@ std::string probe_in_child(const std::string& path) {
     _exit(code);
   }
   close(fds[1]);
+  // The child writes a line at most (less than a pipe holds) and exits: wait for it first, within a bound, so a
+  // library whose initialisers hang is reported too.
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kProbeSeconds);
+  pid_t done = 0;
+  while ((done = waitpid(pid, &status, WNOHANG)) == 0 || (done < 0 && errno == EINTR)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      close(fds[0]);
+      return "it did not finish loading within " + std::to_string(kProbeSeconds) + " s (its initialisers hang)";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   std::string msg;
   char buf[512];
   ssize_t n = 0;
   while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
   close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  if (done < 0) return "";  // the child is gone unobserved: load it here and let what happens happen
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     return "it crashed while loading (signal " + std::to_string(sig) + ", " + strsignal(sig) +
