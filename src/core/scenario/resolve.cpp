@@ -397,12 +397,12 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
   Scenario& s = r.scenario;
   // What only the CUDA module runs: refused in a build without it, and on a device the generic backend serves.
   std::string lacks;
-  if (!options.cuda_module) {
-    lacks = "this build has no CUDA support (gpubench was built without its CUDA module: GPUBENCH_CUDA=OFF, or no nvcc "
-            "at configure time)";
-  } else if (device.available && device.backend == "generic") {
+  if (device.available && device.backend == "generic") {  // whatever the build: the device is the reason
     lacks = device.id + " runs on gpubench's generic backend, which has none (gpubench's fused and FP8 kernels, "
             "nvJPEG, CUDA graphs and the allocator cap are its CUDA backend's; docs/backends.md)";
+  } else if (!options.cuda_module) {
+    lacks = "this build has no CUDA support (gpubench was built without its CUDA module: GPUBENCH_CUDA=OFF, or no nvcc "
+            "at configure time)";
   }
   if (!lacks.empty()) {
     std::vector<ScenarioError> refused;
