@@ -72,7 +72,9 @@ TEST_F(BackendTest, TransformersTrainInferAndGenerateOnTheTestAccelerator) {
   run_on_accelerator(gpt2 + "--seq-len 16 --dataset-size 4");
   run_on_accelerator(gpt2 + "--seq-len 16 --dataset-size 4 --mode inference");
   const auto g = run_on_accelerator(gpt2 + "--mode generate --prompt-tokens 8 --new-tokens 4");
-  if (!g.empty()) EXPECT_GT(g.at("summary").value("tokens_per_s", 0.0), 0.0);
+  if (!g.empty()) {
+    EXPECT_GT(g.at("summary").value("tokens_per_s", 0.0), 0.0);
+  }
   run_on_accelerator("run bert-base --layers 1 --hidden 32 --heads 2 --seq-len 16 --batch-size 2 "
                      "--warmup-steps 1 --epochs 1 --dataset-size 4 --precision fp32");
 }
