@@ -81,16 +81,7 @@ ResolvedDevice make_private_use1(int64_t index) {
                         name + ":" + std::to_string(index), name, nullptr};
 }
 
-ResolvedDevice resolve_kind(const std::string& spec);
-}  // namespace
-
-ResolvedDevice resolve_device(const std::string& spec) {
-  ResolvedDevice d = resolve_kind(spec);
-  d.backend = make_backend(d);
-  return d;
-}
-
-namespace {
+/// The device `spec` names, without its backend (resolve_device adds it).
 ResolvedDevice resolve_kind(const std::string& spec) {
   const bool private_use1 = c10::is_privateuse1_backend_registered();
   if (spec == "auto") {
@@ -137,6 +128,12 @@ ResolvedDevice resolve_kind(const std::string& spec) {
                                           "loaded (--backend-library PATH)"));
 }
 }  // namespace
+
+ResolvedDevice resolve_device(const std::string& spec) {
+  ResolvedDevice d = resolve_kind(spec);
+  d.backend = make_backend(d);
+  return d;
+}
 
 // What differs between devices is each backend's (backend/backend.h); these keep the engine's call sites short.
 const Backend& backend_of(const ResolvedDevice& d) {
