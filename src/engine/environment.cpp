@@ -88,9 +88,10 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
   e.device_type = device_id.substr(0, device_id.find(':'));
   if (e.device_type == "cpu") e.device_name = e.cpu_model;
   if (e.device_type == "mps") e.device_name = "Apple GPU (MPS)";
-  e.backend = e.device_type == "cpu" ? "cpu"
-              : (e.device_type == "cuda" || e.device_type == "rocm") && build_info().cuda_module ? "cuda"
-                                                                                               : "generic";
+  try {  // the backend resolve_device chooses for it (backend/backend.cpp): one rule, not a second copy here
+    e.backend = engine::backend_name(engine::backend_of(engine::resolve_device(device_id)).kind());
+  } catch (const std::exception&) {  // a device that is not here: no backend ran it
+  }
   if (const auto lib = loaded_backend_library(); lib && e.device_type == lib->backend) {
     e.backend_library = lib->path;
     e.backend_library_version = lib->version;
@@ -119,6 +120,10 @@ std::string libtorch_cuda_version() {
   return version_string(at::detail::getCUDAHooks().versionCUDART(), 1000, 10);
 }
 
+/// How the generic backend's devices are proven (info's "tested" column).
+constexpr const char* kTestedOnTheTestAccelerator =
+    "in CI on the test accelerator (the generic backend); never on this hardware";
+
 /// A backend gpubench has never run on real hardware: whether LibTorch has it and a device of it is there, and in
 /// words what it is (when LibTorch has it) or what it needs.
 BackendInfo untried_backend(const char* name, bool in_libtorch, bool available, const std::string& what,
@@ -129,7 +134,7 @@ BackendInfo untried_backend(const char* name, bool in_libtorch, bool available, 
   b.available = in_libtorch && available;
   b.note = in_libtorch ? what + "; never run on real hardware by gpubench" : needs;
   b.serves = "generic";
-  b.tested = "in CI on the test accelerator (the generic backend); never on this hardware";
+  b.tested = kTestedOnTheTestAccelerator;
   return b;
 }
 
@@ -177,7 +182,7 @@ std::vector<BackendInfo> list_backends() {
     b.available = lib->devices > 0;
     b.version = lib->version;
     b.serves = "generic";
-    b.tested = "in CI on the test accelerator (the generic backend); never on this hardware";
+    b.tested = kTestedOnTheTestAccelerator;
     b.note = "PrivateUse1 backend from " + lib->path + ", " + std::to_string(lib->devices) + " device(s)";
     out.insert(out.begin(), b);  // `device: auto` takes a loaded backend library's device first
   }
