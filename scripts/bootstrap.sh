@@ -31,6 +31,13 @@ TORCHVISION_PIN="0.26.0"
 TRANSFORMERS_PIN="5.17.0"  # the GPU machine's version; used only by the tests' reference export
 
 _log() { echo "[bootstrap] $*" >&2; }
+# Free space (GB) in the folder $1, and a warning line where a step that needs $2 GB will not fit.
+_check_space() {
+  local free
+  free=$(df -Pk "$1" 2>/dev/null | awk 'NR == 2 { print int($4 / 1048576) }')
+  [ -z "$free" ] || [ "$free" -ge "$2" ] || \
+    _log "warning: $1 has ${free} GB free and this step needs about $2 GB (pip says 'No space left on device' if not)"
+}
 _die() { echo "[bootstrap] error: $*" >&2; exit 1; }
 
 # What building and running gpubench needs (scripts/gpubench installs only these), then what the tests add (the
@@ -83,7 +90,7 @@ _pick_python() {
     if [ "$need" = 1 ] && ! _has_references "$cand"; then
       [ "$(command -v "$cand")" = "$venv" ] || continue  # only the project's own venv gets packages added
       _log "adding torchvision ${TORCHVISION_PIN} and transformers ${TRANSFORMERS_PIN} to .venv (the tests' references)"
-      "$venv" -m pip install -q --progress-bar off "torchvision==${TORCHVISION_PIN}" "transformers==${TRANSFORMERS_PIN}" >&2
+      "$venv" -m pip install -q --no-cache-dir --progress-bar off "torchvision==${TORCHVISION_PIN}" "transformers==${TRANSFORMERS_PIN}" >&2
       _has_references "$venv" || _die "torchvision/transformers did not install into .venv"
     fi
     command -v "$cand"
@@ -92,11 +99,12 @@ _pick_python() {
   local what="torch ${TORCH_PIN}"
   [ "$need" = 1 ] && what="$what, torchvision and transformers"
   _log "no python3 with $what found: installing into $GPUBENCH_ROOT/.venv (about 5 GB, once)"
+  _check_space "$GPUBENCH_ROOT" 6
   [ -x "$venv" ] || python3 -m venv "$GPUBENCH_ROOT/.venv" >&2 || _die "python3 -m venv failed (install python3-venv)"
   "$venv" -m pip install -q --upgrade pip >&2
   local pkgs=("torch==${TORCH_PIN}")
   [ "$need" = 1 ] && pkgs+=("torchvision==${TORCHVISION_PIN}" "transformers==${TRANSFORMERS_PIN}")
-  "$venv" -m pip install -q --progress-bar off "${pkgs[@]}" >&2
+  "$venv" -m pip install -q --no-cache-dir --progress-bar off "${pkgs[@]}" >&2
   _has_torch "$venv" || _die "torch ${TORCH_PIN} did not install into .venv"
   echo "$venv"
 }
@@ -107,8 +115,9 @@ _pick_torch_python() {
   local venv="$GPUBENCH_ROOT/.venv-torch$TORCH_PIN"
   if ! _has_torch "$venv/bin/python"; then
     _log "installing torch ${TORCH_PIN} into $venv (about 5 GB, once)"
+    _check_space "$GPUBENCH_ROOT" 6
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv" >&2 || _die "python3 -m venv failed (install python3-venv)"
-    "$venv/bin/python" -m pip install -q --progress-bar off "torch==${TORCH_PIN}" >&2 || \
+    "$venv/bin/python" -m pip install -q --no-cache-dir --progress-bar off "torch==${TORCH_PIN}" >&2 || \
       _die "pip could not install torch==${TORCH_PIN} (is it a release on PyPI for this python?)"
     _has_torch "$venv/bin/python" || _die "torch ${TORCH_PIN} did not install into $venv"
   fi

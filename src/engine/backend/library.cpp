@@ -9,6 +9,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +49,9 @@ std::string probe_in_child(const std::string& path) {
   }
   if (pid == 0) {
     close(fds[0]);
+    // A library that crashes here is reported, not kept: no core file of the probe in the user's folder.
+    const rlimit no_core{0, 0};
+    (void)setrlimit(RLIMIT_CORE, &no_core);
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     int code = 0;
     std::string msg;
