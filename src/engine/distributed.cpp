@@ -23,10 +23,8 @@
 #ifdef GPUBENCH_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
-#ifdef GPUBENCH_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAEvent.h>
-#endif
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "host_clock.h"
 #include "torch_compat.h"
@@ -306,13 +304,12 @@ struct GradientBuckets::Impl {
   size_t next_to_launch = 0;
   bool sync = true;
   std::mutex mutex;
-  // Exposed communication time.
-  bool cuda = false;
+  // Exposed communication time: device events around the wait on the gradients' device (c10::Event, timing on), the
+  // host clock on the CPU.
+  bool device_events = false;
   int64_t marks = 0;
   double host_wait_s = 0;
-#ifdef GPUBENCH_WITH_CUDA
-  std::vector<std::unique_ptr<at::cuda::CUDAEvent>> before, after;
-#endif
+  std::vector<std::unique_ptr<c10::Event>> before, after;
 
   void launch_ready_locked() {
     while (next_to_launch < buckets.size() && pending[next_to_launch] == 0) launch_locked(next_to_launch++);
@@ -376,7 +373,7 @@ GradientBuckets::GradientBuckets(Communicator& comm, const std::vector<at::Tenso
         }));
     m.accumulators.push_back(std::move(acc));
   }
-  m.cuda = m.storage.is_cuda();
+  m.device_events = m.storage.is_cuda();
   zero_grads();
 }
 
@@ -410,12 +407,12 @@ void GradientBuckets::finish() {
     std::lock_guard<std::mutex> lock(m.mutex);
     while (m.next_to_launch < m.buckets.size()) m.launch_locked(m.next_to_launch++);  // unused parameters
   }
-#ifdef GPUBENCH_WITH_CUDA
-  if (m.cuda) {
-    const auto stream = at::cuda::getCurrentCUDAStream();
+  if (m.device_events) {
+    const c10::Device device = m.storage.device();
+    const c10::Stream stream = c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
     while (static_cast<int64_t>(m.before.size()) <= m.marks) {
-      m.before.push_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
-      m.after.push_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
+      m.before.push_back(std::make_unique<c10::Event>(device.type(), c10::EventFlag::BACKEND_DEFAULT));
+      m.after.push_back(std::make_unique<c10::Event>(device.type(), c10::EventFlag::BACKEND_DEFAULT));
     }
     m.before[m.marks]->record(stream);
     m.comm->wait_all();
@@ -423,7 +420,6 @@ void GradientBuckets::finish() {
     ++m.marks;
     return;
   }
-#endif
   const auto t0 = Clock::now();
   m.comm->wait_all();
   m.host_wait_s += seconds_since(t0);
@@ -438,9 +434,7 @@ void GradientBuckets::begin_epoch(int64_t /*max_steps*/) {
 
 double GradientBuckets::end_epoch_wait_seconds() {
   double s = impl_->host_wait_s;
-#ifdef GPUBENCH_WITH_CUDA
-  for (int64_t i = 0; i < impl_->marks; ++i) s += impl_->before[i]->elapsed_time(*impl_->after[i]) / 1000.0;
-#endif
+  for (int64_t i = 0; i < impl_->marks; ++i) s += impl_->before[i]->elapsedTime(*impl_->after[i]) / 1000.0;
   return s;
 }
 

@@ -5,12 +5,8 @@
 
 #include <torch/autograd.h>
 
+#include "cuda/kernel_calls.h"
 #include "fused/kernel_launch.h"
-#ifdef GPUBENCH_WITH_CUDA
-#include <c10/cuda/CUDAGraphsC10Utils.h>
-
-#include "fused/fp8_kernels.h"
-#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -61,14 +57,7 @@ namespace {
 
 /// Whether `t`'s device's current stream is capturing a CUDA graph: nothing computed outside the capture may stand in
 /// for work the replays must repeat.
-bool capturing(const at::Tensor& t) {
-#ifdef GPUBENCH_WITH_CUDA
-  return t.is_cuda() && c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
-#else
-  (void)t;
-  return false;
-#endif
-}
+bool capturing(const at::Tensor& t) { return gpubench::engine::fused::cuda_ops::stream_capturing(t); }
 
 /// The zeroed slots zeroed_amaxes hands out: one buffer per device, replaced (not re-zeroed) when used up, so a slot
 /// still read later (a noted amax) keeps its value. Never freed: it would outlive the CUDA context at exit.
@@ -102,15 +91,11 @@ at::Tensor amax(const at::Tensor& x, bool rowwise) {
     if (x.dim() != 2) throw std::invalid_argument("fp8 amax: rowwise scaling needs a 2-D tensor");
     return x.abs().amax({1}, /*keepdim=*/true).to(at::kFloat);
   }
-#ifdef GPUBENCH_WITH_CUDA
   if (fused::launch::on_kernels(x) && x.is_contiguous()) {  // one read, no |x| temporary
     at::Tensor out = zeroed_amaxes(1, x).select(0, 0);
-    fused::launch::check(fused::launch_fp8_amax(x.data_ptr(), fused::launch::dtype_of(x), x.numel(),
-                                                out.data_ptr<float>(), fused::launch::stream()),
-                         "fp8 amax kernel");
+    fused::cuda_ops::fp8_amax(x, out);
     return out;
   }
-#endif
   return x.abs().amax().to(at::kFloat);
 }
 
@@ -124,24 +109,15 @@ Quantized quantize(const at::Tensor& x, Format f, const at::Tensor& scale) {
 
 Quantized quantize_from_amax(const at::Tensor& x, Format f, const at::Tensor& amax, bool rows, bool transposed) {
   if (x.dim() != 2) throw std::invalid_argument("fp8 quantize_from_amax: x must be 2-D");
-#ifdef GPUBENCH_WITH_CUDA
-  // The kernel's grid has a row of blocks per 64 rows (at most 65,535 of them).
-  if (fused::launch::on_kernels(x) && x.is_contiguous() && amax.numel() == 1 && x.size(0) <= 64 * 65535) {
+  if (amax.numel() == 1 && fused::cuda_ops::fp8_cast_takes(x)) {
     const auto opts = x.options().dtype(dtype(f));
     Quantized q;
     if (rows) q.data = at::empty({x.size(0), x.size(1)}, opts);
     if (transposed) q.data_t = at::empty({x.size(1), x.size(0)}, opts);
     q.inv_scale = at::empty({}, x.options().dtype(at::kFloat));
-    const at::Tensor a = amax.to(at::kFloat).contiguous();
-    fused::launch::check(
-        fused::launch_fp8_cast(x.data_ptr(), fused::launch::dtype_of(x), x.size(0), x.size(1), f == Format::kE5M2,
-                               a.data_ptr<float>(), rows ? q.data.data_ptr() : nullptr,
-                               transposed ? q.data_t.data_ptr() : nullptr, q.inv_scale.data_ptr<float>(),
-                               fused::launch::stream()),
-        "fp8 cast kernel");
+    fused::cuda_ops::fp8_cast(x, f == Format::kE5M2, amax.to(at::kFloat).contiguous(), q.data, q.data_t, q.inv_scale);
     return q;
   }
-#endif
   Quantized q = quantize(x, f, scale_from_amax(amax, f));
   if (transposed) q.data_t = q.data.t().contiguous();
   if (!rows) q.data = at::Tensor();
@@ -408,7 +384,6 @@ int64_t Plan::quantize_weights() const {
   for (const auto& c : converted_) {
     if (c.state->weight.prepared) c.state->weight = WeightCache{};
   }
-#ifdef GPUBENCH_WITH_CUDA
   if (recipe_.scaling == Scaling::kDelayed) return 0;
   // The weights the many-tensor kernels take: contiguous [out, in] (cast to data, transposed to data_t) or
   // contiguous underneath as [in, out] (GPT-2's Conv1D: cast to data_t, transposed to data), all of one dtype.
@@ -440,7 +415,7 @@ int64_t Plan::quantize_weights() const {
     j.dtype = *kind;
     const auto dev = sources.front().options();
     j.amaxes = at::zeros({static_cast<int64_t>(layers.size())}, dev.dtype(at::kFloat));
-    std::vector<fused::Fp8CastJob> table;
+    std::vector<fused::cuda_ops::Fp8CastTarget> targets;
     for (size_t k = 0; k < layers.size(); ++k) {
       const at::Tensor& src = sources[k];
       const bool transposed = !converted_[layers[k]].weight.is_contiguous();
@@ -451,32 +426,20 @@ int64_t Plan::quantize_weights() const {
       q.data = transposed ? cols_major : rows_major;
       q.data_t = transposed ? rows_major : cols_major;
       q.inv_scale = at::empty({}, dev.dtype(at::kFloat));
-      table.push_back(fused::Fp8CastJob{src.data_ptr(), rows, cols, j.amaxes.data_ptr<float>() + k,
-                                        rows_major.data_ptr(), cols_major.data_ptr(), q.inv_scale.data_ptr<float>(),
-                                        j.amax_blocks, j.tiles});
-      j.amax_blocks += fused::fp8_many_amax_blocks(rows * cols);
-      j.tiles += fused::fp8_many_tiles(rows, cols);
+      targets.push_back({src, j.amaxes.narrow(0, static_cast<int64_t>(k), 1), rows_major, cols_major, q.inv_scale});
       j.buffers.push_back(q);
       j.held.push_back(converted_[layers[k]].weight.detach());
     }
-    const auto bytes = static_cast<int64_t>(table.size() * sizeof(fused::Fp8CastJob));
-    j.table = at::from_blob(table.data(), {bytes}, at::TensorOptions().dtype(at::kByte)).to(dev.dtype(at::kByte));
+    j.table = fused::cuda_ops::fp8_cast_table(targets);
     jobs_ = std::move(j);
   }
   jobs_.amaxes.zero_();
-  fused::launch::check(fused::launch_fp8_amax_cast_many(
-                           reinterpret_cast<const fused::Fp8CastJob*>(jobs_.table.data_ptr()),
-                           static_cast<int>(jobs_.layers.size()), jobs_.amax_blocks, jobs_.tiles,
-                           fused::launch::dtype_of(sources.front()), /*e5m2=*/false, fused::launch::stream()),
-                       "fp8 weights' amax and cast kernels");
+  fused::cuda_ops::fp8_amax_cast_many(jobs_.table, sources.front());
   for (size_t k = 0; k < layers.size(); ++k) {  // the held weight shares the weight's version counter
     const at::Tensor& w = jobs_.held[k];
     converted_[layers[k]].state->weight = WeightCache{jobs_.buffers[k], w, w._version(), true, capture};
   }
   return static_cast<int64_t>(layers.size());
-#else
-  return 0;
-#endif
 }
 
 namespace {

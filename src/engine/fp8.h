@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/kernel_calls.h"
+
 namespace gpubench::engine::fp8 {
 
 enum class Format { kE4M3, kE5M2 };
@@ -181,13 +183,13 @@ class Plan {
   /// quantize_weights' job table on the device (fused::Fp8CastJob bytes), the amax slots, and the weights' addresses
   /// it was built for (rebuilt when one moves).
   struct WeightJobs {
-    at::Tensor table, amaxes;
+    fused::cuda_ops::Fp8CastTable table;  ///< the many-tensor kernels' jobs on the device
+    at::Tensor amaxes;
     std::vector<const void*> sources;
     std::vector<size_t> layers;       ///< converted_ indices, in table order
     std::vector<Quantized> buffers;   ///< each one's FP8 weight, kept from step to step
     std::vector<at::Tensor> held;     ///< each one's weight as its layer hands it, detached once (the caches' source)
     at::ScalarType dtype = at::kFloat;
-    int64_t amax_blocks = 0, tiles = 0;
   };
   mutable WeightJobs jobs_;
 };

@@ -21,10 +21,10 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "nvjpeg_decoder.h"
+#include "cuda/nvjpeg_decoder.h"
 #endif
 #ifdef GPUBENCH_WITH_CUDA
-#include "gpu_augment.h"
+#include "cuda/gpu_augment.h"
 #endif
 
 namespace gpubench::engine {

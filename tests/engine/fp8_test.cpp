@@ -18,7 +18,7 @@
 #ifdef GPUBENCH_WITH_CUDA
 #include <c10/cuda/CUDAStream.h>
 
-#include "fused/fused_kernels.h"
+#include "cuda/fused_kernels.h"
 #endif
 #include "gpubench/engine/engine.hpp"
 #include "models/decoder.h"

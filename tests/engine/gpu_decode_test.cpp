@@ -13,8 +13,8 @@
 #if defined(GPUBENCH_WITH_CUDA)
 #include <ATen/cuda/CUDAContext.h>
 
-#include "gpu_augment.h"
-#include "nvjpeg_decoder.h"
+#include "cuda/gpu_augment.h"
+#include "cuda/nvjpeg_decoder.h"
 #endif
 #include "gpubench/data/augment.hpp"
 #include "gpubench/data/jpeg.hpp"

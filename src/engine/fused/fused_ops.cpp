@@ -5,17 +5,11 @@
 #include <atomic>
 #include <stdexcept>
 
-#include "fp8.h"
+#include "cuda/kernel_calls.h"
 #include "decode/decode_ops.h"
+#include "fp8.h"
 #include "fused/kernel_launch.h"
 #include "precision.h"
-
-#ifdef GPUBENCH_WITH_CUDA
-#include <ATen/cuda/CUDAGeneratorImpl.h>
-
-#include "decode/decode_kernels.h"
-#include "fused/lt_epilogues.h"
-#endif
 
 namespace gpubench::engine::fused {
 
@@ -25,11 +19,6 @@ using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
 using launch::on_kernels;
-#ifdef GPUBENCH_WITH_CUDA
-using launch::check;
-using launch::dtype_of;
-using launch::stream;
-#endif
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -78,13 +67,8 @@ class LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntropy
       const at::Tensor hr = hc.narrow(0, r0, rows), tr = t.narrow(0, r0, rows);
       at::Tensor g;  // the chunk's gradient of the loss with respect to its logits, in the compute dtype
       if (kernel) {
-#ifdef GPUBENCH_WITH_CUDA
-        g = at::mm(hr, w.t());  // [rows, padded vocab], overwritten in place by the gradient
-        check(launch_softmax_cross_entropy(g.data_ptr(), dtype_of(g), rows, g.stride(0), vocab,
-                                           tr.data_ptr<int64_t>(), ignore_index, inv_count.data_ptr<float>(),
-                                           loss_rows.narrow(0, r0, rows).data_ptr<float>(), stream()),
-              "softmax_cross_entropy");
-#endif
+        g = cuda_ops::softmax_cross_entropy_grad(hr, w, tr, vocab, ignore_index, inv_count,
+                                                 loss_rows.narrow(0, r0, rows));
       } else {
         // log_softmax and softmax, as cross_entropy computes them: ATen's own vectorised exp. Not at::exp, which
         // on float calls MKL's VML; its first call in a process, after an MKL GEMM and under CPU contention, has
@@ -131,17 +115,7 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
     // their amaxes come from these passes, noted for those layers.
     const bool fp8 = fp8::active_plan() != nullptr;
     ctx->saved_data["fp8"] = fp8;
-    if (on_kernels(g)) {
-      at::Tensor out = at::empty_like(g);
-#ifdef GPUBENCH_WITH_CUDA
-      const fp8::KernelAmaxes amax(fp8, 1, g);
-      check(launch_swiglu_forward(g.data_ptr(), u.data_ptr(), out.data_ptr(), dtype_of(g), g.numel(), stream(),
-                                  amax.slot(0)),
-            "swiglu_forward");
-      amax.note(0, out);
-#endif
-      return out;
-    }
+    if (on_kernels(g)) return cuda_ops::swiglu_forward(g, u, fp8);
     return at::silu(g) * u;
   }
 
@@ -150,15 +124,7 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
     const at::Tensor &g = saved[0], &u = saved[1];
     const at::Tensor d = grad_out[0].to(g.scalar_type()).contiguous();
     if (on_kernels(g)) {
-      at::Tensor d_gate = at::empty_like(g), d_up = at::empty_like(u);
-#ifdef GPUBENCH_WITH_CUDA
-      const fp8::KernelAmaxes amax(ctx->saved_data["fp8"].toBool(), 2, g);
-      check(launch_swiglu_backward(g.data_ptr(), u.data_ptr(), d.data_ptr(), d_gate.data_ptr(), d_up.data_ptr(),
-                                   dtype_of(g), g.numel(), stream(), amax.slot(0), amax.slot(1)),
-            "swiglu_backward");
-      amax.note(0, d_gate);
-      amax.note(1, d_up);
-#endif
+      auto [d_gate, d_up] = cuda_ops::swiglu_backward(g, u, d, ctx->saved_data["fp8"].toBool());
       return {d_gate, d_up};
     }
     const at::Tensor gf = g.to(at::kFloat), sig = at::sigmoid(gf), silu = gf * sig;
@@ -193,18 +159,9 @@ class RotaryFn : public torch::autograd::Function<RotaryFn> {
   /// x * cos + rotate_half(x) * sin for q and k (or its transpose), tables [seq, head_dim] over [b, seq, heads, d].
   /// `amaxes`: the kernel also gives both outputs' amaxes, noted for the FP8 layers that quantise them next.
   static tensor_list rotate(const at::Tensor& q, const at::Tensor& k, const at::Tensor& c, const at::Tensor& s,
-                            bool inverse, [[maybe_unused]] bool amaxes) {
+                            bool inverse, bool amaxes) {
     if (on_kernels(q)) {
-      at::Tensor q_out = at::empty_like(q), k_out = at::empty_like(k);
-#ifdef GPUBENCH_WITH_CUDA
-      const fp8::KernelAmaxes amax(amaxes, 2, q);
-      check(launch_rotary(q.data_ptr(), k.data_ptr(), q_out.data_ptr(), k_out.data_ptr(), c.data_ptr(), s.data_ptr(),
-                          dtype_of(q), q.size(0) * q.size(1), q.size(1), q.size(2), k.size(2), q.size(3), inverse,
-                          stream(), amax.slot(0), amax.slot(1)),
-            "rotary");
-      amax.note(0, q_out);
-      amax.note(1, k_out);
-#endif
+      auto [q_out, k_out] = cuda_ops::rotary(q, k, c, s, inverse, amaxes);
       return {q_out, k_out};
     }
     const at::Tensor cb = c.unsqueeze(1), sb = s.unsqueeze(1);  // [seq, 1, d]: broadcast over heads
@@ -228,27 +185,6 @@ std::vector<int64_t> with_last(at::IntArrayRef sizes, int64_t last) {
   return out;
 }
 
-/// Whether the row kernels take rows of n (false in a build without them).
-bool row_kernels_take(int64_t n, bool aligned) {
-#ifdef GPUBENCH_WITH_CUDA
-  return layer_norm_kernels_support(n, aligned);
-#else
-  (void)n;
-  (void)aligned;
-  return false;
-#endif
-}
-
-/// Whether the RMSNorm kernels take rows of n (false in a build without them).
-bool rms_kernels_take(int64_t n, bool aligned) {
-#ifdef GPUBENCH_WITH_CUDA
-  return rms_norm_kernels_support(n, aligned);
-#else
-  (void)n;
-  (void)aligned;
-  return false;
-#endif
-}
 
 /// The gradient of a weight [out, in] from g [rows, out] and the layer's input x [rows, in]: g^T x, written in fp32
 /// by the GEMM itself where the parameter is fp32 and the product is bf16/fp16 on CUDA (ATen's mm with an output
@@ -268,71 +204,22 @@ at::Tensor weight_grad(const at::Tensor& g, const at::Tensor& x, at::ScalarType 
 
 /// The column sums of g [rows, n] (a bias gradient) in fp32: gpubench's kernel on CUDA, else ATen's sum.
 at::Tensor bias_grad(const at::Tensor& g) {
-  if (on_kernels(g)) {
-#ifdef GPUBENCH_WITH_CUDA
-    const at::Tensor c = g.contiguous();
-    const auto f32 = c.options().dtype(at::kFloat);
-    at::Tensor scratch = at::empty({gelu_backward_scratch_floats(c.size(0), c.size(1))}, f32);
-    at::Tensor out = at::empty({c.size(1)}, f32);
-    check(launch_column_sum(c.data_ptr(), scratch.data_ptr<float>(), out.data_ptr<float>(), dtype_of(c), c.size(0),
-                            c.size(1), stream()),
-          "column_sum");
-    return out;
-#endif
-  }
-  return g.sum(0);
+  return on_kernels(g) ? cuda_ops::column_sum(g) : g.sum(0);
 }
-
-#ifdef GPUBENCH_WITH_CUDA
-/// The next slice of the CUDA generator's Philox stream for `device` (inside a graph capture, the pointers that the
-/// replay fills in), as ATen's own dropout takes it.
-PhiloxArgs philox_slice(const at::Device& device) {
-  auto* gen = at::cuda::detail::getDefaultCUDAGenerator(device.index()).get<at::CUDAGeneratorImpl>();
-  at::PhiloxCudaState st;
-  {
-    std::lock_guard<std::mutex> lock(gen->mutex_);
-    st = gen->philox_cuda_state(4);  // the kernels' counters take the offset as their high half: any new offset will do
-  }
-  PhiloxArgs a;
-  if (st.captured_) {
-    a.captured = true;
-    a.seed_ptr = st.seed_.ptr;
-    a.offset_ptr = st.offset_.ptr;
-    a.offset_intragraph = st.offset_intragraph_;
-  } else {
-    a.seed = st.seed_.val;
-    a.offset = st.offset_.val;
-  }
-  return a;
-}
-#endif
 
 /// dropout(y) + r and LayerNorm over rows of n: what the sub-layer fusions do after their GEMMs. `g`, `b` fp32.
-struct AddNorm {
-  at::Tensor s, out, keep, mean, rstd;  ///< the stream, its norm, the dropout mask (if any), the row statistics
-  bool kernel = false;                  ///< gpubench's row kernels ran (else ATen's operations)
+struct AddNorm : cuda_ops::AddNormTensors {  ///< the stream, its norm, the dropout mask (if any), the row statistics
+  bool kernel = false;                        ///< gpubench's row kernels ran (else ATen's operations)
 };
 
 AddNorm add_norm_forward(const at::Tensor& y, const at::Tensor& r, const at::Tensor& g, const at::Tensor& b, double p,
                          double eps) {
   AddNorm a;
-  [[maybe_unused]] const int64_t rows = y.size(0), n = y.size(1);
+  const int64_t n = y.size(1);
   const bool dropout = p > 0.0;
-  a.kernel = on_kernels(y) && row_kernels_take(n, aligned16(y) && aligned16(r) && aligned16(g) && aligned16(b));
+  a.kernel = on_kernels(y) && cuda_ops::layer_norm_rows(n, aligned16(y) && aligned16(r) && aligned16(g) && aligned16(b));
   if (a.kernel) {
-#ifdef GPUBENCH_WITH_CUDA
-    a.s = at::empty_like(y);
-    a.out = at::empty_like(y);
-    a.mean = at::empty({rows}, y.options().dtype(at::kFloat));
-    a.rstd = at::empty({rows}, y.options().dtype(at::kFloat));
-    if (dropout) a.keep = at::empty({rows, n}, y.options().dtype(at::kByte));
-    const PhiloxArgs rng = dropout ? philox_slice(y.device()) : PhiloxArgs{};
-    check(launch_dropout_add_layer_norm(y.data_ptr(), r.data_ptr(), g.data_ptr<float>(), b.data_ptr<float>(),
-                                        a.s.data_ptr(), a.out.data_ptr(), dropout ? a.keep.data_ptr<uint8_t>() : nullptr,
-                                        a.mean.data_ptr<float>(), a.rstd.data_ptr<float>(), dtype_of(y), rows, n,
-                                        static_cast<float>(1.0 - p), static_cast<float>(eps), rng, stream()),
-          "dropout_add_layer_norm");
-#endif
+    static_cast<cuda_ops::AddNormTensors&>(a) = cuda_ops::dropout_add_layer_norm(y, r, g, b, p, eps);
   } else {
     at::Tensor dropped = y;
     if (dropout) std::tie(dropped, a.keep) = at::native_dropout(y, p, true);
@@ -343,42 +230,22 @@ AddNorm add_norm_forward(const at::Tensor& y, const at::Tensor& r, const at::Ten
   return a;
 }
 
-struct AddNormGrads {
-  at::Tensor d_s, d_y, d_gamma, d_beta, d_bias;  ///< the stream's, y's (after dropout's mask), gamma's, beta's, y's column sums
-};
+/// The stream's, y's (after dropout's mask), gamma's, beta's gradients, y's column sums.
+using AddNormGrads = cuda_ops::AddNormGradTensors;
 
 /// The backward pass of add_norm_forward: from the norm's gradient `d_out` and the stream's own `d_extra` (may be
 /// undefined), both [rows, n] in the stream's dtype.
 AddNormGrads add_norm_backward(const at::Tensor& d_out, const at::Tensor& d_extra, const at::Tensor& s,
                                const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& keep,
                                const at::Tensor& g, const at::Tensor& b, double p, bool kernel) {
+  if (kernel) return cuda_ops::dropout_add_layer_norm_backward(d_out, d_extra, s, mean, rstd, keep, g, p);
   AddNormGrads r;
-  [[maybe_unused]] const int64_t rows = s.size(0), n = s.size(1);
-  if (kernel) {
-#ifdef GPUBENCH_WITH_CUDA
-    r.d_s = at::empty_like(s);
-    r.d_y = keep.defined() ? at::empty_like(s) : r.d_s;
-    const auto f32 = s.options().dtype(at::kFloat);
-    at::Tensor scratch = at::empty({layer_norm_backward_scratch_floats(rows, n)}, f32);
-    at::Tensor cols = at::empty({3, n}, f32);
-    check(launch_dropout_add_layer_norm_backward(
-              d_out.data_ptr(), d_extra.defined() ? d_extra.data_ptr() : nullptr, s.data_ptr(), g.data_ptr<float>(),
-              mean.data_ptr<float>(), rstd.data_ptr<float>(), keep.defined() ? keep.data_ptr<uint8_t>() : nullptr,
-              static_cast<float>(1.0 - p), r.d_s.data_ptr(), keep.defined() ? r.d_y.data_ptr() : nullptr,
-              scratch.data_ptr<float>(), cols.data_ptr<float>(), dtype_of(s), rows, n, stream()),
-          "dropout_add_layer_norm_backward");
-    r.d_gamma = cols[0];
-    r.d_beta = cols[1];
-    r.d_bias = cols[2];
-#endif
-  } else {
-    const at::ScalarType dtype = s.scalar_type();
-    std::tie(r.d_s, r.d_gamma, r.d_beta) =
-        at::native_layer_norm_backward(d_out, s, {n}, mean, rstd, g.to(dtype), b.to(dtype), {true, true, true});
-    if (d_extra.defined()) r.d_s = r.d_s + d_extra;
-    r.d_y = keep.defined() ? at::native_dropout_backward(r.d_s, keep, 1.0 / (1.0 - p)) : r.d_s;
-    r.d_bias = r.d_y.sum(0);
-  }
+  const at::ScalarType dtype = s.scalar_type();
+  std::tie(r.d_s, r.d_gamma, r.d_beta) = at::native_layer_norm_backward(d_out, s, {s.size(1)}, mean, rstd, g.to(dtype),
+                                                                        b.to(dtype), {true, true, true});
+  if (d_extra.defined()) r.d_s = r.d_s + d_extra;
+  r.d_y = keep.defined() ? at::native_dropout_backward(r.d_s, keep, 1.0 / (1.0 - p)) : r.d_s;
+  r.d_bias = r.d_y.sum(0);
   return r;
 }
 
@@ -390,19 +257,7 @@ at::Tensor stream_grad(const at::Tensor& g, const at::Tensor& s) {
 /// GELU's gradient d_act * gelu'(pre) and its column sums (the bias gradient, fp32 on the kernel): one pass on CUDA.
 std::pair<at::Tensor, at::Tensor> gelu_backward_with_bias(const at::Tensor& d_act, const at::Tensor& pre,
                                                           bool tanh_approx) {
-  [[maybe_unused]] const int64_t rows = pre.size(0), n = pre.size(1);
-  if (on_kernels(pre)) {
-#ifdef GPUBENCH_WITH_CUDA
-    at::Tensor d_pre = at::empty_like(pre);
-    const auto f32 = pre.options().dtype(at::kFloat);
-    at::Tensor scratch = at::empty({gelu_backward_scratch_floats(rows, n)}, f32);
-    at::Tensor d_bias = at::empty({n}, f32);
-    check(launch_gelu_backward_bias(d_act.data_ptr(), pre.data_ptr(), d_pre.data_ptr(), scratch.data_ptr<float>(),
-                                    d_bias.data_ptr<float>(), dtype_of(pre), rows, n, tanh_approx, stream()),
-          "gelu_backward_bias");
-    return {d_pre, d_bias};
-#endif
-  }
+  if (on_kernels(pre)) return cuda_ops::gelu_backward_bias(d_act, pre, tanh_approx);
   at::Tensor d_pre = at::gelu_backward(d_act, pre, tanh_approx ? "tanh" : "none");
   return {d_pre, d_pre.sum(0)};
 }
@@ -490,25 +345,17 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
     const at::Tensor y2 = y.reshape({-1, n}).to(dtype).contiguous();
     const at::Tensor r = residual.reshape({-1, n}).to(dtype).contiguous();
     const at::Tensor g = gamma.to(at::kFloat).contiguous();
-    [[maybe_unused]] const int64_t rows = y2.size(0);
     at::Tensor s, out, rstd;
-    const bool kernel = on_kernels(y2) && rms_kernels_take(n, aligned16(y2) && aligned16(r) && aligned16(g));
+    const bool kernel = on_kernels(y2) && cuda_ops::rms_norm_rows(n, aligned16(y2) && aligned16(r) && aligned16(g));
     // Under FP8 training the normalised output feeds FP8 layers (q/k/v, gate/up) and the stream's gradient o_proj's
     // and down_proj's backward products: the kernels give their amaxes, noted for those layers.
     const bool fp8 = fp8::active_plan() != nullptr;
     ctx->saved_data["fp8"] = fp8;
     if (kernel) {
-#ifdef GPUBENCH_WITH_CUDA
-      s = at::empty_like(y2);
-      out = at::empty_like(y2);
-      rstd = at::empty({rows}, y2.options().dtype(at::kFloat));
-      const fp8::KernelAmaxes amax(fp8, 1, y2);
-      check(launch_add_rms_norm(y2.data_ptr(), r.data_ptr(), g.data_ptr<float>(), s.data_ptr(), out.data_ptr(),
-                                rstd.data_ptr<float>(), dtype_of(y2), rows, n, static_cast<float>(eps), stream(),
-                                amax.slot(0)),
-            "add_rms_norm");
-      amax.note(0, out);
-#endif
+      cuda_ops::RmsNormTensors t = cuda_ops::add_rms_norm(y2, r, g, eps, fp8);
+      s = t.s;
+      out = t.out;
+      rstd = t.rstd;
     } else {
       s = y2 + r;
       const at::Tensor sf = s.to(at::kFloat);
@@ -526,24 +373,12 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
     const NoAutocast no_autocast;
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &s = saved[0], &rstd = saved[1], &g = saved[2];
-    [[maybe_unused]] const int64_t rows = s.size(0), n = s.size(1);
     const at::Tensor d_out = stream_grad(grad_out[0], s);
     const at::Tensor d_extra = grad_out[1].defined() ? stream_grad(grad_out[1], s) : at::Tensor();
     at::Tensor d_s, d_gamma;
     if (ctx->saved_data["kernel"].toBool()) {
-#ifdef GPUBENCH_WITH_CUDA
-      d_s = at::empty_like(s);
-      const auto f32 = s.options().dtype(at::kFloat);
-      at::Tensor scratch = at::empty({rms_norm_backward_scratch_floats(rows, n)}, f32);
-      d_gamma = at::empty({n}, f32);
-      const fp8::KernelAmaxes amax(ctx->saved_data["fp8"].toBool(), 1, s);
-      check(launch_add_rms_norm_backward(d_out.data_ptr(), d_extra.defined() ? d_extra.data_ptr() : nullptr,
-                                         s.data_ptr(), g.data_ptr<float>(), rstd.data_ptr<float>(), d_s.data_ptr(),
-                                         scratch.data_ptr<float>(), d_gamma.data_ptr<float>(), dtype_of(s), rows, n,
-                                         stream(), amax.slot(0)),
-            "add_rms_norm_backward");
-      amax.note(0, d_s);
-#endif
+      std::tie(d_s, d_gamma) =
+          cuda_ops::add_rms_norm_backward(d_out, d_extra, s, g, rstd, ctx->saved_data["fp8"].toBool());
     } else {
       const at::Tensor xhat = s.to(at::kFloat) * rstd.unsqueeze(1), df = d_out.to(at::kFloat);
       const at::Tensor gd = df * g;
@@ -570,19 +405,11 @@ class MlpAddNormFn : public torch::autograd::Function<MlpAddNormFn> {
                              int64_t dtype_code) {
     const NoAutocast no_autocast;
     const auto dtype = static_cast<at::ScalarType>(dtype_code);
-    [[maybe_unused]] const int64_t hidden = w_proj.size(0), inner = w_fc.size(0);
+    const int64_t hidden = w_proj.size(0);
     const at::Tensor a2 = a.reshape({-1, a.size(-1)}).to(dtype).contiguous();
     const at::Tensor w1 = w_fc.to(dtype), w2 = w_proj.to(dtype), b1 = b_fc.to(dtype).contiguous();
-    [[maybe_unused]] const int64_t rows = a2.size(0);
     at::Tensor act, pre;
-    bool epilogue = false;
-#ifdef GPUBENCH_WITH_CUDA
-    if (on_kernels(a2, /*allow_fp32=*/false)) {
-      act = at::empty({rows, inner}, a2.options());
-      pre = at::empty_like(act);
-      epilogue = lt::gemm(lt::Epilogue::kGeluAuxBias, a2, w1, act, b1, pre);
-    }
-#endif
+    const bool epilogue = on_kernels(a2, /*allow_fp32=*/false) && cuda_ops::try_gemm_gelu_aux_bias(a2, w1, b1, act, pre);
     if (!epilogue) {
       pre = at::addmm(b1, a2, w1.t());
       act = at::gelu(pre, "tanh");
@@ -611,14 +438,8 @@ class MlpAddNormFn : public torch::autograd::Function<MlpAddNormFn> {
                                               ctx->saved_data["kernel"].toBool());
     const at::Tensor d_w2 = weight_grad(gr.d_y, act, static_cast<at::ScalarType>(ctx->saved_data["w2_dtype"].toInt()));
     at::Tensor d_pre, d_b1;
-    bool epilogue = false;
-#ifdef GPUBENCH_WITH_CUDA
-    if (on_kernels(gr.d_y, /*allow_fp32=*/false)) {
-      d_pre = at::empty_like(pre);
-      d_b1 = at::empty({pre.size(1)}, pre.options());
-      epilogue = lt::gemm(lt::Epilogue::kDGeluBGrad, gr.d_y, w2.t(), d_pre, d_b1, pre);
-    }
-#endif
+    const bool epilogue =
+        on_kernels(gr.d_y, /*allow_fp32=*/false) && cuda_ops::try_gemm_dgelu_bgrad(gr.d_y, w2, pre, d_pre, d_b1);
     if (!epilogue) std::tie(d_pre, d_b1) = gelu_backward_with_bias(at::mm(gr.d_y, w2), pre, /*tanh_approx=*/true);
     const at::Tensor d_a = at::mm(d_pre, w1).view(ctx->saved_data["a_sizes"].toIntVector());
     const at::Tensor d_w1 = weight_grad(d_pre, a2, static_cast<at::ScalarType>(ctx->saved_data["w1_dtype"].toInt()));
@@ -633,14 +454,7 @@ class GegluFn : public torch::autograd::Function<GegluFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x) {
     const at::Tensor xc = x.contiguous();
     ctx->save_for_backward({xc});
-    [[maybe_unused]] const int64_t m = xc.size(-1) / 2, rows = xc.numel() / xc.size(-1);
-    if (on_kernels(xc)) {
-      at::Tensor out = at::empty(with_last(xc.sizes(), m), xc.options());
-#ifdef GPUBENCH_WITH_CUDA
-      check(launch_geglu(xc.data_ptr(), out.data_ptr(), dtype_of(xc), rows, m, stream()), "geglu");
-#endif
-      return out;
-    }
+    if (on_kernels(xc)) return cuda_ops::geglu(xc);
     const auto parts = xc.chunk(2, -1);
     return parts[0] * at::gelu(parts[1]);
   }
@@ -648,15 +462,7 @@ class GegluFn : public torch::autograd::Function<GegluFn> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_out) {
     const at::Tensor x = ctx->get_saved_variables()[0];
     const at::Tensor d = grad_out[0].to(x.scalar_type()).contiguous();
-    [[maybe_unused]] const int64_t m = x.size(-1) / 2, rows = x.numel() / x.size(-1);
-    if (on_kernels(x)) {
-      at::Tensor d_x = at::empty_like(x);
-#ifdef GPUBENCH_WITH_CUDA
-      check(launch_geglu_backward(x.data_ptr(), d.data_ptr(), d_x.data_ptr(), dtype_of(x), rows, m, stream()),
-            "geglu_backward");
-#endif
-      return {d_x};
-    }
+    if (on_kernels(x)) return {cuda_ops::geglu_backward(x, d)};
     const auto parts = x.chunk(2, -1);
     return {at::cat({d * at::gelu(parts[1]), at::gelu_backward(d * parts[0], parts[1])}, -1)};
   }
@@ -707,14 +513,6 @@ class LinearQkvFn : public torch::autograd::Function<LinearQkvFn> {
 };
 
 }  // namespace
-
-bool cuda_kernels_compiled() {
-#ifdef GPUBENCH_WITH_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
 
 at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& targets,
                                 int64_t ignore_index, int64_t chunk_rows) {
@@ -813,42 +611,9 @@ std::vector<at::Tensor> linear_qkv(const at::Tensor& x, const at::Tensor& wq, co
 
 void begin_run() {
   forget_batch_norm_declined();
-#ifdef GPUBENCH_WITH_CUDA
-  lt::forget_run();
-#endif
+  cuda_ops::begin_run();
 }
 
-namespace {
-/// ResNet's operations (batch_norm_ops.cpp), whose CUDA fallbacks batch_norm_declined() reports.
-[[maybe_unused]] bool resnet_op(const std::string& name) { return name.rfind("batch_norm", 0) == 0 || name == "max_pool"; }
-}  // namespace
-
-std::string describe_after_run(std::vector<FusionRecord>& fusions) {
-  std::string note;
-#ifdef GPUBENCH_WITH_CUDA
-  if (const std::string bn = batch_norm_declined(); !bn.empty()) {
-    for (auto& f : fusions) {
-      if (resnet_op(f.name) && f.implementation == "cuda kernel") {
-        f.note += "; this run: some calls ran ATen's operations: " + bn;
-      }
-    }
-    note = "kernels: fused: ResNet's batch-norm / max-pool operations ran ATen's where " + bn;
-  }
-  const std::string declined = lt::declined();
-  for (auto& f : fusions) {
-    if (f.name != "mlp_add_layer_norm" || f.implementation != "cuda kernel") continue;
-    if (declined.empty() && lt::used()) {
-      f.note += "; this run: cuBLASLt's GELU_AUX_BIAS and DGELU_BGRAD epilogues";
-    } else if (!declined.empty()) {
-      f.note += "; this run: " + declined + ", so the GEMMs ran plain and gpubench's GELU kernels did the rest" +
-                (lt::used() ? " where cuBLASLt declined (it took the others)" : "");
-      note = "kernels: fused: mlp_add_layer_norm: " + declined + " (GEMM + GELU kernels instead)";
-    }
-  }
-#else
-  (void)fusions;
-#endif
-  return note;
-}
+std::string describe_after_run(std::vector<FusionRecord>& fusions) { return cuda_ops::describe_after_run(fusions); }
 
 }  // namespace gpubench::engine::fused

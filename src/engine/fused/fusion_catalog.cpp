@@ -9,9 +9,7 @@
 #include "fused/fused_ops.h"
 #include "gpubench/core/scenario/kernel_options.hpp"
 
-#ifdef GPUBENCH_WITH_CUDA
-#include "decode/decode_kernels.h"
-#endif
+#include "cuda/kernel_calls.h"
 
 namespace gpubench::engine::fused {
 
@@ -164,37 +162,6 @@ std::string choices(const FusionEntry& e, const KernelOptions& options) {
   return out;
 }
 
-#ifdef GPUBENCH_WITH_CUDA
-/// What only this process can tell about a decode operation: the device's part of the choices.
-std::string this_run(const std::string& n) {
-  std::string out;
-  if (n == "decode_gemv") {
-    out += decode_programmatic_launch() ? "; this run: programmatic launches"
-                                        : "; this run: plain launches (a device before sm_90, or decode_pdl false)";
-    auto which = [](DecodeKernelMode mode, const char* name) {
-      return !decode_stream_available() || mode == DecodeKernelMode::kOff ? std::string(", no ") + name
-             : mode == DecodeKernelMode::kEverywhere ? std::string(", the ") + name + " wherever it serves"
-                                                     : std::string(", the ") + name + " where it pays";
-    };
-    out += which(decode_run_mode(), "run GEMV") + which(decode_stream_mode(), "streamed GEMV");
-    out += decode_weights_evict_first() ? ", weights read with L2 evict_first" : ", weights read with L2's normal priority";
-  } else if (n == "decode_argmax") {
-    out += decode_greedy_tail_enabled() ? "; this run: in the LM head's launch where it serves"
-                                        : "; this run: two launches";
-  } else if (n == "decode_embed" && !decode_embed_kernel_enabled()) {
-    out += "; this run: ATen's operations";
-  } else if (n == "decode_attention") {
-    const DecodeClusterSetting cluster = decode_attention_cluster();
-    const bool clusters = decode_stream_available() && cluster.limit > 0 && cluster.max_batch > 0;
-    out += "; this run: splits of " + std::to_string(decode_attention_min_split()) + " positions or more, " +
-           (clusters ? "clusters of up to " + std::to_string(cluster.limit) + " splits for up to " +
-                           std::to_string(cluster.max_batch) + (cluster.max_batch == 1 ? " sequence" : " sequences")
-                     : std::string("no clusters (a device before sm_90, or attention_cluster_splits 0)"));
-  }
-  return out;
-}
-#endif
-
 }  // namespace
 
 std::vector<FusionRecord> describe(const std::vector<std::string>& names, const at::Device& device,
@@ -211,9 +178,7 @@ std::vector<FusionRecord> describe(const std::vector<std::string>& names, const 
       f.note = why + ": " + e.aten;
     } else {
       f.note = e.kernel + (e.decode ? " (bf16 and fp16; fp32 runs the ATen operations)" : "") + choices(e, options);
-#ifdef GPUBENCH_WITH_CUDA
-      if (e.decode) f.note += this_run(n);
-#endif
+      if (e.decode) f.note += cuda_ops::decode_choices_this_run(n);
     }
     out.push_back(std::move(f));
   }

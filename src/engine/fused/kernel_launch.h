@@ -1,47 +1,19 @@
 #pragma once
-// What the torch-side fused operations (fused_ops.cpp, decode_ops.cpp) share to launch gpubench's kernels: whether a
-// tensor is served by them, its storage type, the current stream and the error check.
+// Whether gpubench's kernels (the CUDA module's, src/engine/cuda/kernel_calls.h) serve a tensor: what the torch-side
+// fused operations (fused_ops.cpp, batch_norm_ops.cpp, decode_ops.cpp, fp8.cpp) ask before they hand it to them.
 
 #include <ATen/ATen.h>
 
-#include <stdexcept>
-#include <string>
-
-#ifdef GPUBENCH_WITH_CUDA
-#include <c10/cuda/CUDAStream.h>
-
-#include "fused/fused_kernels.h"
-#endif
+#include "fused/fused_ops.h"
 
 namespace gpubench::engine::fused::launch {
 
 /// Whether gpubench's kernels serve `t`: CUDA, in a build with them, in one of `allow_fp32` ? (bf16, fp16, fp32) :
 /// (bf16, fp16).
 inline bool on_kernels(const at::Tensor& t, bool allow_fp32 = true) {
-#ifdef GPUBENCH_WITH_CUDA
+  if (!t.is_cuda() || !cuda_kernels_compiled()) return false;
   const at::ScalarType s = t.scalar_type();
-  return t.is_cuda() && (s == at::kBFloat16 || s == at::kHalf || (allow_fp32 && s == at::kFloat));
-#else
-  (void)t;
-  (void)allow_fp32;
-  return false;
-#endif
+  return s == at::kBFloat16 || s == at::kHalf || (allow_fp32 && s == at::kFloat);
 }
-
-#ifdef GPUBENCH_WITH_CUDA
-inline DType dtype_of(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kBFloat16: return DType::kBFloat16;
-    case at::kHalf: return DType::kFloat16;
-    default: return DType::kFloat32;
-  }
-}
-
-inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-inline cudaStream_t stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
-#endif
 
 }  // namespace gpubench::engine::fused::launch

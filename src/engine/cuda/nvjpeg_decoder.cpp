@@ -1,4 +1,4 @@
-#include "nvjpeg_decoder.h"
+#include "cuda/nvjpeg_decoder.h"
 
 #include <dlfcn.h>
 #include <link.h>

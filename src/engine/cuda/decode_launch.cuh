@@ -13,9 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "decode/decode_device.cuh"
-#include "decode/decode_kernels.h"
-#include "fused/device_values.cuh"
+#include "cuda/decode_device.cuh"
+#include "cuda/decode_kernels.h"
+#include "cuda/device_values.cuh"
 
 namespace gpubench::engine::fused {
 

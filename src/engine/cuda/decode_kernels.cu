@@ -1,7 +1,7 @@
 // The decode step's kernels but its matrix products (decode_gemv_kernels.cu): the norm before the LM head, the cache
 // write, the embeddings, the greedy argmax and decode attention (tiled and, on sm_90, in thread block clusters).
 
-#include "decode/decode_launch.cuh"
+#include "cuda/decode_launch.cuh"
 
 namespace gpubench::engine::fused {
 

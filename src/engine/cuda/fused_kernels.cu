@@ -1,11 +1,11 @@
-#include "fused/fused_kernels.h"
+#include "cuda/fused_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cfloat>
 
-#include "fused/device_values.cuh"
+#include "cuda/device_values.cuh"
 
 namespace gpubench::engine::fused {
 

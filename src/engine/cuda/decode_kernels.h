@@ -11,7 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "fused/fused_kernels.h"
+#include "cuda/fused_kernels.h"
 
 namespace gpubench::engine::fused {
 

@@ -1,4 +1,4 @@
-#include "fused/lt_epilogues.h"
+#include "cuda/lt_epilogues.h"
 
 #include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDAStream.h>

@@ -1,4 +1,4 @@
-#include "fused/fp8_kernels.h"
+#include "cuda/fp8_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "fused/device_values.cuh"
+#include "cuda/device_values.cuh"
 
 namespace gpubench::engine::fused {
 

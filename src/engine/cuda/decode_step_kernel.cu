@@ -1,4 +1,4 @@
-#include "decode/decode_step_kernel.h"
+#include "cuda/decode_step_kernel.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <atomic>
 
-#include "decode/decode_device.cuh"
-#include "fused/device_values.cuh"
+#include "cuda/decode_device.cuh"
+#include "cuda/device_values.cuh"
 
 namespace gpubench::engine::fused {
 

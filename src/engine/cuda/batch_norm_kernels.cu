@@ -1,11 +1,11 @@
-#include "fused/batch_norm_kernels.h"
+#include "cuda/batch_norm_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 
-#include "fused/device_values.cuh"
+#include "cuda/device_values.cuh"
 
 namespace gpubench::engine::fused {
 

@@ -2,7 +2,7 @@
 // bulk copies) and the run GEMV (each warp streams its run of weight rows into registers, the greedy argmax in the LM
 // head's launch), with their launches. decode_launch.cuh holds what the decode units share.
 
-#include "decode/decode_launch.cuh"
+#include "cuda/decode_launch.cuh"
 
 namespace gpubench::engine::fused {
 

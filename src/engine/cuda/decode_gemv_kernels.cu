@@ -2,7 +2,7 @@
 // decode_stream_kernels.cu; decode_launch.cuh holds what the decode units share. Separate units so that the build
 // compiles them side by side.
 
-#include "decode/decode_launch.cuh"
+#include "cuda/decode_launch.cuh"
 
 namespace gpubench::engine::fused {
 

@@ -1,4 +1,4 @@
-#include "gpu_augment.h"
+#include "cuda/gpu_augment.h"
 
 namespace gpubench::engine {
 

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "fused/device_values.cuh"
-#include "fused/fused_kernels.h"
+#include "cuda/device_values.cuh"
+#include "cuda/fused_kernels.h"
 
 namespace gpubench::engine::fused {
 
