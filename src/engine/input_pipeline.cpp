@@ -1,39 +1,29 @@
 #include "input_pipeline.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "gpubench/data/decode_choice.hpp"
 #include "gpubench/data/decode_split.hpp"
 #include "gpubench/data/loader.hpp"
+#include "cuda/gpu_jpeg_stage.h"
 #include "host_clock.h"
-
-#ifdef GPUBENCH_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
-#include "cuda/nvjpeg_decoder.h"
-#endif
-#ifdef GPUBENCH_WITH_CUDA
-#include "cuda/gpu_augment.h"
-#endif
 
 namespace gpubench::engine {
 
 namespace {
-
-// torchvision's ImageNet normalisation, in 0..255 units.
-constexpr float kMean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255};
-constexpr float kStd[3] = {0.229f * 255, 0.224f * 255, 0.225f * 255};
 
 constexpr const char* kAugmentation =
     "RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3), bilinear, antialias) + RandomHorizontalFlip(0.5) + "
@@ -50,8 +40,10 @@ int64_t default_workers(int world) {
 
 at::Tensor normalize_into(const at::Tensor& u8_nhwc, at::Tensor& out) {
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(out.device());
-  const at::Tensor mean = at::tensor({kMean[0], kMean[1], kMean[2]}, opts).view({1, 3, 1, 1});
-  const at::Tensor inv = at::tensor({1 / kStd[0], 1 / kStd[1], 1 / kStd[2]}, opts).view({1, 3, 1, 1});
+  const at::Tensor mean =
+      at::tensor({kImageNetMean[0], kImageNetMean[1], kImageNetMean[2]}, opts).view({1, 3, 1, 1});
+  const at::Tensor inv =
+      at::tensor({1 / kImageNetStd[0], 1 / kImageNetStd[1], 1 / kImageNetStd[2]}, opts).view({1, 3, 1, 1});
   out.copy_(u8_nhwc.permute({0, 3, 1, 2}));
   out.sub_(mean).mul_(inv);
   return out;
@@ -60,10 +52,8 @@ at::Tensor normalize_into(const at::Tensor& u8_nhwc, at::Tensor& out) {
 struct InputPipeline::Impl {
   struct Slot {
     at::Tensor images, labels, staging, labels_pinned, descs_pinned, descs_dev;
-#ifdef GPUBENCH_WITH_CUDA
-    std::unique_ptr<at::cuda::CUDAEvent> ready, consumed;
+    std::unique_ptr<c10::Event> ready, consumed;  ///< on an accelerator: the batch is on it; the step has read it
     bool consumed_recorded = false;
-#endif
   };
 
   data::ImageFolder folder;
@@ -81,32 +71,19 @@ struct InputPipeline::Impl {
   DataRecord record;
   std::vector<Slot> slots;
   at::Tensor mean, inv_std, arena;
-#ifdef GPUBENCH_WITH_CUDA
-  std::optional<c10::cuda::CUDAStream> side;
-  std::unique_ptr<NvjpegDecoder> decoder;
-#endif
-#ifdef GPUBENCH_WITH_CUDA
+  std::optional<c10::Stream> side;  ///< the copies' (and the GPU stage's) stream on an accelerator
+  std::unique_ptr<GpuJpegStage> decoder;
   /// Per step: an event before the wait for the batch and one after its copy, on the compute stream. The time
   /// between them on the device is how long the GPU sat idle for input (the host may wait while the GPU is still
   /// busy with earlier steps: that wait costs nothing, and this does not count it).
-  std::vector<std::pair<std::unique_ptr<at::cuda::CUDAEvent>, std::unique_ptr<at::cuda::CUDAEvent>>> marks;
+  std::vector<std::pair<std::unique_ptr<c10::Event>, std::unique_ptr<c10::Event>>> marks;
   size_t marks_used = 0;
-#endif
   bool decode_failure_noted = false;
   std::vector<std::string>* notes = nullptr;
 
   /// The record's data.decoder for the path set now.
   std::string decoder_text() const {
-#ifdef GPUBENCH_WITH_CUDA
-    if (gpu_decode) {
-      return "nvJPEG " + decoder->backend() + " backend (" + decoder->library() +
-             (decoder->backend_fallback().empty() ? "" : "; not available: " + decoder->backend_fallback()) + "), " +
-             (decoder->roi_available() ? std::string("the crop window only (regions of interest)")
-                                       : "whole images (" + decoder->roi_off_reason() + ")") +
-             ", crop/resize/normalise in one CUDA kernel; files the decoder cannot take decoded by " +
-             data::jpeg_library_version();
-    }
-#endif
+    if (gpu_decode) return decoder->describe();
     return data::jpeg_library_version() + " on " + std::to_string(workers) +
            " worker threads (crop window only, DCT-domain downscaling where the crop allows)";
   }
@@ -127,10 +104,8 @@ struct InputPipeline::Impl {
   std::thread thread;
 
   void prefetch_loop() {
-#ifdef GPUBENCH_WITH_CUDA
-    std::optional<c10::cuda::CUDAGuard> guard;
+    std::optional<c10::DeviceGuard> guard;
     if (cuda) guard.emplace(device);
-#endif
     for (;;) {
       int r = -1;
       int64_t g = 0;
@@ -190,13 +165,11 @@ struct InputPipeline::Impl {
   }
 
   void prepare(data::HostBatch& hb, Slot& slot) {
-#ifdef GPUBENCH_WITH_CUDA
-    std::optional<c10::cuda::CUDAStreamGuard> sg;
+    std::optional<c10::StreamGuard> sg;
     if (cuda) {
       sg.emplace(*side);
       if (slot.consumed_recorded) slot.consumed->block(*side);  // the step has read this slot's last batch
     }
-#endif
     std::memcpy(slot.labels_pinned.data_ptr<int64_t>(), hb.labels.data(), sizeof(int64_t) * hb.labels.size());
     slot.labels.copy_(slot.labels_pinned, /*non_blocking=*/true);
     const at::Tensor host = at::from_blob(hb.pixels, {batch, out_size, out_size, 3}, at::TensorOptions().dtype(at::kByte));
@@ -208,129 +181,31 @@ struct InputPipeline::Impl {
     } else {
       normalize_into(host, slot.images);
     }
-#ifdef GPUBENCH_WITH_CUDA
     if (cuda) {
       slot.ready->record(*side);
       slot.ready->synchronize();  // the host buffers go back to the workers only once the copies are done
     }
-#endif
-  }
-
-  /// The width and height nvJPEG writes for sample `i`: its crop window where decoding regions of interest, else
-  /// the whole image.
-  static std::pair<int64_t, int64_t> decoded_extent(const data::HostBatch& hb, size_t i, bool roi) {
-    if (roi) return {hb.crops[i].box.w, hb.crops[i].box.h};
-    return {hb.infos[i].width, hb.infos[i].height};
   }
 
   void prepare_gpu(data::HostBatch& hb, Slot& slot, const at::Tensor& host) {
-#if defined(GPUBENCH_WITH_CUDA)
-    std::vector<int64_t> on_gpu;
-    for (int64_t i = 0; i < batch; ++i) {
-      if (hb.on_cpu[static_cast<size_t>(i)] == 0) on_gpu.push_back(i);
-    }
-    // Only each crop's window is decoded where nvJPEG takes regions of interest (the crop kernel reads nothing
-    // outside it); where a ROI batch fails, that batch and all after it are decoded whole.
-    bool roi = !on_gpu.empty() && decoder->roi_available();
-    std::vector<int64_t> offset(static_cast<size_t>(batch), 0);
-    while (!on_gpu.empty()) {
-      int64_t total = 0;
-      for (int64_t i : on_gpu) {
-        const auto ui = static_cast<size_t>(i);
-        const auto [w, h] = decoded_extent(hb, ui, roi);
-        offset[ui] = total;
-        total += (w * h * 3 + 255) / 256 * 256;
-      }
-      if (!arena.defined() || arena.numel() < total) {
-        arena = at::empty({total + total / 4}, at::TensorOptions().dtype(at::kByte).device(device));
-      }
-      // The files go to nvJPEG from the workers' (pageable) buffers: staging them in pinned memory made the
-      // training step slower on the H200 (GPU decode 0.930 of synthetic against 0.957 in bf16).
-      std::vector<const uint8_t*> data;
-      std::vector<size_t> sizes, pitch;
-      std::vector<uint8_t*> dst;
-      std::vector<NvjpegDecoder::Roi> rois;
-      for (int64_t i : on_gpu) {
-        const auto ui = static_cast<size_t>(i);
-        data.push_back(hb.files[ui].data());
-        sizes.push_back(hb.files[ui].size());
-        dst.push_back(arena.data_ptr<uint8_t>() + offset[ui]);
-        pitch.push_back(static_cast<size_t>(decoded_extent(hb, ui, roi).first) * 3);
-        const data::Box& box = hb.crops[ui].box;
-        rois.push_back({box.x, box.y, box.w, box.h});
-      }
-      std::string why;
-      if (decoder->decode(data, sizes, dst, pitch, side->stream(), why, roi ? &rois : nullptr)) break;
-      if (roi) {
-        std::lock_guard<std::mutex> lk(mu);
-        record.decoder += "; ROI decoding failed (" + why + "): whole images decoded from then on";
-        roi = false;
-        continue;
-      }
-      // A file the decoder refused mid-batch: decode this batch on the CPU (a corrupt file is skipped there).
-      if (!decode_failure_noted) {
-        decode_failure_noted = true;
-        std::lock_guard<std::mutex> lk(mu);
-        record.decode_fallback = "nvJPEG failed on a batch (" + why + "); such batches are decoded on the CPU";
-      }
-      for (int64_t i : on_gpu) {
-        int64_t fb = -1;
-        for (int64_t j : on_gpu) {
-          if (j != i && !hb.files[static_cast<size_t>(j)].empty()) fb = j;
-        }
-        if (!loader->decode_on_cpu(hb, i, fb)) throw std::runtime_error("a batch with no decodable JPEG");
-        ++fallback_decodes;
-      }
-      on_gpu.clear();
-    }
-    // The workers' samples (decode: mixed puts its share first) travel up to the last one, not the whole buffer.
-    int64_t cpu_end = 0;
-    for (int64_t i = 0; i < batch; ++i) {
-      if (hb.on_cpu[static_cast<size_t>(i)] != 0) cpu_end = i + 1;
-    }
-    if (cpu_end > 0) slot.staging.narrow(0, 0, cpu_end).copy_(host.narrow(0, 0, cpu_end), /*non_blocking=*/true);
-    auto* d = reinterpret_cast<CropDesc*>(slot.descs_pinned.data_ptr<uint8_t>());
-    const int64_t sample_bytes = out_size * out_size * 3;
-    for (int64_t i = 0; i < batch; ++i) {
-      const auto ui = static_cast<size_t>(i);
-      CropDesc c;
-      if (hb.on_cpu[ui] != 0) {
-        c.src = reinterpret_cast<uint64_t>(slot.staging.data_ptr<uint8_t>() + i * sample_bytes);
-        c.width = c.height = static_cast<int32_t>(out_size);
-        c.pitch = static_cast<int32_t>(out_size * 3);
-        c.w = c.h = static_cast<float>(out_size);
-      } else {
-        const auto& crop = hb.crops[ui];
-        const auto [w, h] = decoded_extent(hb, ui, roi);
-        c.src = reinterpret_cast<uint64_t>(arena.data_ptr<uint8_t>() + offset[ui]);
-        c.width = static_cast<int32_t>(w);
-        c.height = static_cast<int32_t>(h);
-        c.pitch = static_cast<int32_t>(w * 3);
-        c.flip = crop.flip ? 1 : 0;
-        c.x = roi ? 0.0f : static_cast<float>(crop.box.x);  // a ROI starts at the crop's corner
-        c.y = roi ? 0.0f : static_cast<float>(crop.box.y);
-        c.w = static_cast<float>(crop.box.w);
-        c.h = static_cast<float>(crop.box.h);
-      }
-      d[i] = c;
-    }
-    slot.descs_dev.copy_(slot.descs_pinned, /*non_blocking=*/true);
-    NormalizeParams norm{};
-    for (int c = 0; c < 3; ++c) {
-      norm.mean[c] = kMean[c];
-      norm.inv_std[c] = 1.0f / kStd[c];
-    }
-    const auto st = slot.images.strides();
-    const cudaError_t e = launch_crop_resize_normalize(
-        reinterpret_cast<const CropDesc*>(slot.descs_dev.data_ptr<uint8_t>()), static_cast<int>(batch),
-        static_cast<int>(out_size), slot.images.data_ptr<float>(), st[0], st[1], st[2], st[3], norm, side->stream());
-    if (e != cudaSuccess) throw std::runtime_error(std::string("GPU crop kernel: ") + cudaGetErrorString(e));
-#else
-    (void)hb;
-    (void)slot;
-    (void)host;
-    throw std::logic_error("GPU decoding is not compiled in");
-#endif
+    GpuJpegStage::Hooks hooks;
+    hooks.roi_failed = [this](const std::string& why) {
+      std::lock_guard<std::mutex> lk(mu);
+      record.decoder += "; ROI decoding failed (" + why + "): whole images decoded from then on";
+    };
+    hooks.batch_failed = [this](const std::string& why) {
+      if (decode_failure_noted) return;
+      decode_failure_noted = true;
+      std::lock_guard<std::mutex> lk(mu);
+      record.decode_fallback = "nvJPEG failed on a batch (" + why + "); such batches are decoded on the CPU";
+    };
+    hooks.decode_on_cpu = [this, &hb](int64_t i, int64_t fallback) {
+      if (!loader->decode_on_cpu(hb, i, fallback)) return false;
+      ++fallback_decodes;
+      return true;
+    };
+    decoder->prepare(hb, batch, out_size, host, slot.staging, slot.descs_pinned, slot.descs_dev, slot.images, *side,
+                     hooks);
   }
 };
 
@@ -388,12 +263,8 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
     if (!m.cuda) {
       why_not_gpu = "GPU decoding needs a CUDA device (this run is on " + device.id + ")";
     } else {
-#if defined(GPUBENCH_WITH_CUDA)
-      m.decoder = NvjpegDecoder::open(why_not_gpu, {s.nvjpeg_library, s.kernel_options.nvjpeg_roi});
+      m.decoder = GpuJpegStage::open({s.nvjpeg_library, s.kernel_options.nvjpeg_roi}, why_not_gpu);
       m.gpu_decode = m.decoder != nullptr;
-#else
-      why_not_gpu = "this gpubench was built without nvcc, so without the GPU crop kernel";
-#endif
     }
     if (!m.gpu_decode && choice.required) {
       throw std::runtime_error("decode: " + s.decode + " is not possible here: " + why_not_gpu);
@@ -420,14 +291,12 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
   lo.seed = s.seed;
   lo.rank = rank;
   lo.world = world;
-#ifdef GPUBENCH_WITH_CUDA
   if (m.gpu_decode) {
-    NvjpegDecoder* dec = m.decoder.get();
+    GpuJpegStage* dec = m.decoder.get();
     lo.gpu_can_decode = [dec](const data::JpegInfo& info, const uint8_t* bytes, size_t size) {
       return dec->can_decode(info, bytes, size);
     };
   }
-#endif
   if (m.cuda) {
     lo.allocate = [](size_t n) {
       at::Tensor t = at::empty({static_cast<int64_t>(n)}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
@@ -445,22 +314,20 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
     slot.labels_pinned = at::empty({batch_size}, at::TensorOptions().dtype(at::kLong).pinned_memory(m.cuda));
     if (m.cuda) {
       slot.staging = at::empty({batch_size, m.out_size, m.out_size, 3}, fopts.dtype(at::kByte));
-#ifdef GPUBENCH_WITH_CUDA
-      const auto desc_bytes = static_cast<int64_t>(sizeof(CropDesc)) * batch_size;
-      slot.descs_pinned = at::empty({desc_bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
-      slot.descs_dev = at::empty({desc_bytes}, fopts.dtype(at::kByte));
-#endif
-#ifdef GPUBENCH_WITH_CUDA
-      slot.ready = std::make_unique<at::cuda::CUDAEvent>();
-      slot.consumed = std::make_unique<at::cuda::CUDAEvent>();
-#endif
+      if (m.decoder != nullptr) {
+        const int64_t table_bytes = m.decoder->crop_table_bytes(batch_size);
+        slot.descs_pinned = at::empty({table_bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+        slot.descs_dev = at::empty({table_bytes}, fopts.dtype(at::kByte));
+      }
+      slot.ready = std::make_unique<c10::Event>(m.device.type());
+      slot.consumed = std::make_unique<c10::Event>(m.device.type());
     }
     m.slots.push_back(std::move(slot));
     m.free_slots.push_back(i);
   }
-#ifdef GPUBENCH_WITH_CUDA
-  if (m.cuda) m.side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.device.index());
-#endif
+  if (m.cuda) {
+    m.side = c10::impl::getDeviceGuardImpl(m.device.type())->getStreamFromGlobalPool(m.device, /*isHighPriority=*/false);
+  }
   m.loader_options = lo;
   m.loader = std::make_unique<data::FolderLoader>(m.folder, lo);
   if (m.mixed) m.loader->set_cpu_share(m.split.share());
@@ -493,9 +360,7 @@ void InputPipeline::start_pass(int64_t pass, int64_t batches) {
   }
   // Keys: timed epochs 0, 1, ...; other passes negative, so they never repeat an epoch's order.
   m.loader->start_epoch(pass, batches, m.take);  // also restarts the loader's counters
-#ifdef GPUBENCH_WITH_CUDA
   m.marks_used = 0;  // an earlier pass's marks are not this pass's wait
-#endif
   InputPassStats fresh;
   fresh.workers = m.workers;
   std::lock_guard<std::mutex> lk(m.mu);
@@ -509,18 +374,18 @@ void InputPipeline::start_pass(int64_t pass, int64_t batches) {
 void InputPipeline::feed(Batch& batch) {
   Impl& m = *impl_;
   int r = -1;
-#ifdef GPUBENCH_WITH_CUDA
-  at::cuda::CUDAEvent* after = nullptr;
+  c10::Event* after = nullptr;
+  std::optional<c10::Stream> compute;  // the step's stream
   if (m.cuda) {
-    if (m.marks_used == m.marks.size()) {
-      m.marks.emplace_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault),
-                           std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
+    compute = c10::impl::getDeviceGuardImpl(m.device.type())->getStream(m.device);
+    if (m.marks_used == m.marks.size()) {  // timed events (BACKEND_DEFAULT; the slots' events do not time)
+      m.marks.emplace_back(std::make_unique<c10::Event>(m.device.type(), c10::EventFlag::BACKEND_DEFAULT),
+                           std::make_unique<c10::Event>(m.device.type(), c10::EventFlag::BACKEND_DEFAULT));
     }
     auto& mark = m.marks[m.marks_used++];
-    mark.first->record(c10::cuda::getCurrentCUDAStream(m.device.index()));
+    mark.first->record(*compute);
     after = mark.second.get();
   }
-#endif
   {
     std::unique_lock<std::mutex> lk(m.mu);
     const auto t0 = Clock::now();
@@ -532,18 +397,14 @@ void InputPipeline::feed(Batch& batch) {
     m.ready.pop_front();
   }
   Impl::Slot& slot = m.slots[static_cast<size_t>(r)];
-#ifdef GPUBENCH_WITH_CUDA
-  if (m.cuda) slot.ready->block(c10::cuda::getCurrentCUDAStream(m.device.index()));
-#endif
+  if (m.cuda) slot.ready->block(*compute);
   batch.inputs[0].copy_(slot.images);
   batch.target.copy_(slot.labels);
-#ifdef GPUBENCH_WITH_CUDA
-  if (after != nullptr) after->record(c10::cuda::getCurrentCUDAStream(m.device.index()));
+  if (after != nullptr) after->record(*compute);
   if (m.cuda) {
-    slot.consumed->record(c10::cuda::getCurrentCUDAStream(m.device.index()));
+    slot.consumed->record(*compute);
     slot.consumed_recorded = true;
   }
-#endif
   std::lock_guard<std::mutex> lk(m.mu);
   m.free_slots.push_back(r);
   m.cv.notify_all();
@@ -560,14 +421,12 @@ InputPassStats InputPipeline::take_pass_stats() {
   p.cpu_decoded = ls.cpu_decoded + m.fallback_decodes;
   p.cpu_shared = ls.cpu_shared;
   p.device_wait_s = p.wait_s;  // the CPU is the device
-#ifdef GPUBENCH_WITH_CUDA
   if (m.cuda) {  // the caller synchronised the device: every event has completed
     double ms = 0;
-    for (size_t i = 0; i < m.marks_used; ++i) ms += m.marks[i].first->elapsed_time(*m.marks[i].second);
+    for (size_t i = 0; i < m.marks_used; ++i) ms += m.marks[i].first->elapsedTime(*m.marks[i].second);
     p.device_wait_s = ms / 1e3;
     m.marks_used = 0;
   }
-#endif
   m.pass.wait_s = 0;
   m.pass.stage_busy_s = 0;
   m.pass.stage_images = 0;
@@ -596,9 +455,7 @@ data::DecodeRates InputPipeline::calibration_base() const {
   r.workers = m.workers;
   r.gpu_usable = m.gpu_decode;
   r.gpu_unusable = m.why_not_gpu;
-#ifdef GPUBENCH_WITH_CUDA
   if (m.gpu_decode) r.gpu_backend = m.decoder->backend();
-#endif
   return r;
 }
 
@@ -639,9 +496,7 @@ void InputPipeline::apply_plan(const data::DecodeRates& rates, const data::Decod
     m.loader_options = lo;
     m.loader = std::make_unique<data::FolderLoader>(m.folder, lo);
     m.gpu_decode = false;
-#ifdef GPUBENCH_WITH_CUDA
     m.decoder.reset();
-#endif
   }
   m.mixed = plan.decode == "mixed";
   m.split = data::DecodeSplit(plan.decode == "mixed" ? plan.cpu_share : plan.decode == "cpu" ? 1.0 : 0.0);

@@ -54,6 +54,10 @@ struct InputPassStats {
   }
 };
 
+/// torchvision's ImageNet normalisation, in 0..255 units (the CPU path's normalize_into and the GPU stage's kernel).
+inline constexpr float kImageNetMean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255};
+inline constexpr float kImageNetStd[3] = {0.229f * 255, 0.224f * 255, 0.225f * 255};
+
 /// Normalises uint8 NHWC crops into `out` (float NCHW, any memory format): (x - mean) / std per channel with
 /// torchvision's ImageNet mean and std. What the CPU-decode path runs on the device.
 at::Tensor normalize_into(const at::Tensor& u8_nhwc, at::Tensor& out);

@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "cuda/cuda_module.h"
+#include "cuda/gpu_jpeg_stage.h"
 #include "cuda/kernel_calls.h"
 #include "cuda_graph.h"
 #include "decode/decode_step_ops.h"
@@ -133,6 +134,13 @@ at::Tensor try_decode_qkv_to_cache(const at::Tensor&, int64_t, int64_t, const at
 }
 
 }  // namespace fused::cuda_ops
+
+// ---- the input pipeline's GPU stage (gpu_jpeg_stage.h): never opened ----------------------------------------------
+
+std::unique_ptr<GpuJpegStage> GpuJpegStage::open(const Options& /*options*/, std::string& why) {
+  why = "this gpubench was built without nvcc, so without the GPU crop kernel";
+  return nullptr;
+}
 
 // ---- the whole decode step as one kernel (decode/decode_step_ops.h): never made ----------------------------------
 
