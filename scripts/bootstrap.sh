@@ -42,12 +42,12 @@ _die() { echo "[bootstrap] error: $*" >&2; exit 1; }
 
 # What building and running gpubench needs (scripts/gpubench installs only these), then what the tests add (the
 # GoogleTest headers, the Python of the schema and export tests, the report's charts and browser, the launchers, and
-# the PostgreSQL server the store's tests start on a local socket and stop).
+# the PostgreSQL server the store's tests start on a local socket and stop, and clang-format for the format check).
 _apt_run=(g++ cmake ninja-build git python3 python3-venv python3-pip ccache
           libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev
           librocm-smi-dev libgloo-dev libsqlite3-dev libpq-dev libjpeg62-turbo-dev zlib1g-dev)
 _apt_test=(libgtest-dev python3-matplotlib python3-pandas python3-jsonschema python3-yaml python3-prometheus-client
-           openmpi-bin slurm-wlm chromium fonts-dejavu-core postgresql)
+           openmpi-bin slurm-wlm chromium fonts-dejavu-core postgresql clang-format)
 
 _install_debian_packages() {
   command -v dpkg-query >/dev/null 2>&1 || { _log "not a Debian system: skipping package checks"; return 0; }

@@ -4,11 +4,15 @@
 # then the ASan+UBSan build of the torch-free layers with a short fuzz run of each reader (scripts/sanitize.sh).
 # Tests named *_CUDA skip themselves where no GPU is visible. Extra arguments go to ctest (e.g. -R Scenario) and then
 # only the first build's ctest runs. GPUBENCH_SKIP_PORTABLE=1 skips the portable build, GPUBENCH_SKIP_SANITIZE=1 the
-# sanitizer/fuzz stage.
+# sanitizer/fuzz stage. A whole run first checks that the C++ lines changed since .ci/format-base follow .clang-format
+# (scripts/check_format.sh; GPUBENCH_SKIP_FORMAT=1 skips it).
 set -euo pipefail
 # shellcheck source=bootstrap.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 GPUBENCH_WITH_TESTS=ON gpubench_bootstrap
+if [ $# -eq 0 ] && [ "${GPUBENCH_SKIP_FORMAT:-0}" != 1 ]; then
+  "$GPUBENCH_ROOT/scripts/check_format.sh"
+fi
 (cd "$GPUBENCH_BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" "$@")
 [ $# -eq 0 ] || exit 0
 if [ "${GPUBENCH_SKIP_PORTABLE:-0}" != 1 ]; then

@@ -2,6 +2,7 @@
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -361,6 +362,57 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(set(df[df["model"] == "gpt2"]["throughput_unit"]), {"sequences/s"})
         self.assertIn("amp", set(df["precision_requested"]))  # `amp` asked, fp16 run: both are columns
         self.assertIn("fp16", set(df["precision"]))
+
+class FormatCheckTest(unittest.TestCase):
+    """scripts/check_format.sh on a repository of its own: lines changed since the base must be clang-format's."""
+
+    def setUp(self):
+        if not shutil.which("git-clang-format") or not shutil.which("clang-format"):
+            self.skipTest("no git-clang-format here (Debian: clang-format)")
+        self.repo = tempfile.mkdtemp()
+        self.git("init", "-q")
+        with open(os.path.join(self.repo, ".clang-format"), "w") as f:
+            f.write("BasedOnStyle: Google\nColumnLimit: 120\n")
+        os.makedirs(os.path.join(self.repo, "src"))
+        self.write("int   old( ) {return 1;}\n")  # before the base: never asked about
+        self.base = self.commit("base")
+
+    def tearDown(self):
+        if hasattr(self, "repo"):
+            shutil.rmtree(self.repo, ignore_errors=True)
+
+    def git(self, *args):
+        return subprocess.run(["git", "-C", self.repo, "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    def write(self, text):
+        with open(os.path.join(self.repo, "src", "a.cpp"), "w") as f:
+            f.write(text)
+
+    def commit(self, message):
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def check(self):
+        script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check_format.sh")
+        return subprocess.run(["bash", script, self.base], capture_output=True, text=True,
+                              env={**os.environ, "GPUBENCH_FORMAT_REPO": self.repo})
+
+    def test_an_unformatted_new_line_fails_with_the_diff_and_the_fix(self):
+        self.write("int   old( ) {return 1;}\nint   g( ) {return 2;}\n")
+        self.commit("bad")
+        r = self.check()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("+int g() { return 2; }", r.stdout)
+        self.assertIn("git clang-format " + self.base, r.stderr)
+
+    def test_formatted_new_lines_pass_and_old_lines_are_left_alone(self):
+        self.write("int   old( ) {return 1;}\nint g() { return 2; }\n")
+        self.commit("good")
+        r = self.check()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
