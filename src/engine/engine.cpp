@@ -15,13 +15,14 @@
 #include "distributed.h"
 #include "fp8.h"
 #include "fused/fused_ops.h"
-#include "kernel_options.h"
+#include "generate.h"
 #include "gpubench/core/reference/device_table.hpp"
+#include "gpubench/core/scenario/run_mode.hpp"
 #include "gpubench/engine/engine.hpp"
+#include "kernel_options.h"
 #include "models/layers.h"
 #include "models/registry.h"
 #include "precision.h"
-#include "generate.h"
 #include "trainer.h"
 
 namespace gpubench {
@@ -49,13 +50,13 @@ void record_kernels(const Scenario& s, const engine::Workload& workload, const e
   if (!s.fused_kernels()) return;
   engine::fused::begin_run();  // the fallbacks reported after this run are its own
   std::vector<std::string> names = workload.fusions();
-  if (s.mode == "generate") {  // no loss in generation: the LM head and its loss in one does not run
+  if (run_mode(s) == RunMode::kGenerate) {  // no loss in generation: the LM head and its loss in one does not run
     names.erase(std::remove(names.begin(), names.end(), "linear_cross_entropy"), names.end());
   }
   record.execution.fusions = engine::fused::describe(names, device.device, s.kernel_options);
   std::string note;
   if (names.empty()) {
-    note = "kernels: fused: " + s.model + (s.mode == "inference" ? " in inference" : "") +
+    note = "kernels: fused: " + s.model + (run_mode(s) == RunMode::kInference ? " in inference" : "") +
            " has no fused operations yet; it ran ATen's (the same as kernels: aten)";
   } else {
     std::string aten;
@@ -243,7 +244,7 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
     plan.scenario = s;
     plan.device = device;
     plan.precision = engine::resolve_precision(s.precision, device);
-    if (s.mode != "train" && plan.precision.loss_scaling) {
+    if (run_mode(s) != RunMode::kTrain && plan.precision.loss_scaling) {
       plan.precision.loss_scaling = false;  // no gradients: fp16 inference has nothing to scale
       if (s.precision == "amp") {
         plan.precision.note = "--amp resolved to fp16 autocast on " + device.type + " (inference: no loss scaling)";
@@ -262,7 +263,8 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
     record.precision = engine::to_record(plan.precision, s.memory_format);
     record.model.name = entry.info.name;
     record.model.parameters = engine::count_parameters(*workload->module());
-    const bool inference = s.mode == "inference", generation = s.mode == "generate";
+    const RunMode mode = run_mode(s);
+    const bool inference = mode == RunMode::kInference, generation = mode == RunMode::kGenerate;
     record.model.train_flops_per_sample =
         generation ? 0.0 : inference ? workload->inference_flops_per_sample() : workload->train_flops_per_sample();
     record.model.attention_flops_per_sample =

@@ -16,14 +16,15 @@
 
 #include "cuda_graph.h"
 #include "decode_calibration.h"
-#include "input_pipeline.h"
 #include "gpubench/core/analysis/bottleneck.hpp"
 #include "gpubench/core/check.hpp"
 #include "gpubench/core/record/host_activity.hpp"
 #include "gpubench/core/record/stats.hpp"
+#include "gpubench/core/scenario/run_mode.hpp"
+#include "host_clock.h"
+#include "input_pipeline.h"
 #include "optimizers.h"
 #include "profiler.h"
-#include "host_clock.h"
 #include "step_timer.h"
 #include "training_step.h"
 
@@ -78,7 +79,7 @@ class TrainingRun {
         dev_(plan.device.device),
         batch_size_(*plan.scenario.batch_size * plan.scenario.grad_accumulation),
         dist_(plan.comm != nullptr),
-        inference_(plan.scenario.mode == "inference"),
+        inference_(run_mode(plan.scenario) == RunMode::kInference),
         world_(plan.comm != nullptr ? plan.comm->world_size() : 1),
         fault_(FaultInjection::from_spec(plan.scenario.fault_inject)) {}
 

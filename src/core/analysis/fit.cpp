@@ -7,6 +7,7 @@
 
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/reference/device_table.hpp"
+#include "gpubench/core/scenario/run_mode.hpp"
 #include "gpubench/core/scenario/scenario_loader.hpp"
 #include "gpubench/core/scenario/sweep.hpp"
 
@@ -110,7 +111,7 @@ std::vector<FitRemedy> remedies_for(const Scenario& s, const std::string& precis
     measured_cost(r, s, rc.scenario, precision, rc.precision, measured);
     out.push_back(std::move(r));
   };
-  const bool train = s.mode == "train";
+  const bool train = run_mode(s) == RunMode::kTrain;
   if (train && has_key(models, s, "gradient_checkpointing") && !s.option<bool>("gradient_checkpointing").value_or(false)) {
     add("checkpointing", "gradient_checkpointing: true (activations recomputed in the backward)",
         {{"gradient_checkpointing", "true"}});

@@ -1,6 +1,7 @@
 #include "gpubench/core/record/metric_catalog.hpp"
 
 #include "gpubench/core/record/host_activity.hpp"
+#include "gpubench/core/scenario/run_mode.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +14,9 @@ namespace gpubench {
 namespace {
 
 /// Training epochs with steps have a loss; inference has none (its loss fields stay 0 in the record).
-bool has_loss(const RunRecord& r, const EpochRecord& e) { return e.steps > 0 && r.scenario.mode == "train"; }
+bool has_loss(const RunRecord& r, const EpochRecord& e) {
+  return e.steps > 0 && parse_run_mode(r.scenario.mode) == RunMode::kTrain;
+}
 
 using Value = std::optional<double>;
 using EpochGet = Value (*)(const RunRecord&, const EpochRecord&);

@@ -7,6 +7,7 @@
 #include "core/scenario/values.h"
 #include "gpubench/core/reference/device_table.hpp"
 #include "gpubench/core/scenario/kernel_options.hpp"
+#include "gpubench/core/scenario/run_mode.hpp"
 
 namespace gpubench {
 
@@ -41,7 +42,7 @@ const std::vector<Field>& fields() {
         "throughput and per-batch latency percentiles; sd-unet: one denoising step with classifier-free guidance) | "
         "generate (gpt2, llama: a prompt of prompt_tokens, then new_tokens greedy tokens one at a time over a static "
         "KV cache: prefill and decode tokens/s, time to first token, per-token latency)",
-        [](auto& n, auto& c, Scenario& s, const Models&) { s.mode = as_enum(n, c, {"train", "inference", "generate"}); });
+        [](auto& n, auto& c, Scenario& s, const Models&) { s.mode = as_enum(n, c, run_mode_names()); });
     add("prompt_tokens", "--prompt-tokens", "INT", "mode: generate: prompt tokens per sequence, prefilled in one forward (default 512)",
         [](auto& n, auto& c, Scenario& s, const Models&) { s.prompt_tokens = as_int(n, c, 1, 1 << 20); });
     add("new_tokens", "--new-tokens", "INT", "mode: generate: tokens generated greedily after the prompt, one per step (default 128)",

@@ -1,6 +1,7 @@
 #include "gpubench/core/scenario/resolve.hpp"
 
 #include "gpubench/core/record/host_facts.hpp"
+#include "gpubench/core/scenario/run_mode.hpp"
 
 #include "gpubench/core/reference/device_table.hpp"
 
@@ -57,9 +58,9 @@ std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo
   MemoryEstimate m;
   m.parameters = size.parameters;
   const auto p = static_cast<double>(size.parameters);
-  const bool train = s.mode == "train";
+  const bool train = run_mode(s) == RunMode::kTrain;
   const bool half = precision == "fp16" || precision == "bf16" || precision == "fp8";
-  if (s.mode == "generate") {
+  if (run_mode(s) == RunMode::kGenerate) {
     // The weights in the autocast type (or fp32), the KV cache for every position of every sequence, and one
     // step's logits in fp32; a decode step's activations are a few vectors per sequence.
     m.weights_bytes = static_cast<int64_t>((half ? 2 : 4) * p);
@@ -208,7 +209,7 @@ std::vector<std::string> fill_device_defaults(Scenario& s, const ModelInfo& mode
   const bool cpu = d.type == "cpu";
   if (d.available) s.device = d.id;
   std::vector<std::string> bounded;
-  if (s.mode == "generate") {
+  if (run_mode(s) == RunMode::kGenerate) {
     // Generation: one sequence by default (llama-bench's and vLLM's latency figures), a 512-token prompt and 128 new
     // tokens (llama-bench's pp512 and tg128), five timed generations after one untimed one.
     if (!s.batch_size) s.batch_size = 1;
@@ -234,7 +235,9 @@ std::vector<std::string> fill_device_defaults(Scenario& s, const ModelInfo& mode
   }
   if (cpu) {
     std::string msg = std::string("No GPU in use: ") +
-                      (s.mode == "inference" ? "inference" : s.mode == "generate" ? "generation" : "training") +
+                      (run_mode(s) == RunMode::kInference  ? "inference"
+                       : run_mode(s) == RunMode::kGenerate ? "generation"
+                                                           : "training") +
                       " on the CPU (" + d.id + ").";
     if (!bounded.empty()) {
       msg += " Bounded so the run ends in about a minute: ";
@@ -440,7 +443,7 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
       throw ScenarioError(origin_of(s, key), key, e.what());
     }
   }
-  if (s.mode == "generate") check_generation(s, *model, options.world_size);
+  if (run_mode(s) == RunMode::kGenerate) check_generation(s, *model, options.world_size);
   if (s.data == "folder" && !model->image_input) {
     throw ScenarioError(origin_of(s, "data"), "data",
                         "data: folder feeds image classifiers; " + s.model + " takes no images");

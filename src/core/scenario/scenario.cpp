@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "gpubench/core/record/json_optional.hpp"
+#include "gpubench/core/scenario/run_mode.hpp"
 
 namespace gpubench {
 
@@ -45,7 +46,7 @@ void from_json(const nlohmann::json& j, OptimizerSettings& o) {
 }
 
 bool kernel_options_apply(const Scenario& s) {
-  return s.fused_kernels() || s.mode == "generate" || s.data == "folder";
+  return s.fused_kernels() || parse_run_mode(s.mode) == RunMode::kGenerate || s.data == "folder";
 }
 
 // The keys written here are exactly the keys a scenario file accepts, so a record's scenario can be re-run.
@@ -58,7 +59,7 @@ void to_json(nlohmann::json& j, const Scenario& s) {
   j["memory_format"] = s.memory_format;
   j["device"] = s.device;
   j["mode"] = s.mode;
-  if (s.mode == "generate") {  // only here: a training record's identity has no generation keys
+  if (parse_run_mode(s.mode) == RunMode::kGenerate) {  // only here: a training record's identity has no generation keys
     j["prompt_tokens"] = s.prompt_tokens;
     j["new_tokens"] = s.new_tokens;
     j["kv_cache_dtype"] = s.kv_cache_dtype;

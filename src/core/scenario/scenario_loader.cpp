@@ -2,6 +2,7 @@
 
 #include "core/scenario/values.h"
 #include "gpubench/core/io/files.hpp"
+#include "gpubench/core/scenario/run_mode.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -467,6 +468,9 @@ void ScenarioLoader::check(const Scenario& s) const {
     const auto it = s.origins.find(key);
     return it != s.origins.end() ? it->second : Origin{"default", 0, 0};
   };
+  // A scenario made in code or read from a record was not parsed by the key: its mode is checked here as well.
+  const std::optional<RunMode> mode = parse_run_mode(s.mode);
+  if (!mode) fail(origin_of("mode"), "mode", "expected train, inference or generate, got '" + s.mode + "'");
   if (s.data == "folder" && s.data_path.empty()) {
     fail(origin_of("data"), "data_path", "data: folder needs data_path, the ImageFolder root");
   }
@@ -493,7 +497,7 @@ void ScenarioLoader::check(const Scenario& s) const {
                  s.precision + ")");
       }
     }
-  } else if (s.mode != "train") {
+  } else if (mode != RunMode::kTrain) {
     fail(origin_of("precision"), "precision",
          "precision: fp8 is FP8 training (mode: train); this scenario's mode is " + s.mode);
   }
@@ -508,7 +512,7 @@ void ScenarioLoader::check(const Scenario& s) const {
          "fp8_amax_history applies to fp8_scaling: delayed (this scenario's scaling is " +
              s.fp8_scaling + ")");
   }
-  if (s.mode != "generate") {
+  if (mode != RunMode::kGenerate) {
     for (const char* key : {"prompt_tokens", "new_tokens", "kv_cache_dtype"}) {
       if (s.is_set(key)) {
         fail(origin_of(key), key,
@@ -528,7 +532,7 @@ void ScenarioLoader::check(const Scenario& s) const {
       }
     }
   }
-  if (s.mode == "inference" || s.mode == "generate") {
+  if (mode == RunMode::kInference || mode == RunMode::kGenerate) {
     if (s.grad_accumulation > 1) {
       fail(origin_of("grad_accumulation"), "grad_accumulation",
            "grad_accumulation applies to mode: train (inference has no gradients to accumulate)");

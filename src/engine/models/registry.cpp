@@ -1,6 +1,7 @@
 #include "models/registry.h"
 
 #include "gpubench/core/check.hpp"
+#include "gpubench/core/scenario/run_mode.hpp"
 
 #include <torch/nn/functional/loss.h>
 
@@ -387,14 +388,16 @@ void require_heads_divide(const std::string& model, const std::string& key, int6
 }
 
 /// Gradient checkpointing as asked, in training only (inference keeps no activations for a backward).
-bool checkpointing(const Scenario& s) { return s.mode == "train" && required<bool>(s, "gradient_checkpointing"); }
+bool checkpointing(const Scenario& s) {
+  return run_mode(s) == RunMode::kTrain && required<bool>(s, "gradient_checkpointing");
+}
 
 bool fused_kernels(const Scenario& s) { return s.fused_kernels(); }
 /// The LM head fused with its loss: training only (an inference step returns the logits).
-bool fused_loss(const Scenario& s) { return fused_kernels(s) && s.mode == "train"; }
+bool fused_loss(const Scenario& s) { return fused_kernels(s) && run_mode(s) == RunMode::kTrain; }
 /// `base` and, in mode: generate with kernels: fused, the decode step's operations (decode/decode_ops.h).
 std::vector<std::string> with_decode_fusions(const Scenario& s, std::vector<std::string> base) {
-  if (fused_kernels(s) && s.mode == "generate") {
+  if (fused_kernels(s) && run_mode(s) == RunMode::kGenerate) {
     for (const char* n : {"decode_embed", "decode_gemv", "decode_norm", "decode_qkv_cache", "decode_attention",
                           "decode_argmax"}) {
       base.emplace_back(n);
@@ -408,7 +411,7 @@ std::vector<std::string> with_decode_fusions(const Scenario& s, std::vector<std:
 /// epilogues), or with gradient checkpointing (one block at a time) the MLP's linear + GELU; in training the LM head
 /// with its loss.
 std::vector<std::string> gpt2_fusions(const Scenario& s, const models::Gpt2Options& o) {
-  if (!o.fused || s.mode == "generate") return {};
+  if (!o.fused || run_mode(s) == RunMode::kGenerate) return {};
   std::vector<std::string> out;
   if (fused_loss(s)) out.emplace_back("linear_cross_entropy");
   if (checkpointing(s)) {
@@ -426,7 +429,7 @@ std::vector<std::string> llama_fusions(const Scenario& s, const models::LlamaOpt
   std::vector<std::string> out;
   if (fused_loss(s)) out.emplace_back("linear_cross_entropy");
   out.insert(out.end(), {"swiglu", "rotary"});
-  if (!checkpointing(s) && s.mode != "generate") out.emplace_back("add_rms_norm");
+  if (!checkpointing(s) && run_mode(s) != RunMode::kGenerate) out.emplace_back("add_rms_norm");
   return out;
 }
 

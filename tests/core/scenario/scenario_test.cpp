@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "common/temp_dir.h"
+#include "gpubench/core/scenario/run_mode.hpp"
 
 namespace gpubench {
 namespace {
@@ -94,6 +95,39 @@ TEST_F(ScenarioFileTest, HostileValuesAreErrorsNamingTheKeyNeverACrash) {
     EXPECT_NE(e.find(c.name), std::string::npos) << c.name << ": " << e.substr(0, 300);
     EXPECT_NE(e.find(c.expect), std::string::npos) << c.name << ": " << e.substr(0, 300);
   }
+}
+
+TEST(RunModeTest, TheKeysTextMapsToOneModeEachWayAndNothingElseDoes) {
+  ASSERT_EQ(run_mode_names().size(), 3u);
+  for (const RunMode m : {RunMode::kTrain, RunMode::kInference, RunMode::kGenerate}) {
+    EXPECT_EQ(parse_run_mode(run_mode_name(m)), m) << run_mode_name(m);
+  }
+  EXPECT_EQ(run_mode_name(RunMode::kInference), "inference");
+  for (const char* bad : {"", "Train", "training", "infer", "generate ", "eval"}) {
+    EXPECT_FALSE(parse_run_mode(bad).has_value()) << bad;
+  }
+  Scenario s;
+  EXPECT_EQ(run_mode(s), RunMode::kTrain);  // the default
+  s.mode = "generate";
+  EXPECT_EQ(run_mode(s), RunMode::kGenerate);
+  s.mode = "sample";
+  EXPECT_THROW(run_mode(s), std::invalid_argument);
+}
+
+TEST_F(ScenarioFileTest, AModeThatNoKeyParsedIsCheckedToo) {
+  // A scenario made in code (or read back from a record) never went through the key: check() names the bad mode.
+  const ScenarioLoader loader(test_models());
+  Scenario s;
+  s.mode = "finetune";
+  try {
+    loader.check(s);
+    FAIL() << "mode finetune accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("key 'mode': expected train, inference or generate, got 'finetune'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NE(error_of("m.yaml", "mode: finetune\n").find("m.yaml:1:7: key 'mode'"), std::string::npos);
 }
 
 TEST_F(ScenarioFileTest, AKeyOfAnotherModelIsRefusedNamingTheKeyAndTheModelsThatTakeIt) {
