@@ -17,6 +17,7 @@
 #include "fused/fused_ops.h"
 #include "generate.h"
 #include "gpubench/core/reference/device_table.hpp"
+#include "gpubench/core/scenario/precision.hpp"
 #include "gpubench/core/scenario/run_mode.hpp"
 #include "gpubench/engine/engine.hpp"
 #include "kernel_options.h"
@@ -246,7 +247,7 @@ RunRecord run_benchmark(const ResolvedScenario& resolved, RunObserver& observer,
     plan.precision = engine::resolve_precision(s.precision, device);
     if (run_mode(s) != RunMode::kTrain && plan.precision.loss_scaling) {
       plan.precision.loss_scaling = false;  // no gradients: fp16 inference has nothing to scale
-      if (s.precision == "amp") {
+      if (requested_precision(s) == Precision::kAmp) {
         plan.precision.note = "--amp resolved to fp16 autocast on " + device.type + " (inference: no loss scaling)";
       }
     }

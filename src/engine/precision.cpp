@@ -4,6 +4,7 @@
 #include <torch/cuda.h>
 
 #include "gpubench/core/record/host_facts.hpp"
+#include "gpubench/core/scenario/precision.hpp"
 #include "gpubench/core/scenario/resolve.hpp"
 
 namespace gpubench::engine {
@@ -15,9 +16,10 @@ PrecisionPlan resolve_precision(const std::string& requested, const ResolvedDevi
   // with a GradScaler (ROCm builds present as CUDA and do the same; MPS autocast is float16 too); CPU autocast is
   // bfloat16. bf16 stays available as the explicit `precision: bf16`.
   const std::string r = resolved_precision(requested, device.type);
+  const std::optional<Precision> asked = parse_precision(requested), resolved = parse_precision(r);
   const CpuBf16 bf16 = device.device.is_cpu() ? cpu_bf16_support() : CpuBf16{true, ""};
-  if (requested == "amp") {
-    if (device.device.is_cpu() && r == "fp32") {
+  if (asked == Precision::kAmp) {
+    if (device.device.is_cpu() && resolved == Precision::kFp32) {
       p.note = "--amp resolved to fp32: bf16 autocast would be emulated in software on this CPU (" + bf16.evidence +
                "), about 9x slower per image than fp32 (ResNet-50 on an AVX2 host: 0.5 vs 4.4 images/s); "
                "--precision bf16 runs the emulation anyway";
@@ -28,18 +30,18 @@ PrecisionPlan resolve_precision(const std::string& requested, const ResolvedDevi
                " (PyTorch's torch.autocast + GradScaler); use --precision bf16 for bfloat16";
     }
   }
-  if (requested == "bf16" && !bf16.native) {
+  if (asked == Precision::kBf16 && !bf16.native) {
     p.note = "bf16 on this CPU is emulated in software (" + bf16.evidence + "): expect about 9x fewer samples/s "
              "than --precision fp32 (ResNet-50 on an AVX2 host: 0.5 vs 4.4 images/s)";
   }
   p.resolved = r;
-  if (r == "bf16" || r == "fp8") p.autocast = at::kBFloat16;
-  p.fp8 = r == "fp8";
-  if (r == "fp16") {
+  if (resolved == Precision::kBf16 || resolved == Precision::kFp8) p.autocast = at::kBFloat16;
+  p.fp8 = resolved == Precision::kFp8;
+  if (resolved == Precision::kFp16) {
     p.autocast = at::kHalf;
     p.loss_scaling = true;
   }
-  p.tf32 = r == "tf32";
+  p.tf32 = resolved == Precision::kTf32;
   return p;
 }
 

@@ -7,6 +7,7 @@
 
 #include "gpubench/core/analysis/identity.hpp"
 #include "gpubench/core/reference/device_table.hpp"
+#include "gpubench/core/scenario/precision.hpp"
 #include "gpubench/core/scenario/run_mode.hpp"
 #include "gpubench/core/scenario/scenario_loader.hpp"
 #include "gpubench/core/scenario/sweep.hpp"
@@ -137,8 +138,11 @@ std::vector<FitRemedy> remedies_for(const Scenario& s, const std::string& precis
     add("optimizer", "optimizer: sgd with momentum 0.9 (one moment per parameter instead of AdamW's two)",
         {{"optimizer.name", "sgd"}, {"optimizer.momentum", "0.9"}});
   }
-  if (precision == "fp32" || precision == "tf32") add("precision", "precision: bf16 (autocast)", {{"precision", "bf16"}});
-  if (precision == "bf16" && train) {
+  const std::optional<Precision> resolved = parse_precision(precision);
+  if (resolved == Precision::kFp32 || resolved == Precision::kTf32) {
+    add("precision", "precision: bf16 (autocast)", {{"precision", "bf16"}});
+  }
+  if (resolved == Precision::kBf16 && train) {
     const DeviceSpec* spec = find_device_spec(device);
     if (spec != nullptr && spec->fp8_tflops && (s.model == "gpt2" || s.model == "llama")) {
       add("precision", "precision: fp8 (the Linear layers' products in FP8)", {{"precision", "fp8"}});

@@ -1,6 +1,7 @@
 #include "gpubench/core/scenario/resolve.hpp"
 
 #include "gpubench/core/record/host_facts.hpp"
+#include "gpubench/core/scenario/precision.hpp"
 #include "gpubench/core/scenario/run_mode.hpp"
 
 #include "gpubench/core/reference/device_table.hpp"
@@ -59,7 +60,8 @@ std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo
   m.parameters = size.parameters;
   const auto p = static_cast<double>(size.parameters);
   const bool train = run_mode(s) == RunMode::kTrain;
-  const bool half = precision == "fp16" || precision == "bf16" || precision == "fp8";
+  const std::optional<Precision> resolved = parse_precision(precision);
+  const bool half = resolved && half_width(*resolved);
   if (run_mode(s) == RunMode::kGenerate) {
     // The weights in the autocast type (or fp32), the KV cache for every position of every sequence, and one
     // step's logits in fp32; a decode step's activations are a few vectors per sequence.
@@ -100,7 +102,7 @@ std::optional<MemoryEstimate> estimate_memory(const Scenario& s, const ModelInfo
   // every committed H200 measurement (GPT-2 bs 32 fused keeps 83 %, TinyLlama's FP8 fused run 82 %), so a refusal
   // still means a certain out-of-memory.
   if (train && s.fused_kernels()) per_sample *= 0.8;
-  if (train && precision == "fp8") per_sample *= 0.9;
+  if (train && resolved == Precision::kFp8) per_sample *= 0.9;
   m.activation_bytes = static_cast<int64_t>(per_sample * static_cast<double>(s.batch_size.value_or(1)));
   m.total_bytes = m.weights_bytes + m.autocast_copy_bytes + m.optimizer_bytes +
                   std::max(m.activation_bytes, m.gradient_bytes);
@@ -198,7 +200,7 @@ std::optional<std::string> fp8_unsupported(const std::string& device_type, const
 }
 
 std::string resolved_precision(const std::string& requested, const std::string& device_type) {
-  if (requested != "amp") return requested;
+  if (parse_precision(requested) != Precision::kAmp) return requested;
   if (device_type != "cpu") return "fp16";
   // Mixed precision is for speed: on a CPU without bf16 instructions autocast would be emulated, ~9x slower than fp32.
   return cpu_bf16_support().native ? "bf16" : "fp32";
@@ -365,7 +367,9 @@ void apply_documented_environment(Scenario& s, const std::function<const char*(c
 std::vector<std::pair<std::string, std::string>> cuda_module_requests(const Scenario& s) {
   std::vector<std::pair<std::string, std::string>> out;
   if (s.kernels == "fused") out.emplace_back("kernels", "kernels: fused (--kernels fused)");
-  if (s.precision == "fp8") out.emplace_back("precision", "precision: fp8 (--precision fp8)");
+  if (parse_precision(s.precision) == Precision::kFp8) {
+    out.emplace_back("precision", "precision: fp8 (--precision fp8)");
+  }
   if (s.data == "folder" && (s.decode == "gpu" || s.decode == "mixed")) {
     out.emplace_back("decode", "decode: " + s.decode + " (--decode " + s.decode + ")");
   }
@@ -427,7 +431,7 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
     if (options.refuse_unsupported) throw ScenarioError(origin_of(s, "device"), "device", why);
     r.notes.push_back(why + "; a run here is refused.");
   }
-  if (s.precision == "fp8" && device.available) {
+  if (parse_precision(s.precision) == Precision::kFp8 && device.available) {
     if (const auto why = fp8_unsupported(device.type, device.name, device.compute_capability)) {
       if (options.refuse_unsupported) {
         throw ScenarioError(origin_of(s, "precision"), "precision", "precision: fp8 on " + device.id + ": " + *why);

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "gpubench/core/record/json_optional.hpp"
+#include "gpubench/core/scenario/precision.hpp"
 #include "gpubench/core/scenario/run_mode.hpp"
 
 namespace gpubench {
@@ -64,7 +65,7 @@ void to_json(nlohmann::json& j, const Scenario& s) {
     j["new_tokens"] = s.new_tokens;
     j["kv_cache_dtype"] = s.kv_cache_dtype;
   }
-  if (s.precision == "fp8") {  // only here: other records' identities have no FP8 keys
+  if (parse_precision(s.precision) == Precision::kFp8) {  // only here: other records' identities have no FP8 keys
     j["fp8_grad_format"] = s.fp8_grad_format;
     j["fp8_scaling"] = s.fp8_scaling;
     j["fp8_amax_history"] = s.fp8_amax_history;

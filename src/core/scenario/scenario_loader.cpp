@@ -2,6 +2,7 @@
 
 #include "core/scenario/values.h"
 #include "gpubench/core/io/files.hpp"
+#include "gpubench/core/scenario/precision.hpp"
 #include "gpubench/core/scenario/run_mode.hpp"
 
 #include <yaml-cpp/eventhandler.h>
@@ -488,7 +489,11 @@ void ScenarioLoader::check(const Scenario& s) const {
       }
     }
   }
-  if (s.precision != "fp8") {
+  const std::optional<Precision> precision = parse_precision(s.precision);
+  if (!precision) {
+    fail(origin_of("precision"), "precision", "expected fp32, tf32, bf16, fp16, amp or fp8, got '" + s.precision + "'");
+  }
+  if (precision != Precision::kFp8) {
     for (const char* key :
          {"fp8_grad_format", "fp8_scaling", "fp8_amax_history", "fp8_lm_head", "fp8_classifier"}) {
       if (s.is_set(key)) {
@@ -501,7 +506,7 @@ void ScenarioLoader::check(const Scenario& s) const {
     fail(origin_of("precision"), "precision",
          "precision: fp8 is FP8 training (mode: train); this scenario's mode is " + s.mode);
   }
-  if (s.precision == "fp8" && s.fp8_scaling == "delayed" && s.graph) {
+  if (precision == Precision::kFp8 && s.fp8_scaling == "delayed" && s.graph) {
     fail(origin_of("fp8_scaling"), "fp8_scaling",
          "fp8_scaling: delayed keeps the position in its amax history on the host, which a CUDA "
          "graph "

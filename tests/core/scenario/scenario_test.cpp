@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 
 #include "common/temp_dir.h"
+#include "gpubench/core/scenario/precision.hpp"
+#include "gpubench/core/scenario/resolve.hpp"
 #include "gpubench/core/scenario/run_mode.hpp"
 
 namespace gpubench {
@@ -114,7 +116,28 @@ TEST(RunModeTest, TheKeysTextMapsToOneModeEachWayAndNothingElseDoes) {
   EXPECT_THROW(run_mode(s), std::invalid_argument);
 }
 
-TEST_F(ScenarioFileTest, AModeThatNoKeyParsedIsCheckedToo) {
+TEST(PrecisionTest, TheKeysTextMapsToOnePrecisionEachWayAndNothingElseDoes) {
+  ASSERT_EQ(precision_names().size(), 6u);
+  for (const Precision p :
+       {Precision::kFp32, Precision::kTf32, Precision::kBf16, Precision::kFp16, Precision::kAmp, Precision::kFp8}) {
+    EXPECT_EQ(parse_precision(precision_name(p)), p) << precision_name(p);
+  }
+  EXPECT_EQ(precision_name(Precision::kAmp), "amp");
+  for (const char* bad : {"", "FP32", "bfloat16", "float16", "fp8 ", "int8"}) {
+    EXPECT_FALSE(parse_precision(bad).has_value()) << bad;
+  }
+  EXPECT_TRUE(half_width(Precision::kBf16) && half_width(Precision::kFp16) && half_width(Precision::kFp8));
+  EXPECT_FALSE(half_width(Precision::kFp32) || half_width(Precision::kTf32) || half_width(Precision::kAmp));
+  Scenario s;
+  EXPECT_EQ(requested_precision(s), Precision::kFp32);  // the default
+  s.precision = "int4";
+  EXPECT_THROW(requested_precision(s), std::invalid_argument);
+  // What amp resolves to is the resolver's, by device; the others are themselves.
+  EXPECT_EQ(resolved_precision("amp", "cuda"), "fp16");
+  EXPECT_EQ(resolved_precision("bf16", "cuda"), "bf16");
+}
+
+TEST_F(ScenarioFileTest, AModeOrPrecisionThatNoKeyParsedIsCheckedToo) {
   // A scenario made in code (or read back from a record) never went through the key: check() names the bad mode.
   const ScenarioLoader loader(test_models());
   Scenario s;
@@ -128,6 +151,16 @@ TEST_F(ScenarioFileTest, AModeThatNoKeyParsedIsCheckedToo) {
         << e.what();
   }
   EXPECT_NE(error_of("m.yaml", "mode: finetune\n").find("m.yaml:1:7: key 'mode'"), std::string::npos);
+  Scenario t;
+  t.precision = "int8";
+  try {
+    loader.check(t);
+    FAIL() << "precision int8 accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("key 'precision': expected fp32, tf32, bf16, fp16, amp or fp8, got 'int8'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(ScenarioFileTest, AKeyOfAnotherModelIsRefusedNamingTheKeyAndTheModelsThatTakeIt) {
