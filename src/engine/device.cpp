@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "gpubench/core/scenario/device_kind.hpp"
 #include "gpubench/engine/engine.hpp"
 
 
@@ -30,13 +31,14 @@ bool xpu_available() { return at::detail::getXPUHooks().isBuilt() && at::detail:
 
 namespace {
 ResolvedDevice make_cuda(int64_t index, const std::string& type) {
-  const std::string backend = type == "rocm" ? "ROCm" : "CUDA";
+  const DeviceKind kind = device_kind(type);
+  const std::string backend = kind == DeviceKind::kRocm ? "ROCm" : "CUDA";
   // Which LibTorch this is decides first: a device of the other kind can never appear, whatever is plugged in.
-  if (type == "rocm" && !is_rocm_build()) {
+  if (kind == DeviceKind::kRocm && !is_rocm_build()) {
     throw DeviceUnavailable("device 'rocm' requested but this LibTorch is not a ROCm build (" + libtorch_build() +
                             "): AMD GPUs need a ROCm LibTorch; NVIDIA GPUs are device: cuda");
   }
-  if (type == "cuda" && is_rocm_build()) {
+  if (kind == DeviceKind::kCuda && is_rocm_build()) {
     throw DeviceUnavailable("device 'cuda' requested but this LibTorch is a ROCm build: its GPUs are AMD's, say "
                             "device: rocm (or rocm:N)");
   }
@@ -102,11 +104,12 @@ ResolvedDevice resolve_kind(const std::string& spec) {
   const auto colon = spec.find(':');
   const std::string type = spec.substr(0, colon);
   const int64_t index = colon == std::string::npos ? 0 : std::stoll(spec.substr(colon + 1));
-  if (type == "cuda" || type == "rocm") return make_cuda(index, type);
+  const DeviceKind kind = device_kind(type);
+  if (kind == DeviceKind::kCuda || type == "rocm") return make_cuda(index, type);  // "hip" is not a device name here
   if (private_use1 && (type == c10::get_privateuse1_backend() || type == "privateuseone")) {
     return make_private_use1(index);
   }
-  if (type == "xpu") {
+  if (kind == DeviceKind::kXpu) {
     if (!xpu_available()) {
       throw DeviceUnavailable("device 'xpu' requested but " +
                               std::string(at::detail::getXPUHooks().isBuilt()

@@ -21,6 +21,7 @@
 #include "gpubench/core/build_info.hpp"
 #include "gpubench/core/record/host_facts.hpp"
 #include "gpubench/core/record/record_io.hpp"
+#include "gpubench/core/scenario/device_kind.hpp"
 #include "gpubench/engine/engine.hpp"
 
 #ifdef GPUBENCH_WITH_NCCL
@@ -86,8 +87,9 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
 #endif
   e.device = device_id;
   e.device_type = device_id.substr(0, device_id.find(':'));
-  if (e.device_type == "cpu") e.device_name = e.cpu_model;
-  if (e.device_type == "mps") e.device_name = "Apple GPU (MPS)";
+  const DeviceKind kind = device_kind(e.device_type);
+  if (kind == DeviceKind::kCpu) e.device_name = e.cpu_model;
+  if (kind == DeviceKind::kMps) e.device_name = "Apple GPU (MPS)";
   try {  // the backend resolve_device chooses for it (backend/backend.cpp): one rule, not a second copy here
     e.backend = engine::backend_name(engine::backend_of(engine::resolve_device(device_id)).kind());
   } catch (const std::exception&) {  // a device that is not here: no backend ran it
@@ -104,7 +106,7 @@ EnvironmentRecord describe_environment(const std::string& device_id) {
     e.driver_version = e.cuda_driver_api_version;  // the old name
     e.cuda_runtime_version = version_string(versions->runtime, 1000, 10);
     e.cudnn_version = version_string(at::detail::getCUDAHooks().versionCuDNN(), 10000, 100);
-    if (e.device_type == "cuda" || e.device_type == "rocm") {
+    if (cuda_like(kind)) {
       const auto colon = device_id.find(':');
       engine::describe_cuda_device(colon == std::string::npos ? 0 : std::stoi(device_id.substr(colon + 1)), e);
     }

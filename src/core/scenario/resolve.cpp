@@ -1,6 +1,7 @@
 #include "gpubench/core/scenario/resolve.hpp"
 
 #include "gpubench/core/record/host_facts.hpp"
+#include "gpubench/core/scenario/device_kind.hpp"
 #include "gpubench/core/scenario/precision.hpp"
 #include "gpubench/core/scenario/run_mode.hpp"
 
@@ -122,7 +123,7 @@ void apply_memory_limit(ResolvedScenario& r, bool refuse) {
   if (!s.memory_limit) return;
   const DeviceFacts& device = r.device;
   std::string problem;
-  if (device.type != "cuda" && device.type != "rocm") {
+  if (!cuda_like(device_kind(device.type))) {
     problem = key + ": a memory cap needs a CUDA or ROCm device (the caching allocator's per-process fraction); this "
               "run is on " + device.id + ", where nothing would be capped";
   } else if (device.memory_bytes > 0 && *s.memory_limit > device.memory_bytes) {
@@ -187,9 +188,10 @@ std::optional<std::string> fp8_unsupported(const std::string& device_type, const
                                            int capability) {
   const std::string need = "FP8 training needs FP8 tensor cores: an NVIDIA GPU of compute capability 8.9 or later "
                            "(Ada, Hopper, Blackwell)";
-  if (device_type == "cpu") return need + "; the CPU has none";
-  if (device_type == "mps") return need + "; " + (device_name.empty() ? "Apple MPS" : device_name) + " has none";
-  if (device_type == "rocm" || device_type == "hip") {
+  const DeviceKind kind = device_kind(device_type);
+  if (kind == DeviceKind::kCpu) return need + "; the CPU has none";
+  if (kind == DeviceKind::kMps) return need + "; " + (device_name.empty() ? "Apple MPS" : device_name) + " has none";
+  if (kind == DeviceKind::kRocm) {
     return need + "; gpubench does not run FP8 on ROCm (" + device_name + ") yet";
   }
   if (capability < 89) {
@@ -201,14 +203,15 @@ std::optional<std::string> fp8_unsupported(const std::string& device_type, const
 
 std::string resolved_precision(const std::string& requested, const std::string& device_type) {
   if (parse_precision(requested) != Precision::kAmp) return requested;
-  if (device_type != "cpu") return "fp16";
+  if (device_kind(device_type) != DeviceKind::kCpu) return "fp16";
   // Mixed precision is for speed: on a CPU without bf16 instructions autocast would be emulated, ~9x slower than fp32.
   return cpu_bf16_support().native ? "bf16" : "fp32";
 }
 
 std::vector<std::string> fill_device_defaults(Scenario& s, const ModelInfo& model, const DeviceFacts& d) {
   std::vector<std::string> notes;
-  const bool cpu = d.type == "cpu";
+  const DeviceKind kind = device_kind(d.type);
+  const bool cpu = kind == DeviceKind::kCpu;
   if (d.available) s.device = d.id;
   std::vector<std::string> bounded;
   if (run_mode(s) == RunMode::kGenerate) {
@@ -250,9 +253,8 @@ std::vector<std::string> fill_device_defaults(Scenario& s, const ModelInfo& mode
     notes.push_back(msg);
   }
   if (s.memory_format == "auto") {
-    s.memory_format = (model.channels_last && (d.type == "cuda" || d.type == "rocm" || d.type == "mps"))
-                          ? "channels_last"
-                          : "contiguous";
+    s.memory_format =
+        (model.channels_last && (cuda_like(kind) || kind == DeviceKind::kMps)) ? "channels_last" : "contiguous";
   }
   // The model's recipe fills what the scenario leaves open, if it names the same optimizer; then PyTorch's defaults.
   OptimizerSettings& o = s.optimizer;
@@ -452,7 +454,8 @@ ResolvedScenario resolve_scenario(const Scenario& requested, const ModelCatalog&
     throw ScenarioError(origin_of(s, "data"), "data",
                         "data: folder feeds image classifiers; " + s.model + " takes no images");
   }
-  if (s.data == "folder" && (s.decode == "gpu" || s.decode == "mixed") && device.type != "cuda") {
+  if (s.data == "folder" && (s.decode == "gpu" || s.decode == "mixed") &&
+      device_kind(device.type) != DeviceKind::kCuda) {
     throw ScenarioError(origin_of(s, "decode"), "decode",
                         "decode: " + s.decode + " uses nvJPEG, which needs a CUDA device; this run is on " + device.id +
                             " (use cpu, or auto: the GPU where it works)");

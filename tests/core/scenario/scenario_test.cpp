@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "common/temp_dir.h"
+#include "gpubench/core/scenario/device_kind.hpp"
 #include "gpubench/core/scenario/precision.hpp"
 #include "gpubench/core/scenario/resolve.hpp"
 #include "gpubench/core/scenario/run_mode.hpp"
@@ -114,6 +115,20 @@ TEST(RunModeTest, TheKeysTextMapsToOneModeEachWayAndNothingElseDoes) {
   EXPECT_EQ(run_mode(s), RunMode::kGenerate);
   s.mode = "sample";
   EXPECT_THROW(run_mode(s), std::invalid_argument);
+}
+
+TEST(DeviceKindTest, EachDeviceTypeHasOneKindAndOtherNamesAreAnOutOfTreeAccelerators) {
+  EXPECT_EQ(device_kind("cpu"), DeviceKind::kCpu);
+  EXPECT_EQ(device_kind("cuda"), DeviceKind::kCuda);
+  EXPECT_EQ(device_kind("rocm"), DeviceKind::kRocm);
+  EXPECT_EQ(device_kind("hip"), DeviceKind::kRocm);
+  EXPECT_EQ(device_kind("mps"), DeviceKind::kMps);
+  EXPECT_EQ(device_kind("xpu"), DeviceKind::kXpu);
+  for (const char* other : {"testaccel", "npu", "", "CUDA", "cuda:0"}) {
+    EXPECT_EQ(device_kind(other), DeviceKind::kOther) << other;  // the type is the text before the colon
+  }
+  EXPECT_TRUE(cuda_like(DeviceKind::kCuda) && cuda_like(DeviceKind::kRocm));
+  EXPECT_FALSE(cuda_like(DeviceKind::kMps) || cuda_like(DeviceKind::kOther) || cuda_like(DeviceKind::kCpu));
 }
 
 TEST(PrecisionTest, TheKeysTextMapsToOnePrecisionEachWayAndNothingElseDoes) {
