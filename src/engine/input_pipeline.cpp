@@ -73,6 +73,7 @@ struct InputPipeline::Impl {
   at::Tensor mean, inv_std, arena;
   std::optional<c10::Stream> side;  ///< the copies' (and the GPU stage's) stream on an accelerator
   std::unique_ptr<GpuJpegStage> decoder;
+  GpuJpegStage::Hooks hooks;  ///< stage_hooks(), made once where nvJPEG opens
   /// Per step: an event before the wait for the batch and one after its copy, on the compute stream. The time
   /// between them on the device is how long the GPU sat idle for input (the host may wait while the GPU is still
   /// busy with earlier steps: that wait costs nothing, and this does not count it).
@@ -187,23 +188,28 @@ struct InputPipeline::Impl {
     }
   }
 
-  void prepare_gpu(data::HostBatch& hb, Slot& slot, const at::Tensor& host) {
-    GpuJpegStage::Hooks hooks;
-    hooks.roi_failed = [this](const std::string& why) {
+  /// What the GPU stage tells the pipeline (set once, when nvJPEG opens).
+  GpuJpegStage::Hooks stage_hooks() {
+    GpuJpegStage::Hooks h;
+    h.roi_failed = [this](const std::string& why) {
       std::lock_guard<std::mutex> lk(mu);
       record.decoder += "; ROI decoding failed (" + why + "): whole images decoded from then on";
     };
-    hooks.batch_failed = [this](const std::string& why) {
+    h.batch_failed = [this](const std::string& why) {
       if (decode_failure_noted) return;
       decode_failure_noted = true;
       std::lock_guard<std::mutex> lk(mu);
       record.decode_fallback = "nvJPEG failed on a batch (" + why + "); such batches are decoded on the CPU";
     };
-    hooks.decode_on_cpu = [this, &hb](int64_t i, int64_t fallback) {
+    h.decode_on_cpu = [this](data::HostBatch& hb, int64_t i, int64_t fallback) {
       if (!loader->decode_on_cpu(hb, i, fallback)) return false;
       ++fallback_decodes;
       return true;
     };
+    return h;
+  }
+
+  void prepare_gpu(data::HostBatch& hb, Slot& slot, const at::Tensor& host) {
     decoder->prepare(hb, batch, out_size, host, slot.staging, slot.descs_pinned, slot.descs_dev, slot.images, *side,
                      hooks);
   }
@@ -265,6 +271,7 @@ InputPipeline::InputPipeline(const Scenario& s, const ResolvedDevice& device, co
     } else {
       m.decoder = GpuJpegStage::open({s.nvjpeg_library, s.kernel_options.nvjpeg_roi}, why_not_gpu);
       m.gpu_decode = m.decoder != nullptr;
+      if (m.gpu_decode) m.hooks = m.stage_hooks();
     }
     if (!m.gpu_decode && choice.required) {
       throw std::runtime_error("decode: " + s.decode + " is not possible here: " + why_not_gpu);

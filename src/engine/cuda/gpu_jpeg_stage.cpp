@@ -90,7 +90,7 @@ class NvjpegStage final : public GpuJpegStage {
         for (int64_t j : on_gpu) {
           if (j != i && !hb.files[static_cast<size_t>(j)].empty()) fb = j;
         }
-        if (!hooks.decode_on_cpu(i, fb)) throw std::runtime_error("a batch with no decodable JPEG");
+        if (!hooks.decode_on_cpu(hb, i, fb)) throw std::runtime_error("a batch with no decodable JPEG");
       }
       on_gpu.clear();
     }

@@ -28,7 +28,8 @@ class GpuJpegStage {
   struct Hooks {
     std::function<void(const std::string&)> roi_failed;    ///< ROI decoding failed (why): whole images from now on
     std::function<void(const std::string&)> batch_failed;   ///< nvJPEG refused a batch (why): the CPU decodes it
-    std::function<bool(int64_t sample, int64_t fallback)> decode_on_cpu;  ///< the loader's CPU decode of a sample
+    /// The loader's CPU decode of sample `sample` of `hb` (`fallback`: the sample to copy where it fails).
+    std::function<bool(data::HostBatch& hb, int64_t sample, int64_t fallback)> decode_on_cpu;
   };
   /// Opens nvJPEG on the current device; null with `why` where it cannot (or the build has no CUDA module).
   static std::unique_ptr<GpuJpegStage> open(const Options& options, std::string& why);
