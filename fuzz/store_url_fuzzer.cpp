@@ -69,6 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // In a query, '&' ends the value: what follows is another parameter, not the password.
   if (data[0] % 4 == 1 && password.find('&') != std::string::npos) return 0;
+  // A user name holding ':' or '@' moves where the URL's password starts or ends: the bytes' password is then not the
+  // URL's (found by this fuzzer: user "...port=" and password "port=@" look alike in the display "...port=@host").
+  if (data[0] % 4 != 1 && user.find_first_of(":@") != std::string::npos) return 0;
   // Each text as a message would hold it; where the same text without the password already holds it (it is a part
   // of the user name, the host or the wording), it cannot be told apart.
   const auto message = [](int kind, const std::string& u) {
